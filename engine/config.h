@@ -1,0 +1,76 @@
+/*
+ * config.h -- ternd's configuration: a JSON file (--config FILE) and command-line
+ * flags, flags winning. Every setting, its default and its flag:
+ *
+ *   "role": "both"               --role api|runner|both
+ *   "listen": "127.0.0.1:8080"   --listen HOST:PORT      (api role)
+ *   "redis": null                --redis URL             (null: embedded private Redis)
+ *   "data_dir": "./tern-data"    --data-dir DIR          (embedded Redis lives here)
+ *   "plugin_dir": <built-in>     --plugin-dir DIR
+ *   "workflows": null            --workflows DIR         (*.json loaded at start)
+ *   "concurrency": 1000          --concurrency N         (jobs in flight per runner)
+ *   "runner_id": <host>-<pid>    --runner-id ID
+ *   "queues": ["default"]        --queues a,b
+ *   "lease_ms": 10000            --lease-ms N      (a silent runner loses its jobs after)
+ *   "heartbeat_ms": 2000         --heartbeat-ms N
+ *   "shutdown_grace_ms": 30000   --shutdown-grace-ms N
+ *   "log_level": "info"          --log-level LEVEL
+ *   "redis_server": "redis-server" --redis-server PATH (binary for the embedded default)
+ *   "event_stream_max": 1000     (events kept per job)
+ *   "global_event_stream_max": 100000
+ *   "max_params_bytes": 262144
+ *   "plugins": {"<name>": {...}} (each plugin's init configuration)
+ *
+ * Unknown keys in the file and unknown flags are refused with a message naming them.
+ */
+#ifndef TERN_CONFIG_H
+#define TERN_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+enum config_role {
+    CONFIG_ROLE_API = 1u << 0,
+    CONFIG_ROLE_RUNNER = 1u << 1,
+    CONFIG_ROLE_BOTH = CONFIG_ROLE_API | CONFIG_ROLE_RUNNER,
+};
+
+typedef struct tern_config {
+    unsigned roles;            /* enum config_role bits */
+    char *listen;              /* "127.0.0.1:8080" */
+    char *redis_url;           /* NULL: embedded default */
+    char *data_dir;
+    char *plugin_dir;
+    char *workflows_dir;       /* or NULL */
+    uint32_t concurrency;
+    char *runner_id;
+    char **queues;             /* NULL-terminated */
+    size_t n_queues;
+    uint32_t lease_ms;
+    uint32_t heartbeat_ms;
+    uint32_t shutdown_grace_ms;
+    int log_level;             /* bunyan number */
+    char *redis_server;        /* path or name of redis-server */
+    uint32_t event_stream_max;
+    uint32_t global_event_stream_max;
+    uint32_t max_params_bytes;
+    json_t *plugins;           /* owned object: plugin name -> config */
+    char *config_file;         /* or NULL */
+} tern_config_t;
+
+/* Fills *c with defaults, then the file named by --config (if any), then the flags.
+ * `default_plugin_dir` is the build's plugin directory. Returns 0; 1 when --help or
+ * --version printed something and ternd should exit 0; or TERN_EINVAL with
+ * "--concurrency: expected a positive integer, got \"x\"" or
+ * "config /etc/tern.json: unknown key \"rol\"" in err. */
+int config_load(tern_config_t *c, int argc, char **argv, const char *default_plugin_dir,
+                char *err, size_t errlen);
+
+void config_dispose(tern_config_t *c);
+
+/* The usage text (for --help and errors). */
+const char *config_usage(void);
+
+#endif /* TERN_CONFIG_H */

@@ -1,0 +1,1 @@
+-- _common.lua: helpers shared by every script (prepended by tools/embed_lua.py).

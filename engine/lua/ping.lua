@@ -1,0 +1,2 @@
+-- ping.lua: returns "PONG"; used to check that scripts load.
+return "PONG"

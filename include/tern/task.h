@@ -1,0 +1,406 @@
+/*
+ * tern/task.h -- the plugin ABI of tern, the only header a task plugin includes.
+ *
+ * A plugin is a shared object named <name>.so in the engine's plugin directory. It
+ * exports exactly one symbol, tern_plugin_entry(), which returns a constant
+ * descriptor: a magic word, the ABI version it was built against, its name and
+ * version, init/fini hooks and a NULL-terminated table of tasks. The engine reaches
+ * the plugin only through that descriptor, and the plugin reaches the engine only
+ * through the host table (tern_host) that every context carries as its first field,
+ * so a plugin links against no engine symbol and the same plugin runs inside
+ * `ternd` or inside an isolated helper process unchanged.
+ *
+ * Versioning. TERN_ABI_MAJOR changes on any incompatible change; the loader refuses
+ * a plugin whose major differs. TERN_ABI_MINOR grows when fields or host functions
+ * are appended; the loader refuses a plugin built against a newer minor than the
+ * engine's. Every struct that can grow starts with its own `size`, so the engine
+ * reads each table with the size the plugin compiled.
+ *
+ * Ownership of json_t values (jansson), the one rule: parameters are borrowed
+ * unless the function's comment says it steals them; return values are borrowed
+ * (valid until the owner named in the comment changes) unless the comment says
+ * "new reference". Keep a borrowed value past a callback only after json_incref.
+ *
+ * Lifetime of a context. A tern_ctx is created for one attempt of one step and is
+ * valid from the call to start() until the task reports its outcome with exactly one
+ * of tern_task_done(), tern_task_fail(), tern_task_wait() or tern_task_requeue().
+ * When the engine cancels an attempt (timeout, job cancel, shutdown) it calls the
+ * task's cancel hook if it has one and stops every resource the task obtained from
+ * the host (timers, HTTP requests, children, Redis calls); the context then stays
+ * valid until the cancel hook has returned and those resources are closed. A task
+ * that keeps libuv handles of its own must have a cancel hook that stops them and
+ * must not touch the context after the hook returns. A second report, or a report
+ * after cancel, is logged by the engine and ignored.
+ */
+#ifndef TERN_TASK_H
+#define TERN_TASK_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TERN_PLUGIN_MAGIC 0x7465726eu /* "tern" */
+#define TERN_ABI_MAJOR    1           /* bump on any incompatible change */
+#define TERN_ABI_MINOR    0           /* bump on append-only additions */
+
+/* Bunyan's numeric levels, so Triton's log tools read the engine's output. */
+enum tern_log_level {
+    TERN_LOG_TRACE = 10,
+    TERN_LOG_DEBUG = 20,
+    TERN_LOG_INFO = 30,
+    TERN_LOG_WARN = 40,
+    TERN_LOG_ERROR = 50,
+    TERN_LOG_FATAL = 60,
+};
+
+typedef struct tern_ctx tern_ctx;   /* opaque, one per attempt of one step */
+typedef struct tern_host tern_host; /* engine services, reached through a ctx */
+
+/** Flags of a task definition. */
+enum tern_task_flags {
+    /** Always run this task in an isolated helper process, whatever the step says. */
+    TERN_TASK_ISOLATED = 1u << 0,
+};
+
+/** One task of a plugin. Read by the engine with the size the plugin compiled. */
+typedef struct tern_task_def {
+    uint32_t size;       /**< sizeof(tern_task_def) as the plugin saw it */
+    uint32_t flags;      /**< enum tern_task_flags */
+    const char *name;    /**< entry name without the family: "sleep", [a-z][a-z0-9_]* */
+    const char *summary; /**< one line, shown by GET /tasks */
+    /** Optional JSON text describing the arguments, checked when a workflow is loaded:
+     *  {"required": ["url"], "properties": {"url": {"type": "string"}, ...},
+     *   "additional": false}. Types: string, integer, number, boolean, object, array,
+     *  any. A value that is a template is checked only after expansion, at run time. */
+    const char *args_schema;
+    /** NULL-terminated error codes that end retries at once (NULL for none). */
+    const char *const *fatal_codes;
+    /** Starts one attempt. Returns at once; the outcome is reported later through the
+     *  context. `args` is the step's expanded arguments, borrowed for this call only. */
+    void (*start)(tern_ctx *ctx, const json_t *args);
+    /** Optional. Asks a running attempt to stop (timeout, job cancel, shutdown). The
+     *  task stops its own handles before returning; its later report is ignored. */
+    void (*cancel)(tern_ctx *ctx);
+} tern_task_def;
+
+/** The descriptor a plugin returns from tern_plugin_entry(). */
+typedef struct tern_plugin {
+    uint32_t magic;      /**< TERN_PLUGIN_MAGIC */
+    uint16_t abi_major;  /**< TERN_ABI_MAJOR at build time */
+    uint16_t abi_minor;  /**< TERN_ABI_MINOR at build time */
+    uint32_t size;       /**< sizeof(tern_plugin) at build time */
+    const char *name;    /**< must equal the file stem; [a-z][a-z0-9_]* */
+    const char *version; /**< the plugin's own version string */
+    /** Optional. Called once after every check passed. `config` is the plugin's
+     *  section of the engine configuration (borrowed; may be NULL). Whatever is put in
+     *  *state is handed back by tern_plugin_state(). Returns 0, or non-zero with a
+     *  message in err, in which case the plugin is refused and fini is not called. */
+    int (*init)(const tern_host *host, const json_t *config, void **state, char *err,
+                size_t errlen);
+    /** Optional. Called once at engine shutdown with the state init produced. */
+    void (*fini)(void *state);
+    /** NULL-terminated array of pointers, so each definition's size field can differ. */
+    const tern_task_def *const *tasks;
+} tern_plugin;
+
+/** The one exported symbol. A function, not data: dlsym is specified for functions. */
+#define TERN_PLUGIN(desc)                                                                  \
+    __attribute__((visibility("default"))) const tern_plugin *tern_plugin_entry(void);    \
+    __attribute__((visibility("default"))) const tern_plugin *tern_plugin_entry(void)     \
+    {                                                                                      \
+        return &(desc);                                                                    \
+    }
+
+/* ---- services of the host ------------------------------------------------------- */
+
+/** An outbound HTTP request, run on the loop by libcurl. All fields are borrowed for
+ *  the duration of the tern_http_request() call; the engine copies what it keeps. */
+typedef struct tern_http_req {
+    uint32_t size;               /**< sizeof(tern_http_req) */
+    const char *method;          /**< "GET", "POST", ...; NULL means GET */
+    const char *url;             /**< http:// or https:// */
+    const char *const *headers;  /**< "Name: value" strings, NULL-terminated, or NULL */
+    const char *body;            /**< request body or NULL */
+    size_t body_len;             /**< bytes of body */
+    uint64_t timeout_ms;         /**< whole transfer; 0 means 30000 */
+    size_t max_response_bytes;   /**< 0 means 8 MiB; a larger answer fails the request */
+} tern_http_req;
+
+/** The outcome of an HTTP request. Valid only during the callback. */
+typedef struct tern_http_res {
+    long status;              /**< HTTP status, or 0 when no response was received */
+    const char *error;        /**< NULL, or why no response came (connect refused, ...) */
+    const char *body;         /**< response body, NUL-terminated; "" when empty */
+    size_t body_len;          /**< bytes of body */
+    const char *content_type; /**< Content-Type of the answer or NULL */
+    uint64_t elapsed_ms;      /**< time from start to the last byte */
+} tern_http_res;
+
+typedef void (*tern_http_cb)(tern_ctx *ctx, const tern_http_res *res, void *data);
+
+/** A child process. Borrowed for the duration of the tern_spawn() call. */
+typedef struct tern_spawn_opts {
+    uint32_t size;            /**< sizeof(tern_spawn_opts) */
+    const char *const *argv;  /**< argv[0] is the program, looked up in PATH; NULL-ended */
+    const char *const *env;   /**< "K=V" NULL-terminated, or NULL to inherit */
+    const char *cwd;          /**< or NULL */
+    uint64_t timeout_ms;      /**< 0: none; past it the child gets SIGTERM, then SIGKILL */
+    size_t tail_bytes;        /**< bytes of stdout/stderr kept; 0 means 4096 */
+    const char *stdin_data;   /**< written to the child's stdin, then closed; or NULL */
+    size_t stdin_len;
+} tern_spawn_opts;
+
+/** How a child ended. Valid only during the callback. */
+typedef struct tern_spawn_res {
+    int64_t exit_status;     /**< exit code, or -1 when killed by a signal */
+    int term_signal;         /**< the signal that ended it, or 0 */
+    int timed_out;           /**< 1 when the engine killed it for its timeout */
+    const char *error;       /**< NULL, or why it could not start */
+    const char *stdout_tail; /**< last tail_bytes of stdout, NUL-terminated */
+    size_t stdout_len;
+    const char *stderr_tail; /**< last tail_bytes of stderr, NUL-terminated */
+    size_t stderr_len;
+    uint64_t elapsed_ms;
+} tern_spawn_res;
+
+typedef void (*tern_spawn_cb)(tern_ctx *ctx, const tern_spawn_res *res, void *data);
+typedef void (*tern_timer_cb)(tern_ctx *ctx, void *data);
+typedef void (*tern_work_fn)(void *data); /* runs on the libuv thread pool: no ctx use */
+typedef void (*tern_after_work_cb)(tern_ctx *ctx, void *data, int status);
+/** Reply of a Redis script. `reply` is a new reference owned by the engine and freed
+ *  after the callback; `error` is NULL or the Redis error text. */
+typedef void (*tern_redis_cb)(tern_ctx *ctx, const json_t *reply, const char *error,
+                              void *data);
+
+/**
+ * The host table. Appended to only; `size` tells how much of it this engine has.
+ * Plugins call these through the inline wrappers below, never directly.
+ */
+struct tern_host {
+    uint32_t size;
+    uint16_t abi_major, abi_minor;
+
+    void (*task_done)(tern_ctx *ctx, json_t *result);
+    void (*task_fail)(tern_ctx *ctx, const char *code, const char *fmt, va_list ap);
+    void (*task_wait)(tern_ctx *ctx, json_t *info);
+    void (*task_requeue)(tern_ctx *ctx, uint64_t delay_ms, json_t *info);
+
+    uv_loop_t *(*loop)(tern_ctx *ctx);
+    void *(*plugin_state)(tern_ctx *ctx);
+    const char *(*job_uuid)(tern_ctx *ctx);
+    const char *(*job_target)(tern_ctx *ctx);
+    const json_t *(*job_params)(tern_ctx *ctx);
+    const char *(*step_name)(tern_ctx *ctx);
+    uint32_t (*step_attempt)(tern_ctx *ctx);
+    const char *(*idempotency_key)(tern_ctx *ctx);
+
+    const json_t *(*state_get)(tern_ctx *ctx, const char *key);
+    int (*state_set)(tern_ctx *ctx, const char *key, json_t *value);
+    void (*progress)(tern_ctx *ctx, json_t *progress);
+    void (*log)(tern_ctx *ctx, int level, const char *fmt, va_list ap);
+
+    int (*http_request)(tern_ctx *ctx, const tern_http_req *req, tern_http_cb cb, void *data);
+    int (*spawn)(tern_ctx *ctx, const tern_spawn_opts *opts, tern_spawn_cb cb, void *data);
+    int (*work)(tern_ctx *ctx, tern_work_fn work, tern_after_work_cb after, void *data);
+    int (*timer_start)(tern_ctx *ctx, uint64_t delay_ms, tern_timer_cb cb, void *data);
+    int (*timer_stop)(tern_ctx *ctx, int timer_id);
+    int (*redis_eval)(tern_ctx *ctx, const char *script, size_t nkeys, const char *const *keys,
+                      size_t nargs, const char *const *args, tern_redis_cb cb, void *data);
+};
+
+/** Every context starts with this header; the wrappers below rely on it. */
+struct tern_ctx_head {
+    const tern_host *host;
+    uint32_t magic; /* TERN_PLUGIN_MAGIC while the context is valid */
+};
+
+#define TERN_HOST_(ctx) (((const struct tern_ctx_head *)(const void *)(ctx))->host)
+
+/* ---- reporting the outcome: exactly one per attempt --------------------------- */
+
+/** Ends the attempt successfully. Steals `result` (any JSON value, or NULL for none);
+ *  it becomes the step's result in the job's chain_results. */
+static inline void tern_task_done(tern_ctx *ctx, json_t *result)
+{
+    TERN_HOST_(ctx)->task_done(ctx, result);
+}
+
+/** Ends the attempt with an error. `code` is a short CamelCase word (copied) such as
+ *  "InsufficientSpace"; the message is formatted printf-style. Whether the step is
+ *  retried depends on the step's retry policy and the task's fatal_codes. */
+__attribute__((format(printf, 3, 4))) static inline void
+tern_task_fail(tern_ctx *ctx, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    TERN_HOST_(ctx)->task_fail(ctx, code, fmt, ap);
+    va_end(ap);
+}
+
+/** Parks the job in the `waiting` execution until an operator or another system
+ *  resumes it (POST /jobs/:uuid/resume) with a result or an error, which then becomes
+ *  this step's outcome. The job holds no runner slot while it waits. Steals `info`
+ *  (shown on the job; may be NULL). */
+static inline void tern_task_wait(tern_ctx *ctx, json_t *info)
+{
+    TERN_HOST_(ctx)->task_wait(ctx, info);
+}
+
+/** Gives the runner slot back and runs this step again after `delay_ms`, with the same
+ *  idempotency key: how a task polls long external work. Not counted as a failed
+ *  attempt. Steals `info` (may be NULL). */
+static inline void tern_task_requeue(tern_ctx *ctx, uint64_t delay_ms, json_t *info)
+{
+    TERN_HOST_(ctx)->task_requeue(ctx, delay_ms, info);
+}
+
+/* ---- what the context knows --------------------------------------------------- */
+
+/** The loop the task runs on. Handles a task opens itself need a cancel hook. */
+static inline uv_loop_t *tern_loop(tern_ctx *ctx)
+{
+    return TERN_HOST_(ctx)->loop(ctx);
+}
+
+/** What the plugin's init put in *state. */
+static inline void *tern_plugin_state(tern_ctx *ctx)
+{
+    return TERN_HOST_(ctx)->plugin_state(ctx);
+}
+
+/** The job's uuid; valid while ctx is. */
+static inline const char *tern_job_uuid(tern_ctx *ctx)
+{
+    return TERN_HOST_(ctx)->job_uuid(ctx);
+}
+
+/** The job's target or NULL; valid while ctx is. */
+static inline const char *tern_job_target(tern_ctx *ctx)
+{
+    return TERN_HOST_(ctx)->job_target(ctx);
+}
+
+/** The job's params object; borrowed, valid while ctx is. */
+static inline const json_t *tern_job_params(tern_ctx *ctx)
+{
+    return TERN_HOST_(ctx)->job_params(ctx);
+}
+
+/** The step's name ("resize", or "resize.fallback" for a fallback). */
+static inline const char *tern_step_name(tern_ctx *ctx)
+{
+    return TERN_HOST_(ctx)->step_name(ctx);
+}
+
+/** 1 for the first attempt of the step, 2 for the first retry, ... */
+static inline uint32_t tern_step_attempt(tern_ctx *ctx)
+{
+    return TERN_HOST_(ctx)->step_attempt(ctx);
+}
+
+/** A key that is the same for every attempt of this step of this job, on any runner,
+ *  after any restart: "<job uuid>/<phase>/<step index>". Use it to make side effects
+ *  idempotent. Valid while ctx is. */
+static inline const char *tern_idempotency_key(tern_ctx *ctx)
+{
+    return TERN_HOST_(ctx)->idempotency_key(ctx);
+}
+
+/* ---- job-scoped state ---------------------------------------------------------- */
+
+/** A value of the job's state (what earlier steps set), or NULL. Borrowed, valid until
+ *  the next tern_state_set of the same key or the end of the attempt. */
+static inline const json_t *tern_state_get(tern_ctx *ctx, const char *key)
+{
+    return TERN_HOST_(ctx)->state_get(ctx, key);
+}
+
+/** Sets a value of the job's state. Steals `value`. The change is committed together
+ *  with this attempt's outcome, in the same Redis round trip. Returns 0, or -1 when
+ *  the key is not [A-Za-z0-9_.-]{1,128} (the value is freed all the same). */
+static inline int tern_state_set(tern_ctx *ctx, const char *key, json_t *value)
+{
+    return TERN_HOST_(ctx)->state_set(ctx, key, value);
+}
+
+/** Reports progress. Steals `progress`, an object with any of: "percent" (0-100),
+ *  "bytes", "total_bytes", "rate" (bytes/s), "eta_s", "message". Appended to the
+ *  job's event stream; reports closer than 200 ms apart are coalesced. */
+static inline void tern_progress(tern_ctx *ctx, json_t *progress)
+{
+    TERN_HOST_(ctx)->progress(ctx, progress);
+}
+
+/** Logs a line with the job, step and attempt as fields. */
+__attribute__((format(printf, 3, 4))) static inline void tern_log(tern_ctx *ctx, int level,
+                                                                  const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    TERN_HOST_(ctx)->log(ctx, level, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- asynchronous services, stopped by the engine if the attempt is cancelled ---- */
+
+/** Starts an HTTP request on the loop. `cb` runs exactly once unless the attempt is
+ *  cancelled first. Returns 0, or a negative errno-style code (nothing started). */
+static inline int tern_http_request(tern_ctx *ctx, const tern_http_req *req, tern_http_cb cb,
+                                    void *data)
+{
+    return TERN_HOST_(ctx)->http_request(ctx, req, cb, data);
+}
+
+/** Starts a child process (never through a shell). `cb` runs exactly once when it has
+ *  ended, unless the attempt is cancelled first (the child is then killed). Returns 0,
+ *  or a negative errno-style code. */
+static inline int tern_spawn(tern_ctx *ctx, const tern_spawn_opts *opts, tern_spawn_cb cb,
+                             void *data)
+{
+    return TERN_HOST_(ctx)->spawn(ctx, opts, cb, data);
+}
+
+/** Runs `work(data)` on the libuv thread pool, then `after(ctx, data, status)` on the
+ *  loop. After a cancel, `after` is not called, so `work` must not need it to free
+ *  `data`: free it in the cancel hook or keep it in plugin state. */
+static inline int tern_work(tern_ctx *ctx, tern_work_fn work, tern_after_work_cb after,
+                            void *data)
+{
+    return TERN_HOST_(ctx)->work(ctx, work, after, data);
+}
+
+/** Starts a one-shot timer. Returns its id (>= 0) for tern_timer_stop, or < 0. */
+static inline int tern_timer_start(tern_ctx *ctx, uint64_t delay_ms, tern_timer_cb cb,
+                                   void *data)
+{
+    return TERN_HOST_(ctx)->timer_start(ctx, delay_ms, cb, data);
+}
+
+/** Stops a timer before it fires. Returns 0, or < 0 if no such timer is pending. */
+static inline int tern_timer_stop(tern_ctx *ctx, int timer_id)
+{
+    return TERN_HOST_(ctx)->timer_stop(ctx, timer_id);
+}
+
+/** Runs a Lua script in Redis. Every key is put inside the plugin's own namespace
+ *  ("tern:p:<plugin>:<key>") before it reaches Redis. The reply is converted to JSON
+ *  (strings, integers, arrays, null). Returns 0, or < 0 when not connected. */
+static inline int tern_redis_eval(tern_ctx *ctx, const char *script, size_t nkeys,
+                                  const char *const *keys, size_t nargs,
+                                  const char *const *args, tern_redis_cb cb, void *data)
+{
+    return TERN_HOST_(ctx)->redis_eval(ctx, script, nkeys, keys, nargs, args, cb, data);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TERN_TASK_H */
