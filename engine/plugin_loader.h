@@ -58,6 +58,13 @@ const tern_task_def *plugin_registry_find(const plugin_registry_t *reg, const ch
 int plugin_registry_check_task(void *reg, const char *task, const json_t *args,
                                const char *path, char *err, size_t errlen);
 
+/* The same check for arguments after template expansion (what the runner calls before
+ * start): every value is type-checked, a string containing "${" included. The schema
+ * was compiled when the plugin loaded, so this costs a lookup and a walk of `args`. */
+int plugin_registry_check_expanded(const plugin_registry_t *reg, const char *task,
+                                   const json_t *args, const char *path, char *err,
+                                   size_t errlen);
+
 /* True when `code` is one of the task's fatal_codes. */
 int plugin_task_code_is_fatal(const tern_task_def *def, const char *code);
 

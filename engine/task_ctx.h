@@ -70,6 +70,10 @@ typedef struct task_sink {
     /* Optional. Steals `progress` (coalesced: at most one per 200 ms, the last kept). */
     void (*on_progress)(void *owner, json_t *progress);
     void *owner;
+    /* Optional. Called once, from a close callback, when the context has been freed
+     * after its outcome or a cancel (every handle closed, thread-pool work returned):
+     * what lets an owner wait for its attempts to be gone before closing the loop. */
+    void (*on_closed)(void *owner);
 } task_sink_t;
 
 typedef struct task_ctx_opts {

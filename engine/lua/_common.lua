@@ -1,1 +1,218 @@
--- _common.lua: helpers shared by every script (prepended by tools/embed_lua.py).
+-- _common.lua: helpers shared by every script; tools/embed_lua.py prepends this file
+-- to each of the others. The key schema is described in engine/store.h.
+--
+-- Conventions of every script: ARGV[1] and ARGV[2] are the caps of the per-job and
+-- the global event streams; script arguments start at ARGV[3]. Times come from the
+-- Redis server's clock (TIME), so leases and due times compare on one clock whatever
+-- the runners' clocks say. Payloads that C built (results, params, workflow documents)
+-- are stored as opaque strings and never decoded here: cjson would turn [] into {}
+-- and round large numbers.
+
+local P = 'tern:'
+local MAXLEN_JOB = ARGV[1]
+local MAXLEN_ALL = ARGV[2]
+
+local function now_ms()
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function jkey(uuid)
+    return P .. 'job:' .. uuid
+end
+
+local function qkey(queue)
+    return P .. 'q:' .. queue
+end
+
+local UNFINISHED = {queued = true, running = true, waiting = true, retried = true}
+
+-- Appends an event (a table of plain fields) to the job's stream and the global one.
+local function event(uuid, ev, now)
+    ev.job = uuid
+    ev.time = now
+    local s = cjson.encode(ev)
+    redis.call('XADD', jkey(uuid) .. ':events', 'MAXLEN', '~', MAXLEN_JOB, '*', 'e', s)
+    redis.call('XADD', P .. 'events', 'MAXLEN', '~', MAXLEN_ALL, '*', 'e', s)
+end
+
+-- Appends an event whose JSON text C built (it may carry results or progress).
+local function event_raw(uuid, s)
+    redis.call('XADD', jkey(uuid) .. ':events', 'MAXLEN', '~', MAXLEN_JOB, '*', 'e', s)
+    redis.call('XADD', P .. 'events', 'MAXLEN', '~', MAXLEN_ALL, '*', 'e', s)
+end
+
+-- Moves the job between the per-execution indexes and records the new execution.
+local function set_execution(uuid, new)
+    local k = jkey(uuid)
+    local old = redis.call('HGET', k, 'execution')
+    if old == new then
+        return
+    end
+    local created = redis.call('HGET', k, 'created_at') or '0'
+    if old then
+        redis.call('ZREM', P .. 'jobs:' .. old, uuid)
+    end
+    redis.call('ZADD', P .. 'jobs:' .. new, created, uuid)
+    redis.call('HSET', k, 'execution', new)
+end
+
+-- Puts a job at the head of its queue (the end runners pop from): for re-queued and
+-- overdue work, which should not wait behind jobs submitted after it.
+local function push_front(uuid)
+    local queue = redis.call('HGET', jkey(uuid), 'queue') or 'default'
+    redis.call('RPUSH', qkey(queue), uuid)
+end
+
+-- Puts a job at the tail of its queue: new work.
+local function push_back(uuid)
+    local queue = redis.call('HGET', jkey(uuid), 'queue') or 'default'
+    redis.call('LPUSH', qkey(queue), uuid)
+end
+
+-- Schedules a job at `due` (ms) and wakes the runners if it became the earliest.
+local function delay(uuid, due)
+    redis.call('ZADD', P .. 'delayed', due, uuid)
+    local first = redis.call('ZRANGE', P .. 'delayed', 0, 0)
+    if first[1] == uuid then
+        redis.call('PUBLISH', P .. 'wake', tostring(due))
+    end
+end
+
+-- Puts the job's workflow deadline back in the index when it leaves its runner
+-- (waiting, delayed, parked), so the deadline is enforced while no runner holds it.
+local function rearm_deadline(uuid)
+    local d = redis.call('HGET', jkey(uuid), 'deadline')
+    if d then
+        redis.call('ZADD', P .. 'deadlines', d, uuid)
+    end
+end
+
+-- Resource tickets. tern:hold:<res>:h is the set of holders, :w the FIFO of waiters,
+-- :cap the capacity each waiter asked for. A waiter is granted in order when a holder
+-- releases, so tickets are first come first served.
+local function hold_try(uuid, res, cap)
+    local hk = P .. 'hold:' .. res
+    if redis.call('SISMEMBER', hk .. ':h', uuid) == 1 then
+        return true
+    end
+    local head = redis.call('LINDEX', hk .. ':w', 0)
+    if redis.call('SCARD', hk .. ':h') < cap and (not head or head == uuid) then
+        if head == uuid then
+            redis.call('LPOP', hk .. ':w')
+            redis.call('HDEL', hk .. ':cap', uuid)
+        end
+        redis.call('SADD', hk .. ':h', uuid)
+        redis.call('SADD', jkey(uuid) .. ':held', res)
+        return true
+    end
+    if not redis.call('LPOS', hk .. ':w', uuid) then
+        redis.call('RPUSH', hk .. ':w', uuid)
+    end
+    redis.call('HSET', hk .. ':cap', uuid, cap)
+    return false
+end
+
+local function hold_release(uuid, res, now)
+    local hk = P .. 'hold:' .. res
+    redis.call('SREM', hk .. ':h', uuid)
+    redis.call('SREM', jkey(uuid) .. ':held', res)
+    while true do
+        local w = redis.call('LINDEX', hk .. ':w', 0)
+        if not w then
+            break
+        end
+        local cap = tonumber(redis.call('HGET', hk .. ':cap', w) or '1')
+        local wk = jkey(w)
+        if redis.call('HGET', wk, 'blocked_on') ~= res then
+            -- The waiter went away (canceled, deleted): forget it.
+            redis.call('LPOP', hk .. ':w')
+            redis.call('HDEL', hk .. ':cap', w)
+        elseif redis.call('SCARD', hk .. ':h') < cap then
+            redis.call('LPOP', hk .. ':w')
+            redis.call('HDEL', hk .. ':cap', w)
+            redis.call('SADD', hk .. ':h', w)
+            redis.call('SADD', wk .. ':held', res)
+            redis.call('HDEL', wk, 'blocked_on')
+            push_front(w)
+            event(w, {type = 'hold_granted', resource = res}, now)
+        else
+            break
+        end
+    end
+    if redis.call('EXISTS', hk .. ':h', hk .. ':w') == 0 then
+        redis.call('DEL', hk .. ':cap')
+    end
+end
+
+-- Releases the holds of the current step only (names kept in the step_holds field).
+local function release_step_holds(uuid, now)
+    local k = jkey(uuid)
+    local sh = redis.call('HGET', k, 'step_holds')
+    if sh and sh ~= '' then
+        for res in string.gmatch(sh, '[^\n]+') do
+            hold_release(uuid, res, now)
+        end
+        redis.call('HDEL', k, 'step_holds')
+    end
+end
+
+local function release_all_holds(uuid, now)
+    local held = redis.call('SMEMBERS', jkey(uuid) .. ':held')
+    for _, res in ipairs(held) do
+        hold_release(uuid, res, now)
+    end
+    redis.call('HDEL', jkey(uuid), 'step_holds')
+    local blocked = redis.call('HGET', jkey(uuid), 'blocked_on')
+    if blocked then
+        redis.call('LREM', P .. 'hold:' .. blocked .. ':w', 0, uuid)
+        redis.call('HDEL', P .. 'hold:' .. blocked .. ':cap', uuid)
+        redis.call('HDEL', jkey(uuid), 'blocked_on')
+    end
+end
+
+-- Ends a job however it ends: releases what it holds and every uniqueness claim, and
+-- takes it off its runner.
+local function finish(uuid, execution, now)
+    local k = jkey(uuid)
+    release_all_holds(uuid, now)
+    local unique = redis.call('HGET', k, 'unique')
+    if unique and redis.call('HGET', P .. 'unique', unique) == uuid then
+        redis.call('HDEL', P .. 'unique', unique)
+    end
+    if redis.call('HDEL', P .. 'locks', uuid) == 1 then
+        redis.call('INCR', P .. 'locks:version')
+    end
+    local runner = redis.call('HGET', k, 'runner')
+    if runner and runner ~= '' then
+        redis.call('LREM', P .. 'r:' .. runner .. ':jobs', 0, uuid)
+    end
+    redis.call('HDEL', k, 'runner', 'cancel', 'inflight', 'resume')
+    redis.call('ZREM', P .. 'delayed', uuid)
+    redis.call('ZREM', P .. 'deadlines', uuid)
+    redis.call('HSET', k, 'finished_at', now)
+    set_execution(uuid, execution)
+    event(uuid, {type = 'finished', execution = execution}, now)
+end
+
+-- Tries to take every job-level hold; on the first refusal parks the job (queued,
+-- blocked_on set, off the runner) and returns false.
+local function take_job_holds(uuid, runner, now)
+    local k = jkey(uuid)
+    local holds = redis.call('HGET', k, 'holds')
+    if not holds or holds == '' then
+        return true
+    end
+    for line in string.gmatch(holds, '[^\n]+') do
+        local cap, res = string.match(line, '^(%d+) (.+)$')
+        if not hold_try(uuid, res, tonumber(cap)) then
+            redis.call('HSET', k, 'blocked_on', res)
+            redis.call('LREM', P .. 'r:' .. runner .. ':jobs', 0, uuid)
+            set_execution(uuid, 'queued')
+            rearm_deadline(uuid)
+            event(uuid, {type = 'hold_wait', resource = res}, now)
+            return false
+        end
+    end
+    return true
+end

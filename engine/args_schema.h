@@ -1,0 +1,61 @@
+/*
+ * args_schema.h -- the argument descriptions of tasks (tern_task_def.args_schema).
+ *
+ * A plugin may describe the arguments of a task as JSON text:
+ *   {"required": ["url"],
+ *    "properties": {"url": {"type": "string"}, "ms": {"type": ["integer", "string"]}},
+ *    "additional": false}
+ * "type" is one of string, integer, number (integers count as numbers), boolean,
+ * object, array, null, any, or a non-empty array of them; a property without "type"
+ * accepts anything. "additional" defaults to true (names not listed are accepted).
+ * "description" is allowed at the top and in each property and is not interpreted.
+ * Any other key is refused, so that a misspelt "requried" is found when the plugin
+ * loads rather than never.
+ *
+ * A schema is compiled once, when its plugin loads, and checked many times: when a
+ * workflow is loaded (templates still unexpanded: a string holding a template passes
+ * the type check, since its type is known only after expansion) and again by the
+ * runner after expansion (ARGS_SCHEMA_EXPANDED: every value is checked).
+ */
+#ifndef TERN_ARGS_SCHEMA_H
+#define TERN_ARGS_SCHEMA_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+typedef struct args_schema args_schema_t;
+
+/* Flags of args_schema_check. */
+enum args_schema_flags {
+    /* The arguments are already expanded: a string containing "${" is plain text and
+     * gets no free pass. */
+    ARGS_SCHEMA_EXPANDED = 1u << 0,
+};
+
+/* Parses and validates schema text. `what` names the owner in messages (e.g.
+ * `task "http.get"`). Returns 0 and *out (free with args_schema_free), or TERN_EINVAL
+ * with e.g. `task "http.get": args_schema: properties.url.type: unknown type "strng"`
+ * or `task "http.get": args_schema is not valid JSON: ... (line 1, column 2)` in err. */
+int args_schema_compile(const char *text, const char *what, args_schema_t **out, char *err,
+                        size_t errlen);
+
+/* Checks `args` (borrowed; NULL counts as an empty object). `path` prefixes messages
+ * ("chain[1].args"). Returns 0, or TERN_EINVAL with the first fault in err:
+ *   chain[1].args.ms: expected integer, got string
+ *   chain[1].args: missing required "url"
+ *   chain[1].args: unknown argument "urll"
+ *   chain[1].args: expected object, got array
+ * Required names are checked first, in schema order, then each argument in order. */
+int args_schema_check(const args_schema_t *schema, const json_t *args, const char *path,
+                      unsigned flags, char *err, size_t errlen);
+
+/* The parsed schema document; borrowed, valid while the schema lives. */
+const json_t *args_schema_doc_get(const args_schema_t *schema);
+
+/* True when `s` holds a ${...} template ("$${" is an escaped, literal "${"). */
+int args_schema_is_template(const char *s);
+
+void args_schema_free(args_schema_t *schema);
+
+#endif /* TERN_ARGS_SCHEMA_H */

@@ -1,0 +1,727 @@
+/*
+ * job_ops.c -- workflow and job operations shared by the API, ternd --run and tests;
+ * see job_ops.h.
+ *
+ * Ownership: each operation in flight is one heap object (op_t) that owns copies of
+ * its inputs and is freed right after its callback ran. job_ops_t owns a cache of the
+ * locks of running jobs (regular expressions compiled once), refreshed whenever
+ * job_create.lua says the version we checked against is stale.
+ */
+#include "job_ops.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "job_view.h"
+#include "template.h"
+#include "workflow.h"
+
+#define CREATE_TRIES 4 /* lock cache refreshes before giving up */
+
+typedef struct lock_entry {
+    char *job;
+    char *pattern;
+    regex_t re;
+} lock_entry_t;
+
+struct job_ops {
+    job_ops_opts_t opts;
+    char locks_version[32];
+    lock_entry_t *locks;
+    size_t n_locks;
+};
+
+typedef struct op {
+    job_ops_t *ops;
+    job_ops_cb cb;
+    void *data;
+    /* job create */
+    char uuid[40];
+    char *workflow_ref;
+    json_t *params;
+    char *target;
+    char *locks;
+    uint64_t exec_after_ms;
+    int tries;
+    workflow_t *wf;
+    char *wf_uuid;
+    char *wf_text;
+    /* redrive and others */
+    char *caller;
+    char *from_step;
+    json_t *extra;
+} op_t;
+
+static op_t *op_new(job_ops_t *ops, job_ops_cb cb, void *data)
+{
+    op_t *op = xcalloc(1, sizeof *op);
+    op->ops = ops;
+    op->cb = cb;
+    op->data = data;
+    return op;
+}
+
+static void op_free(op_t *op)
+{
+    free(op->workflow_ref);
+    json_decref(op->params);
+    free(op->target);
+    free(op->locks);
+    workflow_free(op->wf);
+    free(op->wf_uuid);
+    free(op->wf_text);
+    free(op->caller);
+    free(op->from_step);
+    json_decref(op->extra);
+    free(op);
+}
+
+/* Answers and frees the operation. */
+static void op_done(op_t *op, int status, const json_t *result, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void op_done(op_t *op, int status, const json_t *result, const char *fmt, ...)
+{
+    char msg[1024] = "";
+    if (fmt != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+    }
+    op->cb(op->data, status, result, fmt != NULL ? msg : NULL);
+    op_free(op);
+}
+
+static void op_send(op_t *op, store_script_t script, store_args_t *a, store_reply_cb cb)
+{
+    int rc = store_eval(op->ops->opts.store, script, a, cb, op);
+    store_args_dispose(a);
+    if (rc != 0)
+        op_done(op, rc, NULL, "Redis is not reachable");
+}
+
+job_ops_t *job_ops_new(const job_ops_opts_t *opts)
+{
+    job_ops_t *ops = xcalloc(1, sizeof *ops);
+    ops->opts = *opts;
+    if (ops->opts.max_params_bytes == 0)
+        ops->opts.max_params_bytes = 256 * 1024;
+    snprintf(ops->locks_version, sizeof ops->locks_version, "0");
+    return ops;
+}
+
+static void locks_clear(job_ops_t *ops)
+{
+    for (size_t i = 0; i < ops->n_locks; i++) {
+        free(ops->locks[i].job);
+        free(ops->locks[i].pattern);
+        regfree(&ops->locks[i].re);
+    }
+    free(ops->locks);
+    ops->locks = NULL;
+    ops->n_locks = 0;
+}
+
+void job_ops_free(job_ops_t *ops)
+{
+    if (ops == NULL)
+        return;
+    locks_clear(ops);
+    free(ops);
+}
+
+/* ---- uniqueness ---------------------------------------------------------------- */
+
+static uint64_t fnv1a(const unsigned char *p, size_t n, uint64_t h, int reverse)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[reverse ? n - 1 - i : i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+void job_ops_unique_key(const char *workflow, const char *target, const json_t *params,
+                        char out[33])
+{
+    /* Canonical text: keys sorted, compact; two 64-bit FNV-1a passes (forward and
+     * backward) make collisions between distinct jobs negligible for this purpose. */
+    char *p = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    char *text = xasprintf("%s\n%s\n%s", workflow, target != NULL ? target : "",
+                           p != NULL ? p : "{}");
+    free(p);
+    size_t n = strlen(text);
+    uint64_t a = fnv1a((const unsigned char *)text, n, 0xcbf29ce484222325ull, 0);
+    uint64_t b = fnv1a((const unsigned char *)text, n, 0x84222325cbf29ce4ull, 1);
+    free(text);
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+/* ---- workflows ----------------------------------------------------------------- */
+
+static void on_workflow_put(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (status != 0) {
+        op_done(op, status, NULL, "%s", errmsg);
+        return;
+    }
+    const redisReply *kind = store_reply_at(reply, 0), *uuid = store_reply_at(reply, 1);
+    const char *name = op->wf->name, *version = op->wf->version;
+    if (store_reply_is(kind, "CONFLICT")) {
+        op_done(op, TERN_EEXIST, NULL,
+                "workflow %s version %s already exists (uuid %s) with a different "
+                "definition; give the new definition a new version",
+                name, version, uuid->str);
+        return;
+    }
+    json_t *res = json_pack("{s:s, s:s, s:s, s:s}", "uuid", uuid->str, "name", name, "version",
+                            version, "status",
+                            store_reply_is(kind, "SAME") ? "unchanged" : "created");
+    op_done(op, 0, res, NULL);
+    json_decref(res);
+}
+
+void job_ops_workflow_put(job_ops_t *ops, const json_t *definition, job_ops_cb cb, void *data)
+{
+    op_t *op = op_new(ops, cb, data);
+    char err[1024];
+    int rc = workflow_parse(definition, ops->opts.plugins ? plugin_registry_check_task : NULL,
+                            ops->opts.plugins, &op->wf, err, sizeof err);
+    if (rc != 0) {
+        op_done(op, rc, NULL, "%s", err);
+        return;
+    }
+    json_t *doc = json_deep_copy(op->wf->doc);
+    const char *given = json_string_value(json_object_get(doc, "uuid"));
+    char uuid[40];
+    if (given != NULL)
+        snprintf(uuid, sizeof uuid, "%s", given);
+    else
+        tern_uuid_v4(uuid);
+    json_object_del(doc, "uuid");
+    char *canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    json_object_set_new(doc, "uuid", json_string(uuid));
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, uuid);
+    store_args_push(&a, op->wf->name);
+    store_args_push(&a, op->wf->version);
+    store_args_push_json(&a, doc);
+    store_args_push(&a, canon);
+    free(canon);
+    json_decref(doc);
+    op_send(op, SCRIPT_WORKFLOW_PUT, &a, on_workflow_put);
+}
+
+static void on_workflow_get(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (status != 0) {
+        op_done(op, status, NULL, "%s", errmsg);
+        return;
+    }
+    const redisReply *doc = store_reply_at(reply, 1);
+    if (doc == NULL) {
+        op_done(op, TERN_ENOENT, NULL, "workflow \"%s\" does not exist", op->workflow_ref);
+        return;
+    }
+    json_t *v = json_loadb(doc->str, doc->len, 0, NULL);
+    op_done(op, 0, v, NULL);
+    json_decref(v);
+}
+
+void job_ops_workflow_get(job_ops_t *ops, const char *ref, job_ops_cb cb, void *data)
+{
+    op_t *op = op_new(ops, cb, data);
+    op->workflow_ref = xstrdup(ref);
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, ref);
+    op_send(op, SCRIPT_WORKFLOW_GET, &a, on_workflow_get);
+}
+
+/* ---- job create ---------------------------------------------------------------- */
+
+static void create_send(op_t *op);
+
+static void locks_refresh(job_ops_t *ops, const redisReply *reply)
+{
+    locks_clear(ops);
+    const redisReply *ver = store_reply_at(reply, 1);
+    snprintf(ops->locks_version, sizeof ops->locks_version, "%.*s",
+             ver != NULL ? (int)ver->len : 1, ver != NULL ? ver->str : "0");
+    size_t n = reply->elements > 2 ? (reply->elements - 2) / 2 : 0;
+    ops->locks = xcalloc(n ? n : 1, sizeof *ops->locks);
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *job = reply->element[2 + 2 * i], *pat = reply->element[3 + 2 * i];
+        lock_entry_t *e = &ops->locks[ops->n_locks];
+        e->pattern = xstrndup(pat->str, pat->len);
+        /* Patterns were compiled when their jobs were created; one that does not
+         * compile here (another version of tern) is skipped rather than blocking. */
+        if (regcomp(&e->re, e->pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+            free(e->pattern);
+            continue;
+        }
+        e->job = xstrndup(job->str, job->len);
+        ops->n_locks++;
+    }
+}
+
+static void on_job_create(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (status != 0) {
+        op_done(op, status, NULL, "%s", errmsg);
+        return;
+    }
+    const redisReply *kind = store_reply_at(reply, 0);
+    if (store_reply_is(kind, "LOCKS")) {
+        locks_refresh(op->ops, reply);
+        if (++op->tries >= CREATE_TRIES) {
+            op_done(op, TERN_EIO, NULL, "job locks keep changing; try again");
+            return;
+        }
+        create_send(op);
+        return;
+    }
+    if (store_reply_is(kind, "CONFLICT")) {
+        const redisReply *other = store_reply_at(reply, 1);
+        op_done(op, TERN_EEXIST, NULL,
+                "another job with the same target and params is not finished yet: %.*s",
+                other ? (int)other->len : 0, other ? other->str : "");
+        return;
+    }
+    json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "uuid", op->uuid, "workflow_uuid",
+                            op->wf_uuid, "name", op->wf->name, "version", op->wf->version,
+                            "execution", "queued", "created_at",
+                            (json_int_t)store_reply_int(store_reply_at(reply, 1), 0));
+    op_done(op, 0, res, NULL);
+    json_decref(res);
+}
+
+static void create_send(op_t *op)
+{
+    job_ops_t *ops = op->ops;
+    /* node-workflow's lock rule: a target matching the locks of an unfinished job is
+     * refused while that job runs. */
+    if (op->target != NULL) {
+        for (size_t i = 0; i < ops->n_locks; i++) {
+            if (regexec(&ops->locks[i].re, op->target, 0, NULL, 0) == 0) {
+                op_done(op, TERN_EEXIST, NULL,
+                        "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
+                        ops->locks[i].job, ops->locks[i].pattern);
+                return;
+            }
+        }
+    }
+    const workflow_t *wf = op->wf;
+    json_t *scope_job = json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target,
+                                  "workflow", wf->name);
+    template_scope_t sc = {.params = op->params, .job = scope_job};
+    char *holds = xstrdup("");
+    for (size_t i = 0; i < wf->n_holds; i++) {
+        char err[512];
+        char *res = template_expand_string(wf->holds[i].resource, "holds", &sc, err, sizeof err);
+        if (res == NULL || strchr(res, '\n') != NULL) {
+            free(holds);
+            json_decref(scope_job);
+            if (res == NULL) {
+                op_done(op, TERN_EINVAL, NULL, "%s", err);
+            } else {
+                free(res);
+                op_done(op, TERN_EINVAL, NULL, "holds[%zu]: a resource name cannot contain a "
+                        "newline", i);
+            }
+            return;
+        }
+        char *next = xasprintf("%s%u %s\n", holds, wf->holds[i].capacity, res);
+        free(holds);
+        free(res);
+        holds = next;
+    }
+    json_decref(scope_job);
+
+    char unique[33] = "";
+    if (op->target != NULL)
+        job_ops_unique_key(wf->name, op->target, op->params, unique);
+    json_t *event = json_pack("{s:s, s:s, s:s, s:I}", "type", "created", "job", op->uuid,
+                              "workflow", wf->name, "time", (json_int_t)tern_now_ms());
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, op->uuid);
+    store_args_push(&a, wf->queue);
+    store_args_push_u64(&a, op->exec_after_ms);
+    store_args_push(&a, unique);
+    store_args_push(&a, ops->locks_version);
+    store_args_push(&a, op->locks != NULL ? op->locks : "");
+    store_args_push_json(&a, event);
+    json_decref(event);
+    store_args_push(&a, "name");
+    store_args_push(&a, wf->name);
+    store_args_push(&a, "version");
+    store_args_push(&a, wf->version);
+    store_args_push(&a, "workflow_uuid");
+    store_args_push(&a, op->wf_uuid);
+    store_args_push(&a, "workflow");
+    store_args_push(&a, op->wf_text);
+    store_args_push(&a, "params");
+    store_args_push_json(&a, op->params);
+    store_args_push(&a, "target");
+    store_args_push(&a, op->target != NULL ? op->target : "");
+    store_args_push(&a, "timeout_ms");
+    store_args_push_u64(&a, wf->timeout_ms);
+    store_args_push(&a, "holds");
+    store_args_push(&a, holds);
+    store_args_push(&a, "has_oncancel");
+    store_args_push(&a, wf->n_steps[WF_ONCANCEL] > 0 ? "1" : "0");
+    free(holds);
+    op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);
+}
+
+static void on_create_workflow(void *data, int status, const redisReply *reply,
+                               const char *errmsg)
+{
+    op_t *op = data;
+    if (status != 0) {
+        op_done(op, status, NULL, "%s", errmsg);
+        return;
+    }
+    const redisReply *uuid = store_reply_at(reply, 0), *doc = store_reply_at(reply, 1);
+    if (doc == NULL) {
+        op_done(op, TERN_ENOENT, NULL, "workflow \"%s\" does not exist", op->workflow_ref);
+        return;
+    }
+    char err[1024];
+    if (workflow_parse_text(doc->str, doc->len, NULL, NULL, &op->wf, err, sizeof err) != 0) {
+        op_done(op, TERN_EINVAL, NULL, "stored workflow %s is invalid: %s", uuid->str, err);
+        return;
+    }
+    op->wf_uuid = xstrndup(uuid->str, uuid->len);
+    op->wf_text = xstrndup(doc->str, doc->len);
+    create_send(op);
+}
+
+void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, void *data)
+{
+    op_t *op = op_new(ops, cb, data);
+    if (req->workflow == NULL || req->workflow[0] == '\0') {
+        op_done(op, TERN_EINVAL, NULL, "workflow: required");
+        return;
+    }
+    if (req->params != NULL && !json_is_object(req->params)) {
+        op_done(op, TERN_EINVAL, NULL, "params: expected an object");
+        return;
+    }
+    op->params = req->params != NULL ? json_deep_copy(req->params) : json_object();
+    char *text = json_dumps(op->params, JSON_COMPACT);
+    size_t size = text != NULL ? strlen(text) : 0;
+    free(text);
+    if (size > ops->opts.max_params_bytes) {
+        op_done(op, TERN_E2BIG, NULL, "params: %zu bytes, the limit is %zu", size,
+                ops->opts.max_params_bytes);
+        return;
+    }
+    if (req->target != NULL && (strlen(req->target) == 0 || strlen(req->target) > 1024)) {
+        op_done(op, TERN_EINVAL, NULL, "target: expected 1 to 1024 characters");
+        return;
+    }
+    if (req->locks != NULL) {
+        regex_t re;
+        int rc = regcomp(&re, req->locks, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char why[256];
+            regerror(rc, &re, why, sizeof why);
+            op_done(op, TERN_EINVAL, NULL, "locks: \"%s\" is not a valid regular expression: %s",
+                    req->locks, why);
+            return;
+        }
+        regfree(&re);
+        op->locks = xstrdup(req->locks);
+    }
+    if (req->uuid != NULL) {
+        if (!tern_uuid_valid(req->uuid)) {
+            op_done(op, TERN_EINVAL, NULL, "uuid: \"%s\" is not a UUID", req->uuid);
+            return;
+        }
+        snprintf(op->uuid, sizeof op->uuid, "%s", req->uuid);
+    } else {
+        tern_uuid_v4(op->uuid);
+    }
+    op->workflow_ref = xstrdup(req->workflow);
+    op->target = req->target != NULL ? xstrdup(req->target) : NULL;
+    op->exec_after_ms = req->exec_after_ms;
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, req->workflow);
+    op_send(op, SCRIPT_WORKFLOW_GET, &a, on_create_workflow);
+}
+
+/* ---- reads and operator actions ------------------------------------------------ */
+
+static void on_job_get(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (status != 0) {
+        op_done(op, status, NULL, "%s", errmsg);
+        return;
+    }
+    json_t *view = job_view_from_reply(reply);
+    if (view == NULL) {
+        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+        return;
+    }
+    op_done(op, 0, view, NULL);
+    json_decref(view);
+}
+
+static op_t *op_for_job(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data)
+{
+    op_t *op = op_new(ops, cb, data);
+    if (uuid == NULL || !tern_uuid_valid(uuid)) {
+        op_done(op, TERN_EINVAL, NULL, "\"%s\" is not a job UUID", uuid ? uuid : "");
+        return NULL;
+    }
+    snprintf(op->uuid, sizeof op->uuid, "%s", uuid);
+    return op;
+}
+
+void job_ops_get(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data)
+{
+    op_t *op = op_for_job(ops, uuid, cb, data);
+    if (op == NULL)
+        return;
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, uuid);
+    op_send(op, SCRIPT_JOB_GET, &a, on_job_get);
+}
+
+static json_t *history_entry(const char *action, const char *caller, const json_t *changes)
+{
+    char iso[32];
+    tern_iso_time(tern_now_ms(), iso);
+    json_t *h = json_pack("{s:s, s:s, s:s}", "action", action, "time", iso, "caller",
+                          caller != NULL ? caller : "unknown");
+    if (changes != NULL)
+        json_object_set(h, "changes", (json_t *)changes);
+    return h;
+}
+
+static void on_job_cancel(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (status != 0) {
+        op_done(op, status, NULL, "%s", errmsg);
+        return;
+    }
+    const redisReply *kind = store_reply_at(reply, 0);
+    if (store_reply_is(kind, "NOTFOUND")) {
+        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+    } else if (store_reply_is(kind, "FINISHED")) {
+        op_done(op, TERN_EBUSY, NULL, "job %s already finished (%s); nothing to cancel", op->uuid,
+                store_reply_at(reply, 1)->str);
+    } else {
+        json_t *res = json_pack("{s:s, s:s}", "uuid", op->uuid, "execution",
+                                store_reply_is(kind, "CANCELED") ? "canceled" : "canceling");
+        op_done(op, 0, res, NULL);
+        json_decref(res);
+    }
+}
+
+void job_ops_cancel(job_ops_t *ops, const char *uuid, const char *caller, job_ops_cb cb,
+                    void *data)
+{
+    op_t *op = op_for_job(ops, uuid, cb, data);
+    if (op == NULL)
+        return;
+    json_t *h = history_entry("cancel", caller, NULL);
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, uuid);
+    store_args_push_json(&a, h);
+    json_decref(h);
+    op_send(op, SCRIPT_JOB_CANCEL, &a, on_job_cancel);
+}
+
+static void on_job_resume(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (status != 0) {
+        op_done(op, status, NULL, "%s", errmsg);
+        return;
+    }
+    const redisReply *kind = store_reply_at(reply, 0);
+    if (store_reply_is(kind, "NOTFOUND")) {
+        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+    } else if (store_reply_is(kind, "NOTWAITING")) {
+        op_done(op, TERN_EBUSY, NULL, "job %s is %s, not waiting; only a waiting job can be "
+                "resumed", op->uuid, store_reply_at(reply, 1)->str);
+    } else {
+        json_t *res = json_pack("{s:s, s:s}", "uuid", op->uuid, "execution", "queued");
+        op_done(op, 0, res, NULL);
+        json_decref(res);
+    }
+}
+
+void job_ops_resume(job_ops_t *ops, const char *uuid, const json_t *result, const json_t *error,
+                    const char *caller, job_ops_cb cb, void *data)
+{
+    op_t *op = op_for_job(ops, uuid, cb, data);
+    if (op == NULL)
+        return;
+    json_t *outcome;
+    if (error != NULL) {
+        if (!json_is_object(error) || !json_is_string(json_object_get(error, "code"))) {
+            op_done(op, TERN_EINVAL, NULL, "error: expected an object with a string \"code\"");
+            return;
+        }
+        outcome = json_pack("{s:O}", "error", error);
+    } else {
+        outcome = json_pack("{s:O}", "result", result != NULL ? result : json_null());
+    }
+    json_t *h = history_entry("resume", caller, outcome);
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, uuid);
+    store_args_push_json(&a, outcome);
+    store_args_push_json(&a, h);
+    json_decref(h);
+    json_decref(outcome);
+    op_send(op, SCRIPT_JOB_RESUME, &a, on_job_resume);
+}
+
+static void on_job_redrive(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (status != 0) {
+        op_done(op, status, NULL, "%s", errmsg);
+        return;
+    }
+    const redisReply *kind = store_reply_at(reply, 0);
+    if (store_reply_is(kind, "NOTFOUND")) {
+        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+    } else if (store_reply_is(kind, "BADSTATE")) {
+        op_done(op, TERN_EBUSY, NULL, "job %s is %s; only a failed or canceled job can be "
+                "retried", op->uuid, store_reply_at(reply, 1)->str);
+    } else if (store_reply_is(kind, "CONFLICT")) {
+        op_done(op, TERN_EEXIST, NULL, "another job with the same target and params is not "
+                "finished yet: %s", store_reply_at(reply, 1)->str);
+    } else {
+        json_t *res = json_pack("{s:s, s:s}", "uuid", op->uuid, "execution", "queued");
+        op_done(op, 0, res, NULL);
+        json_decref(res);
+    }
+}
+
+/* With the job read: pick the step, merge params, send job_redrive.lua. */
+static void on_redrive_read(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (status != 0) {
+        op_done(op, status, NULL, "%s", errmsg);
+        return;
+    }
+    json_t *view = job_view_from_reply(reply);
+    if (view == NULL) {
+        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+        return;
+    }
+    const char *ex = json_string_value(json_object_get(view, "execution"));
+    if (ex == NULL || (strcmp(ex, "failed") != 0 && strcmp(ex, "canceled") != 0)) {
+        op_done(op, TERN_EBUSY, NULL, "job %s is %s; only a failed or canceled job can be "
+                "retried", op->uuid, ex ? ex : "?");
+        json_decref(view);
+        return;
+    }
+    json_t *chain = json_object_get(view, "chain");
+    size_t idx = json_array_size(json_object_get(view, "chain_results"));
+    if (op->from_step != NULL) {
+        size_t i;
+        json_t *s;
+        bool found = false;
+        json_array_foreach(chain, i, s)
+        {
+            const char *sname = json_string_value(json_object_get(s, "name"));
+            if (sname != NULL && strcmp(sname, op->from_step) == 0) {
+                idx = i;
+                found = true;
+                break;
+            }
+        }
+        if (!found) {
+            op_done(op, TERN_EINVAL, NULL, "step \"%s\" is not in the chain of job %s",
+                    op->from_step, op->uuid);
+            json_decref(view);
+            return;
+        }
+        size_t done = json_array_size(json_object_get(view, "chain_results"));
+        if (idx > done) {
+            op_done(op, TERN_EINVAL, NULL, "step \"%s\" comes after the step that failed; "
+                    "retry from step %zu at the latest", op->from_step, done);
+            json_decref(view);
+            return;
+        }
+    } else {
+        /* The failed step: the last recorded chain step if it failed, else the next one. */
+        json_t *results = json_object_get(view, "chain_results");
+        json_t *last = json_array_get(results, json_array_size(results) - 1);
+        if (last != NULL && !json_is_null(json_object_get(last, "error")))
+            idx = json_array_size(results) - 1;
+        if (idx >= json_array_size(chain))
+            idx = json_array_size(chain) > 0 ? json_array_size(chain) - 1 : 0;
+    }
+    json_t *params = json_deep_copy(json_object_get(view, "params"));
+    if (!json_is_object(params)) {
+        json_decref(params);
+        params = json_object();
+    }
+    if (op->extra != NULL)
+        json_object_update(params, op->extra);
+    const char *target = json_string_value(json_object_get(view, "target"));
+    char unique[33] = "";
+    if (target != NULL)
+        job_ops_unique_key(json_string_value(json_object_get(view, "name")), target, params,
+                           unique);
+    json_t *changes = json_pack("{s:I, s:s?, s:O?}", "from_index", (json_int_t)idx, "from_step",
+                                op->from_step, "params", op->extra);
+    json_t *h = history_entry("retry", op->caller, changes);
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, op->uuid);
+    store_args_pushf(&a, "%zu", idx);
+    if (op->extra != NULL)
+        store_args_push_json(&a, params);
+    else
+        store_args_push(&a, "");
+    store_args_push(&a, unique);
+    store_args_push_json(&a, h);
+    json_decref(h);
+    json_decref(changes);
+    json_decref(params);
+    json_decref(view);
+    op_send(op, SCRIPT_JOB_REDRIVE, &a, on_job_redrive);
+}
+
+void job_ops_redrive(job_ops_t *ops, const char *uuid, const char *from_step,
+                     const json_t *params, const char *caller, job_ops_cb cb, void *data)
+{
+    op_t *op = op_for_job(ops, uuid, cb, data);
+    if (op == NULL)
+        return;
+    if (params != NULL && !json_is_object(params)) {
+        op_done(op, TERN_EINVAL, NULL, "params: expected an object");
+        return;
+    }
+    op->from_step = from_step != NULL ? xstrdup(from_step) : NULL;
+    op->extra = params != NULL ? json_deep_copy(params) : NULL;
+    op->caller = caller != NULL ? xstrdup(caller) : NULL;
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, uuid);
+    op_send(op, SCRIPT_JOB_GET, &a, on_redrive_read);
+}

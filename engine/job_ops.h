@@ -1,0 +1,83 @@
+/*
+ * job_ops.h -- what callers do to workflows and jobs: store a workflow, create a job,
+ * read one, cancel, resume, retry from failure. The HTTP API, the `--run` mode of
+ * ternd and the integration tests all go through these functions, so each rule
+ * (validation, uniqueness, locks, history) lives in one place.
+ *
+ * Every operation is asynchronous and answers through a job_ops_cb exactly once:
+ * status 0 with a result, or a negative TERN_E* code with a message naming the
+ * problem (TERN_EINVAL bad input, TERN_ENOENT unknown workflow or job, TERN_EEXIST
+ * conflict, TERN_EBUSY wrong state, TERN_E2BIG over a limit, TERN_ENOTCONN/TERN_EIO
+ * Redis). Bad input is refused before anything is written.
+ */
+#ifndef TERN_JOB_OPS_H
+#define TERN_JOB_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "plugin_loader.h"
+#include "store.h"
+
+typedef struct job_ops job_ops_t;
+
+/* `result` is borrowed, valid during the callback (NULL on error). */
+typedef void (*job_ops_cb)(void *data, int status, const json_t *result, const char *message);
+
+typedef struct job_ops_opts {
+    store_t *store;              /* borrowed */
+    plugin_registry_t *plugins;  /* borrowed; validates workflows' tasks (may be NULL) */
+    size_t max_params_bytes;     /* default 256 KiB */
+} job_ops_opts_t;
+
+job_ops_t *job_ops_new(const job_ops_opts_t *opts);
+void job_ops_free(job_ops_t *ops);
+
+/* Validates and stores a workflow definition (borrowed). Result:
+ * {"uuid", "name", "version", "status": "created"|"unchanged"}. The same name and
+ * version with a different definition is TERN_EEXIST. */
+void job_ops_workflow_put(job_ops_t *ops, const json_t *definition, job_ops_cb cb, void *data);
+
+/* Reads a workflow by uuid, "name@version" or name (latest). Result: the document. */
+void job_ops_workflow_get(job_ops_t *ops, const char *ref, job_ops_cb cb, void *data);
+
+typedef struct job_create_req {
+    const char *workflow;      /* uuid, "name@version" or name (latest version) */
+    const json_t *params;      /* object or NULL ({}); borrowed */
+    const char *target;        /* or NULL */
+    uint64_t exec_after_ms;    /* 0: now; else ms since the epoch */
+    const char *locks;         /* regular expression (POSIX extended) or NULL */
+    const char *uuid;          /* or NULL: a new one is made */
+} job_create_req_t;
+
+/* Creates a job. Result: {"uuid", "workflow_uuid", "name", "execution": "queued",
+ * "created_at"}. A job with the same workflow, target and params that has not finished,
+ * or a target matching an active job's locks, is TERN_EEXIST and names the other job. */
+void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, void *data);
+
+/* Reads a job in node-workflow's shape plus tern's fields (see job_view.h). */
+void job_ops_get(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data);
+
+/* Operator actions. `caller` names who acted (recorded in the job's history). */
+void job_ops_cancel(job_ops_t *ops, const char *uuid, const char *caller, job_ops_cb cb,
+                    void *data);
+
+/* Resumes a waiting job with its step's outcome: `result` (borrowed, may be NULL) or,
+ * when `error` (borrowed object {code, message}) is given, a failure of the step. */
+void job_ops_resume(job_ops_t *ops, const char *uuid, const json_t *result, const json_t *error,
+                    const char *caller, job_ops_cb cb, void *data);
+
+/* Retry from failure (redrive): a failed or canceled job goes back to its queue at
+ * the chain step that failed, or at `from_step` (a chain step name) when given, with
+ * `params` (borrowed object, may be NULL) merged over its params. */
+void job_ops_redrive(job_ops_t *ops, const char *uuid, const char *from_step,
+                     const json_t *params, const char *caller, job_ops_cb cb, void *data);
+
+/* The uniqueness key of (workflow name, target, params): a 128-bit hash in hex.
+ * Exposed for tests. */
+void job_ops_unique_key(const char *workflow, const char *target, const json_t *params,
+                        char out[33]);
+
+#endif /* TERN_JOB_OPS_H */

@@ -1,0 +1,127 @@
+/*
+ * job_view.c -- renders a stored job (job_get.lua's reply) as JSON; see job_view.h.
+ * Stored fields are strings; numbers and JSON documents are decoded here, and a field
+ * that does not decode is shown as the string it is rather than dropped.
+ */
+#include "job_view.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "store.h"
+
+static json_t *field_json(const redisReply *fields, const char *name)
+{
+    size_t len = 0;
+    const char *s = store_reply_hash_get(fields, name, &len);
+    if (s == NULL || len == 0)
+        return json_null();
+    json_t *v = json_loadb(s, len, JSON_DECODE_ANY, NULL);
+    return v != NULL ? v : json_stringn(s, len);
+}
+
+static json_t *field_str(const redisReply *fields, const char *name)
+{
+    size_t len = 0;
+    const char *s = store_reply_hash_get(fields, name, &len);
+    return s != NULL && len > 0 ? json_stringn(s, len) : json_null();
+}
+
+static long long field_ll(const redisReply *fields, const char *name, long long def)
+{
+    const char *s = store_reply_hash_get(fields, name, NULL);
+    return s != NULL ? atoll(s) : def;
+}
+
+static json_t *field_time(const redisReply *fields, const char *name)
+{
+    long long ms = field_ll(fields, name, 0);
+    if (ms <= 0)
+        return json_null();
+    char iso[32];
+    tern_iso_time((uint64_t)ms, iso);
+    return json_string(iso);
+}
+
+static json_t *json_list(const redisReply *list)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; list != NULL && i < list->elements; i++) {
+        const redisReply *e = list->element[i];
+        json_t *v = json_loadb(e->str, e->len, JSON_DECODE_ANY, NULL);
+        json_array_append_new(a, v != NULL ? v : json_stringn(e->str, e->len));
+    }
+    return a;
+}
+
+json_t *job_view_from_reply(const redisReply *reply)
+{
+    const redisReply *f = store_reply_at(reply, 0);
+    if (f == NULL || f->elements == 0)
+        return NULL;
+    json_t *wf = field_json(f, "workflow");
+    json_t *state = json_object();
+    const redisReply *st = store_reply_at(reply, 4);
+    for (size_t i = 0; st != NULL && i + 1 < st->elements; i += 2) {
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)st->element[i]->len, st->element[i]->str);
+        const redisReply *v = st->element[i + 1];
+        json_t *val = json_loadb(v->str, v->len, JSON_DECODE_ANY, NULL);
+        json_object_set_new(state, key, val != NULL ? val : json_stringn(v->str, v->len));
+    }
+    long long started = field_ll(f, "started_at", 0);
+    long long finished = field_ll(f, "finished_at", 0);
+    long long now = store_reply_int(store_reply_at(reply, 6), 0);
+    json_t *elapsed = json_null();
+    if (started > 0)
+        elapsed = json_real((double)((finished > 0 ? finished : now) - started) / 1000.0);
+    long long phase = field_ll(f, "phase", 0), idx = field_ll(f, "idx", 0);
+    static const char *const phases[] = {"chain", "onerror", "oncancel"};
+    json_t *step_name = json_null();
+    json_t *chain = json_object_get(wf, phases[phase >= 0 && phase < 3 ? phase : 0]);
+    json_t *step = json_array_get(chain, (size_t)idx);
+    if (step != NULL)
+        step_name = json_incref(json_object_get(step, "name"));
+    long long timeout_ms = field_ll(f, "timeout_ms", 0);
+
+    json_t *v = json_object();
+    json_object_set_new(v, "uuid", field_str(f, "uuid"));
+    json_object_set_new(v, "name", field_str(f, "name"));
+    json_object_set_new(v, "version", field_str(f, "version"));
+    json_object_set_new(v, "workflow_uuid", field_str(f, "workflow_uuid"));
+    json_object_set_new(v, "execution", field_str(f, "execution"));
+    json_object_set_new(v, "target", field_str(f, "target"));
+    json_object_set_new(v, "params", field_json(f, "params"));
+    json_object_set_new(v, "queue", field_str(f, "queue"));
+    json_object_set(v, "chain", json_object_get(wf, "chain") ? json_object_get(wf, "chain")
+                                                               : json_array());
+    json_object_set(v, "onerror", json_object_get(wf, "onerror") ? json_object_get(wf, "onerror")
+                                                                   : json_array());
+    json_object_set(v, "oncancel", json_object_get(wf, "oncancel")
+                                       ? json_object_get(wf, "oncancel")
+                                       : json_array());
+    json_object_set_new(v, "chain_results", json_list(store_reply_at(reply, 1)));
+    json_object_set_new(v, "onerror_results", json_list(store_reply_at(reply, 2)));
+    json_object_set_new(v, "oncancel_results", json_list(store_reply_at(reply, 3)));
+    json_object_set_new(v, "created_at", field_time(f, "created_at"));
+    json_object_set_new(v, "exec_after", field_time(f, "exec_after"));
+    json_object_set_new(v, "started", started > 0 ? json_integer(started) : json_null());
+    json_object_set_new(v, "finished_at", field_time(f, "finished_at"));
+    json_object_set_new(v, "elapsed", elapsed);
+    json_object_set_new(v, "timeout", timeout_ms > 0 ? json_integer(timeout_ms / 1000)
+                                                     : json_null());
+    json_object_set_new(v, "runner_id", field_str(f, "runner"));
+    json_object_set_new(v, "state", state);
+    json_object_set_new(v, "error", field_json(f, "error"));
+    json_object_set_new(v, "history", json_list(store_reply_at(reply, 5)));
+    json_object_set_new(v, "retried", json_integer(field_ll(f, "retried", 0)));
+    json_object_set_new(v, "cursor", json_pack("{s:s, s:I, s:o, s:I}", "phase",
+                                               phases[phase >= 0 && phase < 3 ? phase : 0],
+                                               "index", (json_int_t)idx, "step", step_name,
+                                               "attempt", (json_int_t)field_ll(f, "attempt", 0)));
+    json_object_set_new(v, "blocked_on", field_str(f, "blocked_on"));
+    json_object_set_new(v, "wait_info", field_json(f, "wait_info"));
+    json_decref(wf);
+    return v;
+}

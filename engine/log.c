@@ -1,0 +1,406 @@
+/*
+ * log.c -- the engine's structured log: one bunyan-shaped JSON object per line.
+ *
+ * This file owns the process-wide log settings (name, hostname, lowest level, file
+ * descriptor) and the encoding of a line. It does not own the file descriptor it
+ * writes to (the caller opened it and closes it) and it keeps no buffer between
+ * calls: every line is built in memory private to the call (a stack buffer that
+ * moves to the heap when the line outgrows it) and handed to the kernel with a
+ * single write(2), retried only for the part a partial write left over. The settings
+ * are read under a mutex, so threads of the libuv pool may log concurrently with the
+ * loop thread and with a later log_init(), and the write is serialised by another, so
+ * the lines of one process never interleave even when a long line needs two writes.
+ *
+ * The line's fields, in order: name, hostname, pid, level, component (when given),
+ * the members of `fields` (skipping any that would repeat a core field), msg, time,
+ * v. The message is formatted with printf, cut at LOG_MSG_MAX bytes (on a UTF-8
+ * character boundary) with a marker saying how long it was, and escaped so that the
+ * line is valid JSON whatever bytes it holds: control characters become \uXXXX
+ * escapes and invalid UTF-8 becomes U+FFFD.
+ */
+#include "log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* Longest message kept, in bytes, before the truncation marker. */
+#define LOG_MSG_MAX (64u * 1024u)
+/* Longest wait for a non-blocking descriptor to drain, per line. */
+#define LOG_WRITE_WAIT_MS 1000
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;   /* the settings below */
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER; /* one line at a time */
+static char log_name[64] = "ternd";
+static char log_hostname[256];
+static int log_min_level = TERN_LOG_INFO;
+static int log_fd = 2;
+
+/* ---- a growable byte buffer private to one call ---------------------------------- */
+
+typedef struct linebuf {
+    char *p;
+    size_t len, cap;
+    bool heap; /* p was malloc'd (the caller's stack buffer was outgrown) */
+} linebuf_t;
+
+static void lb_reserve(linebuf_t *b, size_t more)
+{
+    if (b->len + more <= b->cap)
+        return;
+    size_t cap = b->cap * 2;
+    while (cap < b->len + more)
+        cap *= 2;
+    if (b->heap) {
+        b->p = xrealloc(b->p, cap);
+    } else {
+        char *p = xmalloc(cap);
+        memcpy(p, b->p, b->len);
+        b->p = p;
+        b->heap = true;
+    }
+    b->cap = cap;
+}
+
+static void lb_add(linebuf_t *b, const char *s, size_t n)
+{
+    lb_reserve(b, n);
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void lb_str(linebuf_t *b, const char *s)
+{
+    lb_add(b, s, strlen(s));
+}
+
+static void lb_fmt(linebuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void lb_fmt(linebuf_t *b, const char *fmt, ...)
+{
+    char tmp[64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        n = 0; /* only used for numbers, which always fit */
+    lb_add(b, tmp, (size_t)n);
+}
+
+/* Length of the valid UTF-8 sequence starting at s (at most n bytes available), or 0
+ * when the bytes there are not one (bad lead byte, bad continuation, overlong form,
+ * surrogate, beyond U+10FFFF, or cut short). */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* Appends s[0..n) as a JSON string, quotes included. */
+static void lb_json_str(linebuf_t *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
+    lb_reserve(b, n + 2);
+    b->p[b->len++] = '"';
+    size_t i = 0;
+    while (i < n) {
+        /* Copy the longest run that needs no escape in one go. */
+        size_t run = i;
+        while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\')
+            run++;
+        if (run > i) {
+            lb_add(b, s + i, run - i);
+            i = run;
+            continue;
+        }
+        unsigned c = u[i];
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            lb_add(b, esc, 2);
+            i++;
+        } else if (c < 0x20) {
+            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf]};
+            switch (c) {
+            case '\n':
+                lb_add(b, "\\n", 2);
+                break;
+            case '\r':
+                lb_add(b, "\\r", 2);
+                break;
+            case '\t':
+                lb_add(b, "\\t", 2);
+                break;
+            case '\b':
+                lb_add(b, "\\b", 2);
+                break;
+            case '\f':
+                lb_add(b, "\\f", 2);
+                break;
+            default:
+                lb_add(b, esc, 6);
+            }
+            i++;
+        } else {
+            size_t len = utf8_seq_len(u + i, n - i);
+            if (len == 0) {
+                lb_add(b, "\\ufffd", 6); /* one replacement per invalid byte */
+                i++;
+            } else {
+                lb_add(b, s + i, len);
+                i += len;
+            }
+        }
+    }
+    lb_reserve(b, 1);
+    b->p[b->len++] = '"';
+}
+
+/* Appends `"key":` for a member name. */
+static void lb_key(linebuf_t *b, const char *key)
+{
+    lb_add(b, ",", 1);
+    lb_json_str(b, key, strlen(key));
+    lb_add(b, ":", 1);
+}
+
+/* ---- settings ------------------------------------------------------------------- */
+
+static void fill_hostname_locked(void)
+{
+    if (log_hostname[0] != '\0')
+        return;
+    if (gethostname(log_hostname, sizeof log_hostname - 1) != 0)
+        snprintf(log_hostname, sizeof log_hostname, "unknown");
+    log_hostname[sizeof log_hostname - 1] = '\0';
+}
+
+void log_init(const char *name, int min_level, int fd)
+{
+    pthread_mutex_lock(&log_lock);
+    if (name != NULL)
+        snprintf(log_name, sizeof log_name, "%s", name);
+    log_min_level = min_level;
+    log_fd = fd;
+    log_hostname[0] = '\0'; /* read again: the host may have been renamed */
+    fill_hostname_locked();
+    pthread_mutex_unlock(&log_lock);
+}
+
+int log_level_parse(const char *s)
+{
+    static const struct {
+        const char *name;
+        int level;
+    } levels[] = {
+        {"trace", TERN_LOG_TRACE}, {"debug", TERN_LOG_DEBUG}, {"info", TERN_LOG_INFO},
+        {"warn", TERN_LOG_WARN},   {"error", TERN_LOG_ERROR}, {"fatal", TERN_LOG_FATAL},
+    };
+    if (s == NULL)
+        return -1;
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(levels); i++) {
+        char num[8];
+        snprintf(num, sizeof num, "%d", levels[i].level);
+        if (strcasecmp(s, levels[i].name) == 0 || strcmp(s, num) == 0)
+            return levels[i].level;
+    }
+    return -1;
+}
+
+int log_enabled(int level)
+{
+    pthread_mutex_lock(&log_lock);
+    int on = level >= log_min_level;
+    pthread_mutex_unlock(&log_lock);
+    return on;
+}
+
+/* ---- writing -------------------------------------------------------------------- */
+
+/* Writes all of buf to fd: retries on EINTR and after partial writes, and waits (with
+ * a bound) when a non-blocking descriptor is full. Gives up silently otherwise: a
+ * logger has nowhere to report its own failure. */
+static void write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n > 0) {
+            buf += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            int r;
+            do {
+                r = poll(&pfd, 1, LOG_WRITE_WAIT_MS);
+            } while (r < 0 && errno == EINTR);
+            if (r > 0)
+                continue;
+        }
+        return;
+    }
+}
+
+/* Formats the message into *out (malloc'd when it does not fit `small`), cut at
+ * LOG_MSG_MAX bytes with a marker. Returns its length. */
+static size_t format_msg(char *small, size_t smallcap, char **out, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(small, smallcap, fmt, ap2);
+    va_end(ap2);
+    *out = small;
+    if (n < 0) {
+        snprintf(small, smallcap, "(log format error: \"%s\")", fmt);
+        return strlen(small);
+    }
+    if ((size_t)n < smallcap)
+        return (size_t)n;
+
+    size_t full = (size_t)n;
+    size_t keep = full > LOG_MSG_MAX ? LOG_MSG_MAX : full;
+    char marker[80] = "";
+    if (full > LOG_MSG_MAX)
+        snprintf(marker, sizeof marker, "...[truncated: message was %zu bytes]", full);
+    size_t mlen = strlen(marker);
+    char *big = xmalloc(full > LOG_MSG_MAX ? LOG_MSG_MAX + 1 + mlen : full + 1);
+    va_copy(ap2, ap);
+    vsnprintf(big, keep + 1, fmt, ap2);
+    va_end(ap2);
+    if (full > LOG_MSG_MAX) {
+        /* If the cut falls inside a UTF-8 character, drop that character's head so
+         * the cut itself makes no invalid byte. */
+        size_t start = keep;
+        while (start > 0 && keep - start < 4 && ((unsigned char)big[start - 1] & 0xc0) == 0x80)
+            start--;
+        if (start > 0) {
+            unsigned lead = (unsigned char)big[start - 1];
+            size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+            if (want > keep - (start - 1))
+                keep = start - 1;
+        }
+        memcpy(big + keep, marker, mlen + 1);
+        keep += mlen;
+    }
+    *out = big;
+    return keep;
+}
+
+void log_vmsg(int level, const char *component, const json_t *fields, const char *fmt, va_list ap)
+{
+    char name[sizeof log_name], hostname[sizeof log_hostname];
+    int fd;
+
+    pthread_mutex_lock(&log_lock);
+    if (level < log_min_level) {
+        pthread_mutex_unlock(&log_lock);
+        return;
+    }
+    fill_hostname_locked();
+    memcpy(name, log_name, sizeof name);
+    memcpy(hostname, log_hostname, sizeof hostname);
+    fd = log_fd;
+    pthread_mutex_unlock(&log_lock);
+
+    char msgsmall[1024];
+    char *msg;
+    size_t msglen = format_msg(msgsmall, sizeof msgsmall, &msg, fmt, ap);
+
+    char stack[4096];
+    linebuf_t b = {.p = stack, .len = 0, .cap = sizeof stack, .heap = false};
+
+    lb_str(&b, "{\"name\":");
+    lb_json_str(&b, name, strlen(name));
+    lb_key(&b, "hostname");
+    lb_json_str(&b, hostname, strlen(hostname));
+    lb_key(&b, "pid");
+    lb_fmt(&b, "%ld", (long)getpid());
+    lb_key(&b, "level");
+    lb_fmt(&b, "%d", level);
+    if (component != NULL) {
+        lb_key(&b, "component");
+        lb_json_str(&b, component, strlen(component));
+    }
+    if (json_is_object(fields)) {
+        static const char *const core[] = {"name", "hostname", "pid", "level", "msg", "time", "v"};
+        const char *key;
+        json_t *value;
+        json_object_foreach((json_t *)fields, key, value)
+        {
+            bool skip = component != NULL && strcmp(key, "component") == 0;
+            for (size_t i = 0; !skip && i < TERN_ARRAY_SIZE(core); i++)
+                skip = strcmp(key, core[i]) == 0;
+            if (skip)
+                continue;
+            char *enc = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+            if (enc == NULL)
+                continue;
+            lb_key(&b, key);
+            lb_str(&b, enc);
+            free(enc); /* json_dumps' result is ours */
+        }
+    }
+    lb_key(&b, "msg");
+    lb_json_str(&b, msg, msglen);
+    char when[32];
+    tern_iso_time(tern_now_ms(), when);
+    lb_key(&b, "time");
+    lb_json_str(&b, when, strlen(when));
+    lb_str(&b, ",\"v\":0}\n");
+
+    /* The kernel keeps a single write whole only up to PIPE_BUF on a pipe; a partial
+     * write finished by a second call must not let another thread's line in between. */
+    pthread_mutex_lock(&write_lock);
+    write_all(fd, b.p, b.len);
+    pthread_mutex_unlock(&write_lock);
+
+    if (b.heap)
+        free(b.p);
+    if (msg != msgsmall)
+        free(msg);
+}
+
+void log_msg(int level, const char *component, const json_t *fields, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vmsg(level, component, fields, fmt, ap);
+    va_end(ap);
+}

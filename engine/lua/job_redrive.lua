@@ -1,0 +1,50 @@
+-- job_redrive.lua: puts a failed or canceled job back in its queue at a chain step,
+-- keeping the results of the steps before it; optionally with corrected params.
+-- ARGV: 3 uuid, 4 chain index to start at, 5 new params JSON ('' unchanged),
+--       6 uniqueness key for the (new) params ('' none), 7 history entry JSON
+-- Returns {'OK'} | {'BADSTATE', execution} | {'CONFLICT', other uuid} | {'NOTFOUND'}
+local uuid, idx, params, unique = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local k = jkey(uuid)
+local f = redis.call('HMGET', k, 'execution', 'locks')
+local ex = f[1]
+if not ex then
+    return {'NOTFOUND'}
+end
+if ex ~= 'failed' and ex ~= 'canceled' then
+    return {'BADSTATE', ex}
+end
+if unique ~= '' then
+    local other = redis.call('HGET', P .. 'unique', unique)
+    if other and other ~= uuid then
+        local oex = redis.call('HGET', jkey(other), 'execution')
+        if oex and UNFINISHED[oex] then
+            return {'CONFLICT', other}
+        end
+    end
+end
+local now = now_ms()
+if idx == 0 then
+    redis.call('DEL', k .. ':res:0')
+else
+    redis.call('LTRIM', k .. ':res:0', 0, idx - 1)
+end
+redis.call('DEL', k .. ':res:1', k .. ':res:2')
+redis.call('HSET', k, 'phase', 0, 'idx', idx, 'attempt', 0, 'polls', 0)
+redis.call('HDEL', k, 'error', 'failed_at', 'timed_out', 'deadline', 'cancel', 'resume',
+           'wait_info', 'finished_at', 'runner', 'inflight', 'unique')
+if params ~= '' then
+    redis.call('HSET', k, 'params', params)
+end
+if unique ~= '' then
+    redis.call('HSET', k, 'unique', unique)
+    redis.call('HSET', P .. 'unique', unique, uuid)
+end
+if f[2] then
+    redis.call('HSET', P .. 'locks', uuid, f[2])
+    redis.call('INCR', P .. 'locks:version')
+end
+redis.call('RPUSH', k .. ':history', ARGV[7])
+set_execution(uuid, 'queued')
+event(uuid, {type = 'redrive', index = idx}, now)
+push_front(uuid)
+return {'OK'}

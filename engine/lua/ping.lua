@@ -1,2 +1,0 @@
--- ping.lua: returns "PONG"; used to check that scripts load.
-return "PONG"

@@ -1,0 +1,101 @@
+-- step_commit.lua: commits one attempt's outcome and what the job does next, in one
+-- round trip: the result entry, the job's state changes, the new cursor or the end of
+-- the job, the release of the step's holds, and the event.
+-- ARGV: 3 uuid, 4 runner, 5 fence, 6 phase, 7 idx, 8 action, 9 result entry JSON
+--       ('' none), 10 event JSON, 11 error JSON ('' keep), 12 n state pairs, then
+--       2n state key/value strings, then the action's arguments:
+--   next    <phase> <idx> <failed_at> move the cursor (attempt back to 0); failed_at
+--                                   ('' none) records where the chain failed
+--   release <phase> <idx>           move the cursor and give the job back to its queue
+--                                   (a runner shutting down after the step)
+--   retry   <attempt> <delay ms>    same step again; a delay > 0 leaves the runner
+--   finish  <execution> <failed_at> end the job ('' failed_at: none)
+--   wait    <info JSON>             park in `waiting` until resumed
+--   requeue <delay ms> <info JSON>  run the same step again later, off the runner
+-- Returns {'OK', cancel requested 0|1} | {'DUP'} (already committed: a retried call)
+--       | {'STALE', why} (this runner no longer owns the job: drop it)
+local uuid, runner, fence = ARGV[3], ARGV[4], ARGV[5]
+local phase, idx, action = ARGV[6], ARGV[7], ARGV[8]
+local k = jkey(uuid)
+local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel')
+if not cur[5] then
+    return {'STALE', 'job deleted'}
+end
+if cur[1] ~= runner or cur[2] ~= fence then
+    if cur[2] == fence and cur[5] ~= 'running' then
+        return {'DUP'} -- this very fence ended the job already (a retried finish/wait)
+    end
+    return {'STALE', 'owned by ' .. tostring(cur[1]) .. ' fence ' .. tostring(cur[2])}
+end
+if cur[3] ~= phase or cur[4] ~= idx then
+    return {'DUP'} -- the cursor already moved past this step under this fence
+end
+local now = now_ms()
+if ARGV[9] ~= '' then
+    redis.call('RPUSH', k .. ':res:' .. phase, ARGV[9])
+end
+if ARGV[11] ~= '' then
+    redis.call('HSET', k, 'error', ARGV[11])
+end
+local nstate = tonumber(ARGV[12])
+local a = 13
+if nstate > 0 then
+    local pairs_ = {}
+    for i = a, a + 2 * nstate - 1 do
+        pairs_[#pairs_ + 1] = ARGV[i]
+    end
+    redis.call('HSET', k .. ':state', unpack(pairs_))
+end
+a = a + 2 * nstate
+redis.call('HDEL', k, 'inflight')
+event_raw(uuid, ARGV[10])
+local rlist = P .. 'r:' .. runner .. ':jobs'
+if action == 'next' or action == 'release' then
+    release_step_holds(uuid, now)
+    redis.call('HSET', k, 'phase', ARGV[a], 'idx', ARGV[a + 1], 'attempt', 0, 'polls', 0)
+    if action == 'next' and ARGV[a + 2] and ARGV[a + 2] ~= '' then
+        redis.call('HSET', k, 'failed_at', ARGV[a + 2])
+    end
+    if action == 'release' then
+        redis.call('LREM', rlist, 0, uuid)
+        redis.call('HDEL', k, 'runner')
+        set_execution(uuid, 'queued')
+        rearm_deadline(uuid)
+        event(uuid, {type = 'released', runner = runner}, now)
+        push_front(uuid)
+    end
+elseif action == 'retry' then
+    local d = tonumber(ARGV[a + 1])
+    redis.call('HSET', k, 'attempt', ARGV[a])
+    if d > 0 then
+        release_step_holds(uuid, now)
+        redis.call('LREM', rlist, 0, uuid)
+        redis.call('HDEL', k, 'runner')
+        set_execution(uuid, 'queued')
+        rearm_deadline(uuid)
+        delay(uuid, now + d)
+    end
+elseif action == 'finish' then
+    if ARGV[a + 1] ~= '' then
+        redis.call('HSET', k, 'failed_at', ARGV[a + 1])
+    end
+    finish(uuid, ARGV[a], now)
+elseif action == 'wait' then
+    redis.call('LREM', rlist, 0, uuid)
+    redis.call('HDEL', k, 'runner')
+    redis.call('HSET', k, 'wait_info', ARGV[a])
+    set_execution(uuid, 'waiting')
+    rearm_deadline(uuid)
+    event(uuid, {type = 'waiting'}, now)
+elseif action == 'requeue' then
+    redis.call('LREM', rlist, 0, uuid)
+    redis.call('HDEL', k, 'runner')
+    redis.call('HINCRBY', k, 'polls', 1)
+    redis.call('HSET', k, 'requeue_info', ARGV[a + 1])
+    set_execution(uuid, 'queued')
+    rearm_deadline(uuid)
+    delay(uuid, now + tonumber(ARGV[a]))
+else
+    return redis.error_reply('ERR step_commit: unknown action ' .. action)
+end
+return {'OK', cur[6] == '1' and 1 or 0}

@@ -1,0 +1,86 @@
+-- tick.lua: a runner's periodic work, one round trip: renew its lease, re-queue the
+-- jobs of runners whose lease expired, promote delayed jobs that are due, and hand
+-- jobs whose workflow timeout passed while no runner held them back to a runner.
+-- ARGV: 3 runner ('' : promote only), 4 lease ms, 5 runner info JSON, 6 reap 0|1
+-- Returns {server now, next delayed due (-1 none), next deadline (-1 none), reaped jobs}
+local runner, lease, info, reap = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local now = now_ms()
+if runner ~= '' then
+    redis.call('ZADD', P .. 'runners', now + lease, runner)
+    redis.call('HSET', P .. 'runner:' .. runner, 'info', info, 'seen', now)
+end
+
+local reaped = 0
+if reap == '1' then
+    local dead = redis.call('ZRANGEBYSCORE', P .. 'runners', '-inf', now, 'LIMIT', 0, 16)
+    for _, d in ipairs(dead) do
+        if d ~= runner then
+            local rlist = P .. 'r:' .. d .. ':jobs'
+            for _, uuid in ipairs(redis.call('LRANGE', rlist, 0, -1)) do
+                local k = jkey(uuid)
+                local f = redis.call('HMGET', k, 'execution', 'runner', 'inflight', 'phase', 'idx')
+                if f[1] == 'running' and f[2] == d then
+                    reaped = reaped + 1
+                    if f[3] and f[3] == f[4] .. ':' .. f[5] then
+                        -- An irreversible step was in flight: do not run it again.
+                        local err = cjson.encode({code = 'StepInterrupted',
+                            message = 'runner ' .. d .. ' died while an irreversible step ' ..
+                                      'was running; retry or cancel the job'})
+                        redis.call('HSET', k, 'error', err, 'failed_at', f[3])
+                        event(uuid, {type = 'step_interrupted', runner = d}, now)
+                        finish(uuid, 'failed', now)
+                    else
+                        redis.call('HDEL', k, 'runner')
+                        redis.call('HINCRBY', k, 'retried', 1)
+                        set_execution(uuid, 'retried')
+                        event(uuid, {type = 'retried', runner = d}, now)
+                        push_front(uuid)
+                    end
+                elseif f[1] == 'queued' or f[1] == 'retried' then
+                    -- Moved by BLMOVE but never started: back to the head of its queue.
+                    reaped = reaped + 1
+                    push_front(uuid)
+                end
+            end
+            redis.call('DEL', rlist, P .. 'runner:' .. d)
+            redis.call('ZREM', P .. 'runners', d)
+            redis.call('XADD', P .. 'events', 'MAXLEN', '~', MAXLEN_ALL, '*', 'e',
+                       cjson.encode({type = 'runner_dead', runner = d, time = now}))
+        end
+    end
+end
+
+-- Delayed work that is due goes to the head of its queue.
+local due = redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', now, 'LIMIT', 0, 1000)
+for _, uuid in ipairs(due) do
+    redis.call('ZREM', P .. 'delayed', uuid)
+    local ex = redis.call('HGET', jkey(uuid), 'execution')
+    if ex == 'queued' or ex == 'retried' then
+        push_front(uuid)
+    end
+end
+
+-- Workflow timeouts of jobs no runner holds (waiting, delayed, parked on a hold):
+-- mark them and queue them, so a runner runs their onerror chain.
+local late = redis.call('ZRANGEBYSCORE', P .. 'deadlines', '-inf', now, 'LIMIT', 0, 1000)
+for _, uuid in ipairs(late) do
+    -- A running job's runner enforces the deadline with its own timer; a job that
+    -- leaves its runner later gets its entry back (rearm_deadline).
+    redis.call('ZREM', P .. 'deadlines', uuid)
+    local k = jkey(uuid)
+    local f = redis.call('HMGET', k, 'execution', 'timed_out')
+    if f[1] and UNFINISHED[f[1]] and f[1] ~= 'running' and not f[2] then
+        redis.call('HSET', k, 'timed_out', '1')
+        redis.call('ZREM', P .. 'delayed', uuid)
+        local queue = redis.call('HGET', k, 'queue') or 'default'
+        redis.call('LREM', qkey(queue), 0, uuid)
+        release_all_holds(uuid, now)
+        set_execution(uuid, 'queued')
+        event(uuid, {type = 'timed_out'}, now)
+        push_front(uuid)
+    end
+end
+
+local nd = redis.call('ZRANGE', P .. 'delayed', 0, 0, 'WITHSCORES')
+local ndl = redis.call('ZRANGE', P .. 'deadlines', 0, 0, 'WITHSCORES')
+return {now, nd[2] and tonumber(nd[2]) or -1, ndl[2] and tonumber(ndl[2]) or -1, reaped}

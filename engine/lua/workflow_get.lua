@@ -1,0 +1,19 @@
+-- workflow_get.lua: a workflow by uuid, by "name@version", or by name (the version
+-- stored last).
+-- ARGV: 3 uuid, name@version or name
+-- Returns {uuid, doc} or {} when there is none.
+local ref = ARGV[3]
+local uuid = nil
+if redis.call('EXISTS', P .. 'wf:' .. ref) == 1 then
+    uuid = ref
+else
+    uuid = redis.call('HGET', P .. 'wf:index', ref) or redis.call('HGET', P .. 'wf:latest', ref)
+end
+if not uuid then
+    return {}
+end
+local doc = redis.call('HGET', P .. 'wf:' .. uuid, 'doc')
+if not doc then
+    return {}
+end
+return {uuid, doc}

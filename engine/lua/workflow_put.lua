@@ -1,0 +1,23 @@
+-- workflow_put.lua: stores a workflow version. A name and version already stored
+-- with the same definition is kept as it is (loading a directory twice is harmless);
+-- with a different definition it is refused: versions are immutable, so jobs and
+-- operators can trust that name@version means one thing.
+-- ARGV: 3 uuid, 4 name, 5 version, 6 document JSON (with uuid),
+--       7 canonical JSON without uuid (for the comparison)
+-- Returns {'CREATED', uuid} | {'SAME', uuid} | {'CONFLICT', uuid}
+local uuid, name, version, doc, canon = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local key = name .. '@' .. version
+local existing = redis.call('HGET', P .. 'wf:index', key)
+if existing then
+    if redis.call('HGET', P .. 'wf:' .. existing, 'canon') == canon then
+        return {'SAME', existing}
+    end
+    return {'CONFLICT', existing}
+end
+local now = now_ms()
+redis.call('HSET', P .. 'wf:' .. uuid, 'doc', doc, 'canon', canon, 'name', name,
+           'version', version, 'created_at', now)
+redis.call('HSET', P .. 'wf:index', key, uuid)
+redis.call('HSET', P .. 'wf:latest', name, uuid)
+redis.call('ZADD', P .. 'wf:all', now, uuid)
+return {'CREATED', uuid}

@@ -1,0 +1,460 @@
+/*
+ * store.c -- the store's connection, script loading and calls; see store.h for the
+ * key schema. Domain operations (job creation, claims, commits) build their arguments
+ * in job_store.c and runner.c and call store_eval here.
+ *
+ * Ownership: the store owns one command connection. Each call in flight owns a packed
+ * copy of its arguments (so a NOSCRIPT answer can be retried as EVAL with the same
+ * arguments) and is freed after its callback.
+ */
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "log.h"
+#include "store_lua.h"
+
+static const char *const script_names[SCRIPT_COUNT] = {
+    [SCRIPT_JOB_CANCEL] = "job_cancel",   [SCRIPT_JOB_CLAIM] = "job_claim",
+    [SCRIPT_JOB_CREATE] = "job_create",   [SCRIPT_JOB_GET] = "job_get",
+    [SCRIPT_JOB_REDRIVE] = "job_redrive", [SCRIPT_JOB_RESUME] = "job_resume",
+    [SCRIPT_STEP_BEGIN] = "step_begin",   [SCRIPT_STEP_COMMIT] = "step_commit",
+    [SCRIPT_TICK] = "tick",               [SCRIPT_WORKFLOW_GET] = "workflow_get",
+    [SCRIPT_WORKFLOW_PUT] = "workflow_put",
+};
+
+struct store {
+    uv_loop_t *loop;
+    redis_addr_t addr;
+    store_opts_t opts;
+    char *name;
+    redis_conn_t *conn;
+    const char *source[SCRIPT_COUNT];
+    char sha[SCRIPT_COUNT][41];
+    int scripts_pending; /* SCRIPT LOAD replies still awaited */
+    bool up;
+    uint64_t last_rtt_us;
+    char cap_job[16], cap_global[16];
+};
+
+/* One call in flight. argv/len point into `buf`. */
+typedef struct call {
+    store_t *store;
+    store_script_t script; /* SCRIPT_COUNT for a plain command */
+    store_reply_cb cb;
+    void *data;
+    uint64_t sent_us;
+    int argc;
+    const char **argv;
+    size_t *argvlen;
+    int retried_as_eval;
+} call_t;
+
+/* ---- argument vectors --------------------------------------------------------- */
+
+void store_args_init(store_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+}
+
+void store_args_pushb(store_args_t *a, const char *buf, size_t len)
+{
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 16;
+        a->v = xrealloc(a->v, a->cap * sizeof *a->v);
+        a->len = xrealloc(a->len, a->cap * sizeof *a->len);
+    }
+    char *copy = xmalloc(len + 1);
+    memcpy(copy, buf, len);
+    copy[len] = '\0';
+    a->v[a->n] = copy;
+    a->len[a->n] = len;
+    a->n++;
+}
+
+void store_args_push(store_args_t *a, const char *s)
+{
+    store_args_pushb(a, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
+}
+
+void store_args_pushf(store_args_t *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        fprintf(stderr, "tern: out of memory formatting an argument\n");
+        abort();
+    }
+    store_args_pushb(a, s, (size_t)n);
+    free(s);
+}
+
+void store_args_push_u64(store_args_t *a, uint64_t v)
+{
+    store_args_pushf(a, "%llu", (unsigned long long)v);
+}
+
+void store_args_push_json(store_args_t *a, const json_t *v)
+{
+    if (v == NULL) {
+        store_args_pushb(a, "", 0);
+        return;
+    }
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s == NULL) {
+        fprintf(stderr, "tern: out of memory encoding JSON\n");
+        abort();
+    }
+    store_args_push(a, s);
+    free(s);
+}
+
+void store_args_dispose(store_args_t *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+    free(a->len);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- calls -------------------------------------------------------------------- */
+
+static uint64_t mono_us(void)
+{
+    return uv_hrtime() / 1000u;
+}
+
+/* Packs [prefix..., args...] into one allocation owned by the call. */
+static call_t *call_new(store_t *s, store_script_t script, const char *const *prefix,
+                        size_t nprefix, const store_args_t *args, store_reply_cb cb, void *data)
+{
+    size_t argc = nprefix + args->n, bytes = 0;
+    for (size_t i = 0; i < nprefix; i++)
+        bytes += strlen(prefix[i]) + 1;
+    for (size_t i = 0; i < args->n; i++)
+        bytes += args->len[i] + 1;
+    size_t head = sizeof(call_t) + argc * (sizeof(char *) + sizeof(size_t));
+    call_t *c = xmalloc(head + bytes);
+    memset(c, 0, sizeof *c);
+    c->store = s;
+    c->script = script;
+    c->cb = cb;
+    c->data = data;
+    c->argc = (int)argc;
+    c->argv = (const char **)(c + 1);
+    c->argvlen = (size_t *)(c->argv + argc);
+    char *p = (char *)(c->argvlen + argc);
+    size_t k = 0;
+    for (size_t i = 0; i < nprefix; i++, k++) {
+        size_t n = strlen(prefix[i]);
+        memcpy(p, prefix[i], n + 1);
+        c->argv[k] = p;
+        c->argvlen[k] = n;
+        p += n + 1;
+    }
+    for (size_t i = 0; i < args->n; i++, k++) {
+        memcpy(p, args->v[i], args->len[i]);
+        p[args->len[i]] = '\0';
+        c->argv[k] = p;
+        c->argvlen[k] = args->len[i];
+        p += args->len[i] + 1;
+    }
+    return c;
+}
+
+static void on_call_reply(redis_conn_t *conn, redisReply *reply, void *data);
+
+static int call_send(call_t *c)
+{
+    c->sent_us = mono_us();
+    return redis_conn_command(c->store->conn, on_call_reply, c, c->argc, c->argv, c->argvlen);
+}
+
+static void on_call_reply(redis_conn_t *conn, redisReply *reply, void *data)
+{
+    (void)conn;
+    call_t *c = data;
+    store_t *s = c->store;
+    s->last_rtt_us = mono_us() - c->sent_us;
+    if (c->cb == NULL) {
+        /* Fire-and-forget (progress events): nobody waits for the answer. */
+        free(c);
+        return;
+    }
+    if (reply == NULL) {
+        c->cb(c->data, TERN_EIO, NULL, "connection to Redis lost before the answer");
+        free(c);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (c->script < SCRIPT_COUNT && !c->retried_as_eval &&
+            strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+            /* The server lost its script cache (restart, failover, SCRIPT FLUSH): send
+             * the source itself, which also caches it again. */
+            c->retried_as_eval = 1;
+            c->argv[0] = "EVAL";
+            c->argvlen[0] = 4;
+            c->argv[1] = s->source[c->script];
+            c->argvlen[1] = strlen(s->source[c->script]);
+            if (call_send(c) == 0)
+                return;
+            c->cb(c->data, TERN_ENOTCONN, NULL, "Redis is not reachable");
+            free(c);
+            return;
+        }
+        c->cb(c->data, TERN_EINVAL, NULL, reply->str);
+        free(c);
+        return;
+    }
+    c->cb(c->data, 0, reply, NULL);
+    free(c);
+}
+
+int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
+               void *data)
+{
+    if (!s->up)
+        return TERN_ENOTCONN;
+    const char *prefix[] = {"EVALSHA", s->sha[id], "0", s->cap_job, s->cap_global};
+    call_t *c = call_new(s, id, prefix, TERN_ARRAY_SIZE(prefix), args, cb, data);
+    if (call_send(c) != 0) {
+        free(c);
+        return TERN_ENOTCONN;
+    }
+    return 0;
+}
+
+int store_command(store_t *s, const store_args_t *args, store_reply_cb cb, void *data)
+{
+    if (!redis_conn_is_up(s->conn))
+        return TERN_ENOTCONN;
+    call_t *c = call_new(s, SCRIPT_COUNT, NULL, 0, args, cb, data);
+    if (call_send(c) != 0) {
+        free(c);
+        return TERN_ENOTCONN;
+    }
+    return 0;
+}
+
+int store_event_append(store_t *s, const char *uuid, const char *json_text)
+{
+    char key[96];
+    snprintf(key, sizeof key, "tern:job:%s:events", uuid);
+    store_args_t a;
+    store_args_init(&a);
+    const char *parts[] = {"XADD", key, "MAXLEN", "~", s->cap_job, "*", "e", json_text};
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(parts); i++)
+        store_args_push(&a, parts[i]);
+    int rc = store_command(s, &a, NULL, NULL);
+    free(a.v[1]);
+    a.v[1] = xstrdup("tern:events");
+    a.len[1] = strlen(a.v[1]);
+    free(a.v[4]);
+    a.v[4] = xstrdup(s->cap_global);
+    a.len[4] = strlen(a.v[4]);
+    if (rc == 0)
+        rc = store_command(s, &a, NULL, NULL);
+    store_args_dispose(&a);
+    return rc;
+}
+
+/* ---- connection and scripts --------------------------------------------------- */
+
+static void set_up(store_t *s, bool up)
+{
+    if (s->up == up)
+        return;
+    s->up = up;
+    if (s->opts.on_state != NULL)
+        s->opts.on_state(s, up, s->opts.data);
+}
+
+typedef struct script_load {
+    store_t *store;
+    store_script_t id;
+} script_load_t;
+
+static void on_script_loaded(redis_conn_t *conn, redisReply *reply, void *data)
+{
+    (void)conn;
+    script_load_t *l = data;
+    store_t *s = l->store;
+    if (reply == NULL) {
+        free(l);
+        return; /* the connection dropped; loading starts again when it is back */
+    }
+    if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+        log_msg(TERN_LOG_ERROR, "store", NULL, "SCRIPT LOAD %s failed: %s",
+                script_names[l->id], reply->type == REDIS_REPLY_ERROR ? reply->str : "bad reply");
+        redis_conn_drop(s->conn, "script load failed");
+        free(l);
+        return;
+    }
+    memcpy(s->sha[l->id], reply->str, 40);
+    s->sha[l->id][40] = '\0';
+    free(l);
+    if (--s->scripts_pending == 0)
+        set_up(s, true);
+}
+
+static void on_conn_event(redis_conn_t *conn, bool up, const char *why, void *data)
+{
+    (void)conn;
+    (void)why;
+    store_t *s = data;
+    if (!up) {
+        set_up(s, false);
+        return;
+    }
+    /* A restarted or failed-over Redis has an empty script cache: load every time. */
+    s->scripts_pending = SCRIPT_COUNT;
+    for (int i = 0; i < SCRIPT_COUNT; i++) {
+        script_load_t *l = xmalloc(sizeof *l);
+        l->store = s;
+        l->id = (store_script_t)i;
+        const char *argv[] = {"SCRIPT", "LOAD", s->source[i]};
+        if (redis_conn_command(s->conn, on_script_loaded, l, 3, argv, NULL) != 0) {
+            free(l);
+            return;
+        }
+    }
+}
+
+store_t *store_new(uv_loop_t *loop, const store_opts_t *opts)
+{
+    store_t *s = xcalloc(1, sizeof *s);
+    s->loop = loop;
+    s->opts = *opts;
+    s->name = xstrdup(opts->name != NULL ? opts->name : "store");
+    s->opts.name = s->name;
+    snprintf(s->cap_job, sizeof s->cap_job, "%u",
+             opts->event_max_job ? opts->event_max_job : 1000u);
+    snprintf(s->cap_global, sizeof s->cap_global, "%u",
+             opts->event_max_global ? opts->event_max_global : 100000u);
+    for (int i = 0; i < SCRIPT_COUNT; i++) {
+        for (unsigned j = 0; j < store_lua_nscripts; j++)
+            if (strcmp(store_lua_scripts[j].name, script_names[i]) == 0)
+                s->source[i] = store_lua_scripts[j].source;
+        if (s->source[i] == NULL) {
+            fprintf(stderr, "tern: script %s.lua is missing from the build\n", script_names[i]);
+            abort(); /* a build error, not an input error */
+        }
+    }
+    const redis_addr_t *a = opts->addr;
+    s->addr.host = a->host ? xstrdup(a->host) : NULL;
+    s->addr.port = a->port;
+    s->addr.path = a->path ? xstrdup(a->path) : NULL;
+    s->addr.user = a->user ? xstrdup(a->user) : NULL;
+    s->addr.password = a->password ? xstrdup(a->password) : NULL;
+    s->addr.db = a->db;
+    redis_conn_opts_t co = {
+        .addr = &s->addr,
+        .name = s->name,
+        .on_event = on_conn_event,
+        .data = s,
+    };
+    s->conn = redis_conn_new(loop, &co);
+    return s;
+}
+
+void store_free(store_t *s)
+{
+    if (s == NULL)
+        return;
+    s->opts.on_state = NULL;
+    redis_conn_free(s->conn);
+    redis_addr_dispose(&s->addr);
+    free(s->name);
+    free(s);
+}
+
+bool store_is_up(const store_t *s)
+{
+    return s->up && redis_conn_is_up(s->conn);
+}
+
+const redis_addr_t *store_addr(const store_t *s)
+{
+    return &s->addr;
+}
+
+uint64_t store_last_rtt_us(const store_t *s)
+{
+    return s->last_rtt_us;
+}
+
+/* ---- replies ------------------------------------------------------------------ */
+
+const redisReply *store_reply_at(const redisReply *r, size_t i)
+{
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
+        return NULL;
+    return r->element[i];
+}
+
+bool store_reply_is(const redisReply *r, const char *s)
+{
+    return r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
+           r->len == strlen(s) && memcmp(r->str, s, r->len) == 0;
+}
+
+long long store_reply_int(const redisReply *r, long long def)
+{
+    if (r == NULL)
+        return def;
+    if (r->type == REDIS_REPLY_INTEGER)
+        return r->integer;
+    if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < 32) {
+        char buf[32], *end;
+        memcpy(buf, r->str, r->len);
+        buf[r->len] = '\0';
+        long long v = strtoll(buf, &end, 10);
+        if (*end == '\0')
+            return v;
+    }
+    return def;
+}
+
+json_t *store_reply_hash(const redisReply *r)
+{
+    json_t *o = json_object();
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+        return o;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *k = r->element[i], *v = r->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        char key[256];
+        size_t kl = k->len < sizeof key - 1 ? k->len : sizeof key - 1;
+        memcpy(key, k->str, kl);
+        key[kl] = '\0';
+        json_object_set_new(o, key, json_stringn(v->str, v->len));
+    }
+    return o;
+}
+
+const char *store_reply_hash_get(const redisReply *r, const char *name, size_t *len)
+{
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    size_t nl = strlen(name);
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *k = r->element[i];
+        if (k->type == REDIS_REPLY_STRING && k->len == nl && memcmp(k->str, name, nl) == 0) {
+            const redisReply *v = r->element[i + 1];
+            if (v->type != REDIS_REPLY_STRING)
+                return NULL;
+            if (len != NULL)
+                *len = v->len;
+            return v->str;
+        }
+    }
+    return NULL;
+}

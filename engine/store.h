@@ -1,0 +1,160 @@
+/*
+ * store.h -- everything tern keeps in Redis, and the only code that talks to it about
+ * jobs and workflows.
+ *
+ * Key schema (prefix "tern:"; one Redis, replicated with Sentinel; scripts compute
+ * key names, so this is not meant for Redis Cluster):
+ *
+ *   wf:<uuid>               hash  doc, canon (without uuid), name, version, created_at
+ *   wf:index                hash  "<name>@<version>" -> workflow uuid
+ *   wf:latest               hash  name -> uuid of the version stored last
+ *   wf:all                  zset  workflow uuids by creation time
+ *   job:<uuid>              hash  the job (fields below)
+ *   job:<uuid>:res:<phase>  list  result entries of chain (0), onerror (1), oncancel (2)
+ *   job:<uuid>:state        hash  job-scoped state: key -> JSON value text
+ *   job:<uuid>:history      list  operator actions (cancel, resume, retry), JSON
+ *   job:<uuid>:held         set   resources the job holds
+ *   job:<uuid>:events       stream  the job's events, capped (field "e": JSON)
+ *   events                  stream  every job's events, capped
+ *   jobs                    zset  every job by creation time (ms)
+ *   jobs:<execution>        zset  jobs in that execution by creation time
+ *   q:<queue>               list  ready job uuids; new work LPUSHed, runners pop RIGHT
+ *   r:<runner>:jobs         list  jobs a runner has claimed (the reliable-queue list)
+ *   runners                 zset  runner id -> lease expiry (ms, server clock)
+ *   runner:<id>             hash  info (JSON), seen
+ *   delayed                 zset  job uuid -> due time (exec_after, backoff, re-queue)
+ *   deadlines               zset  job uuid -> workflow deadline, while no runner holds it
+ *   unique                  hash  hash of (workflow, target, params) -> unfinished job
+ *   locks                   hash  job uuid -> regex over targets, while the job runs
+ *   locks:version           string  bumped on every change of locks
+ *   hold:<res>:h / :w / :cap  set of holders / FIFO of waiters / capacity per waiter
+ *   wake                    channel  a delayed job became the earliest (runners re-arm)
+ *   control                 channel  "cancel <uuid>" for the runner running it
+ *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
+ *
+ * Job fields: uuid, name, version, workflow_uuid, workflow (frozen normalized doc),
+ * params (JSON), target, queue, execution, created_at, exec_after, started_at,
+ * finished_at, timeout_ms, deadline, runner, fence (claim counter: a runner's writes
+ * carry the fence it claimed with, so a runner that lost its lease cannot write),
+ * phase, idx (the cursor: the step to run next), attempt (failed attempts of that
+ * step), polls, retried (times re-queued after a runner died), error (last error
+ * JSON), failed_at ("<phase>:<idx>"), holds (job-level, "<capacity> <resource>"
+ * lines, expanded at creation), step_holds, blocked_on, inflight (an irreversible
+ * step in flight), cancel, timed_out, resume (outcome given to a waiting job),
+ * wait_info, requeue_info, unique, locks, has_oncancel.
+ *
+ * Every multi-key change is one Lua script (engine/lua/), loaded with SCRIPT LOAD on
+ * each connect and called with EVALSHA (EVAL when Redis answers NOSCRIPT). Every
+ * state-changing script is safe to repeat after a lost reply: creates are keyed by
+ * uuid, step commits by (fence, cursor).
+ */
+#ifndef TERN_STORE_H
+#define TERN_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "redis_addr.h"
+#include "redis_conn.h"
+
+typedef struct store store_t;
+
+/* Status of a store call: 0, TERN_ENOTCONN (not sent: Redis unreachable), TERN_EIO
+ * (connection lost before the answer: it may or may not have happened), or
+ * TERN_EINVAL (Redis answered with an error; errmsg says which). `reply` is valid only
+ * during the callback and is NULL unless status is 0. */
+typedef void (*store_reply_cb)(void *data, int status, const redisReply *reply,
+                               const char *errmsg);
+
+/* Reported when the store becomes usable (connected, scripts loaded) or not. */
+typedef void (*store_state_cb)(store_t *s, bool up, void *data);
+
+typedef struct store_opts {
+    const redis_addr_t *addr;
+    const char *name;           /* connection name prefix: "runner-1" */
+    uint32_t event_max_job;     /* events kept per job */
+    uint32_t event_max_global;  /* events kept in the global stream */
+    store_state_cb on_state;    /* may be NULL */
+    void *data;
+} store_opts_t;
+
+/* The scripts of engine/lua/, by file stem. */
+typedef enum store_script {
+    SCRIPT_JOB_CANCEL,
+    SCRIPT_JOB_CLAIM,
+    SCRIPT_JOB_CREATE,
+    SCRIPT_JOB_GET,
+    SCRIPT_JOB_REDRIVE,
+    SCRIPT_JOB_RESUME,
+    SCRIPT_STEP_BEGIN,
+    SCRIPT_STEP_COMMIT,
+    SCRIPT_TICK,
+    SCRIPT_WORKFLOW_GET,
+    SCRIPT_WORKFLOW_PUT,
+    SCRIPT_COUNT
+} store_script_t;
+
+/* A growable argument vector for Redis commands. Owns copies of what is pushed. */
+typedef struct store_args {
+    size_t n, cap;
+    char **v;
+    size_t *len;
+} store_args_t;
+
+void store_args_init(store_args_t *a);
+void store_args_push(store_args_t *a, const char *s);
+void store_args_pushb(store_args_t *a, const char *buf, size_t len);
+void store_args_pushf(store_args_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void store_args_push_u64(store_args_t *a, uint64_t v);
+/* Pushes the compact JSON text of v (borrowed); "" when v is NULL. */
+void store_args_push_json(store_args_t *a, const json_t *v);
+void store_args_dispose(store_args_t *a);
+
+/* Creates the store and starts connecting. Never returns NULL. */
+store_t *store_new(uv_loop_t *loop, const store_opts_t *opts);
+
+/* Closes the connection (pending callbacks get TERN_EIO) and frees the store once its
+ * handles are closed. */
+void store_free(store_t *s);
+
+bool store_is_up(const store_t *s);
+
+/* The Redis address (borrowed), for connections of other kinds (blocking, pub/sub). */
+const redis_addr_t *store_addr(const store_t *s);
+
+/* Runs script `id` with the script arguments in `args` (the store prepends the event
+ * caps). `cb` runs exactly once unless the call returns non-zero, in which case it
+ * does not run at all (TERN_ENOTCONN). */
+int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
+               void *data);
+
+/* Sends a plain command (argv copied). Same callback contract as store_eval; `cb` may
+ * be NULL when nobody needs the answer. */
+int store_command(store_t *s, const store_args_t *args, store_reply_cb cb, void *data);
+
+/* Appends an event (JSON text) to a job's stream and the global one, capped, without
+ * waiting for the answer (progress reports). Returns 0 or TERN_ENOTCONN. */
+int store_event_append(store_t *s, const char *uuid, const char *json_text);
+
+/* Round-trip time of the last reply in microseconds (for metrics). */
+uint64_t store_last_rtt_us(const store_t *s);
+
+/* ---- helpers to read replies --------------------------------------------------- */
+
+/* The element `i` of an array reply, or NULL. */
+const redisReply *store_reply_at(const redisReply *r, size_t i);
+/* True when r is a string/status reply equal to s. */
+bool store_reply_is(const redisReply *r, const char *s);
+/* Integer value of an integer reply or of a decimal string reply; `def` otherwise. */
+long long store_reply_int(const redisReply *r, long long def);
+/* A new JSON object from a flat [k1, v1, k2, v2, ...] array reply (values as strings). */
+json_t *store_reply_hash(const redisReply *r);
+/* Looks up field `name` in a flat array reply; borrowed string or NULL. */
+const char *store_reply_hash_get(const redisReply *r, const char *name, size_t *len);
+
+#endif /* TERN_STORE_H */
