@@ -36,7 +36,6 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -44,6 +43,7 @@
 #include <curl/curl.h>
 
 #include "common.h"
+#include "log.h"
 
 #define DEFAULT_TIMEOUT_MS  30000u
 #define DEFAULT_MAX_BYTES   (8u * 1024u * 1024u)
@@ -352,7 +352,7 @@ http_client_t *http_client_new(uv_loop_t *loop)
     c->loop = loop;
     c->multi = curl_multi_init();
     if (c->multi == NULL) {
-        fprintf(stderr, "tern: out of memory creating a curl multi handle\n");
+        log_msg(TERN_LOG_FATAL, "http_client", NULL, "out of memory creating a curl multi handle");
         abort();
     }
     uv_timer_init(loop, &c->timer);

@@ -10,9 +10,9 @@
  *
  * Life of a context:
  *
- *   RUNNING --report--> REPORTED --deliver timer--> FINISHED --handles closed--> freed
- *      \                    \
- *       +------cancel-------+--> CANCELLED ---------------handles closed--> freed
+ *   RUNNING --report--> REPORTED --deliver timer--> FINISHED --+
+ *      |                   |                                   +--handles closed--> freed
+ *      +------cancel-------+--------------------> CANCELLED ---+
  *
  * A report stores the outcome, stops every resource and arms a 0 ms timer; the outcome
  * reaches the sink from that timer's callback, so the owner is never re-entered from
@@ -278,6 +278,7 @@ static void progress_deliver(tern_ctx *ctx)
     if (p == NULL)
         return;
     ctx->progress_sent = true;
+    uv_update_time(ctx->loop); /* measure the interval from this delivery, not before */
     ctx->progress_last_ms = uv_now(ctx->loop);
     if (ctx->sink.on_progress != NULL)
         ctx->sink.on_progress(ctx->sink.owner, p); /* steals p */
@@ -539,8 +540,14 @@ static int host_http_request(tern_ctx *ctx, const tern_http_req *req, tern_http_
     int rc = service_allowed(ctx, "tern_http_request");
     if (rc != 0)
         return rc;
-    if (req == NULL || cb == NULL || req->size < offsetof(tern_http_req, url) + sizeof req->url)
+    if (req == NULL || cb == NULL)
         return -EINVAL;
+    if (req->size < offsetof(tern_http_req, url) + sizeof req->url) {
+        log_msg(TERN_LOG_WARN, "task", ctx->log_fields,
+                "task %s: tern_http_req.size %u is too small (expected %zu)", ctx->task_name,
+                (unsigned)req->size, sizeof *req);
+        return -EINVAL;
+    }
     if (ctx->http == NULL)
         return -ENOTSUP;
     /* Read the request with the size the plugin compiled; what it lacks stays zero. */
@@ -602,6 +609,9 @@ static ctx_res_t *timer_res_start(tern_ctx *ctx, res_kind_t kind, uint64_t delay
     ctx_res_t *r = res_new(ctx, kind, data);
     uv_timer_init(ctx->loop, &r->u.timer);
     r->u.timer.data = r;
+    /* The loop's clock was read when this iteration began; a task that asks for 150 ms
+     * must not be woken earlier because the loop was busy before calling it. */
+    uv_update_time(ctx->loop);
     uv_timer_start(&r->u.timer, on_res_timer, delay_ms, 0);
     ctx->refs++;
     res_link(ctx, r);

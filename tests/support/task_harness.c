@@ -172,6 +172,7 @@ int task_harness_run(task_harness_t *h, const char *entry, const json_t *args, c
     snprintf(idem, sizeof idem, "%s/chain/0", uuid);
 
     run_t run = {.out = out, .started_ms = tern_mono_ms()};
+    uv_update_time(&h->loop); /* the bounds count from now, not from the last iteration */
     h->bound.data = &run;
     h->cancel.data = &run;
     uv_timer_start(&h->bound, on_bound_passed, bound_ms, 0);

@@ -1,0 +1,123 @@
+/*
+ * harness.h -- what the integration tests share: a real redis-server on a free
+ * loopback port, real ternd processes, a client (the engine's own store and job_ops
+ * on a private loop) and the side channel the itest plugin writes.
+ *
+ * Everything a test starts it stops by PID. Every wait is bounded and waits on the
+ * event itself (a job's "finished" event, a log line, a process exit), never on a
+ * fixed sleep. Paths of the built binaries come from the environment set by meson:
+ * TERN_BIN (ternd), TERN_TASKS (the build's plugin directory), TERN_ITEST (itest.so).
+ */
+#ifndef TERN_ITEST_HARNESS_H
+#define TERN_ITEST_HARNESS_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <sys/types.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "job_ops.h"
+#include "redis_addr.h"
+#include "store.h"
+
+/* A private directory for one test (removed by itest_dir_remove). */
+typedef struct itest_dir {
+    char path[256];
+} itest_dir_t;
+
+void itest_dir_make(itest_dir_t *d);
+void itest_dir_remove(itest_dir_t *d);
+
+typedef struct itest_redis {
+    pid_t pid;
+    int port;
+    char dir[256];
+    char url[128];
+} itest_redis_t;
+
+/* Starts redis-server on 127.0.0.1 and a free port, append-only with fsync on every
+ * write, data in `dir`. Waits (at most 10 s) until it answers PING. */
+void itest_redis_start(itest_redis_t *r, const char *dir);
+/* Stops it with `sig` (SIGTERM or SIGKILL) and reaps it. */
+void itest_redis_stop(itest_redis_t *r, int sig);
+/* Starts it again on the same port and directory (after itest_redis_stop). */
+void itest_redis_restart(itest_redis_t *r);
+/* Runs a command on a fresh synchronous connection; returns the reply's integer, or
+ * -1. For INFO-style checks. */
+long long itest_redis_int(const itest_redis_t *r, const char *fmt, ...);
+/* Returns the reply of a command as a malloc'd string (or NULL). */
+char *itest_redis_str(const itest_redis_t *r, const char *fmt, ...);
+
+typedef struct itest_ternd {
+    pid_t pid;
+    char id[64];
+    char log[400];
+    char plugin_dir[400];
+} itest_ternd_t;
+
+/* Starts ternd as runner (and api) with id `id` against `r`, with the build's plugins
+ * plus itest, a 1 s lease and 200 ms heartbeat (overridable: later flags win), and the
+ * NULL-terminated `extra` flags. Waits (at most 15 s) for its "ready" log line. */
+void itest_ternd_start(itest_ternd_t *t, const itest_redis_t *r, const itest_dir_t *dir,
+                       const char *id, const char *const *extra);
+/* Sends `sig`; when `wait_ms` > 0 waits for the exit and returns the exit status (or
+ * 128+signal), else returns -1 without waiting. */
+int itest_ternd_signal(itest_ternd_t *t, int sig, unsigned wait_ms);
+/* True when the process's log holds `needle`. */
+bool itest_ternd_log_has(const itest_ternd_t *t, const char *needle);
+
+/* A client on a private loop: the same store and job operations the API uses. */
+typedef struct itest_client {
+    uv_loop_t loop;
+    redis_addr_t addr;
+    store_t *store;
+    job_ops_t *ops;
+} itest_client_t;
+
+void itest_client_open(itest_client_t *c, const itest_redis_t *r);
+void itest_client_close(itest_client_t *c);
+
+/* Synchronous wrappers: each runs the client's loop until the answer (bounded). They
+ * return the status and fill *result (new reference, may be NULL) and msg. */
+int itest_workflow_put(itest_client_t *c, const char *json_text, json_t **result, char *msg,
+                       size_t msglen);
+/* Creates a job; params_json may be NULL. Returns the status; the uuid goes to uuid. */
+int itest_job_create(itest_client_t *c, const char *workflow, const char *params_json,
+                     const char *target, uint64_t exec_after_ms, const char *locks,
+                     char uuid[40], char *msg, size_t msglen);
+json_t *itest_job_get(itest_client_t *c, const char *uuid);
+int itest_job_cancel(itest_client_t *c, const char *uuid, char *msg, size_t msglen);
+int itest_job_resume(itest_client_t *c, const char *uuid, const char *result_json,
+                     const char *error_json, char *msg, size_t msglen);
+int itest_job_redrive(itest_client_t *c, const char *uuid, const char *from_step,
+                      const char *params_json, char *msg, size_t msglen);
+
+/* Follows the job's events from its start until an event of `type` ("finished",
+ * "waiting", "running", "step", ...) and, when `status` is not NULL, with that
+ * "status" field; at most timeout_ms. Returns the event (new reference) or NULL. */
+json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type,
+                         const char *status, unsigned timeout_ms);
+/* Waits for the job's "finished" event and returns the job (new reference), or NULL
+ * after timeout_ms. */
+json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeout_ms);
+/* All events of the job so far (new reference, array). */
+json_t *itest_events(itest_client_t *c, const char *uuid);
+
+/* The side channel: lines "<what> <key> <attempt> <job>". Counts lines of `what`
+ * ("start", "cancel") whose key starts with `key_prefix` (e.g. "<uuid>/0/3"); NULL
+ * counts all lines of `what`. */
+int itest_side_count(const char *file, const char *what, const char *key_prefix);
+
+/* The execution of a job view ("succeeded", ...). */
+const char *itest_execution(const json_t *job);
+
+/* Formats into a static buffer (one at a time): for building workflow JSON. */
+const char *itest_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* TERN_ITEST_HARNESS_H */

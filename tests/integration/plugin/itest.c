@@ -1,0 +1,187 @@
+/*
+ * itest.c -- a plugin for the integration tests. Every task appends a line to a side
+ * channel file given in its arguments when it starts ("start <key> <attempt>") and, for
+ * some, when something else happens ("cancel <key>"), so a test can count how many
+ * times each step really ran, on any runner, across crashes. Lines are written with one
+ * write(2) on an O_APPEND descriptor, so concurrent runners never interleave them.
+ *
+ * Tasks (all take "file": the side channel path):
+ *   itest.record  {"ms"}            record, sleep ms (cancel hook records "cancel")
+ *   itest.flaky   {"fail_times", "code"}  fail the first fail_times attempts of the
+ *                                    step (counted in the file), then succeed
+ *   itest.fatal   {}                 fail with FatalThing, listed as non-retryable
+ *   itest.check   {"ok"}             fail with NotOk unless ok is true
+ *   itest.wait    {}                 ask the job to wait for a resume
+ *   itest.poll    {"times", "delay_ms"}  re-queue until polled `times` times
+ *   itest.crash   {}                 segfault (for isolated steps)
+ *   itest.hang    {}                 never report
+ *   itest.twice   {}                 report done twice
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tern/task.h>
+
+static void record(const json_t *args, const char *what, tern_ctx *ctx)
+{
+    const char *file = json_string_value(json_object_get(args, "file"));
+    if (file == NULL)
+        return;
+    char line[512];
+    int n = snprintf(line, sizeof line, "%s %s %u %s\n", what, tern_idempotency_key(ctx),
+                     tern_step_attempt(ctx), tern_job_uuid(ctx));
+    int fd = open(file, O_WRONLY | O_APPEND | O_CREAT, 0600);
+    if (fd < 0)
+        return;
+    if (write(fd, line, (size_t)n) != n)
+        tern_log(ctx, TERN_LOG_WARN, "side channel write to %s was short", file);
+    close(fd);
+}
+
+/* Counts lines starting with "<what> <key> " in the side channel. */
+static int count(const json_t *args, const char *what, tern_ctx *ctx)
+{
+    const char *file = json_string_value(json_object_get(args, "file"));
+    FILE *f = file != NULL ? fopen(file, "r") : NULL;
+    if (f == NULL)
+        return 0;
+    char prefix[300], line[512];
+    snprintf(prefix, sizeof prefix, "%s %s ", what, tern_idempotency_key(ctx));
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, prefix, strlen(prefix)) == 0)
+            n++;
+    fclose(f);
+    return n;
+}
+
+static void on_record_timer(tern_ctx *ctx, void *data)
+{
+    (void)data;
+    tern_task_done(ctx, json_pack("{s:b}", "recorded", 1));
+}
+
+static void record_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    json_int_t ms = json_integer_value(json_object_get(args, "ms"));
+    /* Keep the file name where the cancel hook can find it. */
+    tern_state_set(ctx, "itest_last_file", json_incref(json_object_get(args, "file")));
+    tern_timer_start(ctx, (uint64_t)ms, on_record_timer, NULL);
+}
+
+static void record_cancel(tern_ctx *ctx)
+{
+    const json_t *f = tern_state_get(ctx, "itest_last_file");
+    json_t *args = json_pack("{s:O}", "file", f ? f : json_null());
+    record(args, "cancel", ctx);
+    json_decref(args);
+}
+
+static void flaky_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    int failed = count(args, "start", ctx) - 1;
+    json_int_t fail_times = json_integer_value(json_object_get(args, "fail_times"));
+    const char *code = json_string_value(json_object_get(args, "code"));
+    if (failed < fail_times) {
+        tern_task_fail(ctx, code ? code : "Flaky", "failure %d of %lld", failed + 1,
+                       (long long)fail_times);
+        return;
+    }
+    tern_task_done(ctx, json_pack("{s:i}", "attempts", failed + 1));
+}
+
+static void fatal_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    tern_task_fail(ctx, "FatalThing", "this cannot work, do not retry");
+}
+
+static void check_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    if (json_is_true(json_object_get(args, "ok")))
+        tern_task_done(ctx, json_pack("{s:b}", "ok", 1));
+    else
+        tern_task_fail(ctx, "NotOk", "ok is not true");
+}
+
+static void wait_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    tern_task_wait(ctx, json_pack("{s:s}", "waiting_for", "an operator"));
+}
+
+static void poll_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    int polls = count(args, "start", ctx);
+    json_int_t times = json_integer_value(json_object_get(args, "times"));
+    if (polls <= times) {
+        tern_task_requeue(ctx, (uint64_t)json_integer_value(json_object_get(args, "delay_ms")),
+                          json_pack("{s:i}", "poll", polls));
+        return;
+    }
+    tern_task_done(ctx, json_pack("{s:i}", "polls", polls));
+}
+
+static void crash_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    raise(SIGSEGV);
+}
+
+static void hang_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+}
+
+static void twice_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    tern_task_done(ctx, json_pack("{s:i}", "report", 1));
+    tern_task_done(ctx, json_pack("{s:i}", "report", 2));
+}
+
+static const char *const fatal_codes[] = {"FatalThing", NULL};
+
+#define TASK(n, fn, cancel_fn)                                                             \
+    static const tern_task_def n##_def = {                                                 \
+        .size = sizeof(tern_task_def),                                                     \
+        .name = #n,                                                                        \
+        .summary = "integration test task " #n,                                            \
+        .fatal_codes = fatal_codes,                                                        \
+        .start = fn,                                                                       \
+        .cancel = cancel_fn,                                                               \
+    }
+
+TASK(record, record_start, record_cancel);
+TASK(flaky, flaky_start, NULL);
+TASK(fatal, fatal_start, NULL);
+TASK(check, check_start, NULL);
+TASK(wait, wait_start, NULL);
+TASK(poll, poll_start, NULL);
+TASK(crash, crash_start, NULL);
+TASK(hang, hang_start, NULL);
+TASK(twice, twice_start, NULL);
+
+static const tern_task_def *const tasks[] = {&record_def, &flaky_def, &fatal_def, &check_def,
+                                             &wait_def,   &poll_def,  &crash_def, &hang_def,
+                                             &twice_def,  NULL};
+
+static const tern_plugin itest_plugin = {
+    .magic = TERN_PLUGIN_MAGIC,
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+    .size = sizeof(tern_plugin),
+    .name = "itest",
+    .version = "1.0.0",
+    .tasks = tasks,
+};
+
+TERN_PLUGIN(itest_plugin)

@@ -1,0 +1,228 @@
+/*
+ * test_jobs.c -- the life of a job on a real ternd and redis-server: steps run in
+ * order and once each, retries with backoff, non-retryable codes, fallback, onerror,
+ * and one Redis round trip per step commit.
+ */
+#include <signal.h>
+#include <string.h>
+
+#include "harness.h"
+
+typedef struct world {
+    itest_dir_t dir;
+    itest_redis_t redis;
+    itest_ternd_t ternd;
+    itest_client_t client;
+    char side[320];
+} world_t;
+
+static world_t W;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    itest_dir_make(&W.dir);
+    itest_redis_start(&W.redis, W.dir.path);
+    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "r1", NULL);
+    itest_client_open(&W.client, &W.redis);
+    snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    itest_client_close(&W.client);
+    itest_ternd_signal(&W.ternd, SIGTERM, 10000);
+    itest_redis_stop(&W.redis, SIGTERM);
+    itest_dir_remove(&W.dir);
+    return 0;
+}
+
+static void put(const char *json)
+{
+    char msg[1024];
+    int rc = itest_workflow_put(&W.client, json, NULL, msg, sizeof msg);
+    if (rc != 0)
+        fail_msg("workflow refused: %s", msg);
+}
+
+static json_t *run(const char *workflow, const char *params, char uuid[40])
+{
+    char msg[1024];
+    int rc = itest_job_create(&W.client, workflow, params, NULL, 0, NULL, uuid, msg, sizeof msg);
+    if (rc != 0)
+        fail_msg("job create refused: %s", msg);
+    json_t *job = itest_wait_finished(&W.client, uuid, 20000);
+    if (job == NULL)
+        fail_msg("job %s did not finish within 20 s", uuid);
+    return job;
+}
+
+static void test_steps_run_in_order_once(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"three\", \"chain\": ["
+                  "{\"name\": \"a\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}},"
+                  "{\"name\": \"b\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}},"
+                  "{\"name\": \"c\", \"task\": \"core.log\", \"args\": {\"msg\": \"b said ${steps.b.result.recorded}\"}}]}",
+                  W.side, W.side));
+    char uuid[40];
+    json_t *job = run("three", NULL, uuid);
+    assert_string_equal(itest_execution(job), "succeeded");
+    json_t *res = json_object_get(job, "chain_results");
+    assert_int_equal(json_array_size(res), 3);
+    const char *names[] = {"a", "b", "c"};
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(res, i), "name")),
+                            names[i]);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(res, 2), "result"), "msg")),
+                        "b said true");
+    char key[64];
+    snprintf(key, sizeof key, "%s/0/0", uuid);
+    assert_int_equal(itest_side_count(W.side, "start", key), 1);
+    snprintf(key, sizeof key, "%s/0/1", uuid);
+    assert_int_equal(itest_side_count(W.side, "start", key), 1);
+    json_decref(job);
+}
+
+static void test_retry_with_backoff(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"flaky\", \"chain\": [{\"name\": \"f\", \"task\": \"itest.flaky\","
+                  "\"retry\": {\"max_attempts\": 5, \"backoff\": \"constant\", \"initial_ms\": 150,"
+                  "\"jitter\": false}, \"args\": {\"file\": \"%s\", \"fail_times\": 2}}]}",
+                  W.side));
+    char uuid[40];
+    json_t *job = run("flaky", NULL, uuid);
+    assert_string_equal(itest_execution(job), "succeeded");
+    json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
+    assert_int_equal(json_integer_value(json_object_get(entry, "attempts")), 3);
+    /* Two retries, each after the policy's delay. */
+    json_t *events = itest_events(&W.client, uuid);
+    size_t i;
+    json_t *ev;
+    int retries = 0;
+    json_int_t last_retry = 0, gap_min = 1000000;
+    json_array_foreach(events, i, ev)
+    {
+        const char *status = json_string_value(json_object_get(ev, "status"));
+        json_int_t t = json_integer_value(json_object_get(ev, "time"));
+        if (status != NULL && strcmp(status, "retry") == 0) {
+            assert_int_equal(json_integer_value(json_object_get(ev, "delay_ms")), 150);
+            retries++;
+            last_retry = t;
+        } else if (last_retry != 0 && status != NULL) {
+            gap_min = t - last_retry < gap_min ? t - last_retry : gap_min;
+            last_retry = 0;
+        }
+    }
+    assert_int_equal(retries, 2);
+    assert_true(gap_min >= 150);
+    json_decref(events);
+    json_decref(job);
+}
+
+static void test_fatal_code_is_not_retried(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"fatal\", \"chain\": [{\"name\": \"f\", \"task\": \"itest.fatal\","
+                  "\"retry\": 5, \"args\": {\"file\": \"%s\"}}]}",
+                  W.side));
+    char uuid[40];
+    json_t *job = run("fatal", NULL, uuid);
+    assert_string_equal(itest_execution(job), "failed");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(job, "error"), "code")),
+                        "FatalThing");
+    char key[64];
+    snprintf(key, sizeof key, "%s/0/0", uuid);
+    assert_int_equal(itest_side_count(W.side, "start", key), 1);
+    json_decref(job);
+}
+
+static void test_fallback_after_retries(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"fb\", \"chain\": [{\"name\": \"s\", \"task\": \"itest.flaky\","
+                  "\"retry\": {\"max_attempts\": 2, \"initial_ms\": 10}, \"args\": {\"file\": \"%s\", "
+                  "\"fail_times\": 100}, \"fallback\": {\"task\": \"core.log\", \"args\": "
+                  "{\"msg\": \"fell back after ${error.code}\"}}}]}",
+                  W.side));
+    char uuid[40];
+    json_t *job = run("fb", NULL, uuid);
+    assert_string_equal(itest_execution(job), "succeeded");
+    json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(entry, "result"), "msg")),
+        "fell back after Flaky");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(entry, "step_error"), "code")), "Flaky");
+    char key[64];
+    snprintf(key, sizeof key, "%s/0/0", uuid);
+    assert_int_equal(itest_side_count(W.side, "start", key), 2);
+    json_decref(job);
+}
+
+static void test_onerror_runs_with_the_error(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"oe\", \"chain\": [{\"name\": \"c\", \"task\": \"itest.check\","
+                  "\"args\": {\"file\": \"%s\", \"ok\": \"${params.ok}\"}}, "
+                  "{\"name\": \"never\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 1}}],"
+                  "\"onerror\": [{\"name\": \"report\", \"task\": \"core.log\", \"args\": "
+                  "{\"msg\": \"${error.step} failed: ${error.message}\"}}]}",
+                  W.side, W.side));
+    char uuid[40];
+    json_t *job = run("oe", "{\"ok\": false}", uuid);
+    assert_string_equal(itest_execution(job), "failed");
+    json_t *oe = json_object_get(job, "onerror_results");
+    assert_int_equal(json_array_size(oe), 1);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(json_array_get(oe, 0), "result"), "msg")),
+        "c failed: ok is not true");
+    char key[64];
+    snprintf(key, sizeof key, "%s/0/1", uuid);
+    assert_int_equal(itest_side_count(W.side, "start", key), 0);
+    json_decref(job);
+}
+
+static void test_one_round_trip_per_step(void **state)
+{
+    (void)state;
+    char steps[4096] = "";
+    for (int i = 0; i < 20; i++)
+        snprintf(steps + strlen(steps), sizeof steps - strlen(steps),
+                 "%s{\"name\": \"n%d\", \"task\": \"core.noop\"}", i ? "," : "", i);
+    put(itest_fmt("{\"name\": \"noop20\", \"chain\": [%s]}", steps));
+    long long before = itest_redis_int(&W.redis, "EVAL %s 0",
+                                       "return tonumber(string.match(redis.call('INFO','commandstats'),"
+                                       "'cmdstat_evalsha:calls=(%d+)'))");
+    char uuid[40];
+    json_t *job = run("noop20", NULL, uuid);
+    long long after = itest_redis_int(&W.redis, "EVAL %s 0",
+                                      "return tonumber(string.match(redis.call('INFO','commandstats'),"
+                                      "'cmdstat_evalsha:calls=(%d+)'))");
+    assert_string_equal(itest_execution(job), "succeeded");
+    /* 20 commits, the claim, the create's two scripts, the read, and heartbeats of the
+     * runner meanwhile (every 200 ms). Two round trips per step would be 40 or more. */
+    long long used = after - before;
+    print_message("scripts run for a 20-step job: %lld\n", used);
+    assert_true(used >= 20);
+    assert_true(used <= 20 + 4 + 10);
+    json_decref(job);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_steps_run_in_order_once),
+        cmocka_unit_test(test_retry_with_backoff),
+        cmocka_unit_test(test_fatal_code_is_not_retried),
+        cmocka_unit_test(test_fallback_after_retries),
+        cmocka_unit_test(test_onerror_runs_with_the_error),
+        cmocka_unit_test(test_one_round_trip_per_step),
+    };
+    int failures = cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return failures == 0 ? 0 : 1;
+}
