@@ -94,13 +94,11 @@ json_t *job_view_from_reply(const redisReply *reply)
     json_object_set_new(v, "target", field_str(f, "target"));
     json_object_set_new(v, "params", field_json(f, "params"));
     json_object_set_new(v, "queue", field_str(f, "queue"));
-    json_object_set(v, "chain", json_object_get(wf, "chain") ? json_object_get(wf, "chain")
-                                                               : json_array());
-    json_object_set(v, "onerror", json_object_get(wf, "onerror") ? json_object_get(wf, "onerror")
-                                                                   : json_array());
-    json_object_set(v, "oncancel", json_object_get(wf, "oncancel")
-                                       ? json_object_get(wf, "oncancel")
-                                       : json_array());
+    static const char *const chains[] = {"chain", "onerror", "oncancel"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *c = json_object_get(wf, chains[i]);
+        json_object_set_new(v, chains[i], c != NULL ? json_incref(c) : json_array());
+    }
     json_object_set_new(v, "chain_results", json_list(store_reply_at(reply, 1)));
     json_object_set_new(v, "onerror_results", json_list(store_reply_at(reply, 2)));
     json_object_set_new(v, "oncancel_results", json_list(store_reply_at(reply, 3)));

@@ -306,6 +306,16 @@ void itest_ternd_start(itest_ternd_t *t, const itest_redis_t *r, const itest_dir
     fail_msg("ternd %s not ready after 15 s (log %s)", id, t->log);
 }
 
+/* A sanitizer build reports into the process's log; a report fails the test. */
+static void check_sanitizer_reports(const itest_ternd_t *t)
+{
+    static const char *const marks[] = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                                        "runtime error:"};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        if (itest_ternd_log_has(t, marks[i]))
+            fail_msg("ternd %s: sanitizer report in %s", t->id, t->log);
+}
+
 int itest_ternd_signal(itest_ternd_t *t, int sig, unsigned wait_ms)
 {
     if (t->pid <= 0)
@@ -317,6 +327,7 @@ int itest_ternd_signal(itest_ternd_t *t, int sig, unsigned wait_ms)
         int st;
         if (waitpid(t->pid, &st, WNOHANG) == t->pid) {
             t->pid = 0;
+            check_sanitizer_reports(t);
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         }
         pause_ms(10);
