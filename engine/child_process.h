@@ -21,8 +21,7 @@ typedef void (*child_process_cb)(void *data, const tern_spawn_res *res);
  * runs once, after the process has exited and both pipes reached EOF; the object is
  * freed by the engine after the callback returns. */
 child_process_t *child_process_spawn(uv_loop_t *loop, const tern_spawn_opts *opts,
-                                     child_process_cb cb, void *data, char *err,
-                                     size_t errlen);
+                                     child_process_cb cb, void *data, char *err, size_t errlen);
 
 /* Kills the child (SIGTERM, SIGKILL after 2 s) and frees everything once it is gone;
  * the callback never runs. Safe to call at most once, before the callback ran. */

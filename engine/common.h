@@ -20,17 +20,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TERN_OK        0
-#define TERN_EINVAL    (-EINVAL)    /* bad input: the message says which part */
-#define TERN_ENOENT    (-ENOENT)    /* no such workflow, job, task or file */
-#define TERN_EEXIST    (-EEXIST)    /* conflict: duplicate job, active lock, same version */
-#define TERN_ENOMEM    (-ENOMEM)
-#define TERN_EIO       (-EIO)       /* Redis or system failure; the outcome may be unknown */
-#define TERN_E2BIG     (-E2BIG)     /* over a configured size limit */
-#define TERN_ENOTCONN  (-ENOTCONN)  /* Redis is not reachable right now */
-#define TERN_ESTALE    (-ESTALE)    /* this runner no longer owns the job (lease lost) */
-#define TERN_EBUSY     (-EBUSY)     /* state does not allow the operation (e.g. cancel a finished job) */
-#define TERN_EPERM     (-EPERM)     /* refused on principle (plugin outside its directory) */
+#define TERN_OK       0
+#define TERN_EINVAL   (-EINVAL) /* bad input: the message says which part */
+#define TERN_ENOENT   (-ENOENT) /* no such workflow, job, task or file */
+#define TERN_EEXIST   (-EEXIST) /* conflict: duplicate job, active lock, same version */
+#define TERN_ENOMEM   (-ENOMEM)
+#define TERN_EIO      (-EIO)      /* Redis or system failure; the outcome may be unknown */
+#define TERN_E2BIG    (-E2BIG)    /* over a configured size limit */
+#define TERN_ENOTCONN (-ENOTCONN) /* Redis is not reachable right now */
+#define TERN_ESTALE   (-ESTALE)   /* this runner no longer owns the job (lease lost) */
+#define TERN_EBUSY    (-EBUSY) /* state does not allow the operation (e.g. cancel a finished job) */
+#define TERN_EPERM    (-EPERM) /* refused on principle (plugin outside its directory) */
 
 #define TERN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

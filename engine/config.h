@@ -38,26 +38,26 @@ enum config_role {
 };
 
 typedef struct tern_config {
-    unsigned roles;            /* enum config_role bits */
-    char *listen;              /* "127.0.0.1:8080" */
-    char *redis_url;           /* NULL: embedded default */
+    unsigned roles;  /* enum config_role bits */
+    char *listen;    /* "127.0.0.1:8080" */
+    char *redis_url; /* NULL: embedded default */
     char *data_dir;
     char *plugin_dir;
-    char *workflows_dir;       /* or NULL */
+    char *workflows_dir; /* or NULL */
     uint32_t concurrency;
     char *runner_id;
-    char **queues;             /* NULL-terminated */
+    char **queues; /* NULL-terminated */
     size_t n_queues;
     uint32_t lease_ms;
     uint32_t heartbeat_ms;
     uint32_t shutdown_grace_ms;
-    int log_level;             /* bunyan number */
-    char *redis_server;        /* path or name of redis-server */
+    int log_level;      /* bunyan number */
+    char *redis_server; /* path or name of redis-server */
     uint32_t event_stream_max;
     uint32_t global_event_stream_max;
     uint32_t max_params_bytes;
-    json_t *plugins;           /* owned object: plugin name -> config */
-    char *config_file;         /* or NULL */
+    json_t *plugins;   /* owned object: plugin name -> config */
+    char *config_file; /* or NULL */
 } tern_config_t;
 
 /* Fills *c with defaults, then the file named by --config (if any), then the flags.
@@ -65,8 +65,8 @@ typedef struct tern_config {
  * --version printed something and ternd should exit 0; or TERN_EINVAL with
  * "--concurrency: expected a positive integer, got \"x\"" or
  * "config /etc/tern.json: unknown key \"rol\"" in err. */
-int config_load(tern_config_t *c, int argc, char **argv, const char *default_plugin_dir,
-                char *err, size_t errlen);
+int config_load(tern_config_t *c, int argc, char **argv, const char *default_plugin_dir, char *err,
+                size_t errlen);
 
 void config_dispose(tern_config_t *c);
 

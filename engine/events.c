@@ -48,8 +48,8 @@ static void on_xread(redis_conn_t *c, redisReply *reply, void *data)
             for (size_t k = 0; k + 1 < fields->elements; k += 2) {
                 if (strcmp(fields->element[k]->str, "e") != 0)
                     continue;
-                json_t *ev = json_loadb(fields->element[k + 1]->str, fields->element[k + 1]->len,
-                                        0, NULL);
+                json_t *ev =
+                    json_loadb(fields->element[k + 1]->str, fields->element[k + 1]->len, 0, NULL);
                 bool go_on = ev == NULL || f->cb(f->data, f->last_id, ev);
                 json_decref(ev);
                 if (!go_on) {
@@ -66,8 +66,8 @@ static void read_next(events_follow_t *f)
 {
     if (f->stopped || f->reading || !redis_conn_is_up(f->conn))
         return;
-    const char *argv[] = {"XREAD", "COUNT", "100", "BLOCK", BLOCK_MS, "STREAMS", f->key,
-                          f->last_id};
+    const char *argv[] = {"XREAD",  "COUNT",   "100",  "BLOCK",
+                          BLOCK_MS, "STREAMS", f->key, f->last_id};
     if (redis_conn_command(f->conn, on_xread, f, 8, argv, NULL) == 0)
         f->reading = true;
 }
@@ -91,7 +91,10 @@ events_follow_t *events_follow(uv_loop_t *loop, const redis_addr_t *addr, const 
     snprintf(f->last_id, sizeof f->last_id, "%s", from_id != NULL ? from_id : "$");
     f->cb = cb;
     f->data = data;
-    redis_conn_opts_t o = {.addr = addr, .name = "events", .on_event = on_conn_event, .data = f,
+    redis_conn_opts_t o = {.addr = addr,
+                           .name = "events",
+                           .on_event = on_conn_event,
+                           .data = f,
                            .command_timeout_ms = 5000 + 10000};
     f->conn = redis_conn_new(loop, &o);
     return f;

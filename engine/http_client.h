@@ -30,8 +30,8 @@ void http_client_free(http_client_t *c);
 
 /* Starts a request. Everything in `req` is copied. Returns the request, or NULL with
  * a message in err (bad URL scheme, missing url). */
-http_request_t *http_client_request(http_client_t *c, const tern_http_req *req,
-                                    http_client_cb cb, void *data, char *err, size_t errlen);
+http_request_t *http_client_request(http_client_t *c, const tern_http_req *req, http_client_cb cb,
+                                    void *data, char *err, size_t errlen);
 
 /* Cancels a request that has not completed; its callback will not run. */
 void http_request_cancel(http_request_t *r);

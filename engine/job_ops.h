@@ -27,9 +27,9 @@ typedef struct job_ops job_ops_t;
 typedef void (*job_ops_cb)(void *data, int status, const json_t *result, const char *message);
 
 typedef struct job_ops_opts {
-    store_t *store;              /* borrowed */
-    plugin_registry_t *plugins;  /* borrowed; validates workflows' tasks (may be NULL) */
-    size_t max_params_bytes;     /* default 256 KiB */
+    store_t *store;             /* borrowed */
+    plugin_registry_t *plugins; /* borrowed; validates workflows' tasks (may be NULL) */
+    size_t max_params_bytes;    /* default 256 KiB */
 } job_ops_opts_t;
 
 job_ops_t *job_ops_new(const job_ops_opts_t *opts);
@@ -44,12 +44,12 @@ void job_ops_workflow_put(job_ops_t *ops, const json_t *definition, job_ops_cb c
 void job_ops_workflow_get(job_ops_t *ops, const char *ref, job_ops_cb cb, void *data);
 
 typedef struct job_create_req {
-    const char *workflow;      /* uuid, "name@version" or name (latest version) */
-    const json_t *params;      /* object or NULL ({}); borrowed */
-    const char *target;        /* or NULL */
-    uint64_t exec_after_ms;    /* 0: now; else ms since the epoch */
-    const char *locks;         /* regular expression (POSIX extended) or NULL */
-    const char *uuid;          /* or NULL: a new one is made */
+    const char *workflow;   /* uuid, "name@version" or name (latest version) */
+    const json_t *params;   /* object or NULL ({}); borrowed */
+    const char *target;     /* or NULL */
+    uint64_t exec_after_ms; /* 0: now; else ms since the epoch */
+    const char *locks;      /* regular expression (POSIX extended) or NULL */
+    const char *uuid;       /* or NULL: a new one is made */
 } job_create_req_t;
 
 /* Creates a job. Result: {"uuid", "workflow_uuid", "name", "execution": "queued",
@@ -72,8 +72,8 @@ void job_ops_resume(job_ops_t *ops, const char *uuid, const json_t *result, cons
 /* Retry from failure (redrive): a failed or canceled job goes back to its queue at
  * the chain step that failed, or at `from_step` (a chain step name) when given, with
  * `params` (borrowed object, may be NULL) merged over its params. */
-void job_ops_redrive(job_ops_t *ops, const char *uuid, const char *from_step,
-                     const json_t *params, const char *caller, job_ops_cb cb, void *data);
+void job_ops_redrive(job_ops_t *ops, const char *uuid, const char *from_step, const json_t *params,
+                     const char *caller, job_ops_cb cb, void *data);
 
 /* The uniqueness key of (workflow name, target, params): a 128-bit hash in hex.
  * Exposed for tests. */

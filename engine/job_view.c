@@ -107,17 +107,18 @@ json_t *job_view_from_reply(const redisReply *reply)
     json_object_set_new(v, "started", started > 0 ? json_integer(started) : json_null());
     json_object_set_new(v, "finished_at", field_time(f, "finished_at"));
     json_object_set_new(v, "elapsed", elapsed);
-    json_object_set_new(v, "timeout", timeout_ms > 0 ? json_integer(timeout_ms / 1000)
-                                                     : json_null());
+    json_object_set_new(v, "timeout",
+                        timeout_ms > 0 ? json_integer(timeout_ms / 1000) : json_null());
     json_object_set_new(v, "runner_id", field_str(f, "runner"));
     json_object_set_new(v, "state", state);
     json_object_set_new(v, "error", field_json(f, "error"));
     json_object_set_new(v, "history", json_list(store_reply_at(reply, 5)));
     json_object_set_new(v, "retried", json_integer(field_ll(f, "retried", 0)));
-    json_object_set_new(v, "cursor", json_pack("{s:s, s:I, s:o, s:I}", "phase",
-                                               phases[phase >= 0 && phase < 3 ? phase : 0],
-                                               "index", (json_int_t)idx, "step", step_name,
-                                               "attempt", (json_int_t)field_ll(f, "attempt", 0)));
+    json_object_set_new(v, "cursor",
+                        json_pack("{s:s, s:I, s:o, s:I}", "phase",
+                                  phases[phase >= 0 && phase < 3 ? phase : 0], "index",
+                                  (json_int_t)idx, "step", step_name, "attempt",
+                                  (json_int_t)field_ll(f, "attempt", 0)));
     json_object_set_new(v, "blocked_on", field_str(f, "blocked_on"));
     json_object_set_new(v, "wait_info", field_json(f, "wait_info"));
     json_decref(wf);

@@ -32,7 +32,6 @@ int log_enabled(int level);
  * fields). */
 void log_msg(int level, const char *component, const json_t *fields, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void log_vmsg(int level, const char *component, const json_t *fields, const char *fmt,
-              va_list ap);
+void log_vmsg(int level, const char *component, const json_t *fields, const char *fmt, va_list ap);
 
 #endif /* TERN_LOG_H */

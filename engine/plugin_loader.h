@@ -22,11 +22,11 @@
 #include <tern/task.h>
 
 typedef struct plugin {
-    char *name;                 /* file stem, equals desc->name */
-    char *path;                 /* realpath of the .so */
+    char *name; /* file stem, equals desc->name */
+    char *path; /* realpath of the .so */
     const tern_plugin *desc;
-    void *state;                /* from init */
-    void *dl;                   /* dlopen handle, kept open */
+    void *state; /* from init */
+    void *dl;    /* dlopen handle, kept open */
 } plugin_t;
 
 typedef struct plugin_registry plugin_registry_t;
@@ -55,15 +55,14 @@ const tern_task_def *plugin_registry_find(const plugin_registry_t *reg, const ch
 /* Checks `args` against the task's args_schema (templates pass: they are checked after
  * expansion). Returns 0, TERN_ENOENT ("unknown task") or TERN_EINVAL with a message
  * about `path`. Suitable as a workflow_task_check_fn with reg as data. */
-int plugin_registry_check_task(void *reg, const char *task, const json_t *args,
-                               const char *path, char *err, size_t errlen);
+int plugin_registry_check_task(void *reg, const char *task, const json_t *args, const char *path,
+                               char *err, size_t errlen);
 
 /* The same check for arguments after template expansion (what the runner calls before
  * start): every value is type-checked, a string containing "${" included. The schema
  * was compiled when the plugin loaded, so this costs a lookup and a walk of `args`. */
 int plugin_registry_check_expanded(const plugin_registry_t *reg, const char *task,
-                                   const json_t *args, const char *path, char *err,
-                                   size_t errlen);
+                                   const json_t *args, const char *path, char *err, size_t errlen);
 
 /* True when `code` is one of the task's fatal_codes. */
 int plugin_task_code_is_fatal(const tern_task_def *def, const char *code);

@@ -8,12 +8,12 @@
 #include <stddef.h>
 
 typedef struct redis_addr {
-    char *host;      /* NULL for a unix socket; an IP address or a name */
-    int port;        /* default 6379 */
-    char *path;      /* unix socket path, or NULL */
-    char *user;      /* ACL user name or NULL */
-    char *password;  /* or NULL; never logged */
-    int db;          /* default 0 */
+    char *host;     /* NULL for a unix socket; an IP address or a name */
+    int port;       /* default 6379 */
+    char *path;     /* unix socket path, or NULL */
+    char *user;     /* ACL user name or NULL */
+    char *password; /* or NULL; never logged */
+    int db;         /* default 0 */
 } redis_addr_t;
 
 /* Parses `url` into *a (zeroed first). Returns 0, or TERN_EINVAL with

@@ -53,8 +53,7 @@ int redis_conn_command(redis_conn_t *c, redis_conn_reply_cb cb, void *data, int 
                        const char **argv, const size_t *argvlen);
 
 /* Like redis_conn_command with a printf-style hiredis format. */
-int redis_conn_commandf(redis_conn_t *c, redis_conn_reply_cb cb, void *data, const char *fmt,
-                        ...);
+int redis_conn_commandf(redis_conn_t *c, redis_conn_reply_cb cb, void *data, const char *fmt, ...);
 
 /* A message of a subscribed channel; valid only during the callback. */
 typedef void (*redis_conn_message_cb)(redis_conn_t *c, const char *channel, const char *payload,

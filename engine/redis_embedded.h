@@ -14,8 +14,8 @@
 
 typedef struct redis_embedded {
     pid_t pid;
-    char *dir;          /* data directory (absolute) */
-    char *socket_path;  /* <dir>/redis.sock */
+    char *dir;         /* data directory (absolute) */
+    char *socket_path; /* <dir>/redis.sock */
 } redis_embedded_t;
 
 /* Creates `data_dir` if needed, starts `redis_server` (a path or a name looked up in

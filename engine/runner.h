@@ -31,19 +31,19 @@
 typedef struct runner runner_t;
 
 typedef struct runner_opts {
-    const char *id;              /* unique among live runners */
-    const char *const *queues;   /* queue names served */
+    const char *id;            /* unique among live runners */
+    const char *const *queues; /* queue names served */
     size_t n_queues;
-    uint32_t concurrency;        /* jobs in flight at most (default 1000) */
-    uint32_t lease_ms;           /* default 10000 */
-    uint32_t heartbeat_ms;       /* default lease/5 */
-    uint32_t short_retry_ms;     /* retries with a shorter backoff wait on the runner;
-                                    longer ones go to the delayed set (default 1000) */
-    plugin_registry_t *plugins;  /* borrowed */
-    http_client_t *http;         /* borrowed; for tern_http_request */
-    const char *helper_exe;      /* ternd binary for isolated steps (NULL: refused) */
-    const char *plugin_dir;      /* passed to the helper */
-    const char *redis_url;       /* passed to the helper (may be NULL) */
+    uint32_t concurrency;       /* jobs in flight at most (default 1000) */
+    uint32_t lease_ms;          /* default 10000 */
+    uint32_t heartbeat_ms;      /* default lease/5 */
+    uint32_t short_retry_ms;    /* retries with a shorter backoff wait on the runner;
+                                   longer ones go to the delayed set (default 1000) */
+    plugin_registry_t *plugins; /* borrowed */
+    http_client_t *http;        /* borrowed; for tern_http_request */
+    const char *helper_exe;     /* ternd binary for isolated steps (NULL: refused) */
+    const char *plugin_dir;     /* passed to the helper */
+    const char *redis_url;      /* passed to the helper (may be NULL) */
 } runner_opts_t;
 
 /* Creates a runner on `loop` using `store` (borrowed; must outlive the runner). It

@@ -68,18 +68,17 @@ typedef struct store store_t;
  * (connection lost before the answer: it may or may not have happened), or
  * TERN_EINVAL (Redis answered with an error; errmsg says which). `reply` is valid only
  * during the callback and is NULL unless status is 0. */
-typedef void (*store_reply_cb)(void *data, int status, const redisReply *reply,
-                               const char *errmsg);
+typedef void (*store_reply_cb)(void *data, int status, const redisReply *reply, const char *errmsg);
 
 /* Reported when the store becomes usable (connected, scripts loaded) or not. */
 typedef void (*store_state_cb)(store_t *s, bool up, void *data);
 
 typedef struct store_opts {
     const redis_addr_t *addr;
-    const char *name;           /* connection name prefix: "runner-1" */
-    uint32_t event_max_job;     /* events kept per job */
-    uint32_t event_max_global;  /* events kept in the global stream */
-    store_state_cb on_state;    /* may be NULL */
+    const char *name;          /* connection name prefix: "runner-1" */
+    uint32_t event_max_job;    /* events kept per job */
+    uint32_t event_max_global; /* events kept in the global stream */
+    store_state_cb on_state;   /* may be NULL */
     void *data;
 } store_opts_t;
 

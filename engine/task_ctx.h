@@ -51,8 +51,7 @@ void task_outcome_dispose(task_outcome_t *o);
  * call fails with -ENOTCONN). Keys arrive already namespaced. The implementation calls
  * `done(req, reply, error)` exactly once unless cancelled with `cancel(req)`. */
 typedef struct task_redis_call task_redis_call_t;
-typedef void (*task_redis_done_fn)(task_redis_call_t *call, const json_t *reply,
-                                   const char *error);
+typedef void (*task_redis_done_fn)(task_redis_call_t *call, const json_t *reply, const char *error);
 typedef struct task_redis_ops {
     /* Returns an opaque handle for cancel, or NULL when Redis is not reachable. */
     void *(*eval)(void *data, const char *script, size_t nkeys, const char *const *keys,
@@ -78,18 +77,18 @@ typedef struct task_sink {
 
 typedef struct task_ctx_opts {
     uv_loop_t *loop;
-    const tern_task_def *def;    /* the task; must outlive the context */
-    const char *plugin_name;     /* "core" (for logs and the Redis namespace) */
-    void *plugin_state;          /* what the plugin's init produced */
-    const char *task_name;       /* "core.sleep" */
-    const char *job_uuid;        /* copied */
-    const char *job_target;      /* copied; may be NULL */
-    const json_t *params;        /* borrowed; increfed for the context's life */
-    const json_t *state;         /* the job's state object, borrowed; increfed */
-    const char *step_name;       /* copied */
-    uint32_t attempt;            /* 1-based */
-    const char *idempotency_key; /* copied */
-    http_client_t *http;         /* may be NULL: tern_http_request then fails */
+    const tern_task_def *def;      /* the task; must outlive the context */
+    const char *plugin_name;       /* "core" (for logs and the Redis namespace) */
+    void *plugin_state;            /* what the plugin's init produced */
+    const char *task_name;         /* "core.sleep" */
+    const char *job_uuid;          /* copied */
+    const char *job_target;        /* copied; may be NULL */
+    const json_t *params;          /* borrowed; increfed for the context's life */
+    const json_t *state;           /* the job's state object, borrowed; increfed */
+    const char *step_name;         /* copied */
+    uint32_t attempt;              /* 1-based */
+    const char *idempotency_key;   /* copied */
+    http_client_t *http;           /* may be NULL: tern_http_request then fails */
     const task_redis_ops_t *redis; /* may be NULL */
     task_sink_t sink;
 } task_ctx_opts_t;

@@ -24,11 +24,11 @@ typedef struct task_isolated task_isolated_t;
 
 typedef struct task_isolated_opts {
     uv_loop_t *loop;
-    const char *helper_exe;        /* path of ternd */
-    const char *plugin_dir;        /* where the helper loads the plugin from */
-    const char *redis_url;         /* for tern_redis_eval in the helper; may be NULL */
-    const json_t *plugin_config;   /* the plugin's configuration (borrowed, may be NULL) */
-    const task_ctx_opts_t *ctx;    /* job, step and sink, as for task_ctx_start */
+    const char *helper_exe;      /* path of ternd */
+    const char *plugin_dir;      /* where the helper loads the plugin from */
+    const char *redis_url;       /* for tern_redis_eval in the helper; may be NULL */
+    const json_t *plugin_config; /* the plugin's configuration (borrowed, may be NULL) */
+    const task_ctx_opts_t *ctx;  /* job, step and sink, as for task_ctx_start */
 } task_isolated_opts_t;
 
 /* Starts the helper. `args` is borrowed. Returns the attempt, or NULL with a message.

@@ -30,8 +30,8 @@
 
 /* Limits; a definition over them is refused with a message naming the limit. */
 #define WORKFLOW_MAX_BYTES (1024 * 1024)
-#define WORKFLOW_MAX_STEPS 1000   /* per chain */
-#define WORKFLOW_MAX_HOLDS 32     /* per workflow or step */
+#define WORKFLOW_MAX_STEPS 1000 /* per chain */
+#define WORKFLOW_MAX_HOLDS 32   /* per workflow or step */
 #define WORKFLOW_NAME_MAX  128
 
 /* The three chains of a workflow. The numeric values are stored in job cursors. */
@@ -50,25 +50,25 @@ typedef struct wf_hold {
 } wf_hold_t;
 
 typedef struct wf_step {
-    const char *name;     /* borrowed from doc; a fallback is named "<step>.fallback" */
-    const char *task;     /* "family.entry", borrowed from doc */
-    const json_t *args;   /* templates, borrowed from doc; an empty object if absent */
-    uint64_t timeout_ms;  /* 0 = none */
+    const char *name;    /* borrowed from doc; a fallback is named "<step>.fallback" */
+    const char *task;    /* "family.entry", borrowed from doc */
+    const json_t *args;  /* templates, borrowed from doc; an empty object if absent */
+    uint64_t timeout_ms; /* 0 = none */
     retry_policy_t retry;
-    bool idempotent;      /* false: a runner death mid-step fails the job (StepInterrupted) */
-    bool isolate;         /* run the task in a helper process */
-    wf_hold_t *holds;     /* owned array; held for the step only */
+    bool idempotent;  /* false: a runner death mid-step fails the job (StepInterrupted) */
+    bool isolate;     /* run the task in a helper process */
+    wf_hold_t *holds; /* owned array; held for the step only */
     size_t n_holds;
     struct wf_step *fallback; /* owned; NULL when the step has none */
 } wf_step_t;
 
 typedef struct workflow {
-    json_t *doc;          /* owned: the normalized definition */
-    const char *name;     /* borrowed from doc */
-    const char *version;  /* borrowed from doc; default "1.0.0" */
-    const char *queue;    /* borrowed from doc; default "default" */
-    uint64_t timeout_ms;  /* whole job; 0 = none */
-    wf_hold_t *holds;     /* owned array; held for the whole job */
+    json_t *doc;         /* owned: the normalized definition */
+    const char *name;    /* borrowed from doc */
+    const char *version; /* borrowed from doc; default "1.0.0" */
+    const char *queue;   /* borrowed from doc; default "default" */
+    uint64_t timeout_ms; /* whole job; 0 = none */
+    wf_hold_t *holds;    /* owned array; held for the whole job */
     size_t n_holds;
     wf_step_t *steps[WF_NPHASES]; /* owned arrays */
     size_t n_steps[WF_NPHASES];
@@ -88,8 +88,8 @@ int workflow_parse(const json_t *doc, workflow_task_check_fn check, void *check_
 
 /* Like workflow_parse, from JSON text (duplicate keys refused, at most
  * WORKFLOW_MAX_BYTES). Syntax errors read "line 3, column 7: unexpected token". */
-int workflow_parse_text(const char *buf, size_t len, workflow_task_check_fn check,
-                        void *check_data, workflow_t **out, char *err, size_t errlen);
+int workflow_parse_text(const char *buf, size_t len, workflow_task_check_fn check, void *check_data,
+                        workflow_t **out, char *err, size_t errlen);
 
 void workflow_free(workflow_t *wf);
 

@@ -111,11 +111,11 @@ typedef struct tern_plugin {
 } tern_plugin;
 
 /** The one exported symbol. A function, not data: dlsym is specified for functions. */
-#define TERN_PLUGIN(desc)                                                                  \
-    __attribute__((visibility("default"))) const tern_plugin *tern_plugin_entry(void);    \
-    __attribute__((visibility("default"))) const tern_plugin *tern_plugin_entry(void)     \
-    {                                                                                      \
-        return &(desc);                                                                    \
+#define TERN_PLUGIN(desc)                                                                          \
+    __attribute__((visibility("default"))) const tern_plugin *tern_plugin_entry(void);             \
+    __attribute__((visibility("default"))) const tern_plugin *tern_plugin_entry(void)              \
+    {                                                                                              \
+        return &(desc);                                                                            \
     }
 
 /* ---- services of the host ------------------------------------------------------- */
@@ -123,14 +123,14 @@ typedef struct tern_plugin {
 /** An outbound HTTP request, run on the loop by libcurl. All fields are borrowed for
  *  the duration of the tern_http_request() call; the engine copies what it keeps. */
 typedef struct tern_http_req {
-    uint32_t size;               /**< sizeof(tern_http_req) */
-    const char *method;          /**< "GET", "POST", ...; NULL means GET */
-    const char *url;             /**< http:// or https:// */
-    const char *const *headers;  /**< "Name: value" strings, NULL-terminated, or NULL */
-    const char *body;            /**< request body or NULL */
-    size_t body_len;             /**< bytes of body */
-    uint64_t timeout_ms;         /**< whole transfer; 0 means 30000 */
-    size_t max_response_bytes;   /**< 0 means 8 MiB; a larger answer fails the request */
+    uint32_t size;              /**< sizeof(tern_http_req) */
+    const char *method;         /**< "GET", "POST", ...; NULL means GET */
+    const char *url;            /**< http:// or https:// */
+    const char *const *headers; /**< "Name: value" strings, NULL-terminated, or NULL */
+    const char *body;           /**< request body or NULL */
+    size_t body_len;            /**< bytes of body */
+    uint64_t timeout_ms;        /**< whole transfer; 0 means 30000 */
+    size_t max_response_bytes;  /**< 0 means 8 MiB; a larger answer fails the request */
 } tern_http_req;
 
 /** The outcome of an HTTP request. Valid only during the callback. */
@@ -147,13 +147,13 @@ typedef void (*tern_http_cb)(tern_ctx *ctx, const tern_http_res *res, void *data
 
 /** A child process. Borrowed for the duration of the tern_spawn() call. */
 typedef struct tern_spawn_opts {
-    uint32_t size;            /**< sizeof(tern_spawn_opts) */
-    const char *const *argv;  /**< argv[0] is the program, looked up in PATH; NULL-ended */
-    const char *const *env;   /**< "K=V" NULL-terminated, or NULL to inherit */
-    const char *cwd;          /**< or NULL */
-    uint64_t timeout_ms;      /**< 0: none; past it the child gets SIGTERM, then SIGKILL */
-    size_t tail_bytes;        /**< bytes of stdout/stderr kept; 0 means 4096 */
-    const char *stdin_data;   /**< written to the child's stdin, then closed; or NULL */
+    uint32_t size;           /**< sizeof(tern_spawn_opts) */
+    const char *const *argv; /**< argv[0] is the program, looked up in PATH; NULL-ended */
+    const char *const *env;  /**< "K=V" NULL-terminated, or NULL to inherit */
+    const char *cwd;         /**< or NULL */
+    uint64_t timeout_ms;     /**< 0: none; past it the child gets SIGTERM, then SIGKILL */
+    size_t tail_bytes;       /**< bytes of stdout/stderr kept; 0 means 4096 */
+    const char *stdin_data;  /**< written to the child's stdin, then closed; or NULL */
     size_t stdin_len;
 } tern_spawn_opts;
 
@@ -176,8 +176,7 @@ typedef void (*tern_work_fn)(void *data); /* runs on the libuv thread pool: no c
 typedef void (*tern_after_work_cb)(tern_ctx *ctx, void *data, int status);
 /** Reply of a Redis script. `reply` is a new reference owned by the engine and freed
  *  after the callback; `error` is NULL or the Redis error text. */
-typedef void (*tern_redis_cb)(tern_ctx *ctx, const json_t *reply, const char *error,
-                              void *data);
+typedef void (*tern_redis_cb)(tern_ctx *ctx, const json_t *reply, const char *error, void *data);
 
 /**
  * The host table. Appended to only; `size` tells how much of it this engine has.
@@ -370,15 +369,13 @@ static inline int tern_spawn(tern_ctx *ctx, const tern_spawn_opts *opts, tern_sp
 /** Runs `work(data)` on the libuv thread pool, then `after(ctx, data, status)` on the
  *  loop. After a cancel, `after` is not called, so `work` must not need it to free
  *  `data`: free it in the cancel hook or keep it in plugin state. */
-static inline int tern_work(tern_ctx *ctx, tern_work_fn work, tern_after_work_cb after,
-                            void *data)
+static inline int tern_work(tern_ctx *ctx, tern_work_fn work, tern_after_work_cb after, void *data)
 {
     return TERN_HOST_(ctx)->work(ctx, work, after, data);
 }
 
 /** Starts a one-shot timer. Returns its id (>= 0) for tern_timer_stop, or < 0. */
-static inline int tern_timer_start(tern_ctx *ctx, uint64_t delay_ms, tern_timer_cb cb,
-                                   void *data)
+static inline int tern_timer_start(tern_ctx *ctx, uint64_t delay_ms, tern_timer_cb cb, void *data)
 {
     return TERN_HOST_(ctx)->timer_start(ctx, delay_ms, cb, data);
 }
@@ -393,8 +390,8 @@ static inline int tern_timer_stop(tern_ctx *ctx, int timer_id)
  *  ("tern:p:<plugin>:<key>") before it reaches Redis. The reply is converted to JSON
  *  (strings, integers, arrays, null). Returns 0, or < 0 when not connected. */
 static inline int tern_redis_eval(tern_ctx *ctx, const char *script, size_t nkeys,
-                                  const char *const *keys, size_t nargs,
-                                  const char *const *args, tern_redis_cb cb, void *data)
+                                  const char *const *keys, size_t nargs, const char *const *args,
+                                  tern_redis_cb cb, void *data)
 {
     return TERN_HOST_(ctx)->redis_eval(ctx, script, nkeys, keys, nargs, args, cb, data);
 }
