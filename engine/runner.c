@@ -21,6 +21,7 @@
 #include "backoff.h"
 #include "common.h"
 #include "log.h"
+#include "plugin_redis.h"
 #include "redis_conn.h"
 #include "task_ctx.h"
 #include "task_isolated.h"
@@ -138,6 +139,7 @@ struct runner {
     bool stopping;
     uint64_t stop_deadline_mono;
     uv_timer_t stop_timer;
+    task_redis_ops_t redis_ops; /* tern_redis_eval of plugins, on the store */
     void (*on_stopped)(void *);
     void *stopped_data;
     int open_handles;
@@ -801,7 +803,7 @@ static void start_attempt(run_job_t *j)
         .attempt = j->attempt + 1,
         .idempotency_key = key,
         .http = r->opts.http,
-        .redis = NULL,
+        .redis = &r->redis_ops,
         .sink = {.on_outcome = on_attempt_outcome,
                  .on_progress = on_attempt_progress,
                  .owner = j},
@@ -1501,6 +1503,7 @@ runner_t *runner_new(uv_loop_t *loop, store_t *store, const runner_opts_t *opts)
     r->plugin_dir = opts->plugin_dir ? xstrdup(opts->plugin_dir) : NULL;
     r->redis_url = opts->redis_url ? xstrdup(opts->redis_url) : NULL;
     r->resync = true; /* a restarted runner with a fixed id adopts what it left */
+    plugin_redis_ops(store, &r->redis_ops);
 
     static const char *const default_queue[] = {"default"};
     const char *const *queues = opts->n_queues > 0 ? opts->queues : default_queue;

@@ -213,6 +213,26 @@ static void test_one_round_trip_per_step(void **state)
     json_decref(job);
 }
 
+static void test_plugin_redis_namespace(void **state)
+{
+    (void)state;
+    put("{\"name\": \"count\", \"chain\": [{\"name\": \"c\", \"task\": \"itest.counter\","
+        "\"args\": {\"key\": \"hits\"}}]}");
+    for (int i = 1; i <= 2; i++) {
+        char uuid[40];
+        json_t *job = run("count", NULL, uuid);
+        assert_string_equal(itest_execution(job), "succeeded");
+        json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(entry, "result"),
+                                                            "value")),
+                         i);
+        json_decref(job);
+    }
+    /* The key lives in the plugin's namespace, nowhere else. */
+    assert_int_equal(itest_redis_int(&W.redis, "GET tern:p:itest:hits"), 2);
+    assert_int_equal(itest_redis_int(&W.redis, "EXISTS hits"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_fallback_after_retries),
         cmocka_unit_test(test_onerror_runs_with_the_error),
         cmocka_unit_test(test_one_round_trip_per_step),
+        cmocka_unit_test(test_plugin_redis_namespace),
     };
     int failures = cmocka_run_group_tests(tests, group_setup, group_teardown);
     return failures == 0 ? 0 : 1;

@@ -16,6 +16,7 @@
  *   itest.crash   {}                 segfault (for isolated steps)
  *   itest.hang    {}                 never report
  *   itest.twice   {}                 report done twice
+ *   itest.counter {"key"}            INCR the key in the plugin's Redis namespace
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -148,6 +149,26 @@ static void twice_start(tern_ctx *ctx, const json_t *args)
     tern_task_done(ctx, json_pack("{s:i}", "report", 2));
 }
 
+static void on_counter(tern_ctx *ctx, const json_t *reply, const char *error, void *data)
+{
+    (void)data;
+    if (error != NULL) {
+        tern_task_fail(ctx, "RedisError", "%s", error);
+        return;
+    }
+    tern_task_done(ctx, json_pack("{s:O}", "value", reply));
+}
+
+static void counter_start(tern_ctx *ctx, const json_t *args)
+{
+    const char *key = json_string_value(json_object_get(args, "key"));
+    const char *keys[] = {key != NULL ? key : "counter"};
+    int rc = tern_redis_eval(ctx, "return redis.call('INCR', KEYS[1])", 1, keys, 0, NULL,
+                             on_counter, NULL);
+    if (rc != 0)
+        tern_task_fail(ctx, "RedisError", "tern_redis_eval refused: %d", rc);
+}
+
 static const char *const fatal_codes[] = {"FatalThing", NULL};
 
 #define TASK(n, fn, cancel_fn)                                                             \
@@ -169,10 +190,11 @@ TASK(poll, poll_start, NULL);
 TASK(crash, crash_start, NULL);
 TASK(hang, hang_start, NULL);
 TASK(twice, twice_start, NULL);
+TASK(counter, counter_start, NULL);
 
 static const tern_task_def *const tasks[] = {&record_def, &flaky_def, &fatal_def, &check_def,
                                              &wait_def,   &poll_def,  &crash_def, &hang_def,
-                                             &twice_def,  NULL};
+                                             &twice_def,  &counter_def, NULL};
 
 static const tern_plugin itest_plugin = {
     .magic = TERN_PLUGIN_MAGIC,
