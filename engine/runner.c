@@ -127,6 +127,7 @@ struct runner {
     uint64_t due_at_mono; /* when due_timer fires, 0 when not armed */
     uint64_t up_since_mono;
     bool tick_busy;
+    bool tick_again;      /* a due-time tick came while another tick was in flight */
     bool resync;          /* a claim's answer was lost: adopt jobs left in our list */
     bool resync_busy;
     run_job_t *jobs;      /* in flight */
@@ -1434,12 +1435,20 @@ static void on_tick_reply(void *data, int status, const redisReply *reply, const
         runner_maybe_stopped(r);
     resync(r);
     pump_all(r);
+    if (r->tick_again && !r->stopping)
+        tick(r, false);
 }
 
 static void tick(runner_t *r, bool heartbeat)
 {
-    if (!r->up || r->tick_busy)
+    if (!r->up)
         return;
+    if (r->tick_busy) {
+        /* Any tick promotes due work; run one more when this one is answered. */
+        r->tick_again = true;
+        return;
+    }
+    r->tick_again = false;
     store_args_t a;
     store_args_init(&a);
     /* Reaping waits one lease after (re)connecting: runners that lost Redis with us

@@ -47,7 +47,8 @@ if nstate > 0 then
     redis.call('HSET', k .. ':state', unpack(pairs_))
 end
 a = a + 2 * nstate
-redis.call('HDEL', k, 'inflight')
+-- A resumed step's outcome is used once: the commit consumes it.
+redis.call('HDEL', k, 'inflight', 'resume')
 event_raw(uuid, ARGV[10])
 local rlist = P .. 'r:' .. runner .. ':jobs'
 if action == 'next' or action == 'release' then
