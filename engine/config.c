@@ -86,6 +86,10 @@ static const setting_t settings[] = {
     {"global_event_stream_max", NULL, K_U32, OFF(global_event_stream_max), 1, 100000000},
     {"max_params_bytes", NULL, K_U32, OFF(max_params_bytes), 1, 512u * 1024 * 1024},
     {"plugins", NULL, K_PLUGINS, OFF(plugins), 0, 0},
+    {"api_token_file", "--api-token-file", K_PATH_NULL, OFF(api_token_file), 0, 0},
+    {"tls_cert", "--tls-cert", K_PATH_NULL, OFF(tls_cert), 0, 0},
+    {"tls_key", "--tls-key", K_PATH_NULL, OFF(tls_key), 0, 0},
+    {"max_body_bytes", "--max-body-bytes", K_U32, OFF(max_body_bytes), 1024, 256u * 1024 * 1024},
 };
 
 static const char usage_text[] =
@@ -94,7 +98,8 @@ static const char usage_text[] =
     "             [--data-dir DIR] [--plugin-dir DIR] [--workflows DIR]\n"
     "             [--concurrency N] [--runner-id ID] [--queues NAME,...]\n"
     "             [--lease-ms N] [--heartbeat-ms N] [--shutdown-grace-ms N]\n"
-    "             [--log-level LEVEL] [--redis-server PATH] [--help] [--version]\n"
+    "             [--log-level LEVEL] [--redis-server PATH] [--api-token-file FILE]\n"
+    "             [--tls-cert FILE --tls-key FILE] [--max-body-bytes N] [--help] [--version]\n"
     "\n"
     "  --config FILE          JSON file with the settings below (flags win over it)\n"
     "  --role ROLE            api, runner or both (default both)\n"
@@ -112,6 +117,11 @@ static const char usage_text[] =
     "  --shutdown-grace-ms N  time running steps get to finish on stop (30000)\n"
     "  --log-level LEVEL      trace, debug, info, warn, error, fatal or 10-60 (info)\n"
     "  --redis-server PATH    redis-server binary for the embedded default\n"
+    "  --api-token-file FILE  require \"Authorization: Bearer <token>\" with the token in\n"
+    "                         FILE (or in $TERN_API_TOKEN); never logged\n"
+    "  --tls-cert FILE        serve the API over TLS with this PEM certificate chain\n"
+    "  --tls-key FILE         and this PEM private key\n"
+    "  --max-body-bytes N     largest request body the API accepts (1048576)\n"
     "  --help                 print this text\n"
     "  --version              print the version\n"
     "\n"
@@ -572,6 +582,7 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->event_stream_max = 1000;
     c->global_event_stream_max = 100000;
     c->max_params_bytes = 262144;
+    c->max_body_bytes = 1024 * 1024;
     c->plugins = json_object();
     c->config_file = NULL;
 }
@@ -699,5 +710,8 @@ void config_dispose(tern_config_t *c)
     free(c->redis_server);
     json_decref(c->plugins);
     free(c->config_file);
+    free(c->api_token_file);
+    free(c->tls_cert);
+    free(c->tls_key);
     memset(c, 0, sizeof *c);
 }

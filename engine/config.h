@@ -20,6 +20,12 @@
  *   "global_event_stream_max": 100000
  *   "max_params_bytes": 262144
  *   "plugins": {"<name>": {...}} (each plugin's init configuration)
+ *   "api_token_file": null       --api-token-file FILE  (or $TERN_API_TOKEN)
+ *   "tls_cert": null, "tls_key": null  --tls-cert FILE --tls-key FILE
+ *   "max_body_bytes": 1048576    --max-body-bytes N
+ *   "api_token_file": null       --api-token-file FILE  (or $TERN_API_TOKEN)
+ *   "tls_cert": null, "tls_key": null  --tls-cert FILE --tls-key FILE
+ *   "max_body_bytes": 1048576    --max-body-bytes N
  *
  * Unknown keys in the file and unknown flags are refused with a message naming them.
  */
@@ -57,6 +63,10 @@ typedef struct tern_config {
     uint32_t global_event_stream_max;
     uint32_t max_params_bytes;
     json_t *plugins;   /* owned object: plugin name -> config */
+    char *api_token_file;    /* or NULL; the token itself is read by ternd */
+    char *tls_cert;          /* or NULL */
+    char *tls_key;           /* or NULL */
+    uint32_t max_body_bytes; /* API request bodies */
     char *config_file; /* or NULL */
 } tern_config_t;
 

@@ -46,6 +46,7 @@ typedef struct op {
     char *locks;
     uint64_t exec_after_ms;
     int tries;
+    bool locks_fresh; /* the lock table was read by this create's own round trip */
     workflow_t *wf;
     char *wf_uuid;
     char *wf_text;
@@ -189,11 +190,22 @@ static void on_workflow_put(void *data, int status, const redisReply *reply, con
 void job_ops_workflow_put(job_ops_t *ops, const json_t *definition, job_ops_cb cb, void *data)
 {
     op_t *op = op_new(ops, cb, data);
+    /* The size limit of workflow_parse_text holds for documents handed over parsed
+     * (the API, the workflows directory) too: this document is frozen into every job. */
+    size_t size = definition != NULL ? json_dumpb(definition, NULL, 0, JSON_COMPACT) : 0;
+    if (size > WORKFLOW_MAX_BYTES) {
+        op_done(op, TERN_E2BIG, NULL,
+                "workflow: %zu bytes, over the limit of %d bytes (WORKFLOW_MAX_BYTES)", size,
+                WORKFLOW_MAX_BYTES);
+        return;
+    }
     char err[1024];
     int rc = workflow_parse(definition, ops->opts.plugins ? plugin_registry_check_task : NULL,
                             ops->opts.plugins, &op->wf, err, sizeof err);
     if (rc != 0) {
-        op_done(op, rc, NULL, "%s", err);
+        /* An unknown task is a fault of the definition (bad input); TERN_ENOENT means an
+         * unknown workflow or job to callers of job_ops. */
+        op_done(op, rc == TERN_ENOENT ? TERN_EINVAL : rc, NULL, "%s", err);
         return;
     }
     json_t *doc = json_deep_copy(op->wf->doc);
@@ -282,6 +294,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "LOCKS")) {
         locks_refresh(op->ops, reply);
+        op->locks_fresh = true;
         if (++op->tries >= CREATE_TRIES) {
             op_done(op, TERN_EIO, NULL, "job locks keep changing; try again");
             return;
@@ -312,6 +325,15 @@ static void create_send(op_t *op)
     if (op->target != NULL) {
         for (size_t i = 0; i < ops->n_locks; i++) {
             if (regexec(&ops->locks[i].re, op->target, 0, NULL, 0) == 0) {
+                if (!op->locks_fresh) {
+                    /* The table may be stale (the locking job may have ended since it
+                     * was read): refuse only on a table job_create.lua has just sent.
+                     * A version that never matches makes the script answer with the
+                     * current table instead of creating the job. */
+                    locks_clear(ops);
+                    snprintf(ops->locks_version, sizeof ops->locks_version, "stale");
+                    break;
+                }
                 op_done(op, TERN_EEXIST, NULL,
                         "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
                         ops->locks[i].job, ops->locks[i].pattern);
@@ -659,7 +681,14 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
             json_decref(view);
             return;
         }
-        size_t done = json_array_size(json_object_get(view, "chain_results"));
+        /* Steps that succeeded; the entry of the step that failed does not count, or a
+         * retry could start after it and skip the failed step with its error kept as
+         * its result. */
+        json_t *results = json_object_get(view, "chain_results");
+        size_t done = json_array_size(results);
+        json_t *last = json_array_get(results, done - 1);
+        if (last != NULL && !json_is_null(json_object_get(last, "error")))
+            done--;
         if (idx > done) {
             op_done(op, TERN_EINVAL, NULL, "step \"%s\" comes after the step that failed; "
                     "retry from step %zu at the latest", op->from_step, done);

@@ -25,6 +25,7 @@
 #include "common.h"
 #include "config.h"
 #include "events.h"
+#include "http_api.h"
 #include "http_client.h"
 #include "job_ops.h"
 #include "log.h"
@@ -51,6 +52,9 @@ typedef struct ternd {
     store_t *store;
     job_ops_t *ops;
     runner_t *runner;
+    http_api_t *api;
+    char *api_token;
+    uv_timer_t api_drain; /* h2o needs the loop for a moment after its shutdown */
     uv_signal_t sigterm, sigint;
     bool ready;
     bool stopping;
@@ -230,12 +234,13 @@ static void on_ready(ternd_t *t)
         return;
     t->ready = true;
     char *redacted = redis_addr_redacted(&t->addr);
-    json_t *f = json_pack("{s:s, s:s, s:s, s:I}", "role",
+    json_t *f = json_pack("{s:s, s:s, s:s, s:I, s:i}", "role",
                           t->cfg.roles == CONFIG_ROLE_BOTH
                               ? "both"
                               : (t->cfg.roles & CONFIG_ROLE_API ? "api" : "runner"),
                           "runner_id", t->cfg.runner_id, "redis", redacted, "concurrency",
-                          (json_int_t)t->cfg.concurrency);
+                          (json_int_t)t->cfg.concurrency, "api_port",
+                          t->api != NULL ? http_api_port(t->api) : 0);
     log_msg(TERN_LOG_INFO, "ternd", f, "ready to serve and to claim");
     json_decref(f);
     free(redacted);
@@ -340,8 +345,22 @@ static void on_closed_walk(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
+static void on_api_drained(uv_timer_t *timer)
+{
+    ternd_t *t = timer->data;
+    uv_close((uv_handle_t *)&t->api_drain, NULL);
+    /* h2o's context keeps the loop alive; main disposes it once uv_run returns. */
+    uv_stop(t->loop);
+}
+
 static void finish_shutdown(ternd_t *t)
 {
+    if (t->api != NULL) {
+        http_api_shutdown(t->api);
+        uv_timer_init(t->loop, &t->api_drain);
+        t->api_drain.data = t;
+        uv_timer_start(&t->api_drain, on_api_drained, 1100, 0);
+    }
     if (t->follow != NULL) {
         events_follow_stop(t->follow);
         t->follow = NULL;
@@ -368,6 +387,8 @@ static void shutdown_begin(ternd_t *t, int exit_code)
     t->stopping = true;
     t->exit_code = exit_code;
     log_msg(TERN_LOG_INFO, "ternd", NULL, "shutting down");
+    if (t->api != NULL)
+        http_api_shutdown(t->api);
     if (t->runner != NULL)
         runner_stop(t->runner, t->cfg.shutdown_grace_ms, on_runner_stopped, t);
     else
@@ -383,6 +404,58 @@ static void on_signal(uv_signal_t *h, int signum)
         return;
     }
     shutdown_begin(t, t->run_workflow != NULL ? 130 : 0);
+}
+
+/* ---- start-up helpers ---------------------------------------------------------- */
+
+/* The API token comes from a file or the environment, never from a flag: a flag is
+ * visible to every user of the machine in the process list. */
+static int read_api_token(ternd_t *t, char *err, size_t errlen)
+{
+    const char *env = getenv("TERN_API_TOKEN");
+    if (t->cfg.api_token_file != NULL) {
+        FILE *f = fopen(t->cfg.api_token_file, "r");
+        if (f == NULL)
+            return tern_seterr(err, errlen, TERN_EINVAL, "--api-token-file %s: %s",
+                               t->cfg.api_token_file, strerror(errno));
+        char buf[512];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+            buf[--n] = '\0';
+        if (n < 16)
+            return tern_seterr(err, errlen, TERN_EINVAL,
+                               "--api-token-file %s: a token needs at least 16 characters",
+                               t->cfg.api_token_file);
+        t->api_token = xstrdup(buf);
+    } else if (env != NULL && env[0] != '\0') {
+        if (strlen(env) < 16)
+            return tern_seterr(err, errlen, TERN_EINVAL,
+                               "TERN_API_TOKEN: a token needs at least 16 characters");
+        t->api_token = xstrdup(env);
+    }
+    return 0;
+}
+
+/* A start that failed after the store and HTTP client were made (before the runner
+ * and the signal handlers): close them and stop Redis. */
+static int fail_start(ternd_t *t)
+{
+    store_free(t->store);
+    http_client_free(t->http);
+    uv_run(t->loop, UV_RUN_DEFAULT);
+    uv_walk(t->loop, on_closed_walk, NULL);
+    uv_run(t->loop, UV_RUN_DEFAULT);
+    uv_loop_close(t->loop);
+    job_ops_free(t->ops);
+    plugin_registry_free(t->plugins);
+    redis_embedded_stop(&t->embedded, 10000);
+    redis_addr_dispose(&t->addr);
+    free(t->redis_url);
+    free(t->api_token);
+    config_dispose(&t->cfg);
+    return 1;
 }
 
 /* ---- main --------------------------------------------------------------------- */
@@ -493,6 +566,29 @@ int main(int argc, char **argv)
     job_ops_opts_t jo = {.store = t.store, .plugins = t.plugins,
                          .max_params_bytes = t.cfg.max_params_bytes};
     t.ops = job_ops_new(&jo);
+    if (t.cfg.roles & CONFIG_ROLE_API) {
+        if (read_api_token(&t, err, sizeof err) != 0) {
+            log_msg(TERN_LOG_FATAL, "ternd", NULL, "%s", err);
+            return fail_start(&t);
+        }
+        http_api_opts_t ao = {
+            .loop = t.loop,
+            .listen = t.cfg.listen,
+            .store = t.store,
+            .ops = t.ops,
+            .plugins = t.plugins,
+            .addr = &t.addr,
+            .token = t.api_token,
+            .tls_cert = t.cfg.tls_cert,
+            .tls_key = t.cfg.tls_key,
+            .max_body_bytes = t.cfg.max_body_bytes,
+        };
+        if (http_api_start(&ao, &t.api, err, sizeof err) != 0) {
+            log_msg(TERN_LOG_FATAL, "ternd", NULL, "%s", err);
+            return fail_start(&t);
+        }
+    }
+
     char *exe = self_exe();
     if (t.cfg.roles & CONFIG_ROLE_RUNNER) {
         runner_opts_t ro = {
@@ -519,6 +615,8 @@ int main(int argc, char **argv)
     uv_signal_start(&t.sigint, on_signal, SIGINT);
 
     uv_run(t.loop, UV_RUN_DEFAULT);
+    http_api_dispose(t.api);
+    t.api = NULL;
 
     /* Whatever is still open (a second Ctrl-C stopped the loop early) is closed now. */
     uv_walk(t.loop, on_closed_walk, NULL);
@@ -530,6 +628,7 @@ int main(int argc, char **argv)
     redis_addr_dispose(&t.addr);
     free(t.redis_url);
     config_dispose(&t.cfg);
+    free(t.api_token);
     log_msg(TERN_LOG_INFO, "ternd", NULL, "stopped");
     return t.exit_code;
 }

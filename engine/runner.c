@@ -756,9 +756,11 @@ static void start_attempt(run_job_t *j)
     runner_t *r = j->r;
     const wf_step_t *s = job_step(j);
     const wf_step_t *main = job_main_step(j);
-    char path[160], err[512];
-    snprintf(path, sizeof path, "%s[%zu]%s.args", workflow_phase_name((wf_phase_t)j->phase),
+    /* Templates report below the args' path; the plugin's check below the step's. */
+    char step_path[160], path[168], err[512];
+    snprintf(step_path, sizeof step_path, "%s[%zu]%s", workflow_phase_name((wf_phase_t)j->phase),
              j->idx, j->in_fallback ? ".fallback" : "");
+    snprintf(path, sizeof path, "%s.args", step_path);
 
     j->attempt_started_ms = tern_now_ms();
     j->attempt_mono_ms = tern_mono_ms();
@@ -779,8 +781,8 @@ static void start_attempt(run_job_t *j)
         attempt_failed(j, "UnknownTask", err, NULL, 0);
         return;
     }
-    if (plugin_registry_check_expanded(r->opts.plugins, s->task, args, path, err, sizeof err) !=
-        0) {
+    if (plugin_registry_check_expanded(r->opts.plugins, s->task, args, step_path, err,
+                                       sizeof err) != 0) {
         json_decref(args);
         attempt_failed(j, "InvalidArgument", err, NULL, 0);
         return;

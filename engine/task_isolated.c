@@ -99,8 +99,13 @@ static void on_helper_exit(void *data, const tern_spawn_res *res)
     if (res->error != NULL) {
         outcome_failed(&o, "IsolationUnavailable", "cannot run the helper: %s", res->error);
     } else if (res->term_signal != 0) {
-        outcome_failed(&o, "TaskCrashed", "task %s crashed: helper killed by signal %d; stderr: %s",
-                       t->task, res->term_signal, res->stderr_tail ? res->stderr_tail : "");
+        /* Operators read "SIGSEGV" faster than a number that differs between
+         * architectures, so the message names the signal as well. */
+        const char *abbrev = sigabbrev_np(res->term_signal);
+        outcome_failed(&o, "TaskCrashed",
+                       "task %s crashed: helper killed by signal %d (SIG%s); stderr: %s", t->task,
+                       res->term_signal, abbrev ? abbrev : "?",
+                       res->stderr_tail ? res->stderr_tail : "");
     } else if (last == NULL) {
         outcome_failed(&o, "TaskCrashed", "task %s: helper exited with status %lld and no outcome; "
                        "stderr: %s", t->task, (long long)res->exit_status,

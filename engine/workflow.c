@@ -340,7 +340,8 @@ static const char *const fallback_keys[] = {"name", "task", "args", "timeout", N
     "a step has name, task, args, timeout, retry, fallback, idempotent, isolate, holds and "       \
     "description"
 
-/* Calls the caller's task check for the task at `path`. */
+/* Calls the caller's task check for the step at `path` ("chain[1]", "chain[1].fallback"):
+ * the checker names what it refuses below it ("chain[1].task", "chain[1].args.msg"). */
 static int check_task(parser_t *ps, const char *task, const json_t *args, const char *path)
 {
     if (ps->check == NULL)
@@ -353,7 +354,7 @@ static int check_task(parser_t *ps, const char *task, const json_t *args, const 
     if (rc > 0)
         rc = TERN_EINVAL;
     if (ps->err != NULL && ps->errlen > 0 && ps->err[0] == '\0')
-        fail(ps, rc, "%s: task \"%s\" refused", path, task);
+        fail(ps, rc, "%s.task: task \"%s\" refused", path, task);
     return rc;
 }
 
@@ -462,8 +463,7 @@ static int parse_fallback(parser_t *ps, const json_t *v, const char *path, const
     json_object_set(norm, "args", args);
     if (timeout != NULL)
         json_object_set_new(norm, "timeout", json_deep_copy(timeout));
-    snprintf(tpath, sizeof tpath, "%s.task", fpath);
-    if ((rc = check_task(ps, json_string_value(task), args, tpath)) != 0)
+    if ((rc = check_task(ps, json_string_value(task), args, fpath)) != 0)
         goto Done;
 
     fb->name = json_string_value(json_object_get(norm, "name"));
@@ -569,8 +569,7 @@ static int parse_step(parser_t *ps, const json_t *v, const step_scope_t *sc, jso
             goto Done;
     }
 
-    snprintf(sub, sizeof sub, "%s.task", path);
-    if ((rc = check_task(ps, json_string_value(task), args, sub)) != 0)
+    if ((rc = check_task(ps, json_string_value(task), args, path)) != 0)
         goto Done;
 
     /* The normalized step, in a fixed key order. */

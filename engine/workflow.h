@@ -75,8 +75,10 @@ typedef struct workflow {
 } workflow_t;
 
 /* Checks that a task exists (and, if it describes its arguments, that `args` fit).
- * Returns 0, or TERN_ENOENT/TERN_EINVAL with a message about `path` in err. A NULL
- * checker accepts every well-formed "family.entry". */
+ * `path` is the step's ("chain[1]", "chain[1].fallback"); the message names the fault
+ * below it ("chain[1].task: ...", "chain[1].args.msg: ...", as plugin_registry_check_task
+ * does). Returns 0, or TERN_ENOENT/TERN_EINVAL with the message in err. A NULL checker
+ * accepts every well-formed "family.entry". */
 typedef int (*workflow_task_check_fn)(void *data, const char *task, const json_t *args,
                                       const char *path, char *err, size_t errlen);
 

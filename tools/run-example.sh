@@ -13,4 +13,4 @@ trap 'rm -rf "$data"' EXIT
 if [ $# -eq 0 ]; then
     set -- --run hello --params '{"who": "operator"}'
 fi
-build/engine/ternd --data-dir "$data" --workflows workflows --log-level warn "$@"
+build/engine/ternd --data-dir "$data" --workflows workflows --listen 127.0.0.1:0 --log-level warn "$@"

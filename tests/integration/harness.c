@@ -256,6 +256,20 @@ bool itest_ternd_log_has(const itest_ternd_t *t, const char *needle)
     return found;
 }
 
+/* The "ready" line carries the API's port (0 when the api role is off). */
+static void read_api_port(itest_ternd_t *t)
+{
+    FILE *f = fopen(t->log, "r");
+    char line[8192];
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        const char *p = strstr(line, "\"api_port\":");
+        if (p != NULL && strstr(line, "ready to serve") != NULL)
+            t->api_port = atoi(p + strlen("\"api_port\":"));
+    }
+    if (f != NULL)
+        fclose(f);
+}
+
 void itest_ternd_start(itest_ternd_t *t, const itest_redis_t *r, const itest_dir_t *dir,
                        const char *id, const char *const *extra)
 {
@@ -280,6 +294,8 @@ void itest_ternd_start(itest_ternd_t *t, const itest_redis_t *r, const itest_dir
     argv[n++] = "5000";
     argv[n++] = "--log-level";
     argv[n++] = "debug";
+    argv[n++] = "--listen"; /* the API on a free loopback port, read back below */
+    argv[n++] = "127.0.0.1:0";
     for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 62; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
@@ -294,8 +310,10 @@ void itest_ternd_start(itest_ternd_t *t, const itest_redis_t *r, const itest_dir
     }
     t->pid = pid;
     for (unsigned waited = 0; waited < 15000; waited += 20) {
-        if (itest_ternd_log_has(t, "ready to serve"))
+        if (itest_ternd_log_has(t, "ready to serve")) {
+            read_api_port(t);
             return;
+        }
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid) {
             t->pid = 0;

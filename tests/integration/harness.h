@@ -59,6 +59,7 @@ typedef struct itest_ternd {
     char id[64];
     char log[400];
     char plugin_dir[400];
+    int api_port; /* the HTTP API's port (listening on 127.0.0.1) */
 } itest_ternd_t;
 
 /* Starts ternd as runner (and api) with id `id` against `r`, with the build's plugins

@@ -49,7 +49,7 @@ static int check_task(void *data, const char *task, const json_t *args, const ch
     for (size_t i = 0; known_tasks[i] != NULL; i++)
         if (strcmp(task, known_tasks[i]) == 0)
             return 0;
-    return tern_seterr(err, errlen, TERN_ENOENT, "%s: unknown task \"%s\"", path, task);
+    return tern_seterr(err, errlen, TERN_ENOENT, "%s.task: unknown task \"%s\"", path, task);
 }
 
 /* Parses text with the fake registry; returns the code and fills *wf or err. */
@@ -615,9 +615,9 @@ static void test_check_called_for_every_task(void **state)
     assert_int_equal(workflow_parse_text(disk_resize, strlen(disk_resize), check_task, &calls, &wf,
                                          err, sizeof err),
                      0);
-    static const char *const want_paths[] = {"chain[0].task", "chain[1].task",
-                                             "chain[1].fallback.task", "chain[2].task",
-                                             "onerror[0].task"};
+    /* The checker is given the step's path, as plugin_registry_check_task expects. */
+    static const char *const want_paths[] = {"chain[0]", "chain[1]", "chain[1].fallback",
+                                             "chain[2]", "onerror[0]"};
     static const char *const want_tasks[] = {"disk.check_resize", "disk.resize", "disk.verify_size",
                                              "disk.update_quota", "core.log"};
     size_t seen[TERN_ARRAY_SIZE(want_paths)] = {0};

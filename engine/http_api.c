@@ -1,0 +1,591 @@
+/*
+ * http_api.c -- the h2o server of the API: listener, TLS, routing, auth, bodies,
+ * answers, request logs. See http_api.h; routes are in http_routes_*.c.
+ *
+ * One h2o handler is registered at "/" and routes itself from the tables of the
+ * http_routes_* files, because h2o 2.2 has no pattern routing. A request that is
+ * answered after a Redis round trip is tracked by an api_req_t, guarded by a small
+ * object in the request's memory pool whose dispose callback tells the api_req_t that
+ * the client is gone (h2o frees the pool when the connection closes).
+ */
+#include "http_api.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "common.h"
+#include "http_request.h"
+#include "log.h"
+#include "metrics.h"
+
+#define DEFAULT_MAX_BODY (1024u * 1024u)
+
+typedef struct api_handler {
+    h2o_handler_t super;
+    http_api_t *api;
+} api_handler_t;
+
+struct http_api {
+    http_api_opts_t opts;
+    char *token;
+    h2o_globalconf_t config;
+    h2o_context_t ctx;
+    h2o_accept_ctx_t accept_ctx;
+    SSL_CTX *ssl_ctx;
+    uv_tcp_t listener;
+    int port;
+    bool listening;
+    bool shutting_down;
+};
+
+struct api_guard {
+    api_req_t *r; /* NULL once the api_req_t answered */
+};
+
+/* ---- accessors ---------------------------------------------------------------- */
+
+store_t *api_store(const api_req_t *r)
+{
+    return r->api->opts.store;
+}
+
+job_ops_t *api_ops(const api_req_t *r)
+{
+    return r->api->opts.ops;
+}
+
+plugin_registry_t *api_plugins(const api_req_t *r)
+{
+    return r->api->opts.plugins;
+}
+
+const redis_addr_t *api_redis_addr(const api_req_t *r)
+{
+    return r->api->opts.addr;
+}
+
+uv_loop_t *api_loop(const api_req_t *r)
+{
+    return r->api->opts.loop;
+}
+
+int http_api_port(const http_api_t *api)
+{
+    return api->port;
+}
+
+/* ---- request records ---------------------------------------------------------- */
+
+static void on_guard_dispose(void *p)
+{
+    api_guard_t *g = p;
+    if (g->r != NULL)
+        g->r->req = NULL; /* the client went away before the answer */
+}
+
+static api_req_t *api_req_new(http_api_t *api, h2o_req_t *req)
+{
+    api_req_t *r = xcalloc(1, sizeof *r);
+    r->api = api;
+    r->req = req;
+    r->started_ns = uv_hrtime();
+    r->guard = h2o_mem_alloc_shared(&req->pool, sizeof *r->guard, on_guard_dispose);
+    r->guard->r = r;
+    snprintf(r->method, sizeof r->method, "%.*s", (int)req->method.len, req->method.base);
+    size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    snprintf(r->path, sizeof r->path, "%.*s", (int)plen, req->path.base);
+    if (req->query_at != SIZE_MAX && req->query_at + 1 < req->path.len)
+        r->query = xstrndup(req->path.base + req->query_at + 1,
+                            req->path.len - req->query_at - 1);
+    return r;
+}
+
+static void api_req_free(api_req_t *r)
+{
+    if (r->guard != NULL && r->req != NULL)
+        r->guard->r = NULL;
+    for (size_t i = 0; i < r->n_params; i++)
+        free(r->params[i]);
+    free(r->query);
+    json_decref(r->body);
+    free(r);
+}
+
+void api_req_release(api_req_t *r)
+{
+    api_req_free(r);
+}
+
+static void log_request(api_req_t *r, int status)
+{
+    double secs = (double)(uv_hrtime() - r->started_ns) / 1e9;
+    metrics_http_observe(r->route != NULL ? r->route : "unmatched", r->method, status, secs);
+    int level = status >= 500 ? TERN_LOG_ERROR : TERN_LOG_INFO;
+    if (!log_enabled(level))
+        return;
+    json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "method", r->method, "url", r->path,
+                          "route", r->route != NULL ? r->route : "", "status", status,
+                          "latency_ms", secs * 1000.0);
+    log_msg(level, "api", f, "%s %s %d", r->method, r->path, status);
+    json_decref(f);
+}
+
+/* ---- answers ------------------------------------------------------------------ */
+
+void api_add_header(api_req_t *r, const char *name, const char *value)
+{
+    if (r->req == NULL)
+        return;
+    h2o_req_t *req = r->req;
+    size_t nl = strlen(name), vl = strlen(value);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, h2o_strdup(&req->pool, name, nl).base,
+                          nl, 0, NULL, h2o_strdup(&req->pool, value, vl).base, vl);
+}
+
+static const char *reason_phrase(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Request Entity Too Large";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return status >= 500 ? "Internal Server Error" : "Error";
+    }
+}
+
+static void send_body(h2o_req_t *req, int status, const char *body, size_t len)
+{
+    static h2o_generator_t generator = {NULL, NULL};
+    req->res.status = status;
+    req->res.reason = reason_phrase(status);
+    /* A length on every answer: without it h2o closes the connection after any status
+     * but 200 (LIBS.md 1.5), and keep-alive matters to API clients. */
+    req->res.content_length = len;
+    if (len > 0)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
+                       H2O_STRLIT("application/json"));
+    h2o_start_response(req, &generator);
+    h2o_iovec_t buf = h2o_iovec_init(body, len);
+    h2o_send(req, &buf, len > 0 ? 1 : 0, H2O_SEND_STATE_FINAL);
+}
+
+void api_reply_json(api_req_t *r, int status, const json_t *body)
+{
+    log_request(r, status);
+    if (r->req != NULL) {
+        h2o_req_t *req = r->req;
+        if (body == NULL) {
+            send_body(req, status, NULL, 0);
+        } else {
+            size_t n = json_dumpb(body, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+            char *buf = h2o_mem_alloc_pool(&req->pool, n + 1);
+            json_dumpb(body, buf, n, JSON_COMPACT | JSON_ENCODE_ANY);
+            buf[n] = '\n';
+            send_body(req, status, buf, n + 1);
+        }
+    }
+    api_req_free(r);
+}
+
+void api_reply_error(api_req_t *r, int status, const char *code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *body = json_pack("{s:s, s:s}", "code", code, "message", msg);
+    api_reply_json(r, status, body);
+    json_decref(body);
+}
+
+void api_reply_status(api_req_t *r, int status, const char *message)
+{
+    const char *msg = message != NULL ? message : "";
+    switch (status) {
+    case TERN_EINVAL:
+        api_reply_error(r, 409, "InvalidArgument", "%s", msg);
+        break;
+    case TERN_ENOENT:
+        api_reply_error(r, 404, "ResourceNotFound", "%s", msg);
+        break;
+    case TERN_EEXIST:
+    case TERN_EBUSY:
+        api_reply_error(r, 409, "Conflict", "%s", msg);
+        break;
+    case TERN_E2BIG:
+        api_reply_error(r, 413, "RequestEntityTooLarge", "%s", msg);
+        break;
+    case TERN_ENOTCONN:
+    case TERN_EIO:
+        api_reply_error(r, 503, "ServiceUnavailable", "%s", msg);
+        break;
+    default:
+        api_reply_error(r, 500, "InternalError", "%s", msg);
+        break;
+    }
+}
+
+/* ---- query strings ------------------------------------------------------------ */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static char *percent_decode(const char *s, size_t n)
+{
+    char *out = xmalloc(n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '+') {
+            out[k++] = ' ';
+        } else if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+            out[k++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+            i += 2;
+        } else {
+            out[k++] = s[i];
+        }
+    }
+    out[k] = '\0';
+    return out;
+}
+
+char *api_query_get(const api_req_t *r, const char *name)
+{
+    if (r->query == NULL)
+        return NULL;
+    size_t nl = strlen(name);
+    const char *p = r->query;
+    while (*p) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp != NULL ? (size_t)(amp - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t klen = eq != NULL ? (size_t)(eq - p) : len;
+        if (klen == nl && memcmp(p, name, nl) == 0)
+            return eq != NULL ? percent_decode(eq + 1, len - klen - 1) : xstrdup("");
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    return NULL;
+}
+
+/* ---- routing ------------------------------------------------------------------ */
+
+/* Matches "/jobs/:uuid/cancel" against the path; fills params. */
+static bool route_match(const char *pattern, const char *path, api_req_t *r)
+{
+    size_t n = 0;
+    char *vals[API_MAX_PARAMS];
+    const char *p = pattern, *s = path;
+    while (*p && *s) {
+        if (*p != '/' || *s != '/')
+            goto NoMatch;
+        p++;
+        s++;
+        const char *pe = strchr(p, '/'), *se = strchr(s, '/');
+        size_t pl = pe ? (size_t)(pe - p) : strlen(p), sl = se ? (size_t)(se - s) : strlen(s);
+        if (*p == ':') {
+            if (sl == 0 || n == API_MAX_PARAMS)
+                goto NoMatch;
+            vals[n++] = percent_decode(s, sl);
+        } else if (pl != sl || memcmp(p, s, pl) != 0) {
+            goto NoMatch;
+        }
+        p += pl;
+        s += sl;
+    }
+    /* A trailing slash on the request is tolerated ("/jobs/" is "/jobs"). */
+    if (*p != '\0' || !(*s == '\0' || (s[0] == '/' && s[1] == '\0')))
+        goto NoMatch;
+    for (size_t i = 0; i < n; i++)
+        r->params[i] = vals[i];
+    r->n_params = n;
+    return true;
+NoMatch:
+    for (size_t i = 0; i < n; i++)
+        free(vals[i]);
+    return false;
+}
+
+static const api_route_t *const route_tables[] = {http_routes_workflows, http_routes_jobs,
+                                                  http_routes_misc};
+
+/* Constant-time comparison: the time taken does not tell how much of a guess was
+ * right. */
+static bool token_equal(const char *given, size_t glen, const char *expected)
+{
+    size_t elen = strlen(expected);
+    unsigned char diff = (unsigned char)(glen != elen);
+    for (size_t i = 0; i < elen; i++)
+        diff |= (unsigned char)(expected[i] ^ (i < glen ? given[i] : 0));
+    return diff == 0;
+}
+
+static bool authorized(http_api_t *api, h2o_req_t *req)
+{
+    if (api->token == NULL)
+        return true;
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+    if (i < 0)
+        return false;
+    h2o_iovec_t v = req->headers.entries[i].value;
+    if (v.len < 7 || strncasecmp(v.base, "Bearer ", 7) != 0)
+        return false;
+    return token_equal(v.base + 7, v.len - 7, api->token);
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    http_api_t *api = ((api_handler_t *)self)->api;
+    api_req_t *r = api_req_new(api, req);
+    const char *method = strcmp(r->method, "HEAD") == 0 ? "GET" : r->method;
+    const api_route_t *found = NULL;
+    bool path_known = false;
+    for (size_t t = 0; t < TERN_ARRAY_SIZE(route_tables) && found == NULL; t++) {
+        for (const api_route_t *rt = route_tables[t]; rt->pattern != NULL; rt++) {
+            api_req_t probe = {0};
+            if (!route_match(rt->pattern, r->path, &probe))
+                continue;
+            path_known = true;
+            if (strcmp(rt->method, method) == 0) {
+                found = rt;
+                memcpy(r->params, probe.params, sizeof r->params);
+                r->n_params = probe.n_params;
+                break;
+            }
+            for (size_t i = 0; i < probe.n_params; i++)
+                free(probe.params[i]);
+        }
+    }
+    if (found == NULL) {
+        if (path_known)
+            api_reply_error(r, 405, "MethodNotAllowed", "%s is not allowed on %s", r->method,
+                            r->path);
+        else
+            api_reply_error(r, 404, "ResourceNotFound", "%s does not exist", r->path);
+        return 0;
+    }
+    r->route = found->pattern;
+    if (strcmp(found->pattern, "/ping") != 0 && !authorized(api, req)) {
+        api_reply_error(r, 401, "InvalidCredentials",
+                        "this API needs \"Authorization: Bearer <token>\"");
+        return 0;
+    }
+    if (req->entity.base != NULL && req->entity.len > 0) {
+        json_error_t jerr;
+        r->body = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES, &jerr);
+        if (r->body == NULL) {
+            api_reply_error(r, 400, "InvalidContent", "body is not JSON: line %d, column %d: %s",
+                            jerr.line, jerr.column, jerr.text);
+            return 0;
+        }
+        if (!json_is_object(r->body)) {
+            api_reply_error(r, 400, "InvalidContent", "body must be a JSON object");
+            return 0;
+        }
+    }
+    found->handler(r);
+    return 0;
+}
+
+/* ---- listener ----------------------------------------------------------------- */
+
+static void on_tcp_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    http_api_t *api = listener->data;
+    if (status != 0 || api->shutting_down)
+        return;
+    uv_tcp_t *conn = xmalloc(sizeof *conn);
+    uv_tcp_init(listener->loop, conn);
+    if (uv_accept(listener, (uv_stream_t *)conn) != 0) {
+        uv_close((uv_handle_t *)conn, on_tcp_closed);
+        return;
+    }
+    h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, on_tcp_closed);
+    h2o_accept(&api->accept_ctx, sock);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, char *err,
+                        size_t errlen)
+{
+    const char *colon = strrchr(listen, ':');
+    if (colon == NULL)
+        return tern_seterr(err, errlen, TERN_EINVAL, "listen \"%s\": expected HOST:PORT", listen);
+    char host[128];
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port < 0 || port > 65535)
+        return tern_seterr(err, errlen, TERN_EINVAL, "listen \"%s\": bad port", listen);
+    if (host[0] == '[') {
+        size_t n = strlen(host);
+        memmove(host, host + 1, n);
+        if (n >= 2 && host[n - 2] == ']')
+            host[n - 2] = '\0';
+        if (uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)ss) != 0)
+            return tern_seterr(err, errlen, TERN_EINVAL, "listen \"%s\": bad IPv6 address",
+                               listen);
+        return 0;
+    }
+    if (uv_ip4_addr(host[0] ? host : "0.0.0.0", (int)port, (struct sockaddr_in *)ss) != 0)
+        return tern_seterr(err, errlen, TERN_EINVAL,
+                           "listen \"%s\": expected an IP address (names are not resolved)",
+                           listen);
+    return 0;
+}
+
+static int setup_tls(http_api_t *api, char *err, size_t errlen)
+{
+    api->ssl_ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX_set_min_proto_version(api->ssl_ctx, TLS1_2_VERSION);
+    if (SSL_CTX_use_certificate_chain_file(api->ssl_ctx, api->opts.tls_cert) != 1 ||
+        SSL_CTX_use_PrivateKey_file(api->ssl_ctx, api->opts.tls_key, SSL_FILETYPE_PEM) != 1) {
+        char why[256];
+        ERR_error_string_n(ERR_get_error(), why, sizeof why);
+        SSL_CTX_free(api->ssl_ctx);
+        api->ssl_ctx = NULL;
+        return tern_seterr(err, errlen, TERN_EINVAL, "TLS certificate %s / key %s: %s",
+                           api->opts.tls_cert, api->opts.tls_key, why);
+    }
+    h2o_ssl_register_alpn_protocols(api->ssl_ctx, h2o_alpn_protocols);
+    api->accept_ctx.ssl_ctx = api->ssl_ctx;
+    return 0;
+}
+
+int http_api_start(const http_api_opts_t *opts, http_api_t **out, char *err, size_t errlen)
+{
+    http_api_t *api = xcalloc(1, sizeof *api);
+    api->opts = *opts;
+    if (api->opts.max_body_bytes == 0)
+        api->opts.max_body_bytes = DEFAULT_MAX_BODY;
+    api->token = opts->token != NULL && opts->token[0] ? xstrdup(opts->token) : NULL;
+    api->opts.token = NULL; /* only api->token, which is never logged */
+
+    struct sockaddr_storage ss;
+    int rc = parse_listen(opts->listen, &ss, err, errlen);
+    if (rc != 0) {
+        free(api->token);
+        free(api);
+        return rc;
+    }
+
+    h2o_config_init(&api->config);
+    api->config.server_name = h2o_iovec_init(H2O_STRLIT("ternd"));
+    api->config.max_request_entity_size = api->opts.max_body_bytes;
+    /* Keep-alive clients of an API idle for long; h2o's default of 10 s is short. */
+    api->config.http1.req_timeout = 60 * 1000;
+    h2o_hostconf_t *host =
+        h2o_config_register_host(&api->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *pc = h2o_config_register_path(host, "/", 0);
+    api_handler_t *h = (api_handler_t *)h2o_create_handler(pc, sizeof *h);
+    h->super.on_req = on_req;
+    h->api = api;
+    h2o_context_init(&api->ctx, opts->loop, &api->config);
+    api->accept_ctx.ctx = &api->ctx;
+    api->accept_ctx.hosts = api->config.hosts;
+
+    if (opts->tls_cert != NULL || opts->tls_key != NULL) {
+        if (opts->tls_cert == NULL || opts->tls_key == NULL) {
+            rc = tern_seterr(err, errlen, TERN_EINVAL, "TLS needs both a certificate and a key");
+            goto Error;
+        }
+        if ((rc = setup_tls(api, err, errlen)) != 0)
+            goto Error;
+    }
+
+    uv_tcp_init(opts->loop, &api->listener);
+    api->listener.data = api;
+    api->listening = true;
+    if ((rc = uv_tcp_bind(&api->listener, (struct sockaddr *)&ss, 0)) != 0 ||
+        (rc = uv_listen((uv_stream_t *)&api->listener, 511, on_connection)) != 0) {
+        tern_seterr(err, errlen, TERN_EIO, "listen %s: %s", opts->listen, uv_strerror(rc));
+        rc = TERN_EIO;
+        goto Error;
+    }
+    struct sockaddr_storage bound;
+    int len = sizeof bound;
+    uv_tcp_getsockname(&api->listener, (struct sockaddr *)&bound, &len);
+    api->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                  : ((struct sockaddr_in *)&bound)->sin_port);
+    *out = api;
+    return 0;
+
+Error:
+    /* Called before the loop runs (see http_api.h), so h2o may run it here to finish
+     * closing what it opened. */
+    if (api->listening)
+        uv_close((uv_handle_t *)&api->listener, NULL);
+    api->listening = false;
+    h2o_context_dispose(&api->ctx);
+    h2o_config_dispose(&api->config);
+    if (api->ssl_ctx != NULL)
+        SSL_CTX_free(api->ssl_ctx);
+    free(api->token);
+    free(api);
+    *out = NULL;
+    return rc;
+}
+
+void http_api_shutdown(http_api_t *api)
+{
+    if (api == NULL || api->shutting_down)
+        return;
+    api->shutting_down = true;
+    if (api->listening) {
+        uv_close((uv_handle_t *)&api->listener, NULL);
+        api->listening = false;
+    }
+    h2o_context_request_shutdown(&api->ctx);
+}
+
+void http_api_dispose(http_api_t *api)
+{
+    if (api == NULL)
+        return;
+    h2o_context_dispose(&api->ctx);
+    h2o_config_dispose(&api->config);
+    if (api->ssl_ctx != NULL)
+        SSL_CTX_free(api->ssl_ctx);
+    free(api->token);
+    free(api);
+}

@@ -1,0 +1,692 @@
+/*
+ * test_recovery.c -- what survives what, on real processes: a runner killed with
+ * SIGKILL mid-job (its job finishes on another runner, finished steps never run
+ * again), an irreversible step interrupted the same way (the job fails with
+ * StepInterrupted instead of running it twice, and an operator retry runs it), Redis
+ * killed and restarted under 30 jobs in flight, a runner stopped with SIGTERM (it
+ * finishes its step and hands the job back), and isolated steps that crash, hang or
+ * report twice without taking the runner down.
+ *
+ * The group starts one redis-server and the client; each test starts the runners it
+ * needs (which ones, and how many, is what each scenario is about) and serves a queue
+ * of its own, so a job left over by a failed test cannot run on a later test's runner.
+ * Every wait is bounded and waits on the event itself: a job's events, a side-channel
+ * line, a log line, a process exit.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "events.h"
+#include "harness.h"
+
+#define MAX_RUNNERS 4
+
+typedef struct world {
+    itest_dir_t dir;
+    itest_redis_t redis;
+    itest_client_t client;
+    /* The runners of the current test; its teardown stops those still running. */
+    itest_ternd_t runners[MAX_RUNNERS];
+    size_t n_runners;
+} world_t;
+
+static world_t W;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    itest_dir_make(&W.dir);
+    itest_redis_start(&W.redis, W.dir.path);
+    itest_client_open(&W.client, &W.redis);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    itest_client_close(&W.client);
+    itest_redis_stop(&W.redis, SIGTERM);
+    if (getenv("KEEP") == NULL) itest_dir_remove(&W.dir); else printf("kept %s\n", W.dir.path);
+    return 0;
+}
+
+/* Stops, by PID, the runners a test left running, and brings Redis back if a test
+ * failed while it was down (a failed assertion skips the test's own clean-up). */
+static int test_teardown(void **state)
+{
+    (void)state;
+    if (W.redis.pid <= 0)
+        itest_redis_restart(&W.redis);
+    for (size_t i = 0; i < W.n_runners; i++)
+        if (W.runners[i].pid > 0)
+            itest_ternd_signal(&W.runners[i], SIGTERM, 10000);
+    W.n_runners = 0;
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static itest_ternd_t *start_runner(const char *id, const char *queue)
+{
+    if (W.n_runners == MAX_RUNNERS)
+        fail_msg("too many runners in one test");
+    itest_ternd_t *t = &W.runners[W.n_runners++];
+    const char *extra[] = {"--queues", queue, NULL};
+    itest_ternd_start(t, &W.redis, &W.dir, id, extra);
+    return t;
+}
+
+static itest_ternd_t *runner_by_id(const char *id)
+{
+    for (size_t i = 0; i < W.n_runners; i++)
+        if (strcmp(W.runners[i].id, id) == 0)
+            return &W.runners[i];
+    return NULL;
+}
+
+static void put(const char *json)
+{
+    char msg[1024];
+    if (itest_workflow_put(&W.client, json, NULL, msg, sizeof msg) != 0)
+        fail_msg("workflow refused: %s", msg);
+}
+
+static void create(const char *workflow, const char *params, char uuid[40])
+{
+    char msg[1024];
+    if (itest_job_create(&W.client, workflow, params, NULL, 0, NULL, uuid, msg, sizeof msg) != 0)
+        fail_msg("job create refused: %s", msg);
+}
+
+static json_t *finished(const char *uuid, unsigned timeout_ms)
+{
+    json_t *job = itest_wait_finished(&W.client, uuid, timeout_ms);
+    if (job == NULL)
+        fail_msg("job %s did not finish within %u ms", uuid, timeout_ms);
+    return job;
+}
+
+/* A side channel of the test's own, so counts never mix across tests. */
+static void side_path(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/side-%s", W.dir.path, name);
+}
+
+/* Starts of exactly `key` ("<uuid>/<phase>/<idx>") in the side channel. */
+static int starts_of(const char *side, const char *key)
+{
+    FILE *f = fopen(side, "r");
+    if (f == NULL)
+        return 0;
+    char line[1024], what[32], k[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "%31s %511s", what, k) == 2 && strcmp(what, "start") == 0 &&
+            strcmp(k, key) == 0)
+            n++;
+    fclose(f);
+    return n;
+}
+
+static int step_starts(const char *side, const char *uuid, int idx)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%s/0/%d", uuid, idx);
+    return starts_of(side, key);
+}
+
+/* The highest chain index of `uuid` started within the first `bytes` of the side
+ * channel, or -1. */
+static int last_started_within(const char *side, long bytes, const char *uuid)
+{
+    FILE *f = fopen(side, "r");
+    if (f == NULL)
+        return -1;
+    char line[1024], what[32], k[512];
+    int last = -1;
+    size_t ulen = strlen(uuid);
+    while (ftell(f) < bytes && fgets(line, sizeof line, f) != NULL) {
+        int idx;
+        if (sscanf(line, "%31s %511s", what, k) == 2 && strcmp(what, "start") == 0 &&
+            strncmp(k, uuid, ulen) == 0 && sscanf(k + ulen, "/0/%d", &idx) == 1 && idx > last)
+            last = idx;
+    }
+    fclose(f);
+    return last;
+}
+
+static long file_size(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+static void pause_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits until the side channel holds at least `n` start lines with `prefix`. The
+ * plugin writes a line when a task starts, so this waits on that start itself. */
+static void wait_side(const char *side, const char *prefix, int n, unsigned timeout_ms)
+{
+    for (unsigned waited = 0; waited < timeout_ms; waited += 10) {
+        if (itest_side_count(side, "start", prefix) >= n)
+            return;
+        pause_ms(10);
+    }
+    fail_msg("fewer than %d starts of %s after %u ms", n, prefix, timeout_ms);
+}
+
+static void on_bound(uv_timer_t *t)
+{
+    *(bool *)t->data = true;
+}
+
+/* Runs the client's loop until *done or the bound passes. */
+static bool run_client_until(bool *done, unsigned ms)
+{
+    bool timed_out = false;
+    uv_timer_t timer;
+    uv_timer_init(&W.client.loop, &timer);
+    timer.data = &timed_out;
+    uv_timer_start(&timer, on_bound, ms, 0);
+    while (!*done && !timed_out)
+        uv_run(&W.client.loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&timer, NULL);
+    uv_run(&W.client.loop, UV_RUN_NOWAIT);
+    return *done;
+}
+
+/* The n-th event of a job with `type` and, when given, `status` and chain `index`. */
+typedef struct ev_match {
+    const char *type;
+    const char *status;
+    long long index;
+    int nth;
+    int seen;
+    json_t *found;
+    bool done;
+} ev_match_t;
+
+static bool on_match_event(void *data, const char *id, const json_t *ev)
+{
+    (void)id;
+    ev_match_t *m = data;
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    const char *status = json_string_value(json_object_get(ev, "status"));
+    const char *phase = json_string_value(json_object_get(ev, "phase"));
+    if (type == NULL || strcmp(type, m->type) != 0)
+        return true;
+    if (m->status != NULL && (status == NULL || strcmp(status, m->status) != 0))
+        return true;
+    if (m->index >= 0 && (phase == NULL || strcmp(phase, "chain") != 0 ||
+                          json_integer_value(json_object_get(ev, "index")) != m->index))
+        return true;
+    if (++m->seen < m->nth)
+        return true;
+    m->found = json_deep_copy(ev);
+    m->done = true;
+    return false;
+}
+
+static json_t *wait_match(const char *uuid, const char *type, const char *status,
+                          long long index, int nth, unsigned timeout_ms)
+{
+    ev_match_t m = {.type = type, .status = status, .index = index, .nth = nth};
+    events_follow_t *f =
+        events_follow(&W.client.loop, &W.client.addr, uuid, "0", on_match_event, &m);
+    if (!run_client_until(&m.done, timeout_ms)) {
+        events_follow_stop(f);
+        fail_msg("job %s: no event %s%s%s (index %lld, occurrence %d) within %u ms", uuid, type,
+                 status ? "/" : "", status ? status : "", index, nth, timeout_ms);
+    }
+    return m.found;
+}
+
+/* Waits until the client's store has reconnected (after a Redis restart). */
+static void wait_client_up(unsigned timeout_ms)
+{
+    for (unsigned waited = 0; waited < timeout_ms; waited += 20) {
+        if (store_is_up(W.client.store))
+            return;
+        bool never = false;
+        run_client_until(&never, 20);
+    }
+    fail_msg("the client did not reconnect to Redis within %u ms", timeout_ms);
+}
+
+static const char *str_of(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s != NULL ? s : "";
+}
+
+static const char *error_code_of(const json_t *holder)
+{
+    return str_of(json_object_get(holder, "error"), "code");
+}
+
+/* A chain of `n` itest.record steps of `ms` on `queue`; step `irreversible` (or -1)
+ * is marked "idempotent": false. */
+static void put_records(const char *name, const char *queue, int n, int ms, const char *side,
+                        int irreversible)
+{
+    char steps[8192] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(steps + strlen(steps), sizeof steps - strlen(steps),
+                 "%s{\"name\": \"s%d\", \"task\": \"itest.record\", %s"
+                 "\"args\": {\"file\": \"%s\", \"ms\": %d}}",
+                 i ? "," : "", i, i == irreversible ? "\"idempotent\": false, " : "", side, ms);
+    put(itest_fmt("{\"name\": \"%s\", \"queue\": \"%s\", \"chain\": [%s]}", name, queue, steps));
+}
+
+/* ---- 1. SIGKILL of a runner mid-job ------------------------------------------- */
+
+static void test_killed_runner_job_finishes_elsewhere(void **state)
+{
+    (void)state;
+    char side[320];
+    side_path(side, sizeof side, "kill");
+    put_records("rec-kill", "rec-kill", 10, 150, side, -1);
+    start_runner("kill-a", "rec-kill");
+    start_runner("kill-b", "rec-kill");
+    char uuid[40];
+    create("rec-kill", NULL, uuid);
+
+    json_t *ev = wait_match(uuid, "step", "succeeded", 3, 1, 10000);
+    json_decref(ev);
+    json_t *job = itest_job_get(&W.client, uuid);
+    char holder[64];
+    snprintf(holder, sizeof holder, "%s", str_of(job, "runner_id"));
+    json_decref(job);
+    itest_ternd_t *victim = runner_by_id(holder);
+    if (victim == NULL)
+        fail_msg("job %s is held by \"%s\", not by a runner of this test", uuid, holder);
+    const char *survivor = strcmp(holder, "kill-a") == 0 ? "kill-b" : "kill-a";
+    assert_int_equal(itest_ternd_signal(victim, SIGKILL, 5000), 128 + SIGKILL);
+
+    /* Lease 1 s, heartbeat 200 ms: the survivor re-queues the job within ~1.2 s. */
+    job = finished(uuid, 20000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 10);
+    assert_true(json_integer_value(json_object_get(job, "retried")) >= 1);
+
+    /* Where the job went: re-queued as `retried` once the victim's lease expired, then
+     * run on the survivor. The step interrupted is the one after the last step that
+     * succeeded before the `retried` event. */
+    json_t *events = itest_events(&W.client, uuid);
+    size_t i;
+    json_t *e;
+    int done_before = 0, retried_events = 0;
+    const char *last_runner = "";
+    json_array_foreach(events, i, e)
+    {
+        const char *type = str_of(e, "type");
+        if (strcmp(type, "retried") == 0) {
+            retried_events++;
+            assert_string_equal(str_of(e, "runner"), holder);
+        } else if (strcmp(type, "step") == 0 && retried_events == 0 &&
+                   strcmp(str_of(e, "status"), "succeeded") == 0) {
+            done_before++;
+        } else if (strcmp(type, "running") == 0) {
+            last_runner = str_of(e, "runner");
+        }
+    }
+    assert_true(retried_events >= 1);
+    assert_string_equal(last_runner, survivor);
+    print_message("steps finished before the kill: %d\n", done_before);
+    assert_true(done_before >= 4);  /* step 3 had succeeded before the kill */
+    assert_true(done_before < 10);  /* the kill was mid-job */
+    for (int s = 0; s < 10; s++) {
+        int n = step_starts(side, uuid, s);
+        if (s == done_before) {
+            /* Interrupted: at most once on each runner. */
+            assert_in_range(n, 1, 2);
+        } else if (n != 1) {
+            fail_msg("step %d started %d times", s, n);
+        }
+    }
+    json_decref(events);
+    json_decref(job);
+}
+
+/* ---- 2. an irreversible step interrupted -------------------------------------- */
+
+static void test_interrupted_irreversible_step_fails_then_retry(void **state)
+{
+    (void)state;
+    char side[320];
+    side_path(side, sizeof side, "irrev");
+    put(itest_fmt("{\"name\": \"rec-irrev\", \"queue\": \"rec-irrev\", \"chain\": ["
+                  "{\"name\": \"before\", \"task\": \"itest.record\", \"args\": {\"file\": "
+                  "\"%s\", \"ms\": 10}},"
+                  "{\"name\": \"switch\", \"task\": \"itest.record\", \"idempotent\": false, "
+                  "\"args\": {\"file\": \"%s\", \"ms\": 1500}},"
+                  "{\"name\": \"after\", \"task\": \"itest.record\", \"args\": {\"file\": "
+                  "\"%s\", \"ms\": 10}}]}",
+                  side, side, side));
+    start_runner("irrev-a", "rec-irrev");
+    start_runner("irrev-b", "rec-irrev");
+    char uuid[40];
+    create("rec-irrev", NULL, uuid);
+
+    /* Kill while the irreversible step runs: it has started (its side-channel line). */
+    char key[96];
+    snprintf(key, sizeof key, "%s/0/1", uuid);
+    wait_side(side, key, 1, 10000);
+    json_t *job = itest_job_get(&W.client, uuid);
+    itest_ternd_t *victim = runner_by_id(str_of(job, "runner_id"));
+    json_decref(job);
+    assert_non_null(victim);
+    assert_int_equal(itest_ternd_signal(victim, SIGKILL, 5000), 128 + SIGKILL);
+
+    job = finished(uuid, 20000);
+    assert_string_equal(itest_execution(job), "failed");
+    assert_string_equal(error_code_of(job), "StepInterrupted");
+    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 1);
+    assert_int_equal(step_starts(side, uuid, 1), 1);
+    assert_int_equal(step_starts(side, uuid, 2), 0);
+    json_decref(job);
+    json_t *ev = wait_match(uuid, "step_interrupted", NULL, -1, 1, 1000);
+    json_decref(ev);
+
+    /* The operator decides the step may run again: retry from the failed step. */
+    char msg[1024];
+    if (itest_job_redrive(&W.client, uuid, NULL, NULL, msg, sizeof msg) != 0)
+        fail_msg("retry refused: %s", msg);
+    ev = wait_match(uuid, "finished", NULL, -1, 2, 20000);
+    json_decref(ev);
+    job = itest_job_get(&W.client, uuid);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 3);
+    assert_int_equal(step_starts(side, uuid, 0), 1);
+    assert_int_equal(step_starts(side, uuid, 1), 2);
+    assert_int_equal(step_starts(side, uuid, 2), 1);
+    json_decref(job);
+}
+
+/* ---- 3. Redis killed and restarted mid-run ------------------------------------ */
+
+#define REDIS_JOBS  30
+#define REDIS_STEPS 5
+
+static void test_redis_restart_mid_run(void **state)
+{
+    (void)state;
+    char side[320];
+    side_path(side, sizeof side, "redis");
+    put_records("rec-redis", "rec-redis", REDIS_STEPS, 100, side, -1);
+    itest_ternd_t *r = start_runner("redis-a", "rec-redis");
+    static char uuids[REDIS_JOBS][40];
+    for (int i = 0; i < REDIS_JOBS; i++)
+        create("rec-redis", itest_fmt("{\"n\": %d}", i), uuids[i]);
+
+    /* Some steps have run everywhere (about two per job) when Redis dies. */
+    wait_side(side, "", REDIS_JOBS * 2, 15000);
+    /* What had started before the kill: lines past this size started later. */
+    long before_kill = file_size(side);
+    itest_redis_stop(&W.redis, SIGKILL);
+    for (unsigned waited = 0; !itest_ternd_log_has(r, "Redis is unreachable"); waited += 10) {
+        if (waited > 5000)
+            fail_msg("the runner did not notice that Redis died");
+        pause_ms(10);
+    }
+    /* The outage itself: steps in flight end meanwhile and their commits must wait. */
+    pause_ms(1000);
+    itest_redis_restart(&W.redis);
+    wait_client_up(15000);
+
+    int twice = 0;
+    for (int i = 0; i < REDIS_JOBS; i++) {
+        json_t *job = finished(uuids[i], 30000);
+        if (strcmp(itest_execution(job), "succeeded") != 0)
+            fail_msg("job %d (%s) ended %s", i, uuids[i], itest_execution(job));
+        assert_int_equal(json_array_size(json_object_get(job, "chain_results")), REDIS_STEPS);
+        /* Only the step in flight when Redis died may have run again: the last one
+         * started before the kill (or the next, started in the instant between the
+         * size snapshot and the kill, its predecessor then being committed). */
+        int in_flight = last_started_within(side, before_kill, uuids[i]);
+        for (int s = 0; s < REDIS_STEPS; s++) {
+            int n = step_starts(side, uuids[i], s);
+            bool may_repeat = s == in_flight || s == in_flight + 1;
+            if (n < 1 || n > (may_repeat ? 2 : 1))
+                fail_msg("job %d step %d started %d times (step %d was in flight)", i, s, n,
+                         in_flight);
+            twice += n == 2;
+        }
+        json_decref(job);
+    }
+    print_message("steps started twice: %d\n", twice);
+    assert_true(kill(r->pid, 0) == 0);
+}
+
+/* ---- 4. SIGTERM: finish the step, hand the job back --------------------------- */
+
+/* A runner holding a job of 6 steps of 300 ms gets SIGTERM while step 2 runs; a
+ * second runner is started before the signal (`second_first`: it must not take the
+ * job while the first still finishes its step) or after the first has exited. */
+static void sigterm_scenario(const char *tag, bool second_first)
+{
+    char side[320], queue[64], name_a[64], name_b[64];
+    side_path(side, sizeof side, tag);
+    snprintf(queue, sizeof queue, "rec-%s", tag);
+    snprintf(name_a, sizeof name_a, "%s-a", tag);
+    snprintf(name_b, sizeof name_b, "%s-b", tag);
+    put_records(queue, queue, 6, 300, side, -1);
+    itest_ternd_t *a = start_runner(name_a, queue);
+    char uuid[40];
+    create(queue, NULL, uuid);
+
+    /* Mid-step: step 2 has started on the first runner (the only one up so far). */
+    char key[96];
+    snprintf(key, sizeof key, "%s/0/2", uuid);
+    wait_side(side, key, 1, 10000);
+    if (second_first)
+        start_runner(name_b, queue);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(itest_ternd_signal(a, SIGTERM, 8000), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long long ms = (t1.tv_sec - t0.tv_sec) * 1000LL + (t1.tv_nsec - t0.tv_nsec) / 1000000LL;
+    print_message("%s exited %lld ms after SIGTERM\n", name_a, ms);
+    assert_true(ms < 5000); /* within the grace period */
+    if (!second_first)
+        start_runner(name_b, queue);
+
+    json_t *job = finished(uuid, 20000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 6);
+    assert_int_equal(json_integer_value(json_object_get(job, "retried")), 0);
+    for (int s = 0; s < 6; s++)
+        if (step_starts(side, uuid, s) != 1)
+            fail_msg("step %d started %d times", s, step_starts(side, uuid, s));
+
+    /* The story in the events: the step in flight succeeded on the first runner, which
+     * then handed the job back ("released", not "retried"), and the second runner
+     * claimed it after that and ran the rest. */
+    json_t *events = itest_events(&W.client, uuid);
+    size_t i;
+    json_t *e;
+    const char *running_on = "";
+    bool step2_done = false, released = false, resumed = false;
+    json_array_foreach(events, i, e)
+    {
+        const char *type = str_of(e, "type");
+        assert_string_not_equal(type, "retried");
+        if (strcmp(type, "running") == 0) {
+            running_on = str_of(e, "runner");
+            if (strcmp(running_on, name_b) == 0) {
+                assert_true(released);
+                resumed = true;
+            }
+        } else if (strcmp(type, "step") == 0 && json_integer_value(json_object_get(e, "index")) == 2 &&
+                   strcmp(str_of(e, "status"), "succeeded") == 0) {
+            assert_string_equal(running_on, name_a);
+            step2_done = true;
+        } else if (strcmp(type, "released") == 0) {
+            assert_true(step2_done);
+            assert_string_equal(str_of(e, "runner"), name_a);
+            released = true;
+        }
+    }
+    assert_true(released);
+    assert_true(resumed);
+    assert_string_equal(running_on, name_b);
+    json_decref(events);
+    json_decref(job);
+}
+
+static void test_sigterm_hands_job_back(void **state)
+{
+    (void)state;
+    sigterm_scenario("term", false);
+}
+
+static void test_sigterm_hands_job_to_runner_up(void **state)
+{
+    (void)state;
+    sigterm_scenario("term2", true);
+}
+
+/* ---- 5. isolation and misbehaving tasks --------------------------------------- */
+
+static void run_ok_job(const char *side)
+{
+    char uuid[40];
+    create("rec-iso-ok", NULL, uuid);
+    json_t *job = finished(uuid, 20000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_int_equal(step_starts(side, uuid, 0), 1);
+    json_decref(job);
+}
+
+static void test_isolated_crash_hang_twice(void **state)
+{
+    (void)state;
+    char side[320];
+    side_path(side, sizeof side, "iso");
+    put(itest_fmt("{\"name\": \"rec-iso-crash\", \"queue\": \"rec-iso\", \"chain\": ["
+                  "{\"name\": \"boom\", \"task\": \"itest.crash\", \"isolate\": true, "
+                  "\"args\": {\"file\": \"%s\"}}],"
+                  "\"onerror\": [{\"name\": \"report\", \"task\": \"core.log\", \"args\": "
+                  "{\"msg\": \"${error.code}: ${error.message}\"}}]}",
+                  side));
+    put(itest_fmt("{\"name\": \"rec-iso-ok\", \"queue\": \"rec-iso\", \"chain\": ["
+                  "{\"name\": \"fine\", \"task\": \"itest.record\", \"args\": {\"file\": "
+                  "\"%s\", \"ms\": 10}}]}",
+                  side));
+    put(itest_fmt("{\"name\": \"rec-hang\", \"queue\": \"rec-iso\", \"chain\": ["
+                  "{\"name\": \"stuck\", \"task\": \"itest.hang\", \"timeout\": 0.3, "
+                  "\"args\": {\"file\": \"%s\"}}]}",
+                  side));
+    /* In a helper, itest.hang would leave the helper's loop with nothing to run (it
+     * exits at once without an outcome); a task still busy long past its timeout is
+     * what a hung isolated task looks like. */
+    put(itest_fmt("{\"name\": \"rec-slow-iso\", \"queue\": \"rec-iso\", \"chain\": ["
+                  "{\"name\": \"stuck\", \"task\": \"itest.record\", \"timeout\": 0.3, "
+                  "\"isolate\": true, \"args\": {\"file\": \"%s\", \"ms\": 5000}}]}",
+                  side));
+    put(itest_fmt("{\"name\": \"rec-twice\", \"queue\": \"rec-iso\", \"chain\": ["
+                  "{\"name\": \"chatty\", \"task\": \"itest.twice\", \"args\": {\"file\": "
+                  "\"%s\"}}]}",
+                  side));
+
+    /* The crash is deliberate: a sanitizer build must let the helper die of the signal
+     * instead of reporting it (a report in the runner's log fails the test). */
+    const char *asan = getenv("ASAN_OPTIONS");
+    char *saved = asan != NULL ? strdup(asan) : NULL;
+    setenv("ASAN_OPTIONS", itest_fmt("%s%shandle_segv=0", asan ? asan : "", asan ? ":" : ""), 1);
+    itest_ternd_t *r = start_runner("iso-a", "rec-iso");
+    if (saved != NULL)
+        setenv("ASAN_OPTIONS", saved, 1);
+    else
+        unsetenv("ASAN_OPTIONS");
+    free(saved);
+
+    /* A segfault in an isolated step fails the step and the job, not the runner. */
+    char uuid[40];
+    create("rec-iso-crash", NULL, uuid);
+    json_t *job = finished(uuid, 20000);
+    assert_string_equal(itest_execution(job), "failed");
+    json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
+    assert_string_equal(error_code_of(entry), "TaskCrashed");
+    const char *message = str_of(json_object_get(entry, "error"), "message");
+    print_message("crash: %s\n", message);
+    if (strstr(message, "SIGSEGV") == NULL)
+        fail_msg("the crash message does not name the signal: %s", message);
+    assert_string_equal(error_code_of(job), "TaskCrashed");
+    json_t *oe = json_object_get(job, "onerror_results");
+    assert_int_equal(json_array_size(oe), 1);
+    assert_non_null(strstr(str_of(json_object_get(json_array_get(oe, 0), "result"), "msg"),
+                           "TaskCrashed: "));
+    assert_int_equal(step_starts(side, uuid, 0), 1);
+    json_decref(job);
+    assert_true(kill(r->pid, 0) == 0);
+    run_ok_job(side);
+
+    /* A task that never reports is stopped by its step timeout, in process or not. */
+    const char *hangs[] = {"rec-hang", "rec-slow-iso"};
+    for (size_t h = 0; h < 2; h++) {
+        create(hangs[h], NULL, uuid);
+        job = finished(uuid, 20000);
+        assert_string_equal(itest_execution(job), "failed");
+        entry = json_array_get(json_object_get(job, "chain_results"), 0);
+        assert_string_equal(error_code_of(entry), "TaskTimeout");
+        assert_int_equal(step_starts(side, uuid, 0), 1);
+        json_decref(job);
+        json_t *ev = wait_match(uuid, "step", "failed", 0, 1, 1000);
+        /* About 300 ms: the timer counts from the loop's cached time, the duration from
+         * a fresh clock reading, so it may read a few ms short. */
+        json_int_t took = json_integer_value(json_object_get(ev, "duration_ms"));
+        assert_in_range(took, 250, 4000);
+        json_decref(ev);
+    }
+    run_ok_job(side);
+
+    /* A task that reports twice: the first report counts, the second is logged. */
+    create("rec-twice", NULL, uuid);
+    job = finished(uuid, 20000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    json_t *res = json_object_get(job, "chain_results");
+    assert_int_equal(json_array_size(res), 1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(json_array_get(res, 0), "result"),
+                                           "report")),
+        1);
+    json_decref(job);
+    json_t *events = itest_events(&W.client, uuid);
+    size_t i;
+    json_t *e;
+    int step_events = 0;
+    json_array_foreach(events, i, e) step_events += strcmp(str_of(e, "type"), "step") == 0;
+    assert_int_equal(step_events, 1);
+    json_decref(events);
+    assert_true(itest_ternd_log_has(r, "task itest.twice reported done after its outcome"));
+    run_ok_job(side);
+    assert_true(kill(r->pid, 0) == 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_killed_runner_job_finishes_elsewhere, test_teardown),
+        cmocka_unit_test_teardown(test_interrupted_irreversible_step_fails_then_retry,
+                                  test_teardown),
+        cmocka_unit_test_teardown(test_redis_restart_mid_run, test_teardown),
+        cmocka_unit_test_teardown(test_sigterm_hands_job_back, test_teardown),
+        cmocka_unit_test_teardown(test_sigterm_hands_job_to_runner_up, test_teardown),
+        cmocka_unit_test_teardown(test_isolated_crash_hang_twice, test_teardown),
+    };
+    int failures = cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,854 @@
+/*
+ * test_scheduling.c -- what decides when a job runs, on a real ternd and redis-server:
+ * resource tickets (job and step level, counted, released however the job ends),
+ * named queues, exec_after promoted by the due timer, the event streams, and the
+ * refusal of bad input before anything is stored.
+ *
+ * Times compared here are the "time" fields of events. Events written by the Lua
+ * scripts carry the Redis server's clock, step events the runner's wall clock; all run
+ * on this machine, so they compare on one clock. Where two scripts' events would tie
+ * at the same millisecond, the order is a consequence of one script running before
+ * the other, and the comparisons allow equality.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "common.h"
+#include "harness.h"
+#include "plugin_loader.h"
+#include "task_ctx.h"
+#include "workflow.h"
+
+typedef struct world {
+    itest_dir_t dir;
+    itest_redis_t redis;
+    itest_ternd_t ternd;
+    itest_client_t client;
+    char side[320];
+} world_t;
+
+static world_t W;
+
+/* The group's runner "r1" serves the default queue. Its heartbeat is slow on purpose:
+ * delayed jobs must then be promoted by the timer armed for their due time, and a
+ * promotion that only came from the heartbeat would make test_exec_after fail. Tests
+ * that need runners of other kinds start them and stop them before they return. */
+static int group_setup(void **state)
+{
+    (void)state;
+    static const char *const slow_heartbeat[] = {"--heartbeat-ms", "5000", "--lease-ms", "15000",
+                                                 NULL};
+    itest_dir_make(&W.dir);
+    itest_redis_start(&W.redis, W.dir.path);
+    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "r1", slow_heartbeat);
+    itest_client_open(&W.client, &W.redis);
+    snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    itest_client_close(&W.client);
+    itest_ternd_signal(&W.ternd, SIGTERM, 10000);
+    itest_redis_stop(&W.redis, SIGTERM);
+    itest_dir_remove(&W.dir);
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static void put(const char *json)
+{
+    char msg[1024];
+    int rc = itest_workflow_put(&W.client, json, NULL, msg, sizeof msg);
+    if (rc != 0)
+        fail_msg("workflow refused: %s", msg);
+}
+
+static void create_at(const char *workflow, const char *params, uint64_t exec_after, char uuid[40])
+{
+    char msg[1024];
+    int rc = itest_job_create(&W.client, workflow, params, NULL, exec_after, NULL, uuid, msg,
+                              sizeof msg);
+    if (rc != 0)
+        fail_msg("job create refused: %s", msg);
+}
+
+static void create(const char *workflow, const char *params, char uuid[40])
+{
+    create_at(workflow, params, 0, uuid);
+}
+
+static json_t *finished(const char *uuid)
+{
+    json_t *job = itest_wait_finished(&W.client, uuid, 20000);
+    if (job == NULL)
+        fail_msg("job %s did not finish within 20 s", uuid);
+    return job;
+}
+
+/* Waits for the job's first event of `type` (and `status`) and returns its time. */
+static json_int_t wait_event_time(const char *uuid, const char *type, const char *status)
+{
+    json_t *ev = itest_wait_event(&W.client, uuid, type, status, 10000);
+    if (ev == NULL)
+        fail_msg("job %s: no \"%s\" event within 10 s", uuid, type);
+    json_int_t t = json_integer_value(json_object_get(ev, "time"));
+    json_decref(ev);
+    return t;
+}
+
+/* The events of `events` of `type` (and `status` when not NULL), counted. */
+static int count_events(const json_t *events, const char *type, const char *status)
+{
+    size_t i;
+    json_t *ev;
+    int n = 0;
+    json_array_foreach((json_t *)events, i, ev)
+    {
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        const char *s = json_string_value(json_object_get(ev, "status"));
+        if (t != NULL && strcmp(t, type) == 0 &&
+            (status == NULL || (s != NULL && strcmp(s, status) == 0)))
+            n++;
+    }
+    return n;
+}
+
+/* The `nth` event (0 first, -1 last) of `type` (and `status`) among the job's events;
+ * fails the test when there is none. Borrowed from `events`. */
+static json_t *event_of(const json_t *events, const char *type, const char *status, int nth)
+{
+    int n = count_events(events, type, status);
+    int want = nth < 0 ? n + nth : nth;
+    if (want < 0 || want >= n)
+        fail_msg("no event #%d of type %s%s%s (%d such events)", nth, type,
+                 status ? " status " : "", status ? status : "", n);
+    size_t i;
+    json_t *ev;
+    int seen = 0;
+    json_array_foreach((json_t *)events, i, ev)
+    {
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        const char *s = json_string_value(json_object_get(ev, "status"));
+        if (t != NULL && strcmp(t, type) == 0 &&
+            (status == NULL || (s != NULL && strcmp(s, status) == 0)) && seen++ == want)
+            return ev;
+    }
+    return NULL;
+}
+
+static json_int_t time_of(const json_t *events, const char *type, const char *status, int nth)
+{
+    return json_integer_value(json_object_get(event_of(events, type, status, nth), "time"));
+}
+
+/* When a step's attempt started: its event is written at the end, with the duration. */
+static json_int_t step_start(const json_t *step_event)
+{
+    return json_integer_value(json_object_get(step_event, "time")) -
+           json_integer_value(json_object_get(step_event, "duration_ms"));
+}
+
+static const char *str_of(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s != NULL ? s : "(none)";
+}
+
+/* Waits (bounded) until the side channel holds a "start" line of `key_prefix`: the
+ * task's attempt is running. */
+static void wait_side_start(const char *key_prefix)
+{
+    for (int waited = 0; waited < 10000; waited += 10) {
+        if (itest_side_count(W.side, "start", key_prefix) > 0)
+            return;
+        uv_sleep(10);
+    }
+    fail_msg("no attempt of %s started within 10 s", key_prefix);
+}
+
+static void stop_runner(itest_ternd_t *t)
+{
+    assert_int_equal(itest_ternd_signal(t, SIGTERM, 10000), 0);
+}
+
+static long long key_count(const char *pattern)
+{
+    return itest_redis_int(&W.redis, "EVAL %s 0 %s", "return #redis.call('KEYS', ARGV[1])",
+                           pattern);
+}
+
+/* ---- 1. job-level tickets ---------------------------------------------------------- */
+
+static void test_job_hold_serializes_one_vm(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"vm-op\", \"holds\": [\"vm:${params.vm}\"], \"chain\": ["
+                  "{\"name\": \"work\", \"task\": \"itest.record\", \"args\": "
+                  "{\"file\": \"%s\", \"ms\": 300}}]}",
+                  W.side));
+    char a[40], b[40], c[40];
+    create("vm-op", "{\"vm\": \"alpha\"}", a);
+    create("vm-op", "{\"vm\": \"alpha\"}", b);
+    create("vm-op", "{\"vm\": \"beta\"}", c);
+    json_t *ja = finished(a), *jb = finished(b), *jc = finished(c);
+    assert_string_equal(itest_execution(ja), "succeeded");
+    assert_string_equal(itest_execution(jb), "succeeded");
+    assert_string_equal(itest_execution(jc), "succeeded");
+    json_t *ea = itest_events(&W.client, a), *eb = itest_events(&W.client, b),
+           *ec = itest_events(&W.client, c);
+
+    /* The second job on "alpha" waited for the ticket and ran only once the first had
+     * finished: its only start comes after that end. */
+    assert_int_equal(count_events(ea, "hold_wait", NULL), 0);
+    assert_string_equal(str_of(event_of(eb, "hold_wait", NULL, 0), "resource"), "vm:alpha");
+    assert_int_equal(count_events(eb, "running", NULL), 1);
+    assert_true(time_of(eb, "running", NULL, 0) >= time_of(ea, "finished", NULL, 0));
+    assert_true(step_start(event_of(eb, "step", "succeeded", 0)) >=
+                time_of(ea, "finished", NULL, 0));
+
+    /* "beta" is another resource: that job ran alongside the first. */
+    assert_int_equal(count_events(ec, "hold_wait", NULL), 0);
+    assert_true(time_of(ec, "running", NULL, 0) < time_of(ea, "finished", NULL, 0));
+    assert_true(time_of(ea, "running", NULL, 0) < time_of(ec, "finished", NULL, 0));
+    assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:hold:vm:alpha:h tern:hold:vm:beta:h"),
+                     0);
+    json_decref(ea);
+    json_decref(eb);
+    json_decref(ec);
+    json_decref(ja);
+    json_decref(jb);
+    json_decref(jc);
+}
+
+static void test_job_hold_wait_frees_the_runner_slot(void **state)
+{
+    (void)state;
+    /* The holder runs on r1; the waiter and a job on another vm go to a runner with one
+     * slot. If the waiter kept that slot, the other job could not run before it. */
+    put(itest_fmt("{\"name\": \"vm-long\", \"holds\": [\"vm:${params.vm}\"], \"chain\": ["
+                  "{\"name\": \"work\", \"task\": \"itest.record\", \"args\": "
+                  "{\"file\": \"%s\", \"ms\": 800}}]}",
+                  W.side));
+    put(itest_fmt("{\"name\": \"vm-single\", \"queue\": \"single\", \"holds\": "
+                  "[\"vm:${params.vm}\"], \"chain\": [{\"name\": \"work\", \"task\": "
+                  "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 50}}]}",
+                  W.side));
+    static const char *const one_slot[] = {"--concurrency", "1", "--queues", "single", NULL};
+    itest_ternd_t single;
+    itest_ternd_start(&single, &W.redis, &W.dir, "single", one_slot);
+
+    char holder[40], waiter[40], other[40];
+    create("vm-long", "{\"vm\": \"gamma\"}", holder);
+    wait_event_time(holder, "running", NULL);
+    create("vm-single", "{\"vm\": \"gamma\"}", waiter);
+    wait_event_time(waiter, "hold_wait", NULL);
+    create("vm-single", "{\"vm\": \"delta\"}", other);
+
+    json_t *jo = finished(other), *jw = finished(waiter), *jh = finished(holder);
+    assert_string_equal(itest_execution(jo), "succeeded");
+    assert_string_equal(itest_execution(jw), "succeeded");
+    assert_string_equal(itest_execution(jh), "succeeded");
+    json_t *eo = itest_events(&W.client, other), *ew = itest_events(&W.client, waiter),
+           *eh = itest_events(&W.client, holder);
+    assert_string_equal(str_of(event_of(eo, "running", NULL, 0), "runner"), "single");
+    assert_string_equal(str_of(event_of(ew, "running", NULL, 0), "runner"), "single");
+    /* The other job ran and finished while the waiter waited on the one-slot runner. */
+    assert_true(time_of(eo, "finished", NULL, 0) < time_of(eh, "finished", NULL, 0));
+    assert_true(time_of(eo, "finished", NULL, 0) <= time_of(ew, "running", NULL, 0));
+    assert_true(time_of(ew, "running", NULL, 0) >= time_of(eh, "finished", NULL, 0));
+    json_decref(eo);
+    json_decref(ew);
+    json_decref(eh);
+    json_decref(jo);
+    json_decref(jw);
+    json_decref(jh);
+    stop_runner(&single);
+}
+
+/* ---- 2. counted tickets --------------------------------------------------------------- */
+
+static void test_capacity_is_counted_and_fifo(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"migrate\", \"holds\": [{\"resource\": \"mig:${params.server}\", "
+                  "\"capacity\": 2}], \"chain\": [{\"name\": \"move\", \"task\": "
+                  "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": \"${params.ms}\"}}]}",
+                  W.side));
+    /* Two take the capacity at once; the third gets the place of the first to end (the
+     * 300 ms one), the fourth that of the next (the third, before the 1000 ms one). */
+    static const int ms[4] = {300, 1000, 300, 300};
+    char uuid[4][40];
+    for (int i = 0; i < 4; i++)
+        create("migrate", itest_fmt("{\"server\": \"s1\", \"ms\": %d}", ms[i]), uuid[i]);
+    json_int_t start[4], end[4], granted[4];
+    for (int i = 0; i < 4; i++) {
+        json_t *job = finished(uuid[i]);
+        assert_string_equal(itest_execution(job), "succeeded");
+        json_decref(job);
+        json_t *ev = itest_events(&W.client, uuid[i]);
+        assert_int_equal(count_events(ev, "running", NULL), 1);
+        start[i] = time_of(ev, "running", NULL, 0);
+        end[i] = time_of(ev, "finished", NULL, 0);
+        assert_int_equal(count_events(ev, "hold_wait", NULL), i < 2 ? 0 : 1);
+        granted[i] = i < 2 ? start[i] : time_of(ev, "hold_granted", NULL, 0);
+        json_decref(ev);
+    }
+    /* At no moment did more than two hold the ticket. */
+    for (int i = 0; i < 4; i++) {
+        int holding = 0;
+        for (int k = 0; k < 4; k++)
+            if (start[k] <= start[i] && start[i] < end[k])
+                holding++;
+        assert_true(holding <= 2);
+    }
+    /* The first two ran together; the third only after one of them ended. */
+    assert_true(start[1] < end[0] && start[0] < end[1]);
+    assert_true(start[2] >= (end[0] < end[1] ? end[0] : end[1]));
+    /* First come, first served: the third was granted before the fourth, and the fourth
+     * took the place the third freed, while the long second still held its own. */
+    assert_true(granted[2] <= granted[3]);
+    assert_true(start[2] < start[3]);
+    assert_true(start[3] >= end[2]);
+    assert_true(start[3] < end[1]);
+    assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:hold:mig:s1:h tern:hold:mig:s1:w "
+                                               "tern:hold:mig:s1:cap"),
+                     0);
+}
+
+/* ---- 3. release however the job ends -------------------------------------------------- */
+
+static void test_holds_released_on_failure_and_cancel(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"vm-check\", \"holds\": [\"vm:${params.vm}\"], \"chain\": ["
+                  "{\"name\": \"work\", \"task\": \"itest.record\", \"args\": "
+                  "{\"file\": \"%s\", \"ms\": 300}}, "
+                  "{\"name\": \"check\", \"task\": \"itest.check\", \"args\": "
+                  "{\"file\": \"%s\", \"ok\": \"${params.ok}\"}}]}",
+                  W.side, W.side));
+    put(itest_fmt("{\"name\": \"vm-hang\", \"holds\": [\"vm:${params.vm}\"], \"chain\": ["
+                  "{\"name\": \"work\", \"task\": \"itest.record\", \"args\": "
+                  "{\"file\": \"%s\", \"ms\": 60000}}]}",
+                  W.side));
+
+    /* A job that fails. */
+    char failing[40], next[40];
+    create("vm-check", "{\"vm\": \"x1\", \"ok\": false}", failing);
+    wait_event_time(failing, "running", NULL);
+    create("vm-check", "{\"vm\": \"x1\", \"ok\": true}", next);
+    wait_event_time(next, "hold_wait", NULL);
+    json_t *jf = finished(failing), *jn = finished(next);
+    assert_string_equal(itest_execution(jf), "failed");
+    assert_string_equal(str_of(json_object_get(jf, "error"), "code"), "NotOk");
+    assert_string_equal(itest_execution(jn), "succeeded");
+    json_t *ef = itest_events(&W.client, failing), *en = itest_events(&W.client, next);
+    json_int_t gap = time_of(en, "running", NULL, 0) - time_of(ef, "finished", NULL, 0);
+    assert_true(gap >= 0 && gap < 500);
+    json_decref(ef);
+    json_decref(en);
+    json_decref(jf);
+    json_decref(jn);
+
+    /* A job canceled in the middle of its step. */
+    char canceled[40];
+    create("vm-hang", "{\"vm\": \"x2\"}", canceled);
+    char key[64];
+    snprintf(key, sizeof key, "%s/0/0", canceled);
+    wait_side_start(key);
+    create("vm-check", "{\"vm\": \"x2\", \"ok\": true}", next);
+    wait_event_time(next, "hold_wait", NULL);
+    char msg[1024];
+    assert_int_equal(itest_job_cancel(&W.client, canceled, msg, sizeof msg), 0);
+    jf = finished(canceled);
+    jn = finished(next);
+    assert_string_equal(itest_execution(jf), "canceled");
+    assert_int_equal(itest_side_count(W.side, "cancel", key), 1);
+    assert_string_equal(itest_execution(jn), "succeeded");
+    ef = itest_events(&W.client, canceled);
+    en = itest_events(&W.client, next);
+    gap = time_of(en, "running", NULL, 0) - time_of(ef, "finished", NULL, 0);
+    assert_true(gap >= 0 && gap < 500);
+    json_decref(ef);
+    json_decref(en);
+    json_decref(jf);
+    json_decref(jn);
+
+    /* A job canceled while it waits for the ticket gives up its place in line. */
+    char holder[40], gone[40];
+    create("vm-check", "{\"vm\": \"x3\", \"ok\": true}", holder);
+    wait_event_time(holder, "running", NULL);
+    create("vm-check", "{\"vm\": \"x3\", \"ok\": true}", gone);
+    wait_event_time(gone, "hold_wait", NULL);
+    create("vm-check", "{\"vm\": \"x3\", \"ok\": true}", next);
+    wait_event_time(next, "hold_wait", NULL);
+    assert_int_equal(itest_job_cancel(&W.client, gone, msg, sizeof msg), 0);
+    json_t *jg = finished(gone);
+    assert_string_equal(itest_execution(jg), "canceled");
+    json_decref(jg);
+    jf = finished(holder);
+    jn = finished(next);
+    assert_string_equal(itest_execution(jn), "succeeded");
+    ef = itest_events(&W.client, holder);
+    en = itest_events(&W.client, next);
+    gap = time_of(en, "running", NULL, 0) - time_of(ef, "finished", NULL, 0);
+    assert_true(gap >= 0 && gap < 500);
+    snprintf(key, sizeof key, "%s/", gone);
+    assert_int_equal(itest_side_count(W.side, "start", key), 0);
+    json_decref(ef);
+    json_decref(en);
+    json_decref(jf);
+    json_decref(jn);
+
+    /* Nothing is held or awaited any more, and no job remembers a ticket. */
+    assert_int_equal(key_count("tern:hold:*"), 0);
+    assert_int_equal(key_count("tern:job:*:held"), 0);
+}
+
+/* ---- 4. step-level tickets ------------------------------------------------------------ */
+
+static void test_step_hold_covers_only_its_step(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"disk-op\", \"chain\": ["
+                  "{\"name\": \"copy\", \"task\": \"itest.record\", \"holds\": "
+                  "[\"disk:${params.d}\"], \"args\": {\"file\": \"%s\", \"ms\": 400}}, "
+                  "{\"name\": \"verify\", \"task\": \"itest.record\", \"args\": "
+                  "{\"file\": \"%s\", \"ms\": 600}}]}",
+                  W.side, W.side));
+    char first[40], second[40];
+    create("disk-op", "{\"d\": \"d1\"}", first);
+    char key[64];
+    snprintf(key, sizeof key, "%s/0/0", first);
+    wait_side_start(key);
+    create("disk-op", "{\"d\": \"d1\"}", second);
+    json_t *j1 = finished(first), *j2 = finished(second);
+    assert_string_equal(itest_execution(j1), "succeeded");
+    assert_string_equal(itest_execution(j2), "succeeded");
+    json_t *e1 = itest_events(&W.client, first), *e2 = itest_events(&W.client, second);
+
+    /* The second job's copy waited for the first job's copy ... */
+    assert_int_equal(count_events(e1, "hold_wait", NULL), 0);
+    assert_string_equal(str_of(event_of(e2, "hold_wait", NULL, 0), "resource"), "disk:d1");
+    json_t *copy1 = event_of(e1, "step", "succeeded", 0);
+    json_t *copy2 = event_of(e2, "step", "succeeded", 0);
+    assert_string_equal(str_of(copy1, "name"), "copy");
+    assert_string_equal(str_of(copy2, "name"), "copy");
+    assert_true(time_of(e2, "running", NULL, -1) >=
+                json_integer_value(json_object_get(copy1, "time")));
+    assert_true(step_start(copy2) >= time_of(e2, "running", NULL, -1));
+    /* ... but not for the rest of the first job: it ran while the first verified. */
+    json_t *verify1 = event_of(e1, "step", "succeeded", 1);
+    assert_string_equal(str_of(verify1, "name"), "verify");
+    assert_true(step_start(copy2) < time_of(e1, "finished", NULL, 0));
+    assert_true(step_start(copy2) < json_integer_value(json_object_get(verify1, "time")));
+    snprintf(key, sizeof key, "%s/0/0", second);
+    assert_int_equal(itest_side_count(W.side, "start", key), 1);
+    assert_int_equal(key_count("tern:hold:disk:*"), 0);
+    json_decref(e1);
+    json_decref(e2);
+    json_decref(j1);
+    json_decref(j2);
+}
+
+/* ---- 5. named queues --------------------------------------------------------------- */
+
+static void test_named_queue_needs_its_runner(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"bulk\", \"queue\": \"slow\", \"chain\": [{\"name\": \"move\", "
+                  "\"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}}]}",
+                  W.side));
+    put(itest_fmt("{\"name\": \"quick\", \"chain\": [{\"name\": \"do\", \"task\": "
+                  "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}}]}",
+                  W.side));
+    char slow[40], quick[40];
+    create("bulk", NULL, slow);
+    create("quick", NULL, quick);
+    /* r1 serves the default queue only: it runs the job created after, not the first. */
+    json_t *jq = finished(quick);
+    assert_string_equal(itest_execution(jq), "succeeded");
+    json_decref(jq);
+    json_t *js = itest_job_get(&W.client, slow);
+    assert_string_equal(itest_execution(js), "queued");
+    json_decref(js);
+    json_t *es = itest_events(&W.client, slow);
+    assert_int_equal(count_events(es, "running", NULL), 0);
+    json_decref(es);
+    assert_int_equal(itest_redis_int(&W.redis, "LLEN tern:q:slow"), 1);
+
+    static const char *const slow_queue[] = {"--queues", "slow", NULL};
+    itest_ternd_t bulk;
+    itest_ternd_start(&bulk, &W.redis, &W.dir, "bulk", slow_queue);
+    js = finished(slow);
+    assert_string_equal(itest_execution(js), "succeeded");
+    json_decref(js);
+    es = itest_events(&W.client, slow);
+    assert_string_equal(str_of(event_of(es, "running", NULL, 0), "runner"), "bulk");
+    json_decref(es);
+    stop_runner(&bulk);
+}
+
+/* ---- 6. exec_after ---------------------------------------------------------------- */
+
+static void test_exec_after_on_time_without_heartbeat(void **state)
+{
+    (void)state;
+    /* Only r1 (heartbeat 5 s) is alive: nothing else promotes delayed jobs. */
+    long long live = itest_redis_int(&W.redis, "ZCOUNT tern:runners %llu +inf",
+                                     (unsigned long long)tern_now_ms());
+    assert_int_equal(live, 1);
+    put(itest_fmt("{\"name\": \"later\", \"chain\": [{\"name\": \"do\", \"task\": "
+                  "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}}]}",
+                  W.side));
+    /* The later job is created first: the runner's timer must move to the earlier due
+     * time when it is announced, and on to the later one after promoting the earlier. */
+    uint64_t now = tern_now_ms();
+    uint64_t due[2] = {now + 1600, now + 800};
+    char uuid[2][40];
+    create_at("later", NULL, due[0], uuid[0]);
+    create_at("later", NULL, due[1], uuid[1]);
+    for (int i = 1; i >= 0; i--) {
+        json_t *job = finished(uuid[i]);
+        assert_string_equal(itest_execution(job), "succeeded");
+        json_decref(job);
+        json_t *ev = itest_events(&W.client, uuid[i]);
+        json_int_t ran = time_of(ev, "running", NULL, 0);
+        print_message("job due at +%llu ms started %lld ms after its due time\n",
+                      (unsigned long long)(due[i] - now), (long long)(ran - (json_int_t)due[i]));
+        assert_true(ran >= (json_int_t)due[i]);
+        assert_true(ran <= (json_int_t)due[i] + 500);
+        json_decref(ev);
+    }
+}
+
+/* ---- 7. event streams ----------------------------------------------------------------- */
+
+/* The events of job `uuid` in the global stream, oldest first (new reference). */
+static json_t *global_events(const char *uuid)
+{
+    struct timeval tv = {2, 0};
+    redisContext *rc = redisConnectWithTimeout("127.0.0.1", W.redis.port, tv);
+    if (rc == NULL || rc->err)
+        fail_msg("cannot connect to Redis");
+    redisReply *r = redisCommand(rc, "XREVRANGE tern:events + - COUNT 1000");
+    json_t *out = json_array();
+    for (size_t i = r != NULL && r->type == REDIS_REPLY_ARRAY ? r->elements : 0; i-- > 0;) {
+        redisReply *fields = r->element[i]->element[1];
+        for (size_t k = 0; k + 1 < fields->elements; k += 2) {
+            json_t *ev =
+                json_loadb(fields->element[k + 1]->str, fields->element[k + 1]->len, 0, NULL);
+            if (ev != NULL && strcmp(str_of(ev, "job"), uuid) == 0)
+                json_array_append(out, ev);
+            json_decref(ev);
+        }
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(rc);
+    return out;
+}
+
+static void test_event_streams(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"evs\", \"chain\": ["
+                  "{\"name\": \"one\", \"task\": \"itest.record\", \"args\": "
+                  "{\"file\": \"%s\", \"ms\": 5}}, "
+                  "{\"name\": \"two\", \"task\": \"itest.check\", \"args\": "
+                  "{\"file\": \"%s\", \"ok\": true}}]}",
+                  W.side, W.side));
+    char uuid[40];
+    create("evs", NULL, uuid);
+    json_t *job = finished(uuid);
+    assert_string_equal(itest_execution(job), "succeeded");
+    json_decref(job);
+
+    json_t *ev = itest_events(&W.client, uuid);
+    static const char *const types[] = {"created", "running", "step", "step", "finished"};
+    assert_int_equal(json_array_size(ev), 5);
+    for (size_t i = 0; i < 5; i++) {
+        json_t *e = json_array_get(ev, i);
+        assert_string_equal(str_of(e, "type"), types[i]);
+        assert_string_equal(str_of(e, "job"), uuid);
+        assert_true(json_integer_value(json_object_get(e, "time")) > 0);
+    }
+    assert_string_equal(str_of(json_array_get(ev, 0), "workflow"), "evs");
+    assert_string_equal(str_of(json_array_get(ev, 1), "runner"), "r1");
+    assert_string_equal(str_of(json_array_get(ev, 2), "name"), "one");
+    assert_string_equal(str_of(json_array_get(ev, 2), "status"), "succeeded");
+    assert_string_equal(str_of(json_array_get(ev, 3), "name"), "two");
+    assert_string_equal(str_of(json_array_get(ev, 3), "status"), "succeeded");
+    assert_string_equal(str_of(json_array_get(ev, 4), "execution"), "succeeded");
+
+    /* The global stream carries the same events, in the same order. */
+    json_t *all = global_events(uuid);
+    assert_int_equal(json_array_size(all), json_array_size(ev));
+    for (size_t i = 0; i < json_array_size(ev); i++)
+        assert_true(json_equal(json_array_get(all, i), json_array_get(ev, i)));
+    json_decref(all);
+    json_decref(ev);
+}
+
+/* ---- 8. bad input ------------------------------------------------------------------ */
+
+typedef struct answer {
+    bool done;
+    int status;
+    json_t *result;
+    char msg[1024];
+} answer_t;
+
+static void on_answer(void *data, int status, const json_t *result, const char *message)
+{
+    answer_t *a = data;
+    a->done = true;
+    a->status = status;
+    a->result = result != NULL ? json_deep_copy(result) : NULL;
+    snprintf(a->msg, sizeof a->msg, "%s", message != NULL ? message : "");
+}
+
+static void on_answer_bound(uv_timer_t *t)
+{
+    *(bool *)t->data = true;
+}
+
+/* Runs the client's loop until `a` is answered, at most 10 s. */
+static void wait_answer(answer_t *a)
+{
+    bool over = false;
+    uv_timer_t bound;
+    uv_timer_init(&W.client.loop, &bound);
+    bound.data = &over;
+    uv_timer_start(&bound, on_answer_bound, 10000, 0);
+    while (!a->done && !over)
+        uv_run(&W.client.loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&bound, NULL);
+    uv_run(&W.client.loop, UV_RUN_NOWAIT);
+    if (!a->done)
+        fail_msg("no answer from the store within 10 s");
+}
+
+/* Stores `doc` through `ops` and returns the status; the message goes to msg. */
+static int put_with(job_ops_t *ops, const json_t *doc, char *msg, size_t msglen)
+{
+    answer_t a = {0};
+    job_ops_workflow_put(ops, doc, on_answer, &a);
+    wait_answer(&a);
+    json_decref(a.result);
+    snprintf(msg, msglen, "%s", a.msg);
+    return a.status;
+}
+
+/* The description of the stored workflow `ref`. */
+static char *stored_description(const char *ref)
+{
+    answer_t a = {0};
+    job_ops_workflow_get(W.client.ops, ref, on_answer, &a);
+    wait_answer(&a);
+    if (a.status != 0)
+        fail_msg("workflow %s: %s", ref, a.msg);
+    char *d = strdup(str_of(a.result, "description"));
+    json_decref(a.result);
+    return d;
+}
+
+static void assert_original_kept(long long keys)
+{
+    assert_int_equal(key_count("tern:wf:*"), keys);
+    static const char *const refs[] = {"guarded", "guarded@1.0.0"};
+    for (size_t i = 0; i < 2; i++) {
+        char *d = stored_description(refs[i]);
+        assert_string_equal(d, "the original");
+        free(d);
+    }
+}
+
+static void test_bad_workflows_are_refused_and_change_nothing(void **state)
+{
+    (void)state;
+    /* Job operations that know the tasks of the loaded plugins, as ternd's do. */
+    char err[512];
+    plugin_registry_t *reg =
+        plugin_registry_new(W.ternd.plugin_dir, task_ctx_host(), err, sizeof err);
+    if (reg == NULL)
+        fail_msg("%s", err);
+    assert_int_equal(plugin_registry_load_all(reg, NULL), 0);
+    job_ops_opts_t jo = {.store = W.client.store, .plugins = reg};
+    job_ops_t *ops = job_ops_new(&jo);
+
+    char msg[1024];
+    json_t *good = json_loads("{\"name\": \"guarded\", \"description\": \"the original\", "
+                              "\"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"}]}",
+                              0, NULL);
+    assert_int_equal(put_with(ops, good, msg, sizeof msg), 0);
+    long long keys = key_count("tern:wf:*");
+    assert_true(keys > 0);
+
+    /* Bad definitions of the same name as a new version: each refused with its code
+     * and the JSON path of the fault. */
+    static const struct {
+        const char *doc;
+        int code;
+        const char *path, *detail;
+    } bad[] = {
+        {"{\"name\": \"guarded\", \"version\": \"2.0.0\", \"chain\": [{\"name\": \"a\", "
+         "\"task\": \"itest.nosuch\"}]}",
+         TERN_EINVAL, "chain[0].task", "itest.nosuch"},
+        {"{\"name\": \"guarded\", \"version\": \"2.0.0\", \"chain\": [{\"name\": \"a\", "
+         "\"task\": \"core.log\", \"args\": {\"msg\": \"${nosuch.thing}\"}}]}",
+         TERN_EINVAL, "chain[0].args.msg", "nosuch"},
+        {"{\"name\": \"guarded\", \"version\": \"2.0.0\", \"chain\": [{\"name\": \"a\", "
+         "\"task\": \"core.log\", \"args\": {\"msg\": \"${steps.later.result.x}\"}}, "
+         "{\"name\": \"later\", \"task\": \"core.noop\"}]}",
+         TERN_EINVAL, "chain[0].args.msg", "later"},
+        {"{\"name\": \"guarded\", \"version\": \"2.0.0\", \"chain\": [{\"name\": \"a\", "
+         "\"task\": \"core.noop\", \"retry\": {\"max_attempts\": 3, \"initial_ms\": -5}}]}",
+         TERN_EINVAL, "chain[0].retry.initial_ms", "-5"},
+        {"{\"name\": \"guarded\", \"version\": \"2.0.0\", \"chain\": [{\"name\": \"a\", "
+         "\"task\": \"core.noop\"}, {\"name\": \"a\", \"task\": \"core.noop\"}]}",
+         TERN_EINVAL, "chain[1].name", "duplicate"},
+        {"{\"name\": \"guarded\", \"version\": \"2.0.0\", \"chain\": [{\"name\": \"a\", "
+         "\"body\": \"function (job, cb) { return cb(null); }\"}]}",
+         TERN_EINVAL, "chain[0].body", "not supported"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_error_t je;
+        json_t *doc = json_loads(bad[i].doc, 0, &je);
+        if (doc == NULL)
+            fail_msg("test JSON does not parse: %s", je.text);
+        int rc = put_with(ops, doc, msg, sizeof msg);
+        json_decref(doc);
+        print_message("refused (%d): %s\n", rc, msg);
+        assert_int_equal(rc, bad[i].code);
+        /* The message starts with the path of the fault, exactly. */
+        size_t n = strlen(bad[i].path);
+        assert_true(strncmp(msg, bad[i].path, n) == 0 && msg[n] == ':');
+        assert_non_null(strstr(msg, bad[i].detail));
+        assert_original_kept(keys);
+    }
+
+    /* A definition over the size limit. */
+    size_t big = WORKFLOW_MAX_BYTES + 1024;
+    char *text = malloc(big + 1);
+    memset(text, 'x', big);
+    text[big] = '\0';
+    json_t *huge = json_deep_copy(good);
+    json_object_set_new(huge, "version", json_string("2.0.0"));
+    json_object_set_new(huge, "description", json_string(text));
+    free(text);
+    int rc = put_with(ops, huge, msg, sizeof msg);
+    json_decref(huge);
+    print_message("refused (%d): %s\n", rc, msg);
+    assert_int_equal(rc, TERN_E2BIG);
+    assert_non_null(strstr(msg, "WORKFLOW_MAX_BYTES"));
+    assert_original_kept(keys);
+
+    /* Another definition under a stored name and version is a conflict; the same one
+     * again is not. */
+    json_t *changed = json_deep_copy(good);
+    json_object_set_new(changed, "description", json_string("a rewrite"));
+    rc = put_with(ops, changed, msg, sizeof msg);
+    json_decref(changed);
+    assert_int_equal(rc, TERN_EEXIST);
+    assert_non_null(strstr(msg, "guarded"));
+    assert_original_kept(keys);
+    assert_int_equal(put_with(ops, good, msg, sizeof msg), 0);
+    assert_original_kept(keys);
+    json_decref(good);
+
+    job_ops_free(ops);
+    plugin_registry_free(reg);
+}
+
+static void test_bad_jobs_are_refused_or_fail_visibly(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"needs-param\", \"chain\": [{\"name\": \"use\", \"task\": "
+                  "\"itest.record\", \"retry\": {\"max_attempts\": 3, \"initial_ms\": 10}, "
+                  "\"args\": {\"file\": \"%s\", \"ms\": \"${params.missing}\"}}]}",
+                  W.side));
+    long long jobs = itest_redis_int(&W.redis, "ZCARD tern:jobs");
+    char uuid[40], msg[1024];
+    assert_int_equal(
+        itest_job_create(&W.client, "no-such-workflow", NULL, NULL, 0, NULL, uuid, msg, sizeof msg),
+        TERN_ENOENT);
+    assert_non_null(strstr(msg, "no-such-workflow"));
+    assert_int_equal(
+        itest_job_create(&W.client, "needs-param", "[1, 2]", NULL, 0, NULL, uuid, msg, sizeof msg),
+        TERN_EINVAL);
+    assert_non_null(strstr(msg, "params"));
+    /* Over the client's params limit (job_ops' default, 256 KiB). */
+    size_t big = 300 * 1024;
+    char *params = malloc(big + 32);
+    snprintf(params, big + 32, "{\"blob\": \"");
+    size_t at = strlen(params);
+    memset(params + at, 'x', big);
+    snprintf(params + at + big, 32, "\"}");
+    int rc =
+        itest_job_create(&W.client, "needs-param", params, NULL, 0, NULL, uuid, msg, sizeof msg);
+    free(params);
+    assert_int_equal(rc, TERN_E2BIG);
+    assert_non_null(strstr(msg, "params"));
+    assert_int_equal(itest_redis_int(&W.redis, "ZCARD tern:jobs"), jobs);
+
+    /* A template naming a param the job lacks: the step fails once, not retried, and
+     * the job fails with the reason on record. */
+    create("needs-param", "{\"other\": 1}", uuid);
+    json_t *job = finished(uuid);
+    assert_string_equal(itest_execution(job), "failed");
+    json_t *error = json_object_get(job, "error");
+    assert_string_equal(str_of(error, "code"), "TemplateError");
+    assert_non_null(strstr(str_of(error, "message"), "params.missing"));
+    json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
+    assert_string_equal(str_of(json_object_get(entry, "error"), "code"), "TemplateError");
+    assert_int_equal(json_integer_value(json_object_get(entry, "attempts")), 1);
+    json_decref(job);
+    json_t *ev = itest_events(&W.client, uuid);
+    assert_int_equal(count_events(ev, "step", "retry"), 0);
+    assert_int_equal(count_events(ev, "step", "failed"), 1);
+    assert_string_equal(str_of(event_of(ev, "finished", NULL, 0), "execution"), "failed");
+    json_decref(ev);
+    char key[64];
+    snprintf(key, sizeof key, "%s/", uuid);
+    assert_int_equal(itest_side_count(W.side, "start", key), 0);
+
+    /* Arguments that do not fit the task once expanded: refused before the task runs,
+     * with the path of the argument. */
+    put("{\"name\": \"say\", \"chain\": [{\"name\": \"say\", \"task\": \"core.log\", "
+        "\"retry\": 3, \"args\": {\"msg\": \"${params.m}\"}}]}");
+    create("say", "{\"m\": 5}", uuid);
+    job = finished(uuid);
+    assert_string_equal(itest_execution(job), "failed");
+    error = json_object_get(job, "error");
+    assert_string_equal(str_of(error, "code"), "InvalidArgument");
+    print_message("refused at run time: %s\n", str_of(error, "message"));
+    assert_non_null(strstr(str_of(error, "message"), "chain[0].args.msg:"));
+    assert_null(strstr(str_of(error, "message"), "args.args"));
+    entry = json_array_get(json_object_get(job, "chain_results"), 0);
+    assert_int_equal(json_integer_value(json_object_get(entry, "attempts")), 1);
+    json_decref(job);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_job_hold_serializes_one_vm),
+        cmocka_unit_test(test_job_hold_wait_frees_the_runner_slot),
+        cmocka_unit_test(test_capacity_is_counted_and_fifo),
+        cmocka_unit_test(test_holds_released_on_failure_and_cancel),
+        cmocka_unit_test(test_step_hold_covers_only_its_step),
+        cmocka_unit_test(test_named_queue_needs_its_runner),
+        cmocka_unit_test(test_exec_after_on_time_without_heartbeat),
+        cmocka_unit_test(test_event_streams),
+        cmocka_unit_test(test_bad_workflows_are_refused_and_change_nothing),
+        cmocka_unit_test(test_bad_jobs_are_refused_or_fail_visibly),
+    };
+    int failures = cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return failures == 0 ? 0 : 1;
+}
