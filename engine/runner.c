@@ -128,6 +128,13 @@ struct runner {
     uint64_t up_since_mono;
     bool tick_busy;
     bool tick_again;      /* a due-time tick came while another tick was in flight */
+    /* Cancels heard for jobs this runner does not hold (yet): a claim answer built
+     * before the cancel flag was set may still be on its way. Kept a few seconds. */
+    struct {
+        char uuid[40];
+        uint64_t at_mono;
+    } early_cancels[32];
+    unsigned early_next;
     bool resync;          /* a claim's answer was lost: adopt jobs left in our list */
     bool resync_busy;
     run_job_t *jobs;      /* in flight */
@@ -1046,6 +1053,20 @@ static void on_job_timer(uv_timer_t *t)
 
 /* ---- jobs from a claim reply --------------------------------------------------- */
 
+/* True (and forgotten) when a cancel for `uuid` arrived shortly before its claim. */
+static bool early_cancel_take(runner_t *r, const char *uuid)
+{
+    uint64_t now = tern_mono_ms();
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(r->early_cancels); i++) {
+        if (r->early_cancels[i].uuid[0] != '\0' && now - r->early_cancels[i].at_mono < 5000 &&
+            strcmp(r->early_cancels[i].uuid, uuid) == 0) {
+            r->early_cancels[i].uuid[0] = '\0';
+            return true;
+        }
+    }
+    return false;
+}
+
 static json_t *or_null(json_t *v)
 {
     return v != NULL ? v : json_null();
@@ -1134,7 +1155,7 @@ static void job_from_claim(runner_t *r, const redisReply *item)
     if ((v = store_reply_hash_get(f, "resume", &len)) != NULL && len > 0)
         j->resume = json_loadb(v, len, 0, NULL);
     v = store_reply_hash_get(f, "cancel", NULL);
-    bool cancel = v != NULL && strcmp(v, "1") == 0;
+    bool cancel = (v != NULL && strcmp(v, "1") == 0) || early_cancel_take(r, j->uuid);
     v = store_reply_hash_get(f, "timed_out", NULL);
     j->timed_out = v != NULL && strcmp(v, "1") == 0;
     j->job_scope = json_pack("{s:s, s:s?, s:s?}", "uuid", j->uuid, "target", j->target,
@@ -1373,8 +1394,13 @@ static void on_message(redis_conn_t *c, const char *channel, const char *payload
         char uuid[40];
         snprintf(uuid, sizeof uuid, "%.*s", (int)(len - 7), payload + 7);
         run_job_t *j = job_find(r, uuid);
-        if (j != NULL)
+        if (j != NULL) {
             job_request_cancel(j);
+        } else if (r->in_flight + r->reserved > 0) {
+            unsigned slot = r->early_next++ % TERN_ARRAY_SIZE(r->early_cancels);
+            snprintf(r->early_cancels[slot].uuid, sizeof r->early_cancels[slot].uuid, "%s", uuid);
+            r->early_cancels[slot].at_mono = tern_mono_ms();
+        }
     }
 }
 
