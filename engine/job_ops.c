@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "holds.h"
 #include "job_view.h"
 #include "template.h"
 #include "workflow.h"
@@ -50,6 +51,7 @@ typedef struct op {
     workflow_t *wf;
     char *wf_uuid;
     char *wf_text;
+    json_t *post_back_urls; /* array, or NULL when none */
     /* redrive and others */
     char *caller;
     char *from_step;
@@ -74,6 +76,7 @@ static void op_free(op_t *op)
     workflow_free(op->wf);
     free(op->wf_uuid);
     free(op->wf_text);
+    json_decref(op->post_back_urls);
     free(op->caller);
     free(op->from_step);
     json_decref(op->extra);
@@ -180,9 +183,21 @@ static void on_workflow_put(void *data, int status, const redisReply *reply, con
                 name, version, uuid->str);
         return;
     }
-    json_t *res = json_pack("{s:s, s:s, s:s, s:s}", "uuid", uuid->str, "name", name, "version",
-                            version, "status",
-                            store_reply_is(kind, "SAME") ? "unchanged" : "created");
+    if (store_reply_is(kind, "TAKEN")) {
+        op_done(op, TERN_EEXIST, NULL,
+                "uuid: %s already names another workflow version; leave \"uuid\" out to get "
+                "a new one",
+                uuid->str);
+        return;
+    }
+    /* The stored document: an unchanged version has the same canonical text, so it is
+     * this one under the uuid it was first stored with. */
+    json_t *doc = json_deep_copy(op->wf->doc);
+    json_object_set_new(doc, "uuid", json_stringn(uuid->str, uuid->len));
+    json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "uuid", uuid->str, "name", name,
+                            "version", version, "status",
+                            store_reply_is(kind, "SAME") ? "unchanged" : "created", "workflow",
+                            doc);
     op_done(op, 0, res, NULL);
     json_decref(res);
 }
@@ -309,12 +324,17 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
                 other ? (int)other->len : 0, other ? other->str : "");
         return;
     }
-    json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "uuid", op->uuid, "workflow_uuid",
-                            op->wf_uuid, "name", op->wf->name, "version", op->wf->version,
-                            "execution", "queued", "created_at",
-                            (json_int_t)store_reply_int(store_reply_at(reply, 1), 0));
-    op_done(op, 0, res, NULL);
-    json_decref(res);
+    if (store_reply_is(kind, "EXISTS")) {
+        op_done(op, TERN_EEXIST, NULL, "uuid: job %s already exists", op->uuid);
+        return;
+    }
+    json_t *view = job_view_from_reply(store_reply_at(reply, 2));
+    if (view == NULL) {
+        op_done(op, TERN_EIO, NULL, "job %s: job_create.lua answered without the job", op->uuid);
+        return;
+    }
+    op_done(op, 0, view, NULL);
+    json_decref(view);
 }
 
 static void create_send(op_t *op)
@@ -345,26 +365,12 @@ static void create_send(op_t *op)
     json_t *scope_job = json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target,
                                   "workflow", wf->name);
     template_scope_t sc = {.params = op->params, .job = scope_job};
-    char *holds = xstrdup("");
-    for (size_t i = 0; i < wf->n_holds; i++) {
-        char err[512];
-        char *res = template_expand_string(wf->holds[i].resource, "holds", &sc, err, sizeof err);
-        if (res == NULL || strchr(res, '\n') != NULL) {
-            free(holds);
-            json_decref(scope_job);
-            if (res == NULL) {
-                op_done(op, TERN_EINVAL, NULL, "%s", err);
-            } else {
-                free(res);
-                op_done(op, TERN_EINVAL, NULL, "holds[%zu]: a resource name cannot contain a "
-                        "newline", i);
-            }
-            return;
-        }
-        char *next = xasprintf("%s%u %s\n", holds, wf->holds[i].capacity, res);
-        free(holds);
-        free(res);
-        holds = next;
+    char herr[512];
+    char *holds = holds_expand(wf->holds, wf->n_holds, &sc, herr, sizeof herr);
+    if (holds == NULL) {
+        json_decref(scope_job);
+        op_done(op, TERN_EINVAL, NULL, "%s", herr);
+        return;
     }
     json_decref(scope_job);
 
@@ -401,6 +407,10 @@ static void create_send(op_t *op)
     store_args_push(&a, holds);
     store_args_push(&a, "has_oncancel");
     store_args_push(&a, wf->n_steps[WF_ONCANCEL] > 0 ? "1" : "0");
+    if (op->post_back_urls != NULL) {
+        store_args_push(&a, "post_back_urls");
+        store_args_push_json(&a, op->post_back_urls);
+    }
     free(holds);
     op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);
 }
@@ -426,6 +436,38 @@ static void on_create_workflow(void *data, int status, const redisReply *reply,
     op->wf_uuid = xstrndup(uuid->str, uuid->len);
     op->wf_text = xstrndup(doc->str, doc->len);
     create_send(op);
+}
+
+/* Post-back URLs are fetched by ternd later, so only http(s) URLs of a sane size and
+ * without blanks or control characters (which would split a request line) are kept. */
+static int check_post_back_urls(const json_t *urls, char *err, size_t errlen)
+{
+    if (!json_is_array(urls))
+        return tern_seterr(err, errlen, TERN_EINVAL, "post_back_urls: expected an array of URLs");
+    if (json_array_size(urls) > JOB_POST_BACK_URLS_MAX)
+        return tern_seterr(err, errlen, TERN_EINVAL, "post_back_urls: %zu URLs, at most %d",
+                           json_array_size(urls), JOB_POST_BACK_URLS_MAX);
+    size_t i;
+    json_t *u;
+    json_array_foreach(urls, i, u)
+    {
+        const char *s = json_string_value(u);
+        if (s == NULL)
+            return tern_seterr(err, errlen, TERN_EINVAL,
+                               "post_back_urls[%zu]: expected a string URL", i);
+        size_t n = strlen(s);
+        bool ok = n <= JOB_POST_BACK_URL_MAX &&
+                  ((strncmp(s, "http://", 7) == 0 && n > 7) ||
+                   (strncmp(s, "https://", 8) == 0 && n > 8));
+        for (size_t k = 0; ok && k < n; k++)
+            ok = (unsigned char)s[k] > ' ' && s[k] != 0x7f;
+        if (!ok)
+            return tern_seterr(err, errlen, TERN_EINVAL,
+                               "post_back_urls[%zu]: expected an http:// or https:// URL of at "
+                               "most %d bytes without blanks, got \"%.80s\"",
+                               i, JOB_POST_BACK_URL_MAX, s);
+    }
+    return 0;
 }
 
 void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, void *data)
@@ -473,6 +515,15 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
         snprintf(op->uuid, sizeof op->uuid, "%s", req->uuid);
     } else {
         tern_uuid_v4(op->uuid);
+    }
+    if (req->post_back_urls != NULL) {
+        char err[256];
+        if (check_post_back_urls(req->post_back_urls, err, sizeof err) != 0) {
+            op_done(op, TERN_EINVAL, NULL, "%s", err);
+            return;
+        }
+        if (json_array_size(req->post_back_urls) > 0)
+            op->post_back_urls = json_deep_copy(req->post_back_urls);
     }
     op->workflow_ref = xstrdup(req->workflow);
     op->target = req->target != NULL ? xstrdup(req->target) : NULL;

@@ -20,6 +20,7 @@
 
 #include "backoff.h"
 #include "common.h"
+#include "holds.h"
 #include "log.h"
 #include "plugin_redis.h"
 #include "redis_conn.h"
@@ -890,21 +891,13 @@ static void begin_step(run_job_t *j, const wf_step_t *s)
     store_args_pushf(&a, "%zu", j->idx);
     store_args_push(&a, s->idempotent ? "0" : "1");
     /* Step holds are expanded now: they may name earlier results and state. */
-    char *lines = xstrdup("");
-    for (size_t i = 0; i < s->n_holds; i++) {
-        char err[512];
-        template_scope_t sc = job_scope(j, j->error);
-        char *res = template_expand_string(s->holds[i].resource, "holds", &sc, err, sizeof err);
-        if (res == NULL) {
-            free(lines);
-            store_args_dispose(&a);
-            attempt_failed(j, "TemplateError", err, NULL, 0);
-            return;
-        }
-        char *next = xasprintf("%s%u %s\n", lines, s->holds[i].capacity, res);
-        free(lines);
-        free(res);
-        lines = next;
+    char err[512];
+    template_scope_t sc = job_scope(j, j->error);
+    char *lines = holds_expand(s->holds, s->n_holds, &sc, err, sizeof err);
+    if (lines == NULL) {
+        store_args_dispose(&a);
+        attempt_failed(j, "TemplateError", err, NULL, 0);
+        return;
     }
     store_args_push(&a, lines);
     free(lines);

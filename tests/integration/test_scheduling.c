@@ -10,9 +10,12 @@
  * at the same millisecond, the order is a consequence of one script running before
  * the other, and the comparisons allow equality.
  */
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
@@ -26,6 +29,7 @@ typedef struct world {
     itest_dir_t dir;
     itest_redis_t redis;
     itest_ternd_t ternd;
+    itest_ternd_t extra; /* a runner of another kind that one test starts */
     itest_client_t client;
     char side[320];
 } world_t;
@@ -46,6 +50,16 @@ static int group_setup(void **state)
     itest_ternd_start(&W.ternd, &W.redis, &W.dir, "r1", slow_heartbeat);
     itest_client_open(&W.client, &W.redis);
     snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    return 0;
+}
+
+/* Stops the test's extra runner when the test failed before stopping it, so that it
+ * cannot serve the next tests. */
+static int test_teardown(void **state)
+{
+    (void)state;
+    if (W.extra.pid > 0)
+        itest_ternd_signal(&W.extra, SIGTERM, 10000);
     return 0;
 }
 
@@ -147,7 +161,11 @@ static json_int_t time_of(const json_t *events, const char *type, const char *st
     return json_integer_value(json_object_get(event_of(events, type, status, nth), "time"));
 }
 
-/* When a step's attempt started: its event is written at the end, with the duration. */
+/* When a step's attempt started: its event is written at the end, with the duration.
+ * The end (wall clock) and the duration (monotonic clock) are each truncated to the
+ * millisecond, so this estimate may come out up to START_SLACK_MS early. */
+#define START_SLACK_MS 2
+
 static json_int_t step_start(const json_t *step_event)
 {
     return json_integer_value(json_object_get(step_event, "time")) -
@@ -209,7 +227,7 @@ static void test_job_hold_serializes_one_vm(void **state)
     assert_string_equal(str_of(event_of(eb, "hold_wait", NULL, 0), "resource"), "vm:alpha");
     assert_int_equal(count_events(eb, "running", NULL), 1);
     assert_true(time_of(eb, "running", NULL, 0) >= time_of(ea, "finished", NULL, 0));
-    assert_true(step_start(event_of(eb, "step", "succeeded", 0)) >=
+    assert_true(step_start(event_of(eb, "step", "succeeded", 0)) + START_SLACK_MS >=
                 time_of(ea, "finished", NULL, 0));
 
     /* "beta" is another resource: that job ran alongside the first. */
@@ -240,8 +258,7 @@ static void test_job_hold_wait_frees_the_runner_slot(void **state)
                   "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 50}}]}",
                   W.side));
     static const char *const one_slot[] = {"--concurrency", "1", "--queues", "single", NULL};
-    itest_ternd_t single;
-    itest_ternd_start(&single, &W.redis, &W.dir, "single", one_slot);
+    itest_ternd_start(&W.extra, &W.redis, &W.dir, "single", one_slot);
 
     char holder[40], waiter[40], other[40];
     create("vm-long", "{\"vm\": \"gamma\"}", holder);
@@ -268,7 +285,7 @@ static void test_job_hold_wait_frees_the_runner_slot(void **state)
     json_decref(jo);
     json_decref(jw);
     json_decref(jh);
-    stop_runner(&single);
+    stop_runner(&W.extra);
 }
 
 /* ---- 2. counted tickets --------------------------------------------------------------- */
@@ -337,6 +354,10 @@ static void test_holds_released_on_failure_and_cancel(void **state)
                   "{\"file\": \"%s\", \"ms\": 60000}}]}",
                   W.side));
 
+    /* Every job of this test, to check at the end that none holds anything. */
+    char jobs[7][40];
+    int n_jobs = 0;
+
     /* A job that fails. */
     char failing[40], next[40];
     create("vm-check", "{\"vm\": \"x1\", \"ok\": false}", failing);
@@ -344,6 +365,8 @@ static void test_holds_released_on_failure_and_cancel(void **state)
     create("vm-check", "{\"vm\": \"x1\", \"ok\": true}", next);
     wait_event_time(next, "hold_wait", NULL);
     json_t *jf = finished(failing), *jn = finished(next);
+    snprintf(jobs[n_jobs++], 40, "%s", failing);
+    snprintf(jobs[n_jobs++], 40, "%s", next);
     assert_string_equal(itest_execution(jf), "failed");
     assert_string_equal(str_of(json_object_get(jf, "error"), "code"), "NotOk");
     assert_string_equal(itest_execution(jn), "succeeded");
@@ -367,6 +390,8 @@ static void test_holds_released_on_failure_and_cancel(void **state)
     assert_int_equal(itest_job_cancel(&W.client, canceled, msg, sizeof msg), 0);
     jf = finished(canceled);
     jn = finished(next);
+    snprintf(jobs[n_jobs++], 40, "%s", canceled);
+    snprintf(jobs[n_jobs++], 40, "%s", next);
     assert_string_equal(itest_execution(jf), "canceled");
     assert_int_equal(itest_side_count(W.side, "cancel", key), 1);
     assert_string_equal(itest_execution(jn), "succeeded");
@@ -393,6 +418,9 @@ static void test_holds_released_on_failure_and_cancel(void **state)
     json_decref(jg);
     jf = finished(holder);
     jn = finished(next);
+    snprintf(jobs[n_jobs++], 40, "%s", gone);
+    snprintf(jobs[n_jobs++], 40, "%s", holder);
+    snprintf(jobs[n_jobs++], 40, "%s", next);
     assert_string_equal(itest_execution(jn), "succeeded");
     ef = itest_events(&W.client, holder);
     en = itest_events(&W.client, next);
@@ -406,8 +434,9 @@ static void test_holds_released_on_failure_and_cancel(void **state)
     json_decref(jn);
 
     /* Nothing is held or awaited any more, and no job remembers a ticket. */
-    assert_int_equal(key_count("tern:hold:*"), 0);
-    assert_int_equal(key_count("tern:job:*:held"), 0);
+    assert_int_equal(key_count("tern:hold:vm:x*"), 0);
+    for (int i = 0; i < n_jobs; i++)
+        assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:job:%s:held", jobs[i]), 0);
 }
 
 /* ---- 4. step-level tickets ------------------------------------------------------------ */
@@ -441,7 +470,7 @@ static void test_step_hold_covers_only_its_step(void **state)
     assert_string_equal(str_of(copy2, "name"), "copy");
     assert_true(time_of(e2, "running", NULL, -1) >=
                 json_integer_value(json_object_get(copy1, "time")));
-    assert_true(step_start(copy2) >= time_of(e2, "running", NULL, -1));
+    assert_true(step_start(copy2) + START_SLACK_MS >= time_of(e2, "running", NULL, -1));
     /* ... but not for the rest of the first job: it ran while the first verified. */
     json_t *verify1 = event_of(e1, "step", "succeeded", 1);
     assert_string_equal(str_of(verify1, "name"), "verify");
@@ -474,6 +503,9 @@ static void test_named_queue_needs_its_runner(void **state)
     json_t *jq = finished(quick);
     assert_string_equal(itest_execution(jq), "succeeded");
     json_decref(jq);
+    json_t *eq = itest_events(&W.client, quick);
+    assert_string_equal(str_of(event_of(eq, "running", NULL, 0), "runner"), "r1");
+    json_decref(eq);
     json_t *js = itest_job_get(&W.client, slow);
     assert_string_equal(itest_execution(js), "queued");
     json_decref(js);
@@ -483,15 +515,14 @@ static void test_named_queue_needs_its_runner(void **state)
     assert_int_equal(itest_redis_int(&W.redis, "LLEN tern:q:slow"), 1);
 
     static const char *const slow_queue[] = {"--queues", "slow", NULL};
-    itest_ternd_t bulk;
-    itest_ternd_start(&bulk, &W.redis, &W.dir, "bulk", slow_queue);
+    itest_ternd_start(&W.extra, &W.redis, &W.dir, "bulk", slow_queue);
     js = finished(slow);
     assert_string_equal(itest_execution(js), "succeeded");
     json_decref(js);
     es = itest_events(&W.client, slow);
     assert_string_equal(str_of(event_of(es, "running", NULL, 0), "runner"), "bulk");
     json_decref(es);
-    stop_runner(&bulk);
+    stop_runner(&W.extra);
 }
 
 /* ---- 6. exec_after ---------------------------------------------------------------- */
@@ -669,6 +700,41 @@ static void assert_original_kept(long long keys)
     }
 }
 
+/* POSTs `body` to r1's API at `path` (one request, connection closed after) and
+ * returns the HTTP status; the response body goes to out. Bounded by 10 s. */
+static int http_post(const char *path, const char *body, char *out, size_t outlen)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)W.ternd.api_port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+        fail_msg("cannot connect to the API on port %d", W.ternd.api_port);
+    char head[512];
+    int n = snprintf(head, sizeof head,
+                     "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                     path, strlen(body));
+    if (write(fd, head, (size_t)n) != n || write(fd, body, strlen(body)) != (ssize_t)strlen(body))
+        fail_msg("cannot send a request to the API");
+    char reply[8192];
+    size_t len = 0;
+    ssize_t got;
+    while (len < sizeof reply - 1 && (got = read(fd, reply + len, sizeof reply - 1 - len)) > 0)
+        len += (size_t)got;
+    reply[len] = '\0';
+    close(fd);
+    int status = 0;
+    if (sscanf(reply, "HTTP/1.%*d %d", &status) != 1)
+        fail_msg("no HTTP answer from the API: %s", reply);
+    const char *b = strstr(reply, "\r\n\r\n");
+    snprintf(out, outlen, "%s", b != NULL ? b + 4 : "");
+    return status;
+}
+
 static void test_bad_workflows_are_refused_and_change_nothing(void **state)
 {
     (void)state;
@@ -762,6 +828,23 @@ static void test_bad_workflows_are_refused_and_change_nothing(void **state)
     assert_original_kept(keys);
     json_decref(good);
 
+    /* Through the HTTP API: text that is not JSON, and a fault of the definition, which
+     * is the client's (not a missing resource). */
+    char body[8192];
+    int status =
+        http_post("/workflows", "{\"name\": \"guarded\", \"version\": \"2.0.0\", \"chain\": [",
+                  body, sizeof body);
+    print_message("HTTP %d: %s\n", status, body);
+    assert_int_equal(status, 400);
+    assert_non_null(strstr(body, "line 1, column"));
+    assert_original_kept(keys);
+    status = http_post("/workflows", bad[0].doc, body, sizeof body);
+    print_message("HTTP %d: %s\n", status, body);
+    assert_int_equal(status, 409);
+    assert_non_null(strstr(body, "InvalidArgument"));
+    assert_non_null(strstr(body, "chain[0].task: unknown task"));
+    assert_original_kept(keys);
+
     job_ops_free(ops);
     plugin_registry_free(reg);
 }
@@ -838,16 +921,16 @@ static void test_bad_jobs_are_refused_or_fail_visibly(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_job_hold_serializes_one_vm),
-        cmocka_unit_test(test_job_hold_wait_frees_the_runner_slot),
-        cmocka_unit_test(test_capacity_is_counted_and_fifo),
-        cmocka_unit_test(test_holds_released_on_failure_and_cancel),
-        cmocka_unit_test(test_step_hold_covers_only_its_step),
-        cmocka_unit_test(test_named_queue_needs_its_runner),
-        cmocka_unit_test(test_exec_after_on_time_without_heartbeat),
-        cmocka_unit_test(test_event_streams),
-        cmocka_unit_test(test_bad_workflows_are_refused_and_change_nothing),
-        cmocka_unit_test(test_bad_jobs_are_refused_or_fail_visibly),
+        cmocka_unit_test_teardown(test_job_hold_serializes_one_vm, test_teardown),
+        cmocka_unit_test_teardown(test_job_hold_wait_frees_the_runner_slot, test_teardown),
+        cmocka_unit_test_teardown(test_capacity_is_counted_and_fifo, test_teardown),
+        cmocka_unit_test_teardown(test_holds_released_on_failure_and_cancel, test_teardown),
+        cmocka_unit_test_teardown(test_step_hold_covers_only_its_step, test_teardown),
+        cmocka_unit_test_teardown(test_named_queue_needs_its_runner, test_teardown),
+        cmocka_unit_test_teardown(test_exec_after_on_time_without_heartbeat, test_teardown),
+        cmocka_unit_test_teardown(test_event_streams, test_teardown),
+        cmocka_unit_test_teardown(test_bad_workflows_are_refused_and_change_nothing, test_teardown),
+        cmocka_unit_test_teardown(test_bad_jobs_are_refused_or_fail_visibly, test_teardown),
     };
     int failures = cmocka_run_group_tests(tests, group_setup, group_teardown);
     return failures == 0 ? 0 : 1;
