@@ -90,6 +90,11 @@ static const setting_t settings[] = {
     {"tls_cert", "--tls-cert", K_PATH_NULL, OFF(tls_cert), 0, 0},
     {"tls_key", "--tls-key", K_PATH_NULL, OFF(tls_key), 0, 0},
     {"max_body_bytes", "--max-body-bytes", K_U32, OFF(max_body_bytes), 1024, 256u * 1024 * 1024},
+    {"event_heartbeat_ms", NULL, K_U32, OFF(event_heartbeat_ms), 10, 3600000},
+    {"postback_initial_ms", NULL, K_U32, OFF(postback_initial_ms), 1, 3600000},
+    {"postback_max_ms", NULL, K_U32, OFF(postback_max_ms), 1, 24u * 3600000},
+    {"postback_max_attempts", NULL, K_U32, OFF(postback_max_attempts), 1, 1000},
+    {"postback_timeout_ms", NULL, K_U32, OFF(postback_timeout_ms), 10, 600000},
 };
 
 static const char usage_text[] =
@@ -126,7 +131,8 @@ static const char usage_text[] =
     "  --version              print the version\n"
     "\n"
     "File-only keys: event_stream_max, global_event_stream_max, max_params_bytes,\n"
-    "plugins ({\"<plugin>\": {...}}: each plugin's configuration).\n";
+    "plugins ({\"<plugin>\": {...}}: each plugin's configuration), event_heartbeat_ms,\n"
+    "postback_initial_ms, postback_max_ms, postback_max_attempts, postback_timeout_ms.\n";
 
 const char *config_usage(void)
 {
@@ -583,6 +589,11 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->global_event_stream_max = 100000;
     c->max_params_bytes = 262144;
     c->max_body_bytes = 1024 * 1024;
+    c->event_heartbeat_ms = 15000;
+    c->postback_initial_ms = 1000;
+    c->postback_max_ms = 300000;
+    c->postback_max_attempts = 10;
+    c->postback_timeout_ms = 10000;
     c->plugins = json_object();
     c->config_file = NULL;
 }

@@ -26,6 +26,11 @@
  *   "api_token_file": null       --api-token-file FILE  (or $TERN_API_TOKEN)
  *   "tls_cert": null, "tls_key": null  --tls-cert FILE --tls-key FILE
  *   "max_body_bytes": 1048576    --max-body-bytes N
+ *   "event_heartbeat_ms": 15000  (keep-alive of idle GET /jobs/:uuid/events streams)
+ *   "postback_initial_ms": 1000  (post-backs: delay after the first failed attempt,
+ *   "postback_max_ms": 300000     doubling up to this,
+ *   "postback_max_attempts": 10   attempts per URL before giving up,
+ *   "postback_timeout_ms": 10000  and the time one POST may take)
  *
  * Unknown keys in the file and unknown flags are refused with a message naming them.
  */
@@ -67,6 +72,11 @@ typedef struct tern_config {
     char *tls_cert;          /* or NULL */
     char *tls_key;           /* or NULL */
     uint32_t max_body_bytes; /* API request bodies */
+    uint32_t event_heartbeat_ms;
+    uint32_t postback_initial_ms;
+    uint32_t postback_max_ms;
+    uint32_t postback_max_attempts;
+    uint32_t postback_timeout_ms;
     char *config_file; /* or NULL */
 } tern_config_t;
 

@@ -20,6 +20,7 @@
 #include <openssl/ssl.h>
 
 #include "common.h"
+#include "event_hub.h"
 #include "http_request.h"
 #include "log.h"
 #include "metrics.h"
@@ -42,6 +43,7 @@ struct http_api {
     int port;
     bool listening;
     bool shutting_down;
+    event_hub_t *hub; /* live events for GET /jobs/:uuid/events (NULL without opts.addr) */
 };
 
 struct api_guard {
@@ -73,6 +75,16 @@ const redis_addr_t *api_redis_addr(const api_req_t *r)
 uv_loop_t *api_loop(const api_req_t *r)
 {
     return r->api->opts.loop;
+}
+
+const http_api_opts_t *api_opts(const api_req_t *r)
+{
+    return &r->api->opts;
+}
+
+event_hub_t *api_event_hub(const api_req_t *r)
+{
+    return r->api->hub;
 }
 
 int http_api_port(const http_api_t *api)
@@ -180,7 +192,8 @@ static const char *reason_phrase(int status)
     }
 }
 
-static void send_body(h2o_req_t *req, int status, const char *body, size_t len)
+static void send_body(h2o_req_t *req, int status, const char *content_type, const char *body,
+                      size_t len)
 {
     static h2o_generator_t generator = {NULL, NULL};
     req->res.status = status;
@@ -189,11 +202,15 @@ static void send_body(h2o_req_t *req, int status, const char *body, size_t len)
      * but 200 (LIBS.md 1.5), and keep-alive matters to API clients. */
     req->res.content_length = len;
     if (len > 0)
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
-                       H2O_STRLIT("application/json"));
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,
+                       strlen(content_type));
     h2o_start_response(req, &generator);
+    /* h2o 2.2 sends whatever it is given, even to HEAD: the length tells what a GET
+     * would carry, and the body stays home, or the client reads it as the next
+     * response on a kept-alive connection. */
+    bool head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
     h2o_iovec_t buf = h2o_iovec_init(body, len);
-    h2o_send(req, &buf, len > 0 ? 1 : 0, H2O_SEND_STATE_FINAL);
+    h2o_send(req, &buf, len > 0 && !head ? 1 : 0, H2O_SEND_STATE_FINAL);
 }
 
 void api_reply_json(api_req_t *r, int status, const json_t *body)
@@ -202,14 +219,27 @@ void api_reply_json(api_req_t *r, int status, const json_t *body)
     if (r->req != NULL) {
         h2o_req_t *req = r->req;
         if (body == NULL) {
-            send_body(req, status, NULL, 0);
+            send_body(req, status, "application/json", NULL, 0);
         } else {
             size_t n = json_dumpb(body, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
             char *buf = h2o_mem_alloc_pool(&req->pool, n + 1);
             json_dumpb(body, buf, n, JSON_COMPACT | JSON_ENCODE_ANY);
             buf[n] = '\n';
-            send_body(req, status, buf, n + 1);
+            send_body(req, status, "application/json", buf, n + 1);
         }
+    }
+    api_req_free(r);
+}
+
+void api_reply_text(api_req_t *r, int status, const char *content_type, const char *body,
+                    size_t len)
+{
+    log_request(r, status);
+    if (r->req != NULL) {
+        h2o_req_t *req = r->req;
+        char *buf = h2o_mem_alloc_pool(&req->pool, len + 1);
+        memcpy(buf, body, len);
+        send_body(req, status, h2o_strdup(&req->pool, content_type, SIZE_MAX).base, buf, len);
     }
     api_req_free(r);
 }
@@ -304,6 +334,52 @@ char *api_query_get(const api_req_t *r, const char *name)
     return NULL;
 }
 
+json_t *api_query_all(const api_req_t *r)
+{
+    json_t *all = json_object();
+    const char *p = r->query != NULL ? r->query : "";
+    while (*p) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp != NULL ? (size_t)(amp - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t klen = eq != NULL ? (size_t)(eq - p) : len;
+        if (klen > 0) {
+            char *key = percent_decode(p, klen);
+            char *val = eq != NULL ? percent_decode(eq + 1, len - klen - 1) : xstrdup("");
+            if (json_object_get(all, key) == NULL)
+                json_object_set_new(all, key, json_string(val));
+            free(key);
+            free(val);
+        }
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    return all;
+}
+
+int api_query_uint(const api_req_t *r, const char *name, uint64_t def, uint64_t max, uint64_t *out,
+                   char *err, size_t errlen)
+{
+    char *v = api_query_get(r, name);
+    if (v == NULL) {
+        *out = def;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    int rc = 0;
+    if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 || n > max)
+        rc = tern_seterr(err, errlen, TERN_EINVAL,
+                         "%s: expected an integer from 0 to %llu, got \"%.64s\"", name,
+                         (unsigned long long)max, v);
+    else
+        *out = n;
+    free(v);
+    return rc;
+}
+
 /* ---- routing ------------------------------------------------------------------ */
 
 /* Matches "/jobs/:uuid/cancel" against the path; fills params. */
@@ -343,7 +419,8 @@ NoMatch:
 }
 
 static const api_route_t *const route_tables[] = {http_routes_workflows, http_routes_jobs,
-                                                  http_routes_misc};
+                                                  http_routes_misc, http_routes_events,
+                                                  http_routes_metrics};
 
 /* Constant-time comparison: the time taken does not tell how much of a guess was
  * right. */
@@ -547,6 +624,8 @@ int http_api_start(const http_api_opts_t *opts, http_api_t **out, char *err, siz
     uv_tcp_getsockname(&api->listener, (struct sockaddr *)&bound, &len);
     api->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                   : ((struct sockaddr_in *)&bound)->sin_port);
+    if (opts->addr != NULL)
+        api->hub = event_hub_new(opts->loop, opts->addr);
     *out = api;
     return 0;
 
@@ -575,6 +654,10 @@ void http_api_shutdown(http_api_t *api)
         uv_close((uv_handle_t *)&api->listener, NULL);
         api->listening = false;
     }
+    /* Event streams end with their final chunk first, so the connections they hold close
+     * after a complete response. */
+    event_hub_free(api->hub);
+    api->hub = NULL;
     h2o_context_request_shutdown(&api->ctx);
 }
 
@@ -582,6 +665,7 @@ void http_api_dispose(http_api_t *api)
 {
     if (api == NULL)
         return;
+    event_hub_free(api->hub);
     h2o_context_dispose(&api->ctx);
     h2o_config_dispose(&api->config);
     if (api->ssl_ctx != NULL)

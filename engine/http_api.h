@@ -13,6 +13,7 @@
 #define TERN_HTTP_API_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -34,6 +35,7 @@ typedef struct http_api_opts {
     const char *tls_cert;        /* PEM chain file; with tls_key, serve HTTPS */
     const char *tls_key;
     size_t max_body_bytes;       /* default 1 MiB */
+    uint32_t stream_heartbeat_ms; /* keep-alive of idle event streams; default 15000 */
 } http_api_opts_t;
 
 /* Starts listening; call before the loop runs (h2o cleans up a failed start by

@@ -52,10 +52,24 @@ job_ops_t *api_ops(const api_req_t *r);
 plugin_registry_t *api_plugins(const api_req_t *r);
 const redis_addr_t *api_redis_addr(const api_req_t *r);
 uv_loop_t *api_loop(const api_req_t *r);
+/* The options the server was started with (borrowed). */
+const http_api_opts_t *api_opts(const api_req_t *r);
+/* The server's event hub (GET /jobs/:uuid/events), or NULL without a Redis address. */
+struct event_hub *api_event_hub(const api_req_t *r);
 
 /* The value of query parameter `name` (percent-decoded, malloc'd; caller frees), or
  * NULL when absent. */
 char *api_query_get(const api_req_t *r, const char *name);
+
+/* Every query parameter as an object of percent-decoded strings (new reference; the
+ * first of repeated names wins), or an empty object. */
+json_t *api_query_all(const api_req_t *r);
+
+/* Reads query parameter `name` as a decimal integer from 0 to `max`: 0 and *out
+ * (`def` when absent), or TERN_EINVAL with "limit: expected an integer from 0 to
+ * 1000, got \"x\"" in err. */
+int api_query_uint(const api_req_t *r, const char *name, uint64_t def, uint64_t max, uint64_t *out,
+                   char *err, size_t errlen);
 
 /* Answers with `status` and the compact JSON of `body` (borrowed; NULL sends no
  * body). Frees r. */
@@ -74,6 +88,11 @@ void api_reply_error(api_req_t *r, int status, const char *code, const char *fmt
  * anything else 500 InternalError. Frees r. */
 void api_reply_status(api_req_t *r, int status, const char *message);
 
+/* Answers with `status`, Content-Type `content_type` and `len` bytes of `body` (copied).
+ * Frees r. */
+void api_reply_text(api_req_t *r, int status, const char *content_type, const char *body,
+                    size_t len);
+
 /* Frees r without answering (the handler took the h2o_req_t over, e.g. a stream). */
 void api_req_release(api_req_t *r);
 
@@ -81,5 +100,7 @@ void api_req_release(api_req_t *r);
 extern const api_route_t http_routes_workflows[];
 extern const api_route_t http_routes_jobs[];
 extern const api_route_t http_routes_misc[];
+extern const api_route_t http_routes_events[];
+extern const api_route_t http_routes_metrics[];
 
 #endif /* TERN_HTTP_REQUEST_H */

@@ -1,10 +1,32 @@
 /*
- * http_routes_jobs.c -- /jobs: create, read, cancel, resume, retry.
+ * http_routes_jobs.c -- /jobs: list, create, read, cancel, resume, retry, and the
+ * job's info list, in node-workflow's shapes (docs/workflowapi.md and lib/api.js of
+ * node-workflow):
+ *
+ *   GET  /jobs               200 [job, ...] newest first; ?execution=, ?limit=,
+ *                            ?marker= (next page in x-tern-next-marker), ?offset=, and
+ *                            any other ?key=value filters on params
+ *   POST /jobs               201 job + Location
+ *   GET  /jobs/:uuid         200 job
+ *   POST /jobs/:uuid/cancel  200 job; 409 when it already finished
+ *   POST /jobs/:uuid/resume  200 job; 409 unless waiting
+ *   POST /jobs/:uuid/retry   200 job (tern's redrive); 409 unless failed or canceled
+ *   GET  /jobs/:uuid/info    200 [entry, ...]
+ *   POST /jobs/:uuid/info    200, no body
+ *
+ * A job path whose uuid is not a UUID answers 404 naming the value, as node-workflow
+ * does for any job it cannot find.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 #include "http_request.h"
+#include "iso8601.h"
+#include "job_info.h"
+#include "job_list.h"
+
+/* ---- answers ------------------------------------------------------------------ */
 
 static void on_job_answer(void *data, int status, const json_t *result, const char *message)
 {
@@ -15,10 +37,89 @@ static void on_job_answer(void *data, int status, const json_t *result, const ch
         api_reply_json(r, 200, result);
 }
 
-static void get_job(api_req_t *r)
+/* Operator actions answer with the whole job, as node-workflow does: once the action
+ * is stored, the job is read again (a second round trip). */
+static void on_action_done(void *data, int status, const json_t *result, const char *message)
 {
-    job_ops_get(api_ops(r), r->params[0], on_job_answer, r);
+    (void)result;
+    api_req_t *r = data;
+    if (status != 0)
+        api_reply_status(r, status, message);
+    else
+        job_ops_get(api_ops(r), r->params[0], on_job_answer, r);
 }
+
+/* Answers 404 and returns false unless the path's job uuid is a UUID. */
+static bool job_uuid_ok(api_req_t *r)
+{
+    if (tern_uuid_valid(r->params[0]))
+        return true;
+    api_reply_error(r, 404, "ResourceNotFound", "job \"%.100s\" does not exist (not a UUID)",
+                    r->params[0]);
+    return false;
+}
+
+/* ---- GET /jobs ---------------------------------------------------------------- */
+
+static void on_job_list(void *data, int status, const json_t *result, const char *message)
+{
+    api_req_t *r = data;
+    if (status != 0) {
+        api_reply_status(r, status, message);
+        return;
+    }
+    const char *next = json_string_value(json_object_get(result, "next_marker"));
+    if (next != NULL)
+        api_add_header(r, "x-tern-next-marker", next);
+    /* node-workflow's x-count: how many jobs match, known here only without params
+     * filters (the size of the index listed). */
+    json_t *total = json_object_get(result, "total");
+    if (json_is_integer(total)) {
+        char count[24];
+        snprintf(count, sizeof count, "%lld", (long long)json_integer_value(total));
+        api_add_header(r, "x-count", count);
+    }
+    api_reply_json(r, 200, json_object_get(result, "jobs"));
+}
+
+static void list_jobs(api_req_t *r)
+{
+    char err[256];
+    uint64_t limit, offset;
+    int rc =
+        api_query_uint(r, "limit", JOB_LIST_LIMIT_DEFAULT, UINT32_MAX, &limit, err, sizeof err);
+    if (rc == 0)
+        rc = api_query_uint(r, "offset", 0, UINT32_MAX, &offset, err, sizeof err);
+    if (rc != 0) {
+        api_reply_error(r, 409, "InvalidArgument", "%s", err);
+        return;
+    }
+    if (limit == 0) {
+        api_reply_error(r, 409, "InvalidArgument", "limit: expected at least 1");
+        return;
+    }
+    /* node-workflow's rule: every parameter that is not about paging or the execution
+     * filters the jobs' params. */
+    json_t *filters = api_query_all(r);
+    char *execution = api_query_get(r, "execution");
+    char *marker = api_query_get(r, "marker");
+    static const char *const reserved[] = {"execution", "limit", "offset", "marker"};
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(reserved); i++)
+        json_object_del(filters, reserved[i]);
+    job_list_req_t req = {
+        .execution = execution != NULL && execution[0] != '\0' ? execution : NULL,
+        .limit = (size_t)limit,
+        .marker = marker != NULL && marker[0] != '\0' ? marker : NULL,
+        .offset = (size_t)offset,
+        .filters = filters,
+    };
+    job_list(api_store(r), &req, on_job_list, r);
+    free(execution);
+    free(marker);
+    json_decref(filters);
+}
+
+/* ---- POST /jobs --------------------------------------------------------------- */
 
 static void on_job_created(void *data, int status, const json_t *result, const char *message)
 {
@@ -34,52 +135,221 @@ static void on_job_created(void *data, int status, const json_t *result, const c
     api_reply_json(r, 201, result);
 }
 
-static void post_jobs(api_req_t *r)
+/* Reads an optional string member; answers 409 naming it when it has another type. */
+static bool body_string(api_req_t *r, const char *key, const char *what, const char **out)
 {
-    const json_t *b = r->body;
-    const char *workflow = json_string_value(json_object_get(b, "workflow"));
+    json_t *v = json_object_get(r->body, key);
+    *out = NULL;
+    if (v == NULL || json_is_null(v))
+        return true;
+    if (!json_is_string(v)) {
+        api_reply_error(r, 409, "InvalidArgument", "%s: expected %s", key, what);
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
+}
+
+/* exec_after: an ISO 8601 date (node-workflow) or milliseconds since the epoch. */
+static bool body_exec_after(api_req_t *r, uint64_t *out)
+{
+    json_t *v = json_object_get(r->body, "exec_after");
+    *out = 0;
+    if (v == NULL || json_is_null(v))
+        return true;
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (uint64_t)json_integer_value(v);
+        return true;
+    }
+    if (json_is_string(v) && iso8601_parse_ms(json_string_value(v), out) == 0)
+        return true;
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    api_reply_error(r, 409, "InvalidArgument",
+                    "exec_after: expected an ISO 8601 date such as \"2026-11-21T04:47:28Z\" "
+                    "(or milliseconds since the epoch), got %.80s",
+                    text != NULL ? text : "?");
+    free(text);
+    return false;
+}
+
+/* node-workflow's mapping of a job body: its own members are taken as they are and
+ * every other top-level member becomes a param. tern also takes a `params` object,
+ * to which those members are added; a member given both ways with different values
+ * is refused rather than one silently winning. Returns a new object, or NULL after
+ * answering 409. */
+static json_t *body_params(api_req_t *r)
+{
+    static const char *const members[] = {"workflow", "target", "exec_after",     "locks",
+                                          "params",   "uuid",   "post_back_urls", "num_attempts"};
+    json_t *given = json_object_get(r->body, "params");
+    if (given != NULL && !json_is_null(given) && !json_is_object(given)) {
+        api_reply_error(r, 409, "InvalidArgument", "params: expected an object");
+        return NULL;
+    }
+    json_t *params = json_is_object(given) ? json_deep_copy(given) : json_object();
+    const char *key;
+    json_t *value;
+    json_object_foreach(r->body, key, value)
+    {
+        bool member = false;
+        for (size_t i = 0; i < TERN_ARRAY_SIZE(members) && !member; i++)
+            member = strcmp(key, members[i]) == 0;
+        if (member)
+            continue;
+        json_t *old = json_object_get(params, key);
+        if (old != NULL && !json_equal(old, value)) {
+            api_reply_error(r, 409, "InvalidArgument",
+                            "%s: given both in params and at the top level, with different "
+                            "values",
+                            key);
+            json_decref(params);
+            return NULL;
+        }
+        json_object_set(params, key, value);
+    }
+    return params;
+}
+
+static void create_job(api_req_t *r)
+{
+    if (r->body == NULL) {
+        api_reply_error(r, 409, "InvalidArgument",
+                        "workflow: required (a workflow uuid or name); the body is empty");
+        return;
+    }
+    const char *workflow, *target, *locks, *uuid;
+    uint64_t exec_after;
+    if (!body_string(r, "workflow", "a workflow uuid or name (a string)", &workflow) ||
+        !body_string(r, "target", "a string", &target) ||
+        !body_string(r, "locks", "a regular expression (a string)", &locks) ||
+        !body_string(r, "uuid", "a UUID (a string)", &uuid) || !body_exec_after(r, &exec_after))
+        return;
     if (workflow == NULL) {
         api_reply_error(r, 409, "InvalidArgument", "workflow: required (a workflow uuid or name)");
         return;
     }
-    json_t *target = json_object_get(b, "target");
-    if (target != NULL && !json_is_string(target) && !json_is_null(target)) {
-        api_reply_error(r, 409, "InvalidArgument", "target: expected a string");
+    json_t *urls = json_object_get(r->body, "post_back_urls");
+    json_t *params = body_params(r);
+    if (params == NULL)
         return;
-    }
     job_create_req_t req = {
         .workflow = workflow,
-        .params = json_object_get(b, "params"),
-        .target = json_string_value(target),
-        .locks = json_string_value(json_object_get(b, "locks")),
+        .params = params,
+        .target = target,
+        .exec_after_ms = exec_after,
+        .locks = locks,
+        .uuid = uuid,
+        .post_back_urls = json_is_null(urls) ? NULL : urls,
     };
     job_ops_create(api_ops(r), &req, on_job_created, r);
+    json_decref(params);
 }
 
-static void post_cancel(api_req_t *r)
+/* ---- one job ------------------------------------------------------------------ */
+
+static void get_job(api_req_t *r)
 {
-    job_ops_cancel(api_ops(r), r->params[0], "api", on_job_answer, r);
+    if (job_uuid_ok(r))
+        job_ops_get(api_ops(r), r->params[0], on_job_answer, r);
 }
 
-static void post_resume(api_req_t *r)
+static void cancel_job(api_req_t *r)
 {
-    const json_t *b = r->body;
-    job_ops_resume(api_ops(r), r->params[0], json_object_get(b, "result"),
-                   json_object_get(b, "error"), "api", on_job_answer, r);
+    if (job_uuid_ok(r))
+        job_ops_cancel(api_ops(r), r->params[0], "api", on_action_done, r);
 }
 
-static void post_retry(api_req_t *r)
+/* node-workflow's resume: `error` (any non-empty value) fails the waiting step,
+ * otherwise `result` (default "OK") is its result. tern's errors are {code, message}
+ * objects, so a string error becomes {"code": "ExternalTaskError", "message": it}. */
+static void resume_job(api_req_t *r)
 {
-    const json_t *b = r->body;
-    job_ops_redrive(api_ops(r), r->params[0], json_string_value(json_object_get(b, "from_step")),
-                    json_object_get(b, "params"), "api", on_job_answer, r);
+    if (!job_uuid_ok(r))
+        return;
+    json_t *result = json_object_get(r->body, "result");
+    json_t *error = json_object_get(r->body, "error");
+    json_t *err_obj = NULL;
+    if (error != NULL && !json_is_null(error) &&
+        !(json_is_string(error) && json_string_length(error) == 0) &&
+        !(json_is_boolean(error) && !json_is_true(error))) {
+        if (json_is_string(error)) {
+            err_obj = json_pack("{s:s, s:O}", "code", "ExternalTaskError", "message", error);
+        } else if (json_is_object(error)) {
+            err_obj = json_deep_copy(error);
+            if (json_object_get(err_obj, "code") == NULL)
+                json_object_set_new(err_obj, "code", json_string("ExternalTaskError"));
+            if (!json_is_string(json_object_get(err_obj, "code"))) {
+                json_decref(err_obj);
+                api_reply_error(r, 409, "InvalidArgument", "error.code: expected a string");
+                return;
+            }
+        } else {
+            api_reply_error(r, 409, "InvalidArgument",
+                            "error: expected a message (a string) or an object {code, message}");
+            return;
+        }
+    }
+    json_t *ok = json_string("OK");
+    job_ops_resume(api_ops(r), r->params[0], result != NULL ? result : ok, err_obj, "api",
+                   on_action_done, r);
+    json_decref(ok);
+    json_decref(err_obj);
+}
+
+static void retry_job(api_req_t *r)
+{
+    if (!job_uuid_ok(r))
+        return;
+    const char *from_step;
+    if (!body_string(r, "from_step", "a step name (a string)", &from_step))
+        return;
+    job_ops_redrive(api_ops(r), r->params[0], from_step, json_object_get(r->body, "params"), "api",
+                    on_action_done, r);
+}
+
+/* ---- info --------------------------------------------------------------------- */
+
+static void on_info_added(void *data, int status, const json_t *result, const char *message)
+{
+    (void)result;
+    api_req_t *r = data;
+    if (status != 0)
+        api_reply_status(r, status, message);
+    else
+        api_reply_json(r, 200, NULL);
+}
+
+/* node-workflow stores the whole body but the path's uuid, so {"message": {...}}
+ * reads back as [{"message": {...}}]. */
+static void post_info(api_req_t *r)
+{
+    if (!job_uuid_ok(r))
+        return;
+    json_t *msg = json_object_get(r->body, "message");
+    if (msg != NULL && !json_is_object(msg) && !json_is_string(msg)) {
+        api_reply_error(r, 409, "InvalidArgument", "message: expected an object (or a string)");
+        return;
+    }
+    json_t *entry = r->body != NULL ? json_deep_copy(r->body) : json_object();
+    json_object_del(entry, "uuid");
+    job_info_add(api_store(r), r->params[0], entry, on_info_added, r);
+    json_decref(entry);
+}
+
+static void get_info(api_req_t *r)
+{
+    if (job_uuid_ok(r))
+        job_info_get(api_store(r), r->params[0], on_job_answer, r);
 }
 
 const api_route_t http_routes_jobs[] = {
-    {"POST", "/jobs", post_jobs},
+    {"GET", "/jobs", list_jobs},
+    {"POST", "/jobs", create_job},
     {"GET", "/jobs/:uuid", get_job},
-    {"POST", "/jobs/:uuid/cancel", post_cancel},
-    {"POST", "/jobs/:uuid/resume", post_resume},
-    {"POST", "/jobs/:uuid/retry", post_retry},
+    {"POST", "/jobs/:uuid/cancel", cancel_job},
+    {"POST", "/jobs/:uuid/resume", resume_job},
+    {"POST", "/jobs/:uuid/retry", retry_job},
+    {"GET", "/jobs/:uuid/info", get_info},
+    {"POST", "/jobs/:uuid/info", post_info},
     {NULL, NULL, NULL},
 };

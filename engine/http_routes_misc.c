@@ -1,13 +1,22 @@
 /*
- * http_routes_misc.c -- GET /ping and GET /tasks.
+ * http_routes_misc.c -- GET /ping, /tasks, /stats and /runners.
+ *
+ * /ping answers without a token (a load balancer's health check) with node-workflow's
+ * fields ("pid", "backend": "up"|"down") beside tern's ("ping", "redis"), and 503
+ * while Redis is unreachable.
  */
+#include <unistd.h>
+
 #include "common.h"
 #include "http_request.h"
+#include "job_stats.h"
+#include "runner_list.h"
 
 static void get_ping(api_req_t *r)
 {
     bool up = store_is_up(api_store(r));
-    json_t *body = json_pack("{s:s, s:b}", "ping", "pong", "redis", up);
+    json_t *body = json_pack("{s:s, s:b, s:I, s:s}", "ping", "pong", "redis", up, "pid",
+                             (json_int_t)getpid(), "backend", up ? "up" : "down");
     api_reply_json(r, up ? 200 : 503, body);
     json_decref(body);
 }
@@ -19,8 +28,26 @@ static void get_tasks(api_req_t *r)
     json_decref(body);
 }
 
+static void on_answer(void *data, int status, const json_t *result, const char *message)
+{
+    api_req_t *r = data;
+    if (status != 0)
+        api_reply_status(r, status, message);
+    else
+        api_reply_json(r, 200, result);
+}
+
+static void get_stats(api_req_t *r)
+{
+    job_stats_get(api_store(r), on_answer, r);
+}
+
+static void get_runners(api_req_t *r)
+{
+    runner_list_get(api_store(r), on_answer, r);
+}
+
 const api_route_t http_routes_misc[] = {
-    {"GET", "/ping", get_ping},
-    {"GET", "/tasks", get_tasks},
-    {NULL, NULL, NULL},
+    {"GET", "/ping", get_ping},       {"GET", "/tasks", get_tasks}, {"GET", "/stats", get_stats},
+    {"GET", "/runners", get_runners}, {NULL, NULL, NULL},
 };

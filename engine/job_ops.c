@@ -194,10 +194,9 @@ static void on_workflow_put(void *data, int status, const redisReply *reply, con
      * this one under the uuid it was first stored with. */
     json_t *doc = json_deep_copy(op->wf->doc);
     json_object_set_new(doc, "uuid", json_stringn(uuid->str, uuid->len));
-    json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:o}", "uuid", uuid->str, "name", name,
-                            "version", version, "status",
-                            store_reply_is(kind, "SAME") ? "unchanged" : "created", "workflow",
-                            doc);
+    json_t *res = json_pack(
+        "{s:s, s:s, s:s, s:s, s:o}", "uuid", uuid->str, "name", name, "version", version, "status",
+        store_reply_is(kind, "SAME") ? "unchanged" : "created", "workflow", doc);
     op_done(op, 0, res, NULL);
     json_decref(res);
 }

@@ -36,8 +36,9 @@ job_ops_t *job_ops_new(const job_ops_opts_t *opts);
 void job_ops_free(job_ops_t *ops);
 
 /* Validates and stores a workflow definition (borrowed). Result:
- * {"uuid", "name", "version", "status": "created"|"unchanged"}. The same name and
- * version with a different definition is TERN_EEXIST. */
+ * {"uuid", "name", "version", "status": "created"|"unchanged", "workflow": the stored
+ * document}. The same name and version with a different definition is TERN_EEXIST, as
+ * is a "uuid" in the definition that already names another version. */
 void job_ops_workflow_put(job_ops_t *ops, const json_t *definition, job_ops_cb cb, void *data);
 
 /* Reads a workflow by uuid, "name@version" or name (latest). Result: the document. */
@@ -50,11 +51,17 @@ typedef struct job_create_req {
     uint64_t exec_after_ms; /* 0: now; else ms since the epoch */
     const char *locks;      /* regular expression (POSIX extended) or NULL */
     const char *uuid;       /* or NULL: a new one is made */
+    /* Array of http(s) URLs told when the job ends, or NULL; borrowed. */
+    const json_t *post_back_urls;
 } job_create_req_t;
 
-/* Creates a job. Result: {"uuid", "workflow_uuid", "name", "execution": "queued",
- * "created_at"}. A job with the same workflow, target and params that has not finished,
- * or a target matching an active job's locks, is TERN_EEXIST and names the other job. */
+#define JOB_POST_BACK_URLS_MAX 16   /* URLs per job */
+#define JOB_POST_BACK_URL_MAX  2048 /* bytes per URL */
+
+/* Creates a job. Result: the new job as job_ops_get shows it (execution "queued"),
+ * read in the same atomic step that created it. A job with the same workflow, target
+ * and params that has not finished, or a target matching an active job's locks, is
+ * TERN_EEXIST and names the other job; so is a `uuid` that is already a job's. */
 void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, void *data);
 
 /* Reads a job in node-workflow's shape plus tern's fields (see job_view.h). */

@@ -11,6 +11,17 @@
 #include "common.h"
 #include "store.h"
 
+const char *const job_executions[] = {"queued",  "failed",  "succeeded", "canceled",
+                                      "running", "retried", "waiting",   NULL};
+
+bool job_execution_valid(const char *s)
+{
+    for (size_t i = 0; s != NULL && job_executions[i] != NULL; i++)
+        if (strcmp(s, job_executions[i]) == 0)
+            return true;
+    return false;
+}
+
 static json_t *field_json(const redisReply *fields, const char *name)
 {
     size_t len = 0;
@@ -121,6 +132,10 @@ json_t *job_view_from_reply(const redisReply *reply)
                                   (json_int_t)field_ll(f, "attempt", 0)));
     json_object_set_new(v, "blocked_on", field_str(f, "blocked_on"));
     json_object_set_new(v, "wait_info", field_json(f, "wait_info"));
+    json_object_set_new(v, "cancel_requested", json_boolean(field_ll(f, "cancel", 0) == 1));
+    json_object_set_new(v, "post_back_urls", field_json(f, "post_back_urls"));
+    /* Every delivery attempt of the job's outcome, so a failing receiver is visible. */
+    json_object_set_new(v, "post_backs", json_list(store_reply_at(reply, 7)));
     json_decref(wf);
     return v;
 }

@@ -3,13 +3,22 @@
  * execution, params, target, chain, onerror, chain_results, onerror_results,
  * oncancel_results, created_at, exec_after, started, elapsed, timeout) plus tern's
  * fields (version, queue, runner_id, state, error, history, retried, cursor,
- * finished_at, workflow_uuid).
+ * finished_at, workflow_uuid, blocked_on, wait_info, cancel_requested, post_back_urls,
+ * post_backs: the delivery attempts of the outcome to those URLs).
  */
 #ifndef TERN_JOB_VIEW_H
 #define TERN_JOB_VIEW_H
 
+#include <stdbool.h>
+
 #include <hiredis/hiredis.h>
 #include <jansson.h>
+
+/* The executions a job can be in, in node-workflow's order; NULL-terminated. */
+extern const char *const job_executions[];
+
+/* True when s is one of job_executions. */
+bool job_execution_valid(const char *s);
 
 /* Builds the view from a job_get.lua reply. Returns a new reference, or NULL when the
  * reply is empty (no such job). */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include "job_ops.h"
 #include "log.h"
 #include "plugin_loader.h"
+#include "postback.h"
 #include "redis_addr.h"
 #include "redis_embedded.h"
 #include "runner.h"
@@ -52,6 +54,8 @@ typedef struct ternd {
     store_t *store;
     job_ops_t *ops;
     runner_t *runner;
+    postback_t *postback; /* every role delivers post-backs */
+    int stops_pending;    /* runner and post-back deliverer still stopping */
     http_api_t *api;
     char *api_token;
     uv_timer_t api_drain; /* h2o needs the loop for a moment after its shutdown */
@@ -332,6 +336,8 @@ static void on_store_state(store_t *s, bool up, void *data)
         log_msg(TERN_LOG_WARN, "store", NULL, "Redis is unreachable; retrying");
     if (t->runner != NULL)
         runner_store_state(t->runner, up);
+    if (t->postback != NULL)
+        postback_store_state(t->postback, up);
     if (up && !t->ready && t->wf_pending == 0)
         load_workflows(t);
 }
@@ -373,11 +379,27 @@ static void finish_shutdown(ternd_t *t)
     uv_close((uv_handle_t *)&t->sigint, NULL);
 }
 
+/* The store and the HTTP client go once both the runner and the post-back deliverer
+ * (which use them to the end) have stopped. */
+static void on_part_stopped(void *data)
+{
+    ternd_t *t = data;
+    if (--t->stops_pending == 0)
+        finish_shutdown(t);
+}
+
 static void on_runner_stopped(void *data)
 {
     ternd_t *t = data;
     t->runner = NULL;
-    finish_shutdown(t);
+    on_part_stopped(t);
+}
+
+static void on_postback_stopped(void *data)
+{
+    ternd_t *t = data;
+    t->postback = NULL;
+    on_part_stopped(t);
 }
 
 static void shutdown_begin(ternd_t *t, int exit_code)
@@ -389,10 +411,15 @@ static void shutdown_begin(ternd_t *t, int exit_code)
     log_msg(TERN_LOG_INFO, "ternd", NULL, "shutting down");
     if (t->api != NULL)
         http_api_shutdown(t->api);
+    t->stops_pending = 1;
+    if (t->postback != NULL) {
+        t->stops_pending++;
+        postback_stop(t->postback, on_postback_stopped, t);
+    }
     if (t->runner != NULL)
         runner_stop(t->runner, t->cfg.shutdown_grace_ms, on_runner_stopped, t);
     else
-        finish_shutdown(t);
+        on_part_stopped(t);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -460,6 +487,18 @@ static int fail_start(ternd_t *t)
 
 /* ---- main --------------------------------------------------------------------- */
 
+/* Every API connection, an open event stream included, costs a file descriptor; the
+ * usual soft limit of 1024 would cap a ternd at about a thousand watchers while the
+ * hard limit allows far more, so the soft limit is raised to the hard one. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 /* Removes the main-only flags (see the top of this file) from argv. */
 static int take_main_flags(ternd_t *t, int *argc, char **argv)
 {
@@ -490,6 +529,7 @@ static int take_main_flags(ternd_t *t, int *argc, char **argv)
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
     char *plugin_dir = default_plugin_dir();
     if (argc >= 2 && strcmp(argv[1], "--task-helper") == 0) {
         log_init("ternd-helper", TERN_LOG_INFO, 2);
@@ -582,6 +622,7 @@ int main(int argc, char **argv)
             .tls_cert = t.cfg.tls_cert,
             .tls_key = t.cfg.tls_key,
             .max_body_bytes = t.cfg.max_body_bytes,
+            .stream_heartbeat_ms = t.cfg.event_heartbeat_ms,
         };
         if (http_api_start(&ao, &t.api, err, sizeof err) != 0) {
             log_msg(TERN_LOG_FATAL, "ternd", NULL, "%s", err);
@@ -607,6 +648,16 @@ int main(int argc, char **argv)
         t.runner = runner_new(t.loop, t.store, &ro);
     }
     free(exe);
+    postback_opts_t po = {
+        .id = t.cfg.runner_id,
+        .initial_ms = t.cfg.postback_initial_ms,
+        .max_ms = t.cfg.postback_max_ms,
+        .max_attempts = t.cfg.postback_max_attempts,
+        .timeout_ms = t.cfg.postback_timeout_ms,
+    };
+    t.postback = postback_new(t.loop, t.store, t.http, &po);
+    if (store_is_up(t.store))
+        postback_store_state(t.postback, true);
 
     uv_signal_init(t.loop, &t.sigterm);
     uv_signal_init(t.loop, &t.sigint);

@@ -22,6 +22,7 @@
 #include "common.h"
 #include "holds.h"
 #include "log.h"
+#include "metrics.h"
 #include "plugin_redis.h"
 #include "redis_conn.h"
 #include "task_ctx.h"
@@ -636,10 +637,15 @@ static void attempt_failed(run_job_t *j, const char *code, const char *message,
         store_args_push_u64(&j->commit, on_runner ? 0 : delay);
         j->commit_then = on_runner ? THEN_RETRY : THEN_LEAVE;
         j->r->n_retries++;
+        metrics_retry_observe(job_step(j)->task);
         JLOG(j, TERN_LOG_INFO, "attempt failed (%s: %s); retrying in %llu ms", code, message,
              (unsigned long long)delay);
-        if (on_runner)
+        if (on_runner) {
+            /* The loop's clock is read once per iteration; refresh it so the retry never
+             * starts before its delay has passed on the wall clock. */
+            uv_update_time(j->r->loop);
             uv_timer_start(&j->wait_timer, on_backoff_timer, delay, 0);
+        }
         job_commit_send(j);
         json_decref(event);
         json_decref(error);
@@ -684,6 +690,12 @@ static void on_attempt_outcome(void *owner, task_outcome_t *o)
     j->isolated = NULL;
     uv_timer_stop(&j->step_timer);
     uint64_t duration = tern_mono_ms() - j->attempt_mono_ms;
+    static const char *const outcome_names[] = {
+        [TASK_DONE] = "succeeded", [TASK_FAILED] = "failed", [TASK_WAIT] = "waiting",
+        [TASK_REQUEUE] = "requeued"};
+    const wf_step_t *step = job_step(j);
+    metrics_step_observe(step != NULL ? step->task : "?", outcome_names[o->kind],
+                         (double)duration / 1000.0);
     switch (o->kind) {
     case TASK_DONE:
         attempt_done(j, o->result, o->state_changes, duration);
@@ -744,6 +756,8 @@ static void on_step_timeout(uv_timer_t *t)
     char msg[160];
     snprintf(msg, sizeof msg, "task %s did not finish within %llu ms", s->task,
              (unsigned long long)s->timeout_ms);
+    metrics_step_observe(s->task, "timeout",
+                         (double)(tern_mono_ms() - j->attempt_mono_ms) / 1000.0);
     attempt_failed(j, "TaskTimeout", msg, NULL, tern_mono_ms() - j->attempt_mono_ms);
 }
 

@@ -24,6 +24,16 @@ static const char *const script_names[SCRIPT_COUNT] = {
     [SCRIPT_STEP_BEGIN] = "step_begin",   [SCRIPT_STEP_COMMIT] = "step_commit",
     [SCRIPT_TICK] = "tick",               [SCRIPT_WORKFLOW_GET] = "workflow_get",
     [SCRIPT_WORKFLOW_PUT] = "workflow_put",
+    [SCRIPT_JOB_INFO_ADD] = "job_info_add",
+    [SCRIPT_JOB_INFO_GET] = "job_info_get",
+    [SCRIPT_JOB_LIST] = "job_list",
+    [SCRIPT_JOB_STATS] = "job_stats",
+    [SCRIPT_METRICS_READ] = "metrics_read",
+    [SCRIPT_POSTBACK_CLAIM] = "postback_claim",
+    [SCRIPT_POSTBACK_DONE] = "postback_done",
+    [SCRIPT_RUNNER_LIST] = "runner_list",
+    [SCRIPT_WORKFLOW_DELETE] = "workflow_delete",
+    [SCRIPT_WORKFLOW_LIST] = "workflow_list",
 };
 
 struct store {

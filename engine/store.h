@@ -13,7 +13,11 @@
  *   job:<uuid>:res:<phase>  list  result entries of chain (0), onerror (1), oncancel (2)
  *   job:<uuid>:state        hash  job-scoped state: key -> JSON value text
  *   job:<uuid>:history      list  operator actions (cancel, resume, retry), JSON
+ *   job:<uuid>:info         list  node-workflow's job info: entries POSTed to
+ *                                 /jobs/:uuid/info (JSON), append-only, bounded
  *   job:<uuid>:held         set   resources the job holds
+ *   job:<uuid>:postbacks    list  post-back attempts {url, attempt, time, status|error,
+ *                                 delivered, ...} (JSON), the last 200
  *   job:<uuid>:events       stream  the job's events, capped (field "e": JSON)
  *   events                  stream  every job's events, capped
  *   jobs                    zset  every job by creation time (ms)
@@ -30,6 +34,11 @@
  *   hold:<res>:h / :w / :cap  set of holders / FIFO of waiters / capacity per waiter
  *   wake                    channel  a delayed job became the earliest (runners re-arm)
  *   control                 channel  "cancel <uuid>" for the runner running it
+ *   queues                  set   every queue name a job was created in (GET /metrics)
+ *   postbacks               zset  "<job uuid>/<url index>" -> due time of its next
+ *                                 post-back attempt (filled by finish() in _common.lua)
+ *   postbacks:lease         zset  deliveries claimed by a ternd -> lease expiry
+ *   postbacks:wake          channel  a post-back became due at <ms> (deliverers re-arm)
  *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
  *
  * Job fields: uuid, name, version, workflow_uuid, workflow (frozen normalized doc),
@@ -41,7 +50,9 @@
  * JSON), failed_at ("<phase>:<idx>"), holds (job-level, "<capacity> <resource>"
  * lines, expanded at creation), step_holds, blocked_on, inflight (an irreversible
  * step in flight), cancel, timed_out, resume (outcome given to a waiting job),
- * wait_info, requeue_info, unique, locks, has_oncancel.
+ * wait_info, requeue_info, unique, locks, has_oncancel, post_back_urls (JSON array of
+ * http(s) URLs given at creation, to be told when the job ends), pb_attempt:<i> and
+ * pb_fence:<i> (attempts made and claims taken of the post-back to URL i).
  *
  * Every multi-key change is one Lua script (engine/lua/), loaded with SCRIPT LOAD on
  * each connect and called with EVALSHA (EVAL when Redis answers NOSCRIPT). Every
@@ -88,12 +99,22 @@ typedef enum store_script {
     SCRIPT_JOB_CLAIM,
     SCRIPT_JOB_CREATE,
     SCRIPT_JOB_GET,
+    SCRIPT_JOB_INFO_ADD,
+    SCRIPT_JOB_INFO_GET,
+    SCRIPT_JOB_LIST,
     SCRIPT_JOB_REDRIVE,
     SCRIPT_JOB_RESUME,
+    SCRIPT_JOB_STATS,
+    SCRIPT_METRICS_READ,
+    SCRIPT_POSTBACK_CLAIM,
+    SCRIPT_POSTBACK_DONE,
+    SCRIPT_RUNNER_LIST,
     SCRIPT_STEP_BEGIN,
     SCRIPT_STEP_COMMIT,
     SCRIPT_TICK,
+    SCRIPT_WORKFLOW_DELETE,
     SCRIPT_WORKFLOW_GET,
+    SCRIPT_WORKFLOW_LIST,
     SCRIPT_WORKFLOW_PUT,
     SCRIPT_COUNT
 } store_script_t;

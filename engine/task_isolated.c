@@ -9,7 +9,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "child_process.h"
@@ -134,6 +136,8 @@ task_isolated_t *task_isolated_start(const task_isolated_opts_t *opts, const jso
         tern_seterr(err, errlen, TERN_EINVAL, "cannot build the helper request");
         return NULL;
     }
+    /* The helper checks that this process is still its parent (see task_helper_main). */
+    json_object_set_new(req, "runner_pid", json_integer((json_int_t)getpid()));
     char *text = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     task_isolated_t *t = xcalloc(1, sizeof *t);
@@ -232,6 +236,11 @@ static int helper_fail(const char *code, const char *msg)
 
 int task_helper_main(const char *default_plugin_dir)
 {
+    /* The attempt belongs to the runner that started it. When that runner dies (kill
+     * -9, out of memory), its job is re-queued and the step runs again elsewhere; a
+     * helper left running would do the same work at the same time, unseen. So the
+     * kernel kills the helper with its parent. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     size_t len = 0;
     char *buf = read_all_stdin(&len);
     if (buf == NULL)
@@ -247,6 +256,13 @@ int task_helper_main(const char *default_plugin_dir)
     if (task == NULL || strchr(task, '.') == NULL || !json_is_object(job)) {
         json_decref(req);
         return helper_fail("InvalidArgument", "helper request lacks task or job");
+    }
+    /* The runner may have died before the death signal was armed: then nobody waits
+     * for this attempt any more, and it must not start. */
+    json_int_t runner_pid = json_integer_value(json_object_get(req, "runner_pid"));
+    if (runner_pid > 0 && getppid() != (pid_t)runner_pid) {
+        json_decref(req);
+        return 1;
     }
     char family[64];
     snprintf(family, sizeof family, "%.*s", (int)(strchr(task, '.') - task), task);

@@ -193,6 +193,18 @@ local function finish(uuid, execution, now)
     redis.call('HSET', k, 'finished_at', now)
     set_execution(uuid, execution)
     event(uuid, {type = 'finished', execution = execution}, now)
+    -- Post-backs: one delivery per URL, due now; every ternd's deliverer is woken and
+    -- one claims each (postback_claim.lua). A job that ends again after a retry from
+    -- failure starts a new round of attempts.
+    local urls = redis.call('HGET', k, 'post_back_urls')
+    local ok, list = pcall(cjson.decode, urls or '')
+    if ok and type(list) == 'table' and #list > 0 then
+        for i = 0, #list - 1 do
+            redis.call('HDEL', k, 'pb_attempt:' .. i)
+            redis.call('ZADD', P .. 'postbacks', now, uuid .. '/' .. i)
+        end
+        redis.call('PUBLISH', P .. 'postbacks:wake', tostring(now))
+    end
 end
 
 -- Tries to take every job-level hold; on the first refusal parks the job (queued,
@@ -215,4 +227,22 @@ local function take_job_holds(uuid, runner, now)
         end
     end
     return true
+end
+
+-- One consistent snapshot of a job in the layout job_view.c reads, or nil when the
+-- job does not exist: {fields (HGETALL), chain results, onerror results, oncancel
+-- results, state (HGETALL), history, server now, post-back attempts}. Reads, creates
+-- and listings all answer with it, so a job looks the same whichever call returned it.
+local function job_snapshot(uuid, now)
+    local k = jkey(uuid)
+    local fields = redis.call('HGETALL', k)
+    if #fields == 0 then
+        return nil
+    end
+    return {fields, redis.call('LRANGE', k .. ':res:0', 0, -1),
+            redis.call('LRANGE', k .. ':res:1', 0, -1),
+            redis.call('LRANGE', k .. ':res:2', 0, -1),
+            redis.call('HGETALL', k .. ':state'),
+            redis.call('LRANGE', k .. ':history', 0, -1), now,
+            redis.call('LRANGE', k .. ':postbacks', 0, -1)}
 end

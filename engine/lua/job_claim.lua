@@ -3,7 +3,8 @@
 -- `more` further jobs are moved from the queue here. Each is checked (a job canceled
 -- while queued is skipped), takes its job-level holds (or is parked), gets a new
 -- fence token, and is returned whole. An explicitly named job that already runs on
--- this runner is adopted again with a new fence (its claim reply was lost).
+-- this runner is adopted again with a new fence (its claim reply was lost, or the
+-- runner restarted under the same id), unless an irreversible step was in flight.
 -- ARGV: 3 runner, 4 queue, 5 more (count), 6.. explicit uuids.
 -- Returns a list of jobs, each {uuid, fence, job fields (HGETALL), chain results,
 -- onerror results, oncancel results, state (HGETALL)}.
@@ -30,6 +31,21 @@ for _, uuid in ipairs(candidates) do
     local adopt = explicit[uuid] and ex == 'running' and redis.call('HGET', k, 'runner') == runner
     if adopt then
         ex = 'queued'
+        -- A runner restarted under the same id finds the job it held: if it had begun
+        -- an irreversible step and never committed it, the step may have done its
+        -- work, so the job fails with StepInterrupted, as tick.lua fails the same job
+        -- of a runner that died for good. (A live runner that lost a claim's answer
+        -- has begun no step under that claim, so this never stops it.)
+        local f = redis.call('HMGET', k, 'inflight', 'phase', 'idx')
+        if f[1] and f[1] == f[2] .. ':' .. f[3] then
+            local err = cjson.encode({code = 'StepInterrupted',
+                message = 'runner ' .. runner .. ' restarted while an irreversible step ' ..
+                          'was running; retry or cancel the job'})
+            redis.call('HSET', k, 'error', err, 'failed_at', f[1])
+            event(uuid, {type = 'step_interrupted', runner = runner}, now)
+            finish(uuid, 'failed', now)
+            ex = 'failed'
+        end
     end
     if ex ~= 'queued' and ex ~= 'retried' then
         -- Canceled, finished or deleted while queued: not ours to run.

@@ -2,7 +2,8 @@
 -- ARGV: 3 uuid, 4 queue, 5 exec_after ms (0: now), 6 unique key ('' none),
 --       7 locks version the caller checked the target against, 8 locks regex ('' none),
 --       9 caller-built 'created' event JSON, 10.. field/value pairs stored as they are.
--- Returns {'OK', created_at} | {'EXISTS'} (same uuid already stored: a retried call)
+-- Returns {'OK', created_at, snapshot (see job_snapshot)}
+--       | {'EXISTS'} (a job with this uuid is already stored)
 --       | {'CONFLICT', other uuid} | {'LOCKS', version, uuid1, regex1, ...}
 local uuid, queue = ARGV[3], ARGV[4]
 local exec_after, unique, seen, locks = tonumber(ARGV[5]), ARGV[6], ARGV[7], ARGV[8]
@@ -45,6 +46,7 @@ if locks ~= '' then
     redis.call('INCR', P .. 'locks:version')
 end
 redis.call('ZADD', P .. 'jobs', now, uuid)
+redis.call('SADD', P .. 'queues', queue) -- queue names, for GET /metrics
 set_execution(uuid, 'queued')
 event_raw(uuid, ARGV[9])
 if exec_after > now then
@@ -53,4 +55,4 @@ if exec_after > now then
 else
     push_back(uuid)
 end
-return {'OK', now}
+return {'OK', now, job_snapshot(uuid, now)}

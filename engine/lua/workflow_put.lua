@@ -5,6 +5,7 @@
 -- ARGV: 3 uuid, 4 name, 5 version, 6 document JSON (with uuid),
 --       7 canonical JSON without uuid (for the comparison)
 -- Returns {'CREATED', uuid} | {'SAME', uuid} | {'CONFLICT', uuid}
+--       | {'TAKEN', uuid} (the uuid the caller chose belongs to another version)
 local uuid, name, version, doc, canon = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local key = name .. '@' .. version
 local existing = redis.call('HGET', P .. 'wf:index', key)
@@ -13,6 +14,9 @@ if existing then
         return {'SAME', existing}
     end
     return {'CONFLICT', existing}
+end
+if redis.call('EXISTS', P .. 'wf:' .. uuid) == 1 then
+    return {'TAKEN', uuid}
 end
 local now = now_ms()
 redis.call('HSET', P .. 'wf:' .. uuid, 'doc', doc, 'canon', canon, 'name', name,

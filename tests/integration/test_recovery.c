@@ -7,12 +7,17 @@
  * finishes its step and hands the job back), and isolated steps that crash, hang or
  * report twice without taking the runner down.
  *
+ * Also: the helper process of an isolated step dies with its runner (else it would
+ * go on working while the step runs again elsewhere), and a runner restarted at once
+ * under the same --runner-id keeps the same promises as a takeover by another.
+ *
  * The group starts one redis-server and the client; each test starts the runners it
  * needs (which ones, and how many, is what each scenario is about) and serves a queue
  * of its own, so a job left over by a failed test cannot run on a later test's runner.
  * Every wait is bounded and waits on the event itself: a job's events, a side-channel
  * line, a log line, a process exit.
  */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,17 +54,21 @@ static int group_teardown(void **state)
     (void)state;
     itest_client_close(&W.client);
     itest_redis_stop(&W.redis, SIGTERM);
-    if (getenv("KEEP") == NULL) itest_dir_remove(&W.dir); else printf("kept %s\n", W.dir.path);
+    itest_dir_remove(&W.dir);
     return 0;
 }
 
 /* Stops, by PID, the runners a test left running, and brings Redis back if a test
  * failed while it was down (a failed assertion skips the test's own clean-up). */
+static void wait_client_state(bool up, unsigned timeout_ms);
+
 static int test_teardown(void **state)
 {
     (void)state;
-    if (W.redis.pid <= 0)
+    if (W.redis.pid <= 0) {
         itest_redis_restart(&W.redis);
+        wait_client_state(true, 15000);
+    }
     for (size_t i = 0; i < W.n_runners; i++)
         if (W.runners[i].pid > 0)
             itest_ternd_signal(&W.runners[i], SIGTERM, 10000);
@@ -133,8 +142,8 @@ static int starts_of(const char *side, const char *key)
 
 static int step_starts(const char *side, const char *uuid, int idx)
 {
-    char key[96];
-    snprintf(key, sizeof key, "%s/0/%d", uuid, idx);
+    char key[64];
+    snprintf(key, sizeof key, "%.39s/0/%d", uuid, idx);
     return starts_of(side, key);
 }
 
@@ -239,8 +248,8 @@ static bool on_match_event(void *data, const char *id, const json_t *ev)
     return false;
 }
 
-static json_t *wait_match(const char *uuid, const char *type, const char *status,
-                          long long index, int nth, unsigned timeout_ms)
+static json_t *wait_match(const char *uuid, const char *type, const char *status, long long index,
+                          int nth, unsigned timeout_ms)
 {
     ev_match_t m = {.type = type, .status = status, .index = index, .nth = nth};
     events_follow_t *f =
@@ -253,16 +262,17 @@ static json_t *wait_match(const char *uuid, const char *type, const char *status
     return m.found;
 }
 
-/* Waits until the client's store has reconnected (after a Redis restart). */
-static void wait_client_up(unsigned timeout_ms)
+/* Runs the client's loop until its store is up (or down). The client notices a lost
+ * connection only while its loop runs, as any process on a loop does. */
+static void wait_client_state(bool up, unsigned timeout_ms)
 {
     for (unsigned waited = 0; waited < timeout_ms; waited += 20) {
-        if (store_is_up(W.client.store))
+        if (store_is_up(W.client.store) == up)
             return;
         bool never = false;
         run_client_until(&never, 20);
     }
-    fail_msg("the client did not reconnect to Redis within %u ms", timeout_ms);
+    fail_msg("the client's store was not %s within %u ms", up ? "up" : "down", timeout_ms);
 }
 
 static const char *str_of(const json_t *o, const char *key)
@@ -345,8 +355,8 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
     assert_true(retried_events >= 1);
     assert_string_equal(last_runner, survivor);
     print_message("steps finished before the kill: %d\n", done_before);
-    assert_true(done_before >= 4);  /* step 3 had succeeded before the kill */
-    assert_true(done_before < 10);  /* the kill was mid-job */
+    assert_true(done_before >= 4); /* step 3 had succeeded before the kill */
+    assert_true(done_before < 10); /* the kill was mid-job */
     for (int s = 0; s < 10; s++) {
         int n = step_starts(side, uuid, s);
         if (s == done_before) {
@@ -357,6 +367,100 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
         }
     }
     json_decref(events);
+    json_decref(job);
+}
+
+/* ---- 1b. an isolated step's helper dies with its runner ------------------------- */
+
+/* The state letter of process `pid` from /proc ('\0' when it is gone), and its parent. */
+static char proc_state(pid_t pid, pid_t *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return '\0';
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "pid (comm) state ppid ...": comm may hold spaces, so parse after the last ')'. */
+    char *close = strrchr(buf, ')');
+    char state = '\0';
+    int parent = 0;
+    if (close == NULL || sscanf(close + 1, " %c %d", &state, &parent) != 2)
+        return '\0';
+    if (ppid != NULL)
+        *ppid = (pid_t)parent;
+    return state;
+}
+
+/* The pid of the isolated-task helper whose parent is `parent`, or 0. */
+static pid_t helper_of(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    pid_t found = 0;
+    struct dirent *de;
+    while (d != NULL && found == 0 && (de = readdir(d)) != NULL) {
+        pid_t pid = (pid_t)atoi(de->d_name);
+        pid_t ppid = 0;
+        if (pid <= 0 || proc_state(pid, &ppid) == '\0' || ppid != parent)
+            continue;
+        char path[64], cmd[256] = "";
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        size_t n = fread(cmd, 1, sizeof cmd - 1, f);
+        fclose(f);
+        /* Arguments are separated by NULs: look at the second one. */
+        size_t first = strnlen(cmd, n);
+        if (first + 1 < n && strcmp(cmd + first + 1, "--task-helper") == 0)
+            found = pid;
+    }
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
+static void test_killed_runner_takes_its_helper_along(void **state)
+{
+    (void)state;
+    char side[320];
+    side_path(side, sizeof side, "helper");
+    put(itest_fmt("{\"name\": \"rec-helper\", \"queue\": \"rec-helper\", \"chain\": ["
+                  "{\"name\": \"long\", \"task\": \"itest.record\", \"isolate\": true, "
+                  "\"args\": {\"file\": \"%s\", \"ms\": 3000}}]}",
+                  side));
+    start_runner("helper-a", "rec-helper");
+    start_runner("helper-b", "rec-helper");
+    char uuid[40];
+    create("rec-helper", NULL, uuid);
+    char key[96];
+    snprintf(key, sizeof key, "%s/0/0", uuid);
+    wait_side(side, key, 1, 10000);
+    json_t *job = itest_job_get(&W.client, uuid);
+    itest_ternd_t *victim = runner_by_id(str_of(job, "runner_id"));
+    json_decref(job);
+    assert_non_null(victim);
+    pid_t helper = helper_of(victim->pid);
+    if (helper == 0)
+        fail_msg("no helper process under runner %s (pid %d)", victim->id, (int)victim->pid);
+    assert_int_equal(itest_ternd_signal(victim, SIGKILL, 5000), 128 + SIGKILL);
+
+    /* The job is re-queued and its step runs again on the survivor: the first attempt
+     * must not go on meanwhile (it would run for 3 s; the kernel ends it at once). */
+    char st = 'R';
+    for (unsigned waited = 0; waited < 1000; waited += 10) {
+        st = proc_state(helper, NULL);
+        if (st == '\0' || st == 'Z')
+            break;
+        pause_ms(10);
+    }
+    if (st != '\0' && st != 'Z')
+        fail_msg("helper %d of the killed runner still runs (state %c)", (int)helper, st);
+    job = finished(uuid, 20000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_int_equal(step_starts(side, uuid, 0), 2);
     json_decref(job);
 }
 
@@ -415,6 +519,85 @@ static void test_interrupted_irreversible_step_fails_then_retry(void **state)
     json_decref(job);
 }
 
+/* ---- 2b. a runner restarted under the same id ----------------------------------- */
+
+/* Runners often come back under a fixed --runner-id (a service manager restarting
+ * ternd at once): the restarted runner adopts the jobs it held before its lease even
+ * expires. The same rules hold as for a takeover: finished steps are not run again,
+ * an interrupted irreversible step is not run again either. */
+static void test_runner_restarted_under_same_id(void **state)
+{
+    (void)state;
+    char side[320];
+    side_path(side, sizeof side, "same");
+    put_records("rec-same", "rec-same", 6, 150, side, -1);
+    put(itest_fmt("{\"name\": \"rec-same-irrev\", \"queue\": \"rec-same\", \"chain\": ["
+                  "{\"name\": \"before\", \"task\": \"itest.record\", \"args\": {\"file\": "
+                  "\"%s\", \"ms\": 10}},"
+                  "{\"name\": \"switch\", \"task\": \"itest.record\", \"idempotent\": false, "
+                  "\"args\": {\"file\": \"%s\", \"ms\": 2000}}]}",
+                  side, side));
+    itest_ternd_t *r = start_runner("same-a", "rec-same");
+    char plain[40], irrev[40];
+    create("rec-same", NULL, plain);
+    create("rec-same-irrev", NULL, irrev);
+
+    /* Kill while the irreversible step runs and after two steps of the other job. */
+    char key[96];
+    snprintf(key, sizeof key, "%s/0/1", irrev);
+    wait_side(side, key, 1, 10000);
+    json_decref(wait_match(plain, "step", "succeeded", 1, 1, 10000));
+    assert_int_equal(itest_ternd_signal(r, SIGKILL, 5000), 128 + SIGKILL);
+    const char *extra[] = {"--queues", "rec-same", NULL};
+    itest_ternd_start(r, &W.redis, &W.dir, "same-a", extra);
+
+    json_t *job = finished(irrev, 20000);
+    assert_string_equal(itest_execution(job), "failed");
+    assert_string_equal(error_code_of(job), "StepInterrupted");
+    assert_int_equal(step_starts(side, irrev, 1), 1);
+    json_decref(job);
+
+    job = finished(plain, 20000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 6);
+    json_decref(job);
+    /* Steps that succeeded before the job was claimed again ran once; the one that
+     * was interrupted, at most twice. */
+    json_t *events = itest_events(&W.client, plain);
+    size_t i;
+    json_t *e;
+    int claims = 0, done_before = 0;
+    json_array_foreach(events, i, e)
+    {
+        const char *type = str_of(e, "type");
+        if (strcmp(type, "running") == 0)
+            claims++;
+        else if (strcmp(type, "step") == 0 && claims == 1 &&
+                 strcmp(str_of(e, "status"), "succeeded") == 0)
+            done_before++;
+    }
+    json_decref(events);
+    assert_int_equal(claims, 2);
+    assert_true(done_before >= 2);
+    for (int s = 0; s < 6; s++) {
+        int n = step_starts(side, plain, s);
+        if (s == done_before)
+            assert_in_range(n, 1, 2);
+        else if (n != 1)
+            fail_msg("step %d started %d times", s, n);
+    }
+
+    /* The operator's retry runs the irreversible step on the restarted runner. */
+    char msg[1024];
+    if (itest_job_redrive(&W.client, irrev, NULL, NULL, msg, sizeof msg) != 0)
+        fail_msg("retry refused: %s", msg);
+    json_decref(wait_match(irrev, "finished", NULL, -1, 2, 20000));
+    job = itest_job_get(&W.client, irrev);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_int_equal(step_starts(side, irrev, 1), 2);
+    json_decref(job);
+}
+
 /* ---- 3. Redis killed and restarted mid-run ------------------------------------ */
 
 #define REDIS_JOBS  30
@@ -436,6 +619,7 @@ static void test_redis_restart_mid_run(void **state)
     /* What had started before the kill: lines past this size started later. */
     long before_kill = file_size(side);
     itest_redis_stop(&W.redis, SIGKILL);
+    wait_client_state(false, 5000);
     for (unsigned waited = 0; !itest_ternd_log_has(r, "Redis is unreachable"); waited += 10) {
         if (waited > 5000)
             fail_msg("the runner did not notice that Redis died");
@@ -444,7 +628,10 @@ static void test_redis_restart_mid_run(void **state)
     /* The outage itself: steps in flight end meanwhile and their commits must wait. */
     pause_ms(1000);
     itest_redis_restart(&W.redis);
-    wait_client_up(15000);
+    wait_client_state(true, 15000);
+    /* New work is claimed too: the runner's blocking claim was re-armed. */
+    char late[40];
+    create("rec-redis", "{\"n\": \"late\"}", late);
 
     int twice = 0;
     for (int i = 0; i < REDIS_JOBS; i++) {
@@ -467,6 +654,11 @@ static void test_redis_restart_mid_run(void **state)
         json_decref(job);
     }
     print_message("steps started twice: %d\n", twice);
+    json_t *job = finished(late, 30000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    for (int s = 0; s < REDIS_STEPS; s++)
+        assert_int_equal(step_starts(side, late, s), 1);
+    json_decref(job);
     assert_true(kill(r->pid, 0) == 0);
 }
 
@@ -529,7 +721,8 @@ static void sigterm_scenario(const char *tag, bool second_first)
                 assert_true(released);
                 resumed = true;
             }
-        } else if (strcmp(type, "step") == 0 && json_integer_value(json_object_get(e, "index")) == 2 &&
+        } else if (strcmp(type, "step") == 0 &&
+                   json_integer_value(json_object_get(e, "index")) == 2 &&
                    strcmp(str_of(e, "status"), "succeeded") == 0) {
             assert_string_equal(running_on, name_a);
             step2_done = true;
@@ -627,8 +820,8 @@ static void test_isolated_crash_hang_twice(void **state)
     assert_string_equal(error_code_of(job), "TaskCrashed");
     json_t *oe = json_object_get(job, "onerror_results");
     assert_int_equal(json_array_size(oe), 1);
-    assert_non_null(strstr(str_of(json_object_get(json_array_get(oe, 0), "result"), "msg"),
-                           "TaskCrashed: "));
+    assert_non_null(
+        strstr(str_of(json_object_get(json_array_get(oe, 0), "result"), "msg"), "TaskCrashed: "));
     assert_int_equal(step_starts(side, uuid, 0), 1);
     json_decref(job);
     assert_true(kill(r->pid, 0) == 0);
@@ -659,10 +852,9 @@ static void test_isolated_crash_hang_twice(void **state)
     assert_string_equal(itest_execution(job), "succeeded");
     json_t *res = json_object_get(job, "chain_results");
     assert_int_equal(json_array_size(res), 1);
-    assert_int_equal(
-        json_integer_value(json_object_get(json_object_get(json_array_get(res, 0), "result"),
-                                           "report")),
-        1);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(res, 0), "result"), "report")),
+                     1);
     json_decref(job);
     json_t *events = itest_events(&W.client, uuid);
     size_t i;
@@ -680,8 +872,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_killed_runner_job_finishes_elsewhere, test_teardown),
+        cmocka_unit_test_teardown(test_killed_runner_takes_its_helper_along, test_teardown),
         cmocka_unit_test_teardown(test_interrupted_irreversible_step_fails_then_retry,
                                   test_teardown),
+        cmocka_unit_test_teardown(test_runner_restarted_under_same_id, test_teardown),
         cmocka_unit_test_teardown(test_redis_restart_mid_run, test_teardown),
         cmocka_unit_test_teardown(test_sigterm_hands_job_back, test_teardown),
         cmocka_unit_test_teardown(test_sigterm_hands_job_to_runner_up, test_teardown),

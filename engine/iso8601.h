@@ -1,0 +1,19 @@
+/*
+ * iso8601.h -- reads the ISO 8601 date-times API clients send (node-workflow's
+ * `exec_after`, written by JavaScript's Date.prototype.toISOString) into milliseconds
+ * since the epoch. Writing them is tern_iso_time in common.h.
+ */
+#ifndef TERN_ISO8601_H
+#define TERN_ISO8601_H
+
+#include <stdint.h>
+
+/* Parses "2026-11-21T04:47:28.512Z" and its usual variants: a date alone
+ * ("2026-11-21", midnight UTC), minutes without seconds, any number of fraction
+ * digits (milliseconds kept, the rest truncated), 'T', 't' or ' ' between date and
+ * time, and a zone of "Z", "z", "+02:00", "+0200" or "+02". A date-time without a
+ * zone is read as UTC (a server's local time is no business of its clients'). Dates
+ * before 1970 are refused. Returns 0 and *out_ms, or TERN_EINVAL. */
+int iso8601_parse_ms(const char *s, uint64_t *out_ms);
+
+#endif /* TERN_ISO8601_H */

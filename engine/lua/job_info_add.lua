@@ -1,0 +1,17 @@
+-- job_info_add.lua: appends an entry to a job's info list (node-workflow's
+-- POST /jobs/:uuid/info: progress that outside programs publish about a job) and
+-- tells the job's watchers with an event. The list is append-only and bounded.
+-- ARGV: 3 uuid, 4 entry JSON, 5 most entries kept
+-- Returns {'OK', entries} | {'FULL', entries} | {'NOTFOUND'}
+local uuid, entry, max = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local k = jkey(uuid)
+if redis.call('EXISTS', k) == 0 then
+    return {'NOTFOUND'}
+end
+local n = redis.call('LLEN', k .. ':info')
+if n >= max then
+    return {'FULL', n}
+end
+n = redis.call('RPUSH', k .. ':info', entry)
+event(uuid, {type = 'info', index = n - 1}, now_ms())
+return {'OK', n}

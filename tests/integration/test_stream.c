@@ -1,0 +1,590 @@
+/*
+ * test_stream.c -- GET /jobs/:uuid/events on a real ternd, read by real HTTP/1.1
+ * clients (libcurl's multi interface driven from the test thread): a job's history
+ * then its live events, as ND-JSON and as server-sent events; the stream ends with the
+ * job; resuming with Last-Event-ID or ?from=; 404 for unknown jobs; fifty clients that
+ * vanish mid-stream are noticed and freed (the server's stream count, read from
+ * /metrics, returns to 0); and a shutting-down ternd ends its streams with a final
+ * chunk.
+ *
+ * ternd runs with a 200 ms stream heartbeat (config "event_heartbeat_ms"), so a
+ * vanished client is noticed within a few hundred milliseconds instead of 15 s.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "common.h"
+#include "harness.h"
+#include "http_sync.h"
+
+typedef struct world {
+    itest_dir_t dir;
+    itest_redis_t redis;
+    itest_ternd_t ternd;
+    itest_client_t client;
+    char config[320];
+    char base[64];
+} world_t;
+
+static world_t W;
+
+/* ---- a streaming HTTP client ---------------------------------------------------- */
+
+/* One streamed response. */
+typedef struct stream {
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body; /* everything received so far, NUL-terminated */
+    size_t len, cap;
+    bool done;
+    CURLcode result;
+    long status;
+    char ctype[128];
+} stream_t;
+
+static size_t on_bytes(char *p, size_t size, size_t n, void *data)
+{
+    stream_t *s = data;
+    size_t k = size * n;
+    if (s->len + k + 1 > s->cap) {
+        s->cap = (s->len + k + 1) * 2;
+        s->body = xrealloc(s->body, s->cap);
+    }
+    memcpy(s->body + s->len, p, k);
+    s->len += k;
+    s->body[s->len] = '\0';
+    return k;
+}
+
+/* Starts GET `path` on the multi handle with the NULL-terminated extra headers. */
+static void stream_open(CURLM *m, stream_t *s, const char *path, const char *const *headers)
+{
+    memset(s, 0, sizeof *s);
+    s->body = xcalloc(1, 1);
+    s->cap = 1;
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", W.base, path);
+    s->easy = curl_easy_init();
+    for (size_t i = 0; headers != NULL && headers[i] != NULL; i++)
+        s->headers = curl_slist_append(s->headers, headers[i]);
+    curl_easy_setopt(s->easy, CURLOPT_URL, url);
+    curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, s->headers);
+    curl_easy_setopt(s->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, on_bytes);
+    curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(s->easy, CURLOPT_PRIVATE, s);
+    curl_easy_setopt(s->easy, CURLOPT_NOSIGNAL, 1L);
+    /* A fresh connection per stream, closed for real when the stream is dropped. */
+    curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, 1L);
+    curl_multi_add_handle(m, s->easy);
+}
+
+/* Drops the stream: its connection is closed as a vanished client's would be. */
+static void stream_close(CURLM *m, stream_t *s)
+{
+    if (s->easy != NULL) {
+        curl_multi_remove_handle(m, s->easy);
+        curl_easy_cleanup(s->easy);
+        s->easy = NULL;
+    }
+    curl_slist_free_all(s->headers);
+    s->headers = NULL;
+    free(s->body);
+    s->body = NULL;
+}
+
+typedef bool (*stream_cond_fn)(void *arg);
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Drives the multi handle until cond(arg) holds (NULL: until every transfer is done)
+ * or `ms` have passed. Returns whether the condition held. */
+static bool multi_run(CURLM *m, stream_cond_fn cond, void *arg, unsigned ms)
+{
+    uint64_t end = now_ms() + ms;
+    for (;;) {
+        int running = 0;
+        curl_multi_perform(m, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            stream_t *s = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+            s->done = true;
+            s->result = msg->data.result;
+        }
+        if (cond != NULL ? cond(arg) : running == 0)
+            return true;
+        if (now_ms() >= end)
+            return false;
+        int fds;
+        curl_multi_poll(m, NULL, 0, 20, &fds);
+    }
+}
+
+static void stream_info(stream_t *s)
+{
+    curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
+    char *ct = NULL;
+    curl_easy_getinfo(s->easy, CURLINFO_CONTENT_TYPE, &ct);
+    snprintf(s->ctype, sizeof s->ctype, "%s", ct != NULL ? ct : "");
+}
+
+/* Opens one stream and reads it to its end (at most ms). */
+static void stream_whole(stream_t *s, const char *path, const char *const *headers, unsigned ms)
+{
+    CURLM *m = curl_multi_init();
+    stream_open(m, s, path, headers);
+    if (!multi_run(m, NULL, NULL, ms))
+        fail_msg("GET %s did not end within %u ms; received so far:\n%s", path, ms, s->body);
+    stream_info(s);
+    /* The caller keeps the body (and frees it); the rest goes now. */
+    curl_multi_remove_handle(m, s->easy);
+    curl_easy_cleanup(s->easy);
+    s->easy = NULL;
+    curl_slist_free_all(s->headers);
+    s->headers = NULL;
+    curl_multi_cleanup(m);
+}
+
+/* ---- parsing ------------------------------------------------------------------- */
+
+/* ND-JSON: one event per non-empty line (empty lines are keep-alives). */
+static json_t *parse_ndjson(const char *body)
+{
+    json_t *out = json_array();
+    const char *p = body;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        if (nl == NULL)
+            fail_msg("ND-JSON: last line has no newline: %s", p);
+        if (nl > p) {
+            json_error_t e;
+            json_t *v = json_loadb(p, (size_t)(nl - p), 0, &e);
+            if (v == NULL)
+                fail_msg("ND-JSON: a line is not JSON (%s): %.*s", e.text, (int)(nl - p), p);
+            json_array_append_new(out, v);
+        }
+        p = nl + 1;
+    }
+    return out;
+}
+
+/* SSE: [{"id": "...", "event": {...}}, ...]; comments (": ...") are skipped. */
+static json_t *parse_sse(const char *body)
+{
+    json_t *out = json_array();
+    const char *p = body;
+    while (*p) {
+        const char *end = strstr(p, "\n\n");
+        if (end == NULL)
+            fail_msg("SSE: unterminated block: %s", p);
+        char *block = xstrndup(p, (size_t)(end - p));
+        char *id = NULL;
+        json_t *ev = NULL;
+        for (char *line = strtok(block, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+            if (strncmp(line, "id: ", 4) == 0) {
+                id = line + 4;
+            } else if (strncmp(line, "data: ", 6) == 0) {
+                ev = json_loads(line + 6, 0, NULL);
+                if (ev == NULL)
+                    fail_msg("SSE: data is not JSON: %s", line);
+            } else if (line[0] != ':') {
+                fail_msg("SSE: unexpected line: %s", line);
+            }
+        }
+        if (ev != NULL) {
+            if (id == NULL)
+                fail_msg("SSE: an event without an id");
+            json_array_append_new(out, json_pack("{s:s, s:o}", "id", id, "event", ev));
+        }
+        free(block);
+        p = end + 2;
+    }
+    return out;
+}
+
+static const char *type_of(const json_t *ev)
+{
+    const char *t = json_string_value(json_object_get(ev, "type"));
+    return t != NULL ? t : "(none)";
+}
+
+/* ---- world --------------------------------------------------------------------- */
+
+static const char *const STEPS_WF =
+    "{\"name\": \"stream-steps\", \"version\": \"1.0.0\", \"chain\": ["
+    " {\"name\": \"a\", \"task\": \"core.log\", \"args\": {\"msg\": \"a\"}},"
+    " {\"name\": \"b\", \"task\": \"core.sleep\", \"args\": {\"ms\": 400}},"
+    " {\"name\": \"c\", \"task\": \"core.log\", \"args\": {\"msg\": \"c\"}},"
+    " {\"name\": \"d\", \"task\": \"core.sleep\", \"args\": {\"ms\": 400}}]}";
+
+static const char *const SLOW_WF =
+    "{\"name\": \"stream-slow\", \"version\": \"1.0.0\", \"chain\": ["
+    " {\"name\": \"wait\", \"task\": \"core.sleep\", \"args\": {\"ms\": 60000}}]}";
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    itest_dir_make(&W.dir);
+    itest_redis_start(&W.redis, W.dir.path);
+    snprintf(W.config, sizeof W.config, "%s/ternd.json", W.dir.path);
+    write_file(W.config, "{\"event_heartbeat_ms\": 200}");
+    const char *extra[] = {"--config", W.config, NULL};
+    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "s1", extra);
+    snprintf(W.base, sizeof W.base, "http://127.0.0.1:%d", W.ternd.api_port);
+    itest_client_open(&W.client, &W.redis);
+    char msg[1024];
+    if (itest_workflow_put(&W.client, STEPS_WF, NULL, msg, sizeof msg) != 0 ||
+        itest_workflow_put(&W.client, SLOW_WF, NULL, msg, sizeof msg) != 0)
+        fail_msg("workflow refused: %s", msg);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    itest_client_close(&W.client);
+    itest_ternd_signal(&W.ternd, SIGTERM, 15000);
+    itest_redis_stop(&W.redis, SIGTERM);
+    itest_dir_remove(&W.dir);
+    curl_global_cleanup();
+    return 0;
+}
+
+static void create(const char *workflow, char uuid[40])
+{
+    char msg[1024];
+    if (itest_job_create(&W.client, workflow, NULL, NULL, 0, NULL, uuid, msg, sizeof msg) != 0)
+        fail_msg("job of %s refused: %s", workflow, msg);
+}
+
+/* The value of a sample line "name value" in a /metrics page, or -1. */
+static long metric(const char *name)
+{
+    http_sync_t h;
+    http_sync_open(&h, W.base);
+    http_sync_resp_t r;
+    http_sync_do(&h, "GET", "/metrics", NULL, 0, NULL, &r);
+    long v = -1;
+    char needle[128];
+    snprintf(needle, sizeof needle, "\n%s ", name);
+    const char *p = r.body != NULL ? strstr(r.body, needle) : NULL;
+    if (p != NULL)
+        v = atol(p + strlen(needle));
+    http_sync_resp_dispose(&r);
+    http_sync_close(&h);
+    return v;
+}
+
+static void pause_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Polls /metrics (every 50 ms, at most ms) until `name` has value `want`; returns the
+ * time it took, or fails. */
+static unsigned wait_metric(const char *name, long want, unsigned ms)
+{
+    uint64_t start = now_ms();
+    long v = -1;
+    while (now_ms() - start <= ms) {
+        if ((v = metric(name)) == want)
+            return (unsigned)(now_ms() - start);
+        pause_ms(50);
+    }
+    fail_msg("%s stayed at %ld, expected %ld within %u ms", name, v, want, ms);
+    return 0;
+}
+
+/* ---- tests --------------------------------------------------------------------- */
+
+typedef struct line_wait {
+    stream_t *s;
+    size_t lines;
+} line_wait_t;
+
+static bool has_lines(void *arg)
+{
+    line_wait_t *w = arg;
+    size_t n = 0;
+    for (const char *p = w->s->body; (p = strchr(p, '\n')) != NULL; p++)
+        n++;
+    return n >= w->lines || w->s->done;
+}
+
+/* The stream starts with the job's history and goes on live until "finished", then
+ * the response ends; what it carried is exactly the job's stored stream. */
+static void test_ndjson_history_then_live(void **state)
+{
+    (void)state;
+    char uuid[40];
+    create("stream-steps", uuid);
+    char path[128];
+    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
+    CURLM *m = curl_multi_init();
+    stream_t s;
+    stream_open(m, &s, path, NULL);
+    line_wait_t w = {&s, 1};
+    assert_true(multi_run(m, has_lines, &w, 5000));
+    /* The first event arrived while the job still had most of a second to run. */
+    json_t *job = itest_job_get(&W.client, uuid);
+    assert_string_not_equal(itest_execution(job), "succeeded");
+    json_decref(job);
+    assert_true(multi_run(m, NULL, NULL, 10000));
+    stream_info(&s);
+    assert_int_equal(s.result, CURLE_OK); /* ended by its final chunk, not cut */
+    assert_int_equal(s.status, 200);
+    assert_string_equal(s.ctype, "application/x-ndjson");
+    json_t *events = parse_ndjson(s.body);
+    json_t *stored = itest_events(&W.client, uuid);
+    assert_int_equal(json_array_size(events), json_array_size(stored));
+    assert_true(json_equal(events, stored));
+    assert_string_equal(type_of(json_array_get(events, 0)), "created");
+    json_t *last = json_array_get(events, json_array_size(events) - 1);
+    assert_string_equal(type_of(last), "finished");
+    assert_string_equal(json_string_value(json_object_get(last, "execution")), "succeeded");
+    size_t i;
+    json_t *ev;
+    int steps = 0;
+    json_array_foreach(events, i, ev)
+    {
+        assert_string_equal(json_string_value(json_object_get(ev, "job")), uuid);
+        steps += strcmp(type_of(ev), "step") == 0;
+    }
+    assert_int_equal(steps, 4);
+    json_decref(events);
+    json_decref(stored);
+    curl_multi_remove_handle(m, s.easy);
+    stream_close(m, &s);
+    curl_multi_cleanup(m);
+}
+
+/* SSE: "id:" and "data:" per event, ids increasing; resuming with Last-Event-ID or
+ * ?from= gives exactly the events after that id; resuming after the last event ends at
+ * once. */
+static void test_sse_and_resume(void **state)
+{
+    (void)state;
+    char uuid[40];
+    create("stream-steps", uuid);
+    char path[160];
+    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
+    const char *sse[] = {"Accept: text/event-stream", NULL};
+    stream_t s;
+    stream_whole(&s, path, sse, 15000);
+    assert_int_equal(s.result, CURLE_OK);
+    assert_string_equal(s.ctype, "text/event-stream");
+    json_t *all = parse_sse(s.body);
+    size_t n = json_array_size(all);
+    assert_true(n >= 7); /* created, running, 4 steps, finished, at least */
+    for (size_t i = 1; i < n; i++) {
+        const char *a = json_string_value(json_object_get(json_array_get(all, i - 1), "id"));
+        const char *b = json_string_value(json_object_get(json_array_get(all, i), "id"));
+        unsigned long long ams = strtoull(a, NULL, 10), bms = strtoull(b, NULL, 10);
+        unsigned long long aseq = strtoull(strchr(a, '-') + 1, NULL, 10);
+        unsigned long long bseq = strtoull(strchr(b, '-') + 1, NULL, 10);
+        assert_true(bms > ams || (bms == ams && bseq > aseq));
+    }
+    json_t *last = json_object_get(json_array_get(all, n - 1), "event");
+    assert_string_equal(type_of(last), "finished");
+    free(s.body);
+
+    /* Last-Event-ID: what a reconnecting EventSource sends. */
+    const char *third = json_string_value(json_object_get(json_array_get(all, 2), "id"));
+    char hdr[96];
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s", third);
+    const char *resume[] = {"Accept: text/event-stream", hdr, NULL};
+    stream_whole(&s, path, resume, 10000);
+    assert_int_equal(s.result, CURLE_OK);
+    json_t *rest = parse_sse(s.body);
+    assert_int_equal(json_array_size(rest), n - 3);
+    for (size_t i = 0; i < n - 3; i++)
+        assert_true(json_equal(json_array_get(rest, i), json_array_get(all, i + 3)));
+    json_decref(rest);
+    free(s.body);
+
+    /* ?from= in the URL does the same, in ND-JSON too. */
+    char from[200];
+    snprintf(from, sizeof from, "%s?from=%s", path, third);
+    stream_whole(&s, from, NULL, 10000);
+    json_t *nd = parse_ndjson(s.body);
+    assert_int_equal(json_array_size(nd), n - 3);
+    assert_true(
+        json_equal(json_array_get(nd, 0), json_object_get(json_array_get(all, 3), "event")));
+    json_decref(nd);
+    free(s.body);
+
+    /* Resuming after the final event: nothing follows, and the stream says so by
+     * ending rather than idling. */
+    const char *last_id = json_string_value(json_object_get(json_array_get(all, n - 1), "id"));
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s", last_id);
+    stream_whole(&s, path, resume, 5000);
+    assert_int_equal(s.result, CURLE_OK);
+    json_t *none = parse_sse(s.body);
+    assert_int_equal(json_array_size(none), 0);
+    json_decref(none);
+    free(s.body);
+    json_decref(all);
+}
+
+static void test_unknown_job_and_bad_ids(void **state)
+{
+    (void)state;
+    http_sync_t h;
+    http_sync_open(&h, W.base);
+    http_sync_resp_t r;
+    http_sync_do(&h, "GET", "/jobs/00000000-0000-4000-8000-000000000000/events", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 404);
+    assert_string_equal(json_string_value(json_object_get(r.json, "code")), "ResourceNotFound");
+    http_sync_resp_dispose(&r);
+    http_sync_do(&h, "GET", "/jobs/not-a-uuid/events", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 404);
+    http_sync_resp_dispose(&r);
+    char uuid[40], path[160];
+    create("stream-steps", uuid);
+    snprintf(path, sizeof path, "/jobs/%s/events?from=yesterday", uuid);
+    http_sync_do(&h, "GET", path, NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 409);
+    assert_string_equal(json_string_value(json_object_get(r.json, "code")), "InvalidArgument");
+    http_sync_resp_dispose(&r);
+    http_sync_close(&h);
+    json_t *job = itest_wait_finished(&W.client, uuid, 10000);
+    assert_non_null(job);
+    json_decref(job);
+}
+
+typedef struct all_wait {
+    stream_t *s;
+    size_t n;
+} all_wait_t;
+
+static bool all_have_bytes(void *arg)
+{
+    all_wait_t *w = arg;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->s[i].len == 0)
+            return false;
+    return true;
+}
+
+/* Fifty clients open a stream of a running job and vanish. Over HTTP/1.1 only a write
+ * tells the server; the heartbeat makes one, so every stream is freed soon after. */
+static void test_vanished_clients_are_freed(void **state)
+{
+    (void)state;
+    enum { N = 50 };
+    char uuid[40], path[128];
+    create("stream-slow", uuid);
+    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
+    json_t *running = itest_wait_event(&W.client, uuid, "running", NULL, 10000);
+    assert_non_null(running);
+    json_decref(running);
+    CURLM *m = curl_multi_init();
+    static stream_t s[N];
+    for (size_t i = 0; i < N; i++)
+        stream_open(m, &s[i], path, NULL);
+    all_wait_t w = {s, N};
+    assert_true(multi_run(m, all_have_bytes, &w, 10000));
+    assert_int_equal(metric("tern_event_streams_open"), N);
+    for (size_t i = 0; i < N; i++)
+        stream_close(m, &s[i]);
+    curl_multi_cleanup(m);
+    unsigned took = wait_metric("tern_event_streams_open", 0, 10000);
+    print_message("    %d vanished clients freed %u ms after they left (heartbeat 200 ms)\n", N,
+                  took);
+    /* The server is not stuck: a new stream still gets the history at once. */
+    m = curl_multi_init();
+    stream_t again;
+    stream_open(m, &again, path, NULL);
+    line_wait_t lw = {&again, 2};
+    assert_true(multi_run(m, has_lines, &lw, 5000));
+    curl_multi_remove_handle(m, again.easy);
+    stream_close(m, &again);
+    curl_multi_cleanup(m);
+    char msg[256];
+    assert_int_equal(itest_job_cancel(&W.client, uuid, msg, sizeof msg), 0);
+    json_t *job = itest_wait_finished(&W.client, uuid, 10000);
+    assert_non_null(job);
+    json_decref(job);
+    wait_metric("tern_event_streams_open", 0, 5000);
+}
+
+/* SIGTERM ends every open stream with its final chunk: clients see a complete
+ * response (and an EventSource would reconnect elsewhere with Last-Event-ID). */
+static void test_shutdown_ends_streams(void **state)
+{
+    (void)state;
+    char uuid[40], path[128];
+    create("stream-slow", uuid);
+    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
+    /* A second ternd, API only, whose shutdown does not wait for a runner. */
+    itest_ternd_t api;
+    const char *extra[] = {"--config", W.config, "--role", "api", NULL};
+    itest_ternd_start(&api, &W.redis, &W.dir, "s-api", extra);
+    char base[64];
+    snprintf(base, sizeof base, "%s", W.base);
+    snprintf(W.base, sizeof W.base, "http://127.0.0.1:%d", api.api_port);
+    CURLM *m = curl_multi_init();
+    stream_t s[2];
+    const char *sse[] = {"Accept: text/event-stream", NULL};
+    stream_open(m, &s[0], path, sse);
+    stream_open(m, &s[1], path, NULL);
+    all_wait_t w = {s, 2};
+    assert_true(multi_run(m, all_have_bytes, &w, 10000));
+    snprintf(W.base, sizeof W.base, "%s", base);
+    uint64_t t0 = now_ms();
+    itest_ternd_signal(&api, SIGTERM, 0);
+    assert_true(multi_run(m, NULL, NULL, 5000));
+    unsigned took = (unsigned)(now_ms() - t0);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(s[i].result, CURLE_OK);
+        stream_info(&s[i]);
+        assert_int_equal(s[i].status, 200);
+        curl_multi_remove_handle(m, s[i].easy);
+        stream_close(m, &s[i]);
+    }
+    curl_multi_cleanup(m);
+    assert_true(took < 2000);
+    /* Signal 0 only waits: ternd has already restored SIGTERM's default action. */
+    assert_int_equal(itest_ternd_signal(&api, 0, 10000), 0);
+    char msg[256];
+    assert_int_equal(itest_job_cancel(&W.client, uuid, msg, sizeof msg), 0);
+    json_t *job = itest_wait_finished(&W.client, uuid, 10000);
+    assert_non_null(job);
+    json_decref(job);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ndjson_history_then_live),
+        cmocka_unit_test(test_sse_and_resume),
+        cmocka_unit_test(test_unknown_job_and_bad_ids),
+        cmocka_unit_test(test_vanished_clients_are_freed),
+        cmocka_unit_test(test_shutdown_ends_streams),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown) == 0 ? 0 : 1;
+}
