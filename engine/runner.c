@@ -397,6 +397,7 @@ static void on_commit_reply(void *data, int status, const redisReply *reply, con
         JLOG(j, TERN_LOG_WARN, "job no longer held by this runner (%s); dropping it",
              why && why->str ? why->str : "?");
         r->n_stale++;
+        r->resync = true; /* if the job is still ours under a newer fence, adopt it */
         job_leave(j);
         return;
     }
@@ -1106,8 +1107,11 @@ static void job_from_claim(runner_t *r, const redisReply *item)
     r->reserved = r->reserved > 0 ? r->reserved - 1 : 0;
     run_job_t *existing = job_find(r, uuid->str);
     if (existing != NULL) {
-        /* Re-adopted after a lost claim answer while we still run it: take the new fence. */
-        snprintf(existing->fence, sizeof existing->fence, "%lld", store_reply_int(fence, 0));
+        /* Re-adopted after a lost claim answer while we still run it: keep the newest
+         * fence, whatever order the two answers arrive in. */
+        long long f_new = store_reply_int(fence, 0);
+        if (f_new > atoll(existing->fence))
+            snprintf(existing->fence, sizeof existing->fence, "%lld", f_new);
         return;
     }
     run_job_t *j = xcalloc(1, sizeof *j);
@@ -1369,6 +1373,11 @@ static void resync(runner_t *r)
 {
     if (!r->resync || r->resync_busy || !r->up || r->stopping)
         return;
+    /* Jobs of a claim still in flight sit in our list without being in memory yet;
+     * adopting them now would claim them twice. */
+    for (size_t i = 0; i < r->n_claimers; i++)
+        if (r->claimers[i].claiming)
+            return;
     store_args_t a;
     store_args_init(&a);
     store_args_push(&a, "LRANGE");

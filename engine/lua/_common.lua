@@ -246,3 +246,15 @@ local function job_snapshot(uuid, now)
             redis.call('LRANGE', k .. ':history', 0, -1), now,
             redis.call('LRANGE', k .. ':postbacks', 0, -1)}
 end
+
+-- Fails a job whose irreversible step was in flight (`inflight`, "<phase>:<idx>") when
+-- its runner went away (`how`: "died", "restarted"): the step may have done its work,
+-- so it must not run again; an operator retries or cancels the job.
+local function interrupt(uuid, runner, how, inflight, now)
+    local err = cjson.encode({code = 'StepInterrupted',
+        message = 'runner ' .. runner .. ' ' .. how .. ' while an irreversible step was ' ..
+                  'running; retry or cancel the job'})
+    redis.call('HSET', jkey(uuid), 'error', err, 'failed_at', inflight)
+    event(uuid, {type = 'step_interrupted', runner = runner}, now)
+    finish(uuid, 'failed', now)
+end

@@ -38,12 +38,7 @@ for _, uuid in ipairs(candidates) do
         -- has begun no step under that claim, so this never stops it.)
         local f = redis.call('HMGET', k, 'inflight', 'phase', 'idx')
         if f[1] and f[1] == f[2] .. ':' .. f[3] then
-            local err = cjson.encode({code = 'StepInterrupted',
-                message = 'runner ' .. runner .. ' restarted while an irreversible step ' ..
-                          'was running; retry or cancel the job'})
-            redis.call('HSET', k, 'error', err, 'failed_at', f[1])
-            event(uuid, {type = 'step_interrupted', runner = runner}, now)
-            finish(uuid, 'failed', now)
+            interrupt(uuid, runner, 'restarted', f[1], now)
             ex = 'failed'
         end
     end

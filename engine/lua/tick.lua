@@ -23,12 +23,7 @@ if reap == '1' then
                     reaped = reaped + 1
                     if f[3] and f[3] == f[4] .. ':' .. f[5] then
                         -- An irreversible step was in flight: do not run it again.
-                        local err = cjson.encode({code = 'StepInterrupted',
-                            message = 'runner ' .. d .. ' died while an irreversible step ' ..
-                                      'was running; retry or cancel the job'})
-                        redis.call('HSET', k, 'error', err, 'failed_at', f[3])
-                        event(uuid, {type = 'step_interrupted', runner = d}, now)
-                        finish(uuid, 'failed', now)
+                        interrupt(uuid, d, 'died', f[3], now)
                     else
                         redis.call('HDEL', k, 'runner')
                         redis.call('HINCRBY', k, 'retried', 1)
