@@ -67,7 +67,7 @@ typedef struct tern_config {
     uint32_t event_stream_max;
     uint32_t global_event_stream_max;
     uint32_t max_params_bytes;
-    json_t *plugins;   /* owned object: plugin name -> config */
+    json_t *plugins;         /* owned object: plugin name -> config */
     char *api_token_file;    /* or NULL; the token itself is read by ternd */
     char *tls_cert;          /* or NULL */
     char *tls_key;           /* or NULL */

@@ -113,8 +113,7 @@ static api_req_t *api_req_new(http_api_t *api, h2o_req_t *req)
     size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
     snprintf(r->path, sizeof r->path, "%.*s", (int)plen, req->path.base);
     if (req->query_at != SIZE_MAX && req->query_at + 1 < req->path.len)
-        r->query = xstrndup(req->path.base + req->query_at + 1,
-                            req->path.len - req->query_at - 1);
+        r->query = xstrndup(req->path.base + req->query_at + 1, req->path.len - req->query_at - 1);
     return r;
 }
 
@@ -141,9 +140,9 @@ static void log_request(api_req_t *r, int status)
     int level = status >= 500 ? TERN_LOG_ERROR : TERN_LOG_INFO;
     if (!log_enabled(level))
         return;
-    json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "method", r->method, "url", r->path,
-                          "route", r->route != NULL ? r->route : "", "status", status,
-                          "latency_ms", secs * 1000.0);
+    json_t *f =
+        json_pack("{s:s, s:s, s:s, s:i, s:f}", "method", r->method, "url", r->path, "route",
+                  r->route != NULL ? r->route : "", "status", status, "latency_ms", secs * 1000.0);
     log_msg(level, "api", f, "%s %s %d", r->method, r->path, status);
     json_decref(f);
 }
@@ -156,8 +155,8 @@ void api_add_header(api_req_t *r, const char *name, const char *value)
         return;
     h2o_req_t *req = r->req;
     size_t nl = strlen(name), vl = strlen(value);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, h2o_strdup(&req->pool, name, nl).base,
-                          nl, 0, NULL, h2o_strdup(&req->pool, value, vl).base, vl);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, h2o_strdup(&req->pool, name, nl).base, nl,
+                          0, NULL, h2o_strdup(&req->pool, value, vl).base, vl);
 }
 
 static const char *reason_phrase(int status)
@@ -522,8 +521,7 @@ static void on_connection(uv_stream_t *listener, int status)
     h2o_accept(&api->accept_ctx, sock);
 }
 
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, char *err,
-                        size_t errlen)
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, char *err, size_t errlen)
 {
     const char *colon = strrchr(listen, ':');
     if (colon == NULL)
@@ -540,8 +538,7 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, char *e
         if (n >= 2 && host[n - 2] == ']')
             host[n - 2] = '\0';
         if (uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)ss) != 0)
-            return tern_seterr(err, errlen, TERN_EINVAL, "listen \"%s\": bad IPv6 address",
-                               listen);
+            return tern_seterr(err, errlen, TERN_EINVAL, "listen \"%s\": bad IPv6 address", listen);
         return 0;
     }
     if (uv_ip4_addr(host[0] ? host : "0.0.0.0", (int)port, (struct sockaddr_in *)ss) != 0)

@@ -26,15 +26,15 @@ typedef struct http_api http_api_t;
 
 typedef struct http_api_opts {
     uv_loop_t *loop;
-    const char *listen;          /* "HOST:PORT"; port 0 picks a free one */
-    store_t *store;              /* borrowed */
-    job_ops_t *ops;              /* borrowed */
-    plugin_registry_t *plugins;  /* borrowed; GET /tasks */
-    const redis_addr_t *addr;    /* for connections of its own (event streams) */
-    const char *token;           /* bearer token required on every route but /ping; NULL: none */
-    const char *tls_cert;        /* PEM chain file; with tls_key, serve HTTPS */
+    const char *listen;         /* "HOST:PORT"; port 0 picks a free one */
+    store_t *store;             /* borrowed */
+    job_ops_t *ops;             /* borrowed */
+    plugin_registry_t *plugins; /* borrowed; GET /tasks */
+    const redis_addr_t *addr;   /* for connections of its own (event streams) */
+    const char *token;          /* bearer token required on every route but /ping; NULL: none */
+    const char *tls_cert;       /* PEM chain file; with tls_key, serve HTTPS */
     const char *tls_key;
-    size_t max_body_bytes;       /* default 1 MiB */
+    size_t max_body_bytes;        /* default 1 MiB */
     uint32_t stream_heartbeat_ms; /* keep-alive of idle event streams; default 15000 */
 } http_api_opts_t;
 

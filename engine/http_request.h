@@ -26,13 +26,13 @@ typedef struct api_guard api_guard_t;
 
 typedef struct api_req {
     http_api_t *api;
-    h2o_req_t *req;           /* NULL once the client went away */
-    api_guard_t *guard;       /* in req's pool; cleared when we answer first */
-    const char *route;        /* the route's pattern, for logs and metrics */
+    h2o_req_t *req;               /* NULL once the client went away */
+    api_guard_t *guard;           /* in req's pool; cleared when we answer first */
+    const char *route;            /* the route's pattern, for logs and metrics */
     char *params[API_MAX_PARAMS]; /* ":uuid" values in pattern order (malloc'd) */
     size_t n_params;
-    char *query;              /* raw query string without '?', or NULL (malloc'd) */
-    json_t *body;             /* parsed JSON body or NULL (owned) */
+    char *query;  /* raw query string without '?', or NULL (malloc'd) */
+    json_t *body; /* parsed JSON body or NULL (owned) */
     uint64_t started_ns;
     char method[8];
     char path[256];

@@ -155,8 +155,8 @@ void job_ops_unique_key(const char *workflow, const char *target, const json_t *
     /* Canonical text: keys sorted, compact; two 64-bit FNV-1a passes (forward and
      * backward) make collisions between distinct jobs negligible for this purpose. */
     char *p = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    char *text = xasprintf("%s\n%s\n%s", workflow, target != NULL ? target : "",
-                           p != NULL ? p : "{}");
+    char *text =
+        xasprintf("%s\n%s\n%s", workflow, target != NULL ? target : "", p != NULL ? p : "{}");
     free(p);
     size_t n = strlen(text);
     uint64_t a = fnv1a((const unsigned char *)text, n, 0xcbf29ce484222325ull, 0);
@@ -279,8 +279,8 @@ static void locks_refresh(job_ops_t *ops, const redisReply *reply)
 {
     locks_clear(ops);
     const redisReply *ver = store_reply_at(reply, 1);
-    snprintf(ops->locks_version, sizeof ops->locks_version, "%.*s",
-             ver != NULL ? (int)ver->len : 1, ver != NULL ? ver->str : "0");
+    snprintf(ops->locks_version, sizeof ops->locks_version, "%.*s", ver != NULL ? (int)ver->len : 1,
+             ver != NULL ? ver->str : "0");
     size_t n = reply->elements > 2 ? (reply->elements - 2) / 2 : 0;
     ops->locks = xcalloc(n ? n : 1, sizeof *ops->locks);
     for (size_t i = 0; i < n; i++) {
@@ -361,8 +361,8 @@ static void create_send(op_t *op)
         }
     }
     const workflow_t *wf = op->wf;
-    json_t *scope_job = json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target,
-                                  "workflow", wf->name);
+    json_t *scope_job =
+        json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
     template_scope_t sc = {.params = op->params, .job = scope_job};
     char herr[512];
     char *holds = holds_expand(wf->holds, wf->n_holds, &sc, herr, sizeof herr);
@@ -414,8 +414,7 @@ static void create_send(op_t *op)
     op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);
 }
 
-static void on_create_workflow(void *data, int status, const redisReply *reply,
-                               const char *errmsg)
+static void on_create_workflow(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
     if (status != 0) {
@@ -455,9 +454,8 @@ static int check_post_back_urls(const json_t *urls, char *err, size_t errlen)
             return tern_seterr(err, errlen, TERN_EINVAL,
                                "post_back_urls[%zu]: expected a string URL", i);
         size_t n = strlen(s);
-        bool ok = n <= JOB_POST_BACK_URL_MAX &&
-                  ((strncmp(s, "http://", 7) == 0 && n > 7) ||
-                   (strncmp(s, "https://", 8) == 0 && n > 8));
+        bool ok = n <= JOB_POST_BACK_URL_MAX && ((strncmp(s, "http://", 7) == 0 && n > 7) ||
+                                                 (strncmp(s, "https://", 8) == 0 && n > 8));
         for (size_t k = 0; ok && k < n; k++)
             ok = (unsigned char)s[k] > ' ' && s[k] != 0x7f;
         if (!ok)
@@ -605,8 +603,7 @@ static void on_job_cancel(void *data, int status, const redisReply *reply, const
     }
 }
 
-void job_ops_cancel(job_ops_t *ops, const char *uuid, const char *caller, job_ops_cb cb,
-                    void *data)
+void job_ops_cancel(job_ops_t *ops, const char *uuid, const char *caller, job_ops_cb cb, void *data)
 {
     op_t *op = op_for_job(ops, uuid, cb, data);
     if (op == NULL)
@@ -631,8 +628,10 @@ static void on_job_resume(void *data, int status, const redisReply *reply, const
     if (store_reply_is(kind, "NOTFOUND")) {
         op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
     } else if (store_reply_is(kind, "NOTWAITING")) {
-        op_done(op, TERN_EBUSY, NULL, "job %s is %s, not waiting; only a waiting job can be "
-                "resumed", op->uuid, store_reply_at(reply, 1)->str);
+        op_done(op, TERN_EBUSY, NULL,
+                "job %s is %s, not waiting; only a waiting job can be "
+                "resumed",
+                op->uuid, store_reply_at(reply, 1)->str);
     } else {
         json_t *res = json_pack("{s:s, s:s}", "uuid", op->uuid, "execution", "queued");
         op_done(op, 0, res, NULL);
@@ -678,11 +677,15 @@ static void on_job_redrive(void *data, int status, const redisReply *reply, cons
     if (store_reply_is(kind, "NOTFOUND")) {
         op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
     } else if (store_reply_is(kind, "BADSTATE")) {
-        op_done(op, TERN_EBUSY, NULL, "job %s is %s; only a failed or canceled job can be "
-                "retried", op->uuid, store_reply_at(reply, 1)->str);
+        op_done(op, TERN_EBUSY, NULL,
+                "job %s is %s; only a failed or canceled job can be "
+                "retried",
+                op->uuid, store_reply_at(reply, 1)->str);
     } else if (store_reply_is(kind, "CONFLICT")) {
-        op_done(op, TERN_EEXIST, NULL, "another job with the same target and params is not "
-                "finished yet: %s", store_reply_at(reply, 1)->str);
+        op_done(op, TERN_EEXIST, NULL,
+                "another job with the same target and params is not "
+                "finished yet: %s",
+                store_reply_at(reply, 1)->str);
     } else {
         json_t *res = json_pack("{s:s, s:s}", "uuid", op->uuid, "execution", "queued");
         op_done(op, 0, res, NULL);
@@ -705,8 +708,10 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
     }
     const char *ex = json_string_value(json_object_get(view, "execution"));
     if (ex == NULL || (strcmp(ex, "failed") != 0 && strcmp(ex, "canceled") != 0)) {
-        op_done(op, TERN_EBUSY, NULL, "job %s is %s; only a failed or canceled job can be "
-                "retried", op->uuid, ex ? ex : "?");
+        op_done(op, TERN_EBUSY, NULL,
+                "job %s is %s; only a failed or canceled job can be "
+                "retried",
+                op->uuid, ex ? ex : "?");
         json_decref(view);
         return;
     }
@@ -740,8 +745,10 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
         if (last != NULL && !json_is_null(json_object_get(last, "error")))
             done--;
         if (idx > done) {
-            op_done(op, TERN_EINVAL, NULL, "step \"%s\" comes after the step that failed; "
-                    "retry from step %zu at the latest", op->from_step, done);
+            op_done(op, TERN_EINVAL, NULL,
+                    "step \"%s\" comes after the step that failed; "
+                    "retry from step %zu at the latest",
+                    op->from_step, done);
             json_decref(view);
             return;
         }
@@ -786,8 +793,8 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
     op_send(op, SCRIPT_JOB_REDRIVE, &a, on_job_redrive);
 }
 
-void job_ops_redrive(job_ops_t *ops, const char *uuid, const char *from_step,
-                     const json_t *params, const char *caller, job_ops_cb cb, void *data)
+void job_ops_redrive(job_ops_t *ops, const char *uuid, const char *from_step, const json_t *params,
+                     const char *caller, job_ops_cb cb, void *data)
 {
     op_t *op = op_for_job(ops, uuid, cb, data);
     if (op == NULL)

@@ -160,8 +160,7 @@ static void on_run_job_read(void *data, int status, const json_t *job, const cha
     print_results(t, job);
     json_t *err = json_object_get(job, "error");
     printf("job %s %s in %.3f s%s%s\n", t->run_uuid, ex,
-           (double)(tern_now_ms() - t->run_started_ms) / 1000.0,
-           json_is_object(err) ? ": " : "",
+           (double)(tern_now_ms() - t->run_started_ms) / 1000.0, json_is_object(err) ? ": " : "",
            json_is_object(err) ? json_string_value(json_object_get(err, "message")) : "");
     fflush(stdout);
     shutdown_begin(t, ex != NULL && strcmp(ex, "succeeded") == 0 ? 0 : 1);
@@ -181,8 +180,8 @@ static bool on_run_event(void *data, const char *id, const json_t *ev)
                json_string_value(json_object_get(ev, "phase")),
                json_string_value(json_object_get(ev, "name")),
                json_string_value(json_object_get(ev, "task")),
-               (long long)json_integer_value(json_object_get(ev, "duration_ms")),
-               err ? "  " : "", err ? json_string_value(json_object_get(err, "message")) : "");
+               (long long)json_integer_value(json_object_get(ev, "duration_ms")), err ? "  " : "",
+               err ? json_string_value(json_object_get(err, "message")) : "");
     } else if (strcmp(type, "finished") == 0) {
         t->follow = NULL; /* returning false frees it */
         job_ops_get(t->ops, t->run_uuid, on_run_job_read, t);
@@ -238,13 +237,12 @@ static void on_ready(ternd_t *t)
         return;
     t->ready = true;
     char *redacted = redis_addr_redacted(&t->addr);
-    json_t *f = json_pack("{s:s, s:s, s:s, s:I, s:i}", "role",
-                          t->cfg.roles == CONFIG_ROLE_BOTH
-                              ? "both"
-                              : (t->cfg.roles & CONFIG_ROLE_API ? "api" : "runner"),
-                          "runner_id", t->cfg.runner_id, "redis", redacted, "concurrency",
-                          (json_int_t)t->cfg.concurrency, "api_port",
-                          t->api != NULL ? http_api_port(t->api) : 0);
+    json_t *f = json_pack(
+        "{s:s, s:s, s:s, s:I, s:i}", "role",
+        t->cfg.roles == CONFIG_ROLE_BOTH ? "both"
+                                         : (t->cfg.roles & CONFIG_ROLE_API ? "api" : "runner"),
+        "runner_id", t->cfg.runner_id, "redis", redacted, "concurrency",
+        (json_int_t)t->cfg.concurrency, "api_port", t->api != NULL ? http_api_port(t->api) : 0);
     log_msg(TERN_LOG_INFO, "ternd", f, "ready to serve and to claim");
     json_decref(f);
     free(redacted);
@@ -259,9 +257,9 @@ static void on_workflow_loaded(void *data, int status, const json_t *res, const 
         log_msg(TERN_LOG_ERROR, "workflows", NULL, "%s", message);
         t->wf_errors++;
     } else {
-        json_t *f = json_pack("{s:O, s:O, s:O}", "workflow", json_object_get(res, "name"),
-                              "version", json_object_get(res, "version"), "uuid",
-                              json_object_get(res, "uuid"));
+        json_t *f =
+            json_pack("{s:O, s:O, s:O}", "workflow", json_object_get(res, "name"), "version",
+                      json_object_get(res, "version"), "uuid", json_object_get(res, "uuid"));
         log_msg(TERN_LOG_INFO, "workflows", f, "workflow %s",
                 json_string_value(json_object_get(res, "status")));
         json_decref(f);
@@ -603,8 +601,8 @@ int main(int argc, char **argv)
         .data = &t,
     };
     t.store = store_new(t.loop, &so);
-    job_ops_opts_t jo = {.store = t.store, .plugins = t.plugins,
-                         .max_params_bytes = t.cfg.max_params_bytes};
+    job_ops_opts_t jo = {
+        .store = t.store, .plugins = t.plugins, .max_params_bytes = t.cfg.max_params_bytes};
     t.ops = job_ops_new(&jo);
     if (t.cfg.roles & CONFIG_ROLE_API) {
         if (read_api_token(&t, err, sizeof err) != 0) {

@@ -328,8 +328,7 @@ int redis_conn_command(redis_conn_t *c, redis_conn_reply_cb cb, void *data, int 
     return 0;
 }
 
-int redis_conn_commandf(redis_conn_t *c, redis_conn_reply_cb cb, void *data, const char *fmt,
-                        ...)
+int redis_conn_commandf(redis_conn_t *c, redis_conn_reply_cb cb, void *data, const char *fmt, ...)
 {
     if (c->state != ST_UP || c->ac == NULL || c->drop_pending)
         return -ENOTCONN;

@@ -30,9 +30,9 @@
 #include "template.h"
 #include "workflow.h"
 
-#define CLAIM_BATCH_MAX    64   /* jobs taken in one claim round trip */
-#define BLOCK_SECONDS      "2"  /* BLMOVE timeout: bounds how long a stop waits */
-#define COMMIT_RETRY_MS    250  /* first wait before re-sending a commit that got no answer */
+#define CLAIM_BATCH_MAX    64  /* jobs taken in one claim round trip */
+#define BLOCK_SECONDS      "2" /* BLMOVE timeout: bounds how long a stop waits */
+#define COMMIT_RETRY_MS    250 /* first wait before re-sending a commit that got no answer */
 #define COMMIT_RETRY_MAXMS 5000
 
 /* ---- cache of parsed workflows ------------------------------------------------- */
@@ -50,12 +50,12 @@ typedef struct wf_entry {
 /* ---- jobs in memory ------------------------------------------------------------ */
 
 typedef enum job_stage {
-    STAGE_IDLE,       /* between steps */
-    STAGE_BEGIN,      /* step_begin.lua in flight */
-    STAGE_ATTEMPT,    /* a task attempt in flight */
-    STAGE_BACKOFF,    /* waiting on the runner before a retry */
-    STAGE_COMMIT,     /* step_commit.lua in flight (or waiting to be re-sent) */
-    STAGE_GONE,       /* left the runner; freed once its handles are closed */
+    STAGE_IDLE,    /* between steps */
+    STAGE_BEGIN,   /* step_begin.lua in flight */
+    STAGE_ATTEMPT, /* a task attempt in flight */
+    STAGE_BACKOFF, /* waiting on the runner before a retry */
+    STAGE_COMMIT,  /* step_commit.lua in flight (or waiting to be re-sent) */
+    STAGE_GONE,    /* left the runner; freed once its handles are closed */
 } job_stage_t;
 
 typedef struct run_job run_job_t;
@@ -75,31 +75,31 @@ struct run_job {
     char fence[24];
     wf_entry_t *wfe;
     const workflow_t *wf;
-    json_t *params;  /* owned */
-    char *target;    /* or NULL */
-    json_t *state;   /* owned object: key -> value */
-    json_t *steps;   /* owned object: step name -> {"result", "error"} */
-    json_t *error;   /* owned: the error that sent the job to onerror/oncancel, or NULL */
-    json_t *resume;  /* owned: outcome handed to a waiting step, or NULL */
+    json_t *params;    /* owned */
+    char *target;      /* or NULL */
+    json_t *state;     /* owned object: key -> value */
+    json_t *steps;     /* owned object: step name -> {"result", "error"} */
+    json_t *error;     /* owned: the error that sent the job to onerror/oncancel, or NULL */
+    json_t *resume;    /* owned: outcome handed to a waiting step, or NULL */
     json_t *job_scope; /* owned: {"uuid", "target", "workflow"} */
     int phase;
     size_t idx;
-    uint32_t attempt;     /* failed attempts of the current step so far */
+    uint32_t attempt; /* failed attempts of the current step so far */
     bool in_fallback;
-    json_t *step_error;   /* owned: the error of the step before its fallback ran */
+    json_t *step_error; /* owned: the error of the step before its fallback ran */
     bool cancel_requested;
     bool timed_out;
-    bool released;        /* the runner is stopping: hand the job back after this step */
+    bool released; /* the runner is stopping: hand the job back after this step */
     job_stage_t stage;
-    tern_ctx *ctx;             /* the attempt in flight (in process) */
-    task_isolated_t *isolated; /* the attempt in flight (helper process) */
+    tern_ctx *ctx;               /* the attempt in flight (in process) */
+    task_isolated_t *isolated;   /* the attempt in flight (helper process) */
     uint64_t attempt_started_ms; /* wall clock, for result entries */
     uint64_t attempt_mono_ms;
-    uv_timer_t step_timer;  /* step timeout */
-    uv_timer_t job_timer;   /* workflow timeout */
-    uv_timer_t wait_timer;  /* backoff before a retry, or before re-sending a commit */
+    uv_timer_t step_timer; /* step timeout */
+    uv_timer_t job_timer;  /* workflow timeout */
+    uv_timer_t wait_timer; /* backoff before a retry, or before re-sending a commit */
     int open_handles;
-    store_args_t commit;    /* the commit in flight */
+    store_args_t commit; /* the commit in flight */
     commit_then_t commit_then;
     uint32_t commit_tries;
 };
@@ -107,10 +107,10 @@ struct run_job {
 typedef struct claimer {
     runner_t *r;
     char *queue;
-    redis_conn_t *conn;     /* blocking connection: BLMOVE only */
-    bool blocking;          /* BLMOVE in flight */
-    bool claiming;          /* job_claim in flight */
-    bool more;              /* the last claim filled its batch: claim again at once */
+    redis_conn_t *conn; /* blocking connection: BLMOVE only */
+    bool blocking;      /* BLMOVE in flight */
+    bool claiming;      /* job_claim in flight */
+    bool more;          /* the last claim filled its batch: claim again at once */
     uint32_t requested;
 } claimer_t;
 
@@ -129,7 +129,7 @@ struct runner {
     uint64_t due_at_mono; /* when due_timer fires, 0 when not armed */
     uint64_t up_since_mono;
     bool tick_busy;
-    bool tick_again;      /* a due-time tick came while another tick was in flight */
+    bool tick_again; /* a due-time tick came while another tick was in flight */
     /* Cancels heard for jobs this runner does not hold (yet): a claim answer built
      * before the cancel flag was set may still be on its way. Kept a few seconds. */
     struct {
@@ -137,12 +137,12 @@ struct runner {
         uint64_t at_mono;
     } early_cancels[32];
     unsigned early_next;
-    bool resync;          /* a claim's answer was lost: adopt jobs left in our list */
+    bool resync; /* a claim's answer was lost: adopt jobs left in our list */
     bool resync_busy;
-    run_job_t *jobs;      /* in flight */
+    run_job_t *jobs; /* in flight */
     size_t in_flight;
-    size_t reserved;      /* slots promised to claims in flight */
-    size_t allocated;     /* run_job_t not yet freed (some may be closing) */
+    size_t reserved;        /* slots promised to claims in flight */
+    size_t allocated;       /* run_job_t not yet freed (some may be closing) */
     long long clock_offset; /* server clock minus ours, ms, from the last tick */
     wf_entry_t *wf_cache;
     bool up;
@@ -166,8 +166,7 @@ static void runner_maybe_stopped(runner_t *r);
 
 /* ---- workflow cache ------------------------------------------------------------ */
 
-static wf_entry_t *wf_cache_get(runner_t *r, const char *text, size_t len, char *err,
-                                size_t errlen)
+static wf_entry_t *wf_cache_get(runner_t *r, const char *text, size_t len, char *err, size_t errlen)
 {
     for (wf_entry_t *e = r->wf_cache; e != NULL; e = e->next) {
         if (e->len == len && memcmp(e->text, text, len) == 0) {
@@ -246,18 +245,17 @@ static const wf_step_t *job_main_step(const run_job_t *j)
 static json_t *log_fields(const run_job_t *j)
 {
     const wf_step_t *s = job_main_step(j);
-    return json_pack("{s:s, s:s?, s:s, s:i}", "job", j->uuid, "step", s ? s->name : NULL,
-                     "phase", workflow_phase_name((wf_phase_t)j->phase), "attempt",
-                     (int)j->attempt + 1);
+    return json_pack("{s:s, s:s?, s:s, s:i}", "job", j->uuid, "step", s ? s->name : NULL, "phase",
+                     workflow_phase_name((wf_phase_t)j->phase), "attempt", (int)j->attempt + 1);
 }
 
-#define JLOG(j, level, ...)                                                                \
-    do {                                                                                   \
-        if (log_enabled(level)) {                                                          \
-            json_t *f_ = log_fields(j);                                                    \
-            log_msg(level, "runner", f_, __VA_ARGS__);                                     \
-            json_decref(f_);                                                               \
-        }                                                                                  \
+#define JLOG(j, level, ...)                                                                        \
+    do {                                                                                           \
+        if (log_enabled(level)) {                                                                  \
+            json_t *f_ = log_fields(j);                                                            \
+            log_msg(level, "runner", f_, __VA_ARGS__);                                             \
+            json_decref(f_);                                                                       \
+        }                                                                                          \
     } while (0)
 
 /* ---- job lifetime -------------------------------------------------------------- */
@@ -329,8 +327,8 @@ static run_job_t *job_find(runner_t *r, const char *uuid)
 
 /* Starts building a commit of the current step: uuid, runner, fence, cursor, action,
  * entry, event, error, state changes. The action's own arguments are pushed after. */
-static void commit_begin(run_job_t *j, const char *action, const json_t *entry,
-                         const json_t *event, const json_t *error, const json_t *state_changes)
+static void commit_begin(run_job_t *j, const char *action, const json_t *entry, const json_t *event,
+                         const json_t *error, const json_t *state_changes)
 {
     store_args_dispose(&j->commit);
     store_args_init(&j->commit);
@@ -451,12 +449,12 @@ static json_t *step_event(const run_job_t *j, const char *status, const json_t *
                           uint64_t duration_ms)
 {
     const wf_step_t *s = job_step(j);
-    json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I}", "type", "step",
-                           "job", j->uuid, "status", status, "phase",
-                           workflow_phase_name((wf_phase_t)j->phase), "index", (json_int_t)j->idx,
-                           "name", s ? s->name : "?", "task", s ? s->task : "?", "attempt",
-                           (json_int_t)j->attempt + 1, "duration_ms", (json_int_t)duration_ms,
-                           "time", (json_int_t)tern_now_ms());
+    json_t *ev =
+        json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I}", "type", "step", "job",
+                  j->uuid, "status", status, "phase", workflow_phase_name((wf_phase_t)j->phase),
+                  "index", (json_int_t)j->idx, "name", s ? s->name : "?", "task", s ? s->task : "?",
+                  "attempt", (json_int_t)j->attempt + 1, "duration_ms", (json_int_t)duration_ms,
+                  "time", (json_int_t)tern_now_ms());
     if (error != NULL)
         json_object_set(ev, "error", (json_t *)error);
     return ev;
@@ -532,8 +530,9 @@ static void job_advance(run_job_t *j, const json_t *entry, const json_t *event,
             failed_at[0] = '\0';
         }
     } else if (next_idx >= phase_len(j, j->phase)) {
-        finish_as = j->phase == WF_CHAIN ? "succeeded" : j->phase == WF_ONERROR ? "failed"
-                                                                                : "canceled";
+        finish_as = j->phase == WF_CHAIN     ? "succeeded"
+                    : j->phase == WF_ONERROR ? "failed"
+                                             : "canceled";
     }
 
     const json_t *job_error = error != NULL && j->phase == WF_CHAIN ? error : NULL;
@@ -591,7 +590,7 @@ static void step_failed_for_good(run_job_t *j, json_t *error /* stolen */,
 
 static bool code_is_fatal(const run_job_t *j, const char *code)
 {
-    static const char *const engine_fatal[] = {"TemplateError", "InvalidArgument", "UnknownTask",
+    static const char *const engine_fatal[] = {"TemplateError",   "InvalidArgument", "UnknownTask",
                                                "StepInterrupted", "WorkflowTimeout", NULL};
     for (size_t i = 0; engine_fatal[i] != NULL; i++)
         if (strcmp(code, engine_fatal[i]) == 0)
@@ -691,9 +690,10 @@ static void on_attempt_outcome(void *owner, task_outcome_t *o)
     j->isolated = NULL;
     uv_timer_stop(&j->step_timer);
     uint64_t duration = tern_mono_ms() - j->attempt_mono_ms;
-    static const char *const outcome_names[] = {
-        [TASK_DONE] = "succeeded", [TASK_FAILED] = "failed", [TASK_WAIT] = "waiting",
-        [TASK_REQUEUE] = "requeued"};
+    static const char *const outcome_names[] = {[TASK_DONE] = "succeeded",
+                                                [TASK_FAILED] = "failed",
+                                                [TASK_WAIT] = "waiting",
+                                                [TASK_REQUEUE] = "requeued"};
     const wf_step_t *step = job_step(j);
     metrics_step_observe(step != NULL ? step->task : "?", outcome_names[o->kind],
                          (double)duration / 1000.0);
@@ -830,9 +830,7 @@ static void start_attempt(run_job_t *j)
         .idempotency_key = key,
         .http = r->opts.http,
         .redis = &r->redis_ops,
-        .sink = {.on_outcome = on_attempt_outcome,
-                 .on_progress = on_attempt_progress,
-                 .owner = j},
+        .sink = {.on_outcome = on_attempt_outcome, .on_progress = on_attempt_progress, .owner = j},
     };
     if (s->timeout_ms > 0)
         uv_timer_start(&j->step_timer, on_step_timeout, s->timeout_ms, 0);
@@ -939,8 +937,9 @@ static void job_run_step(run_job_t *j)
     }
     const wf_step_t *main = job_main_step(j);
     if (main == NULL) {
-        const char *as = j->phase == WF_CHAIN ? "succeeded" : j->phase == WF_ONERROR ? "failed"
-                                                                                     : "canceled";
+        const char *as = j->phase == WF_CHAIN     ? "succeeded"
+                         : j->phase == WF_ONERROR ? "failed"
+                                                  : "canceled";
         job_finish(j, as, NULL, NULL, NULL, NULL, NULL);
         return;
     }
@@ -1169,8 +1168,8 @@ static void job_from_claim(runner_t *r, const redisReply *item)
     bool cancel = (v != NULL && strcmp(v, "1") == 0) || early_cancel_take(r, j->uuid);
     v = store_reply_hash_get(f, "timed_out", NULL);
     j->timed_out = v != NULL && strcmp(v, "1") == 0;
-    j->job_scope = json_pack("{s:s, s:s?, s:s?}", "uuid", j->uuid, "target", j->target,
-                             "workflow", j->wfe ? j->wfe->wf->name : NULL);
+    j->job_scope = json_pack("{s:s, s:s?, s:s?}", "uuid", j->uuid, "target", j->target, "workflow",
+                             j->wfe ? j->wfe->wf->name : NULL);
 
     if (j->wfe == NULL) {
         /* The frozen document does not parse any more (it was validated when the job
@@ -1497,13 +1496,12 @@ static void tick(runner_t *r, bool heartbeat)
     store_args_init(&a);
     /* Reaping waits one lease after (re)connecting: runners that lost Redis with us
      * must get the chance to renew their leases first. */
-    bool reap = heartbeat && !r->stopping &&
-                tern_mono_ms() - r->up_since_mono >= r->opts.lease_ms;
+    bool reap = heartbeat && !r->stopping && tern_mono_ms() - r->up_since_mono >= r->opts.lease_ms;
     store_args_push(&a, heartbeat ? r->id : "");
     store_args_push_u64(&a, r->opts.lease_ms);
     json_t *info = json_pack("{s:s, s:I, s:I, s:o}", "id", r->id, "concurrency",
-                             (json_int_t)r->opts.concurrency, "in_flight",
-                             (json_int_t)r->in_flight, "queues", json_array());
+                             (json_int_t)r->opts.concurrency, "in_flight", (json_int_t)r->in_flight,
+                             "queues", json_array());
     for (size_t i = 0; i < r->n_claimers; i++)
         json_array_append_new(json_object_get(info, "queues"), json_string(r->claimers[i].queue));
     store_args_push_json(&a, info);
@@ -1569,8 +1567,11 @@ runner_t *runner_new(uv_loop_t *loop, store_t *store, const runner_opts_t *opts)
         cl->queue = xstrdup(queues[i]);
         char name[200];
         snprintf(name, sizeof name, "%s-claim-%s", r->id, cl->queue);
-        redis_conn_opts_t co = {.addr = addr, .name = name, .on_event = on_claimer_conn,
-                                .data = cl, .command_timeout_ms = 2000 + 10000};
+        redis_conn_opts_t co = {.addr = addr,
+                                .name = name,
+                                .on_event = on_claimer_conn,
+                                .data = cl,
+                                .command_timeout_ms = 2000 + 10000};
         cl->conn = redis_conn_new(loop, &co);
     }
     char name[200];
@@ -1624,8 +1625,7 @@ static void on_runner_handle_closed(uv_handle_t *h)
         cb(data);
 }
 
-static void on_lease_given_up(void *data, int status, const redisReply *reply,
-                              const char *errmsg)
+static void on_lease_given_up(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     (void)status;
     (void)reply;

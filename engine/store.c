@@ -18,11 +18,16 @@
 #include "store_lua.h"
 
 static const char *const script_names[SCRIPT_COUNT] = {
-    [SCRIPT_JOB_CANCEL] = "job_cancel",   [SCRIPT_JOB_CLAIM] = "job_claim",
-    [SCRIPT_JOB_CREATE] = "job_create",   [SCRIPT_JOB_GET] = "job_get",
-    [SCRIPT_JOB_REDRIVE] = "job_redrive", [SCRIPT_JOB_RESUME] = "job_resume",
-    [SCRIPT_STEP_BEGIN] = "step_begin",   [SCRIPT_STEP_COMMIT] = "step_commit",
-    [SCRIPT_TICK] = "tick",               [SCRIPT_WORKFLOW_GET] = "workflow_get",
+    [SCRIPT_JOB_CANCEL] = "job_cancel",
+    [SCRIPT_JOB_CLAIM] = "job_claim",
+    [SCRIPT_JOB_CREATE] = "job_create",
+    [SCRIPT_JOB_GET] = "job_get",
+    [SCRIPT_JOB_REDRIVE] = "job_redrive",
+    [SCRIPT_JOB_RESUME] = "job_resume",
+    [SCRIPT_STEP_BEGIN] = "step_begin",
+    [SCRIPT_STEP_COMMIT] = "step_commit",
+    [SCRIPT_TICK] = "tick",
+    [SCRIPT_WORKFLOW_GET] = "workflow_get",
     [SCRIPT_WORKFLOW_PUT] = "workflow_put",
     [SCRIPT_JOB_INFO_ADD] = "job_info_add",
     [SCRIPT_JOB_INFO_GET] = "job_info_get",
@@ -301,8 +306,8 @@ static void on_script_loaded(redis_conn_t *conn, redisReply *reply, void *data)
         return; /* the connection dropped; loading starts again when it is back */
     }
     if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-        log_msg(TERN_LOG_ERROR, "store", NULL, "SCRIPT LOAD %s failed: %s",
-                script_names[l->id], reply->type == REDIS_REPLY_ERROR ? reply->str : "bad reply");
+        log_msg(TERN_LOG_ERROR, "store", NULL, "SCRIPT LOAD %s failed: %s", script_names[l->id],
+                reply->type == REDIS_REPLY_ERROR ? reply->str : "bad reply");
         redis_conn_drop(s->conn, "script load failed");
         free(l);
         return;

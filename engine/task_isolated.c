@@ -19,7 +19,7 @@
 #include "log.h"
 #include "plugin_loader.h"
 
-#define HELPER_OUTPUT_MAX (8u * 1024u * 1024u) /* bytes of stdout kept: the outcome */
+#define HELPER_OUTPUT_MAX  (8u * 1024u * 1024u) /* bytes of stdout kept: the outcome */
 #define HELPER_REQUEST_MAX (16u * 1024u * 1024u)
 
 struct task_isolated {
@@ -109,8 +109,10 @@ static void on_helper_exit(void *data, const tern_spawn_res *res)
                        res->term_signal, abbrev ? abbrev : "?",
                        res->stderr_tail ? res->stderr_tail : "");
     } else if (last == NULL) {
-        outcome_failed(&o, "TaskCrashed", "task %s: helper exited with status %lld and no outcome; "
-                       "stderr: %s", t->task, (long long)res->exit_status,
+        outcome_failed(&o, "TaskCrashed",
+                       "task %s: helper exited with status %lld and no outcome; "
+                       "stderr: %s",
+                       t->task, (long long)res->exit_status,
                        res->stderr_tail ? res->stderr_tail : "");
     } else {
         outcome_from_line(&o, last);
@@ -127,11 +129,10 @@ task_isolated_t *task_isolated_start(const task_isolated_opts_t *opts, const jso
     const task_ctx_opts_t *c = opts->ctx;
     json_t *req = json_pack(
         "{s:s, s:O, s:{s:s, s:s?, s:O, s:O}, s:s, s:i, s:s, s:s?, s:s?, s:O?}", "task",
-        c->task_name, "args", args, "job", "uuid", c->job_uuid, "target", c->job_target,
-        "params", c->params ? c->params : json_null(), "state",
-        c->state ? c->state : json_null(), "step", c->step_name, "attempt", (int)c->attempt,
-        "key", c->idempotency_key, "plugin_dir", opts->plugin_dir, "redis", opts->redis_url,
-        "plugin_config", opts->plugin_config);
+        c->task_name, "args", args, "job", "uuid", c->job_uuid, "target", c->job_target, "params",
+        c->params ? c->params : json_null(), "state", c->state ? c->state : json_null(), "step",
+        c->step_name, "attempt", (int)c->attempt, "key", c->idempotency_key, "plugin_dir",
+        opts->plugin_dir, "redis", opts->redis_url, "plugin_config", opts->plugin_config);
     if (req == NULL) {
         tern_seterr(err, errlen, TERN_EINVAL, "cannot build the helper request");
         return NULL;
@@ -224,8 +225,8 @@ static char *read_all_stdin(size_t *len)
 
 static int helper_fail(const char *code, const char *msg)
 {
-    json_t *line = json_pack("{s:{s:s, s:s, s:s}}", "outcome", "kind", "failed", "code", code,
-                             "message", msg);
+    json_t *line =
+        json_pack("{s:{s:s, s:s, s:s}}", "outcome", "kind", "failed", "code", code, "message", msg);
     char *s = json_dumps(line, JSON_COMPACT);
     printf("%s\n", s);
     fflush(stdout);
@@ -267,17 +268,16 @@ int task_helper_main(const char *default_plugin_dir)
     char family[64];
     snprintf(family, sizeof family, "%.*s", (int)(strchr(task, '.') - task), task);
     char err[1024];
-    plugin_registry_t *reg =
-        plugin_registry_new(dir != NULL ? dir : default_plugin_dir, task_ctx_host(), err,
-                            sizeof err);
+    plugin_registry_t *reg = plugin_registry_new(dir != NULL ? dir : default_plugin_dir,
+                                                 task_ctx_host(), err, sizeof err);
     if (reg == NULL) {
         json_decref(req);
         return helper_fail("UnknownTask", err);
     }
     char file[80];
     snprintf(file, sizeof file, "%s.so", family);
-    if (plugin_registry_load(reg, file, json_object_get(req, "plugin_config"), err,
-                             sizeof err) != 0) {
+    if (plugin_registry_load(reg, file, json_object_get(req, "plugin_config"), err, sizeof err) !=
+        0) {
         plugin_registry_free(reg);
         json_decref(req);
         return helper_fail("UnknownTask", err);

@@ -74,15 +74,16 @@ static void bench_sleepers(void **state)
     itest_ternd_t t;
     char conc[16];
     snprintf(conc, sizeof conc, "%d", n_jobs);
-    const char *extra[] = {"--concurrency", conc, "--lease-ms", "10000",
+    const char *extra[] = {"--concurrency",  conc,   "--lease-ms", "10000",
                            "--heartbeat-ms", "2000", NULL};
     itest_ternd_start(&t, &redis, &dir, "bench", extra);
     itest_client_t c;
     itest_client_open(&c, &redis);
     char msg[512];
-    if (itest_workflow_put(&c, itest_fmt("{\"name\": \"sleeper\", \"chain\": [{\"name\": \"s\", "
-                                         "\"task\": \"core.sleep\", \"args\": {\"ms\": %d}}]}",
-                                         sleep_ms),
+    if (itest_workflow_put(&c,
+                           itest_fmt("{\"name\": \"sleeper\", \"chain\": [{\"name\": \"s\", "
+                                     "\"task\": \"core.sleep\", \"args\": {\"ms\": %d}}]}",
+                                     sleep_ms),
                            NULL, msg, sizeof msg) != 0)
         fail_msg("%s", msg);
     long rss_idle = peak_rss_kb(t.pid);

@@ -403,8 +403,8 @@ void itest_client_open(itest_client_t *c, const itest_redis_t *r)
     if (redis_addr_parse(r->url, &c->addr, err, sizeof err) != 0)
         fail_msg("%s", err);
     client_up = false;
-    store_opts_t so = {.addr = &c->addr, .name = "itest-client", .on_state = on_client_store,
-                       .data = &client_up};
+    store_opts_t so = {
+        .addr = &c->addr, .name = "itest-client", .on_state = on_client_store, .data = &client_up};
     c->store = store_new(&c->loop, &so);
     job_ops_opts_t jo = {.store = c->store};
     c->ops = job_ops_new(&jo);
@@ -438,8 +438,7 @@ static void on_op(void *data, int status, const json_t *result, const char *mess
     snprintf(o->msg, sizeof o->msg, "%s", message != NULL ? message : "");
 }
 
-static int finish_op(itest_client_t *c, op_result_t *o, json_t **result, char *msg,
-                     size_t msglen)
+static int finish_op(itest_client_t *c, op_result_t *o, json_t **result, char *msg, size_t msglen)
 {
     if (!run_until(c, &o->done, 10000))
         fail_msg("no answer from the store within 10 s");
@@ -474,13 +473,16 @@ int itest_workflow_put(itest_client_t *c, const char *json_text, json_t **result
 }
 
 int itest_job_create(itest_client_t *c, const char *workflow, const char *params_json,
-                     const char *target, uint64_t exec_after_ms, const char *locks,
-                     char uuid[40], char *msg, size_t msglen)
+                     const char *target, uint64_t exec_after_ms, const char *locks, char uuid[40],
+                     char *msg, size_t msglen)
 {
     op_result_t o = {0};
     json_t *params = parse_or_fail(params_json);
-    job_create_req_t req = {.workflow = workflow, .params = params, .target = target,
-                            .exec_after_ms = exec_after_ms, .locks = locks};
+    job_create_req_t req = {.workflow = workflow,
+                            .params = params,
+                            .target = target,
+                            .exec_after_ms = exec_after_ms,
+                            .locks = locks};
     job_ops_create(c->ops, &req, on_op, &o);
     json_decref(params);
     json_t *res = NULL;
@@ -554,8 +556,8 @@ static bool on_event(void *data, const char *id, const json_t *ev)
     return true;
 }
 
-json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type,
-                         const char *status, unsigned timeout_ms)
+json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type, const char *status,
+                         unsigned timeout_ms)
 {
     event_wait_t w = {.type = type, .status = status};
     events_follow_t *f = events_follow(&c->loop, &c->addr, uuid, "0", on_event, &w);
@@ -578,8 +580,9 @@ json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeou
 json_t *itest_events(itest_client_t *c, const char *uuid)
 {
     struct timeval tv = {2, 0};
-    redisContext *rc = c->addr.path != NULL ? redisConnectUnixWithTimeout(c->addr.path, tv)
-                                            : redisConnectWithTimeout(c->addr.host, c->addr.port, tv);
+    redisContext *rc = c->addr.path != NULL
+                           ? redisConnectUnixWithTimeout(c->addr.path, tv)
+                           : redisConnectWithTimeout(c->addr.host, c->addr.port, tv);
     json_t *out = json_array();
     if (rc == NULL || rc->err) {
         if (rc != NULL)
@@ -590,8 +593,8 @@ json_t *itest_events(itest_client_t *c, const char *uuid)
     for (size_t i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
         redisReply *fields = r->element[i]->element[1];
         for (size_t k = 0; k + 1 < fields->elements; k += 2) {
-            json_t *ev = json_loadb(fields->element[k + 1]->str, fields->element[k + 1]->len, 0,
-                                    NULL);
+            json_t *ev =
+                json_loadb(fields->element[k + 1]->str, fields->element[k + 1]->len, 0, NULL);
             if (ev != NULL)
                 json_array_append_new(out, ev);
         }

@@ -90,8 +90,8 @@ int itest_workflow_put(itest_client_t *c, const char *json_text, json_t **result
                        size_t msglen);
 /* Creates a job; params_json may be NULL. Returns the status; the uuid goes to uuid. */
 int itest_job_create(itest_client_t *c, const char *workflow, const char *params_json,
-                     const char *target, uint64_t exec_after_ms, const char *locks,
-                     char uuid[40], char *msg, size_t msglen);
+                     const char *target, uint64_t exec_after_ms, const char *locks, char uuid[40],
+                     char *msg, size_t msglen);
 json_t *itest_job_get(itest_client_t *c, const char *uuid);
 int itest_job_cancel(itest_client_t *c, const char *uuid, char *msg, size_t msglen);
 int itest_job_resume(itest_client_t *c, const char *uuid, const char *result_json,
@@ -102,8 +102,8 @@ int itest_job_redrive(itest_client_t *c, const char *uuid, const char *from_step
 /* Follows the job's events from its start until an event of `type` ("finished",
  * "waiting", "running", "step", ...) and, when `status` is not NULL, with that
  * "status" field; at most timeout_ms. Returns the event (new reference) or NULL. */
-json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type,
-                         const char *status, unsigned timeout_ms);
+json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type, const char *status,
+                         unsigned timeout_ms);
 /* Waits for the job's "finished" event and returns the job (new reference), or NULL
  * after timeout_ms. */
 json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeout_ms);

@@ -62,11 +62,13 @@ static json_t *run(const char *workflow, const char *params, char uuid[40])
 static void test_steps_run_in_order_once(void **state)
 {
     (void)state;
-    put(itest_fmt("{\"name\": \"three\", \"chain\": ["
-                  "{\"name\": \"a\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}},"
-                  "{\"name\": \"b\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}},"
-                  "{\"name\": \"c\", \"task\": \"core.log\", \"args\": {\"msg\": \"b said ${steps.b.result.recorded}\"}}]}",
-                  W.side, W.side));
+    put(itest_fmt(
+        "{\"name\": \"three\", \"chain\": ["
+        "{\"name\": \"a\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}},"
+        "{\"name\": \"b\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}},"
+        "{\"name\": \"c\", \"task\": \"core.log\", \"args\": {\"msg\": \"b said "
+        "${steps.b.result.recorded}\"}}]}",
+        W.side, W.side));
     char uuid[40];
     json_t *job = run("three", NULL, uuid);
     assert_string_equal(itest_execution(job), "succeeded");
@@ -149,18 +151,18 @@ static void test_fatal_code_is_not_retried(void **state)
 static void test_fallback_after_retries(void **state)
 {
     (void)state;
-    put(itest_fmt("{\"name\": \"fb\", \"chain\": [{\"name\": \"s\", \"task\": \"itest.flaky\","
-                  "\"retry\": {\"max_attempts\": 2, \"initial_ms\": 10}, \"args\": {\"file\": \"%s\", "
-                  "\"fail_times\": 100}, \"fallback\": {\"task\": \"core.log\", \"args\": "
-                  "{\"msg\": \"fell back after ${error.code}\"}}}]}",
-                  W.side));
+    put(itest_fmt(
+        "{\"name\": \"fb\", \"chain\": [{\"name\": \"s\", \"task\": \"itest.flaky\","
+        "\"retry\": {\"max_attempts\": 2, \"initial_ms\": 10}, \"args\": {\"file\": \"%s\", "
+        "\"fail_times\": 100}, \"fallback\": {\"task\": \"core.log\", \"args\": "
+        "{\"msg\": \"fell back after ${error.code}\"}}}]}",
+        W.side));
     char uuid[40];
     json_t *job = run("fb", NULL, uuid);
     assert_string_equal(itest_execution(job), "succeeded");
     json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(entry, "result"), "msg")),
-        "fell back after Flaky");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(entry, "result"), "msg")),
+                        "fell back after Flaky");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(entry, "step_error"), "code")), "Flaky");
     char key[64];
@@ -174,7 +176,8 @@ static void test_onerror_runs_with_the_error(void **state)
     (void)state;
     put(itest_fmt("{\"name\": \"oe\", \"chain\": [{\"name\": \"c\", \"task\": \"itest.check\","
                   "\"args\": {\"file\": \"%s\", \"ok\": \"${params.ok}\"}}, "
-                  "{\"name\": \"never\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 1}}],"
+                  "{\"name\": \"never\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", "
+                  "\"ms\": 1}}],"
                   "\"onerror\": [{\"name\": \"report\", \"task\": \"core.log\", \"args\": "
                   "{\"msg\": \"${error.step} failed: ${error.message}\"}}]}",
                   W.side, W.side));
@@ -200,14 +203,16 @@ static void test_one_round_trip_per_step(void **state)
         snprintf(steps + strlen(steps), sizeof steps - strlen(steps),
                  "%s{\"name\": \"n%d\", \"task\": \"core.noop\"}", i ? "," : "", i);
     put(itest_fmt("{\"name\": \"noop20\", \"chain\": [%s]}", steps));
-    long long before = itest_redis_int(&W.redis, "EVAL %s 0",
-                                       "return tonumber(string.match(redis.call('INFO','commandstats'),"
-                                       "'cmdstat_evalsha:calls=(%d+)'))");
+    long long before =
+        itest_redis_int(&W.redis, "EVAL %s 0",
+                        "return tonumber(string.match(redis.call('INFO','commandstats'),"
+                        "'cmdstat_evalsha:calls=(%d+)'))");
     char uuid[40];
     json_t *job = run("noop20", NULL, uuid);
-    long long after = itest_redis_int(&W.redis, "EVAL %s 0",
-                                      "return tonumber(string.match(redis.call('INFO','commandstats'),"
-                                      "'cmdstat_evalsha:calls=(%d+)'))");
+    long long after =
+        itest_redis_int(&W.redis, "EVAL %s 0",
+                        "return tonumber(string.match(redis.call('INFO','commandstats'),"
+                        "'cmdstat_evalsha:calls=(%d+)'))");
     assert_string_equal(itest_execution(job), "succeeded");
     /* 20 commits, the claim, the create's two scripts, the read, and heartbeats of the
      * runner meanwhile (every 200 ms). Two round trips per step would be 40 or more. */
@@ -228,9 +233,8 @@ static void test_plugin_redis_namespace(void **state)
         json_t *job = run("count", NULL, uuid);
         assert_string_equal(itest_execution(job), "succeeded");
         json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
-        assert_int_equal(json_integer_value(json_object_get(json_object_get(entry, "result"),
-                                                            "value")),
-                         i);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(entry, "result"), "value")), i);
         json_decref(job);
     }
     /* The key lives in the plugin's namespace, nowhere else. */

@@ -171,14 +171,14 @@ static void counter_start(tern_ctx *ctx, const json_t *args)
 
 static const char *const fatal_codes[] = {"FatalThing", NULL};
 
-#define TASK(n, fn, cancel_fn)                                                             \
-    static const tern_task_def n##_def = {                                                 \
-        .size = sizeof(tern_task_def),                                                     \
-        .name = #n,                                                                        \
-        .summary = "integration test task " #n,                                            \
-        .fatal_codes = fatal_codes,                                                        \
-        .start = fn,                                                                       \
-        .cancel = cancel_fn,                                                               \
+#define TASK(n, fn, cancel_fn)                                                                     \
+    static const tern_task_def n##_def = {                                                         \
+        .size = sizeof(tern_task_def),                                                             \
+        .name = #n,                                                                                \
+        .summary = "integration test task " #n,                                                    \
+        .fatal_codes = fatal_codes,                                                                \
+        .start = fn,                                                                               \
+        .cancel = cancel_fn,                                                                       \
     }
 
 TASK(record, record_start, record_cancel);
@@ -192,8 +192,8 @@ TASK(hang, hang_start, NULL);
 TASK(twice, twice_start, NULL);
 TASK(counter, counter_start, NULL);
 
-static const tern_task_def *const tasks[] = {&record_def, &flaky_def, &fatal_def, &check_def,
-                                             &wait_def,   &poll_def,  &crash_def, &hang_def,
+static const tern_task_def *const tasks[] = {&record_def, &flaky_def,   &fatal_def, &check_def,
+                                             &wait_def,   &poll_def,    &crash_def, &hang_def,
                                              &twice_def,  &counter_def, NULL};
 
 static const tern_plugin itest_plugin = {
