@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "describe.h"
 
 #define DEFAULT_INITIAL_MS 1000u
 #define DEFAULT_MAX_MS     60000u
@@ -31,30 +32,6 @@ void retry_policy_default(retry_policy_t *p)
     p->jitter = true;
 }
 
-/* Writes a short description of v for messages: scalars in their JSON spelling
- * (strings quoted and cut after 40 characters), containers by their kind. */
-static const char *describe(const json_t *v, char *buf, size_t len)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING: {
-        const char *s = json_string_value(v);
-        size_t n = strlen(s);
-        snprintf(buf, len, "\"%.*s%s\"", n > 40 ? 40 : (int)n, s, n > 40 ? "..." : "");
-        return buf;
-    }
-    default: {
-        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
-        snprintf(buf, len, "%s", s != NULL ? s : "?");
-        free(s);
-        return buf;
-    }
-    }
-}
-
 /* Reads an integer in [lo, hi] from v; messages name path.key and the bad value. */
 static int get_uint(const json_t *v, const char *path, const char *key, uint32_t lo, uint32_t hi,
                     uint32_t *out, char *err, size_t errlen)
@@ -64,14 +41,14 @@ static int get_uint(const json_t *v, const char *path, const char *key, uint32_t
         if (lo == 1)
             return tern_seterr(err, errlen, TERN_EINVAL,
                                "%s.%s: expected a positive integer, got %s", path, key,
-                               describe(v, buf, sizeof buf));
+                               describe_json(v, buf, sizeof buf));
         return tern_seterr(err, errlen, TERN_EINVAL,
                            "%s.%s: expected an integer of at least %u, got %s", path, key, lo,
-                           describe(v, buf, sizeof buf));
+                           describe_json(v, buf, sizeof buf));
     }
     if (json_integer_value(v) > (json_int_t)hi)
         return tern_seterr(err, errlen, TERN_EINVAL, "%s.%s: expected at most %u, got %s", path,
-                           key, hi, describe(v, buf, sizeof buf));
+                           key, hi, describe_json(v, buf, sizeof buf));
     *out = (uint32_t)json_integer_value(v);
     return 0;
 }
@@ -97,7 +74,7 @@ static int parse_kind(const json_t *v, const char *path, backoff_kind_t *kind, c
     char buf[64];
     return tern_seterr(err, errlen, TERN_EINVAL,
                        "%s.backoff: expected \"constant\", \"linear\" or \"exponential\", got %s",
-                       path, describe(v, buf, sizeof buf));
+                       path, describe_json(v, buf, sizeof buf));
 }
 
 static int parse_object(const json_t *v, const char *path, retry_policy_t *p, char *err,
@@ -124,14 +101,14 @@ static int parse_object(const json_t *v, const char *path, retry_policy_t *p, ch
             if (!json_is_number(val) || !(json_number_value(val) > 1.0))
                 return tern_seterr(err, errlen, TERN_EINVAL,
                                    "%s.factor: expected a number greater than 1, got %s", path,
-                                   describe(val, buf, sizeof buf));
+                                   describe_json(val, buf, sizeof buf));
             p->factor = json_number_value(val);
             rc = 0;
         } else if (strcmp(key, "jitter") == 0) {
             if (!json_is_boolean(val))
                 return tern_seterr(err, errlen, TERN_EINVAL,
                                    "%s.jitter: expected true or false, got %s", path,
-                                   describe(val, buf, sizeof buf));
+                                   describe_json(val, buf, sizeof buf));
             p->jitter = json_is_true(val);
             rc = 0;
         } else {
@@ -173,7 +150,7 @@ int retry_policy_parse(const json_t *v, const char *path, retry_policy_t *p, cha
             return tern_seterr(err, errlen, TERN_EINVAL,
                                "%s: expected a number of attempts from 1 to %d (1 = no retry), "
                                "got %s",
-                               path, RETRY_MAX_ATTEMPTS, describe(v, buf, sizeof buf));
+                               path, RETRY_MAX_ATTEMPTS, describe_json(v, buf, sizeof buf));
         tmp.max_attempts = (uint32_t)n;
     } else if (json_is_object(v)) {
         rc = parse_object(v, path, &tmp, err, errlen);
@@ -182,7 +159,7 @@ int retry_policy_parse(const json_t *v, const char *path, retry_policy_t *p, cha
     } else {
         return tern_seterr(err, errlen, TERN_EINVAL,
                            "%s: expected a number of attempts or a policy object, got %s", path,
-                           describe(v, buf, sizeof buf));
+                           describe_json(v, buf, sizeof buf));
     }
     *p = tmp;
     return 0;

@@ -255,31 +255,43 @@ void api_reply_error(api_req_t *r, int status, const char *code, const char *fmt
     json_decref(body);
 }
 
+/* How engine statuses are answered (http_request.h lists them); anything else is 500
+ * InternalError. */
+static const struct {
+    int status;
+    int http;
+    const char *code;
+} status_replies[] = {
+    {TERN_EINVAL, 409, "InvalidArgument"},
+    {TERN_ENOENT, 404, "ResourceNotFound"},
+    {TERN_EEXIST, 409, "Conflict"},
+    {TERN_EBUSY, 409, "Conflict"},
+    {TERN_E2BIG, 413, "RequestEntityTooLarge"},
+    {TERN_ENOTCONN, 503, "ServiceUnavailable"},
+    {TERN_EIO, 503, "ServiceUnavailable"},
+};
+
 void api_reply_status(api_req_t *r, int status, const char *message)
 {
-    const char *msg = message != NULL ? message : "";
-    switch (status) {
-    case TERN_EINVAL:
-        api_reply_error(r, 409, "InvalidArgument", "%s", msg);
-        break;
-    case TERN_ENOENT:
-        api_reply_error(r, 404, "ResourceNotFound", "%s", msg);
-        break;
-    case TERN_EEXIST:
-    case TERN_EBUSY:
-        api_reply_error(r, 409, "Conflict", "%s", msg);
-        break;
-    case TERN_E2BIG:
-        api_reply_error(r, 413, "RequestEntityTooLarge", "%s", msg);
-        break;
-    case TERN_ENOTCONN:
-    case TERN_EIO:
-        api_reply_error(r, 503, "ServiceUnavailable", "%s", msg);
-        break;
-    default:
-        api_reply_error(r, 500, "InternalError", "%s", msg);
-        break;
+    int http = 500;
+    const char *code = "InternalError";
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(status_replies); i++) {
+        if (status_replies[i].status == status) {
+            http = status_replies[i].http;
+            code = status_replies[i].code;
+            break;
+        }
     }
+    api_reply_error(r, http, code, "%s", message != NULL ? message : "");
+}
+
+void api_on_result(void *data, int status, const json_t *result, const char *message)
+{
+    api_req_t *r = data;
+    if (status != 0)
+        api_reply_status(r, status, message);
+    else
+        api_reply_json(r, 200, result);
 }
 
 /* ---- query strings ------------------------------------------------------------ */
@@ -631,13 +643,7 @@ Error:
      * closing what it opened. */
     if (api->listening)
         uv_close((uv_handle_t *)&api->listener, NULL);
-    api->listening = false;
-    h2o_context_dispose(&api->ctx);
-    h2o_config_dispose(&api->config);
-    if (api->ssl_ctx != NULL)
-        SSL_CTX_free(api->ssl_ctx);
-    free(api->token);
-    free(api);
+    http_api_dispose(api); /* no event hub yet: it is made after the last failure */
     *out = NULL;
     return rc;
 }

@@ -88,6 +88,10 @@ void api_reply_error(api_req_t *r, int status, const char *code, const char *fmt
  * anything else 500 InternalError. Frees r. */
 void api_reply_status(api_req_t *r, int status, const char *message);
 
+/* A job_ops_cb whose `data` is the api_req_t: answers 200 with `result`, or the engine
+ * status with api_reply_status. Frees r. */
+void api_on_result(void *data, int status, const json_t *result, const char *message);
+
 /* Answers with `status`, Content-Type `content_type` and `len` bytes of `body` (copied).
  * Frees r. */
 void api_reply_text(api_req_t *r, int status, const char *content_type, const char *body,

@@ -28,15 +28,6 @@
 
 /* ---- answers ------------------------------------------------------------------ */
 
-static void on_job_answer(void *data, int status, const json_t *result, const char *message)
-{
-    api_req_t *r = data;
-    if (status != 0)
-        api_reply_status(r, status, message);
-    else
-        api_reply_json(r, 200, result);
-}
-
 /* Operator actions answer with the whole job, as node-workflow does: once the action
  * is stored, the job is read again (a second round trip). */
 static void on_action_done(void *data, int status, const json_t *result, const char *message)
@@ -46,7 +37,7 @@ static void on_action_done(void *data, int status, const json_t *result, const c
     if (status != 0)
         api_reply_status(r, status, message);
     else
-        job_ops_get(api_ops(r), r->params[0], on_job_answer, r);
+        job_ops_get(api_ops(r), r->params[0], api_on_result, r);
 }
 
 /* Answers 404 and returns false unless the path's job uuid is a UUID. */
@@ -250,7 +241,7 @@ static void create_job(api_req_t *r)
 static void get_job(api_req_t *r)
 {
     if (job_uuid_ok(r))
-        job_ops_get(api_ops(r), r->params[0], on_job_answer, r);
+        job_ops_get(api_ops(r), r->params[0], api_on_result, r);
 }
 
 static void cancel_job(api_req_t *r)
@@ -339,7 +330,7 @@ static void post_info(api_req_t *r)
 static void get_info(api_req_t *r)
 {
     if (job_uuid_ok(r))
-        job_info_get(api_store(r), r->params[0], on_job_answer, r);
+        job_info_get(api_store(r), r->params[0], api_on_result, r);
 }
 
 const api_route_t http_routes_jobs[] = {

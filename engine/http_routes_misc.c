@@ -28,23 +28,14 @@ static void get_tasks(api_req_t *r)
     json_decref(body);
 }
 
-static void on_answer(void *data, int status, const json_t *result, const char *message)
-{
-    api_req_t *r = data;
-    if (status != 0)
-        api_reply_status(r, status, message);
-    else
-        api_reply_json(r, 200, result);
-}
-
 static void get_stats(api_req_t *r)
 {
-    job_stats_get(api_store(r), on_answer, r);
+    job_stats_get(api_store(r), api_on_result, r);
 }
 
 static void get_runners(api_req_t *r)
 {
-    runner_list_get(api_store(r), on_answer, r);
+    runner_list_get(api_store(r), api_on_result, r);
 }
 
 const api_route_t http_routes_misc[] = {

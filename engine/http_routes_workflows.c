@@ -19,15 +19,6 @@
 #include "http_request.h"
 #include "workflow_ops.h"
 
-static void on_workflow_answer(void *data, int status, const json_t *result, const char *message)
-{
-    api_req_t *r = data;
-    if (status != 0)
-        api_reply_status(r, status, message);
-    else
-        api_reply_json(r, 200, result);
-}
-
 /* ---- GET /workflows ----------------------------------------------------------- */
 
 static void on_workflow_list(void *data, int status, const json_t *result, const char *message)
@@ -148,7 +139,7 @@ static void put_workflow(api_req_t *r)
 
 static void get_workflow(api_req_t *r)
 {
-    job_ops_workflow_get(api_ops(r), r->params[0], on_workflow_answer, r);
+    job_ops_workflow_get(api_ops(r), r->params[0], api_on_result, r);
 }
 
 static void on_workflow_deleted(void *data, int status, const json_t *result, const char *message)

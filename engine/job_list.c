@@ -11,21 +11,18 @@
 #include "common.h"
 #include "job_view.h"
 #include "list_page.h"
+#include "store_op.h"
 
 typedef struct list_op {
-    job_ops_cb cb;
-    void *data;
-    bool filtered; /* params filters apply: the index's size is not the count */
+    store_op_t base; /* first: the reply callback's data is both */
+    bool filtered;   /* params filters apply: the index's size is not the count */
 } list_op_t;
 
 static void on_job_list(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     list_op_t *op = data;
-    if (status != 0) {
-        op->cb(op->data, status, NULL, errmsg);
-        free(op);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     const redisReply *time = store_reply_at(reply, 1), *uuid = store_reply_at(reply, 2);
     const redisReply *snaps = store_reply_at(reply, 3);
     json_t *jobs = json_array();
@@ -34,20 +31,12 @@ static void on_job_list(void *data, int status, const redisReply *reply, const c
         if (view != NULL)
             json_array_append_new(jobs, view);
     }
-    json_t *next = json_null();
-    if (time != NULL && time->type == REDIS_REPLY_STRING && time->len > 0 && uuid != NULL &&
-        uuid->type == REDIS_REPLY_STRING) {
-        char marker[LIST_PAGE_MARKER_MAX];
-        list_page_marker_format(time->str, time->len, uuid->str, uuid->len, marker);
-        json_decref(next);
-        next = json_string(marker);
-    }
+    json_t *next = list_page_next_marker(time, uuid);
     json_t *total =
         op->filtered ? json_null() : json_integer(store_reply_int(store_reply_at(reply, 0), 0));
     json_t *res = json_pack("{s:o, s:o, s:o}", "jobs", jobs, "next_marker", next, "total", total);
-    op->cb(op->data, 0, res, NULL);
+    store_op_done(&op->base, 0, res, NULL);
     json_decref(res);
-    free(op);
 }
 
 void job_list(store_t *store, const job_list_req_t *req, job_ops_cb cb, void *data)
@@ -98,14 +87,7 @@ void job_list(store_t *store, const job_list_req_t *req, job_ops_cb cb, void *da
         store_args_push(&a, key);
         store_args_push(&a, json_string_value(value));
     }
-    list_op_t *op = xcalloc(1, sizeof *op);
-    op->cb = cb;
-    op->data = data;
+    list_op_t *op = (list_op_t *)store_op_new(sizeof *op, cb, data, NULL);
     op->filtered = json_object_size(req->filters) > 0;
-    int rc = store_eval(store, SCRIPT_JOB_LIST, &a, on_job_list, op);
-    store_args_dispose(&a);
-    if (rc != 0) {
-        free(op);
-        cb(data, rc, NULL, "Redis is not reachable");
-    }
+    store_op_send(&op->base, store, SCRIPT_JOB_LIST, &a, on_job_list);
 }

@@ -2,10 +2,11 @@
  * job_ops.c -- workflow and job operations shared by the API, ternd --run and tests;
  * see job_ops.h.
  *
- * Ownership: each operation in flight is one heap object (op_t) that owns copies of
- * its inputs and is freed right after its callback ran. job_ops_t owns a cache of the
- * locks of running jobs (regular expressions compiled once), refreshed whenever
- * job_create.lua says the version we checked against is stale.
+ * Ownership: each operation in flight is one heap object (op_t, a store_op_t; see
+ * store_op.h) that owns copies of its inputs and is freed right after its callback
+ * ran. job_ops_t owns a cache of the locks of running jobs (regular expressions
+ * compiled once), refreshed whenever job_create.lua says the version we checked
+ * against is stale.
  */
 #include "job_ops.h"
 
@@ -17,10 +18,16 @@
 #include "common.h"
 #include "holds.h"
 #include "job_view.h"
+#include "store_op.h"
 #include "template.h"
 #include "workflow.h"
 
 #define CREATE_TRIES 4 /* lock cache refreshes before giving up */
+
+/* The refusal of a retry of a job that neither failed nor was canceled, whether the
+ * job read first or job_redrive.lua at the write says so; the arguments are the job's
+ * uuid and execution. */
+#define REDRIVE_REFUSED_FMT "job %s is %s; only a failed or canceled job can be retried"
 
 typedef struct lock_entry {
     char *job;
@@ -36,9 +43,8 @@ struct job_ops {
 };
 
 typedef struct op {
+    store_op_t base; /* first: the reply callbacks' data is both */
     job_ops_t *ops;
-    job_ops_cb cb;
-    void *data;
     /* job create */
     char uuid[40];
     char *workflow_ref;
@@ -58,17 +64,9 @@ typedef struct op {
     json_t *extra;
 } op_t;
 
-static op_t *op_new(job_ops_t *ops, job_ops_cb cb, void *data)
+static void op_dispose(store_op_t *base)
 {
-    op_t *op = xcalloc(1, sizeof *op);
-    op->ops = ops;
-    op->cb = cb;
-    op->data = data;
-    return op;
-}
-
-static void op_free(op_t *op)
-{
+    op_t *op = (op_t *)base;
     free(op->workflow_ref);
     json_decref(op->params);
     free(op->target);
@@ -80,32 +78,18 @@ static void op_free(op_t *op)
     free(op->caller);
     free(op->from_step);
     json_decref(op->extra);
-    free(op);
 }
 
-/* Answers and frees the operation. */
-static void op_done(op_t *op, int status, const json_t *result, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void op_done(op_t *op, int status, const json_t *result, const char *fmt, ...)
+static op_t *op_new(job_ops_t *ops, job_ops_cb cb, void *data)
 {
-    char msg[1024] = "";
-    if (fmt != NULL) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-    }
-    op->cb(op->data, status, result, fmt != NULL ? msg : NULL);
-    op_free(op);
+    op_t *op = (op_t *)store_op_new(sizeof *op, cb, data, op_dispose);
+    op->ops = ops;
+    return op;
 }
 
 static void op_send(op_t *op, store_script_t script, store_args_t *a, store_reply_cb cb)
 {
-    int rc = store_eval(op->ops->opts.store, script, a, cb, op);
-    store_args_dispose(a);
-    if (rc != 0)
-        op_done(op, rc, NULL, "Redis is not reachable");
+    store_op_send(&op->base, op->ops->opts.store, script, a, cb);
 }
 
 job_ops_t *job_ops_new(const job_ops_opts_t *opts)
@@ -170,24 +154,22 @@ void job_ops_unique_key(const char *workflow, const char *target, const json_t *
 static void on_workflow_put(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (status != 0) {
-        op_done(op, status, NULL, "%s", errmsg);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     const redisReply *kind = store_reply_at(reply, 0), *uuid = store_reply_at(reply, 1);
     const char *name = op->wf->name, *version = op->wf->version;
     if (store_reply_is(kind, "CONFLICT")) {
-        op_done(op, TERN_EEXIST, NULL,
-                "workflow %s version %s already exists (uuid %s) with a different "
-                "definition; give the new definition a new version",
-                name, version, uuid->str);
+        store_op_done(&op->base, TERN_EEXIST, NULL,
+                      "workflow %s version %s already exists (uuid %s) with a different "
+                      "definition; give the new definition a new version",
+                      name, version, uuid->str);
         return;
     }
     if (store_reply_is(kind, "TAKEN")) {
-        op_done(op, TERN_EEXIST, NULL,
-                "uuid: %s already names another workflow version; leave \"uuid\" out to get "
-                "a new one",
-                uuid->str);
+        store_op_done(&op->base, TERN_EEXIST, NULL,
+                      "uuid: %s already names another workflow version; leave \"uuid\" out to get "
+                      "a new one",
+                      uuid->str);
         return;
     }
     /* The stored document: an unchanged version has the same canonical text, so it is
@@ -197,7 +179,7 @@ static void on_workflow_put(void *data, int status, const redisReply *reply, con
     json_t *res = json_pack(
         "{s:s, s:s, s:s, s:s, s:o}", "uuid", uuid->str, "name", name, "version", version, "status",
         store_reply_is(kind, "SAME") ? "unchanged" : "created", "workflow", doc);
-    op_done(op, 0, res, NULL);
+    store_op_done(&op->base, 0, res, NULL);
     json_decref(res);
 }
 
@@ -208,9 +190,9 @@ void job_ops_workflow_put(job_ops_t *ops, const json_t *definition, job_ops_cb c
      * (the API, the workflows directory) too: this document is frozen into every job. */
     size_t size = definition != NULL ? json_dumpb(definition, NULL, 0, JSON_COMPACT) : 0;
     if (size > WORKFLOW_MAX_BYTES) {
-        op_done(op, TERN_E2BIG, NULL,
-                "workflow: %zu bytes, over the limit of %d bytes (WORKFLOW_MAX_BYTES)", size,
-                WORKFLOW_MAX_BYTES);
+        store_op_done(&op->base, TERN_E2BIG, NULL,
+                      "workflow: %zu bytes, over the limit of %d bytes (WORKFLOW_MAX_BYTES)", size,
+                      WORKFLOW_MAX_BYTES);
         return;
     }
     char err[1024];
@@ -219,7 +201,7 @@ void job_ops_workflow_put(job_ops_t *ops, const json_t *definition, job_ops_cb c
     if (rc != 0) {
         /* An unknown task is a fault of the definition (bad input); TERN_ENOENT means an
          * unknown workflow or job to callers of job_ops. */
-        op_done(op, rc == TERN_ENOENT ? TERN_EINVAL : rc, NULL, "%s", err);
+        store_op_done(&op->base, rc == TERN_ENOENT ? TERN_EINVAL : rc, NULL, "%s", err);
         return;
     }
     json_t *doc = json_deep_copy(op->wf->doc);
@@ -247,17 +229,16 @@ void job_ops_workflow_put(job_ops_t *ops, const json_t *definition, job_ops_cb c
 static void on_workflow_get(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (status != 0) {
-        op_done(op, status, NULL, "%s", errmsg);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     const redisReply *doc = store_reply_at(reply, 1);
     if (doc == NULL) {
-        op_done(op, TERN_ENOENT, NULL, "workflow \"%s\" does not exist", op->workflow_ref);
+        store_op_done(&op->base, TERN_ENOENT, NULL, "workflow \"%s\" does not exist",
+                      op->workflow_ref);
         return;
     }
     json_t *v = json_loadb(doc->str, doc->len, 0, NULL);
-    op_done(op, 0, v, NULL);
+    store_op_done(&op->base, 0, v, NULL);
     json_decref(v);
 }
 
@@ -301,16 +282,14 @@ static void locks_refresh(job_ops_t *ops, const redisReply *reply)
 static void on_job_create(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (status != 0) {
-        op_done(op, status, NULL, "%s", errmsg);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "LOCKS")) {
         locks_refresh(op->ops, reply);
         op->locks_fresh = true;
         if (++op->tries >= CREATE_TRIES) {
-            op_done(op, TERN_EIO, NULL, "job locks keep changing; try again");
+            store_op_done(&op->base, TERN_EIO, NULL, "job locks keep changing; try again");
             return;
         }
         create_send(op);
@@ -318,21 +297,22 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     }
     if (store_reply_is(kind, "CONFLICT")) {
         const redisReply *other = store_reply_at(reply, 1);
-        op_done(op, TERN_EEXIST, NULL,
-                "another job with the same target and params is not finished yet: %.*s",
-                other ? (int)other->len : 0, other ? other->str : "");
+        store_op_done(&op->base, TERN_EEXIST, NULL,
+                      "another job with the same target and params is not finished yet: %.*s",
+                      other ? (int)other->len : 0, other ? other->str : "");
         return;
     }
     if (store_reply_is(kind, "EXISTS")) {
-        op_done(op, TERN_EEXIST, NULL, "uuid: job %s already exists", op->uuid);
+        store_op_done(&op->base, TERN_EEXIST, NULL, "uuid: job %s already exists", op->uuid);
         return;
     }
     json_t *view = job_view_from_reply(store_reply_at(reply, 2));
     if (view == NULL) {
-        op_done(op, TERN_EIO, NULL, "job %s: job_create.lua answered without the job", op->uuid);
+        store_op_done(&op->base, TERN_EIO, NULL, "job %s: job_create.lua answered without the job",
+                      op->uuid);
         return;
     }
-    op_done(op, 0, view, NULL);
+    store_op_done(&op->base, 0, view, NULL);
     json_decref(view);
 }
 
@@ -353,9 +333,9 @@ static void create_send(op_t *op)
                     snprintf(ops->locks_version, sizeof ops->locks_version, "stale");
                     break;
                 }
-                op_done(op, TERN_EEXIST, NULL,
-                        "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
-                        ops->locks[i].job, ops->locks[i].pattern);
+                store_op_done(&op->base, TERN_EEXIST, NULL,
+                              "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
+                              ops->locks[i].job, ops->locks[i].pattern);
                 return;
             }
         }
@@ -368,7 +348,7 @@ static void create_send(op_t *op)
     char *holds = holds_expand(wf->holds, wf->n_holds, &sc, herr, sizeof herr);
     if (holds == NULL) {
         json_decref(scope_job);
-        op_done(op, TERN_EINVAL, NULL, "%s", herr);
+        store_op_done(&op->base, TERN_EINVAL, NULL, "%s", herr);
         return;
     }
     json_decref(scope_job);
@@ -417,18 +397,18 @@ static void create_send(op_t *op)
 static void on_create_workflow(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (status != 0) {
-        op_done(op, status, NULL, "%s", errmsg);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     const redisReply *uuid = store_reply_at(reply, 0), *doc = store_reply_at(reply, 1);
     if (doc == NULL) {
-        op_done(op, TERN_ENOENT, NULL, "workflow \"%s\" does not exist", op->workflow_ref);
+        store_op_done(&op->base, TERN_ENOENT, NULL, "workflow \"%s\" does not exist",
+                      op->workflow_ref);
         return;
     }
     char err[1024];
     if (workflow_parse_text(doc->str, doc->len, NULL, NULL, &op->wf, err, sizeof err) != 0) {
-        op_done(op, TERN_EINVAL, NULL, "stored workflow %s is invalid: %s", uuid->str, err);
+        store_op_done(&op->base, TERN_EINVAL, NULL, "stored workflow %s is invalid: %s", uuid->str,
+                      err);
         return;
     }
     op->wf_uuid = xstrndup(uuid->str, uuid->len);
@@ -471,11 +451,11 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
 {
     op_t *op = op_new(ops, cb, data);
     if (req->workflow == NULL || req->workflow[0] == '\0') {
-        op_done(op, TERN_EINVAL, NULL, "workflow: required");
+        store_op_done(&op->base, TERN_EINVAL, NULL, "workflow: required");
         return;
     }
     if (req->params != NULL && !json_is_object(req->params)) {
-        op_done(op, TERN_EINVAL, NULL, "params: expected an object");
+        store_op_done(&op->base, TERN_EINVAL, NULL, "params: expected an object");
         return;
     }
     op->params = req->params != NULL ? json_deep_copy(req->params) : json_object();
@@ -483,12 +463,12 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
     size_t size = text != NULL ? strlen(text) : 0;
     free(text);
     if (size > ops->opts.max_params_bytes) {
-        op_done(op, TERN_E2BIG, NULL, "params: %zu bytes, the limit is %zu", size,
-                ops->opts.max_params_bytes);
+        store_op_done(&op->base, TERN_E2BIG, NULL, "params: %zu bytes, the limit is %zu", size,
+                      ops->opts.max_params_bytes);
         return;
     }
     if (req->target != NULL && (strlen(req->target) == 0 || strlen(req->target) > 1024)) {
-        op_done(op, TERN_EINVAL, NULL, "target: expected 1 to 1024 characters");
+        store_op_done(&op->base, TERN_EINVAL, NULL, "target: expected 1 to 1024 characters");
         return;
     }
     if (req->locks != NULL) {
@@ -497,8 +477,8 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
         if (rc != 0) {
             char why[256];
             regerror(rc, &re, why, sizeof why);
-            op_done(op, TERN_EINVAL, NULL, "locks: \"%s\" is not a valid regular expression: %s",
-                    req->locks, why);
+            store_op_done(&op->base, TERN_EINVAL, NULL,
+                          "locks: \"%s\" is not a valid regular expression: %s", req->locks, why);
             return;
         }
         regfree(&re);
@@ -506,7 +486,7 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
     }
     if (req->uuid != NULL) {
         if (!tern_uuid_valid(req->uuid)) {
-            op_done(op, TERN_EINVAL, NULL, "uuid: \"%s\" is not a UUID", req->uuid);
+            store_op_done(&op->base, TERN_EINVAL, NULL, "uuid: \"%s\" is not a UUID", req->uuid);
             return;
         }
         snprintf(op->uuid, sizeof op->uuid, "%s", req->uuid);
@@ -516,7 +496,7 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
     if (req->post_back_urls != NULL) {
         char err[256];
         if (check_post_back_urls(req->post_back_urls, err, sizeof err) != 0) {
-            op_done(op, TERN_EINVAL, NULL, "%s", err);
+            store_op_done(&op->base, TERN_EINVAL, NULL, "%s", err);
             return;
         }
         if (json_array_size(req->post_back_urls) > 0)
@@ -536,16 +516,14 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
 static void on_job_get(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (status != 0) {
-        op_done(op, status, NULL, "%s", errmsg);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     json_t *view = job_view_from_reply(reply);
     if (view == NULL) {
-        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+        store_op_done(&op->base, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
         return;
     }
-    op_done(op, 0, view, NULL);
+    store_op_done(&op->base, 0, view, NULL);
     json_decref(view);
 }
 
@@ -553,7 +531,7 @@ static op_t *op_for_job(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *d
 {
     op_t *op = op_new(ops, cb, data);
     if (uuid == NULL || !tern_uuid_valid(uuid)) {
-        op_done(op, TERN_EINVAL, NULL, "\"%s\" is not a job UUID", uuid ? uuid : "");
+        store_op_done(&op->base, TERN_EINVAL, NULL, "\"%s\" is not a job UUID", uuid ? uuid : "");
         return NULL;
     }
     snprintf(op->uuid, sizeof op->uuid, "%s", uuid);
@@ -582,24 +560,29 @@ static json_t *history_entry(const char *action, const char *caller, const json_
     return h;
 }
 
+/* Answers an operator action that was stored: {"uuid", "execution": the job's
+ * execution now}. */
+static void answer_execution(op_t *op, const char *execution)
+{
+    json_t *res = json_pack("{s:s, s:s}", "uuid", op->uuid, "execution", execution);
+    store_op_done(&op->base, 0, res, NULL);
+    json_decref(res);
+}
+
 static void on_job_cancel(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (status != 0) {
-        op_done(op, status, NULL, "%s", errmsg);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "NOTFOUND")) {
-        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+        store_op_done(&op->base, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
     } else if (store_reply_is(kind, "FINISHED")) {
-        op_done(op, TERN_EBUSY, NULL, "job %s already finished (%s); nothing to cancel", op->uuid,
-                store_reply_at(reply, 1)->str);
+        store_op_done(&op->base, TERN_EBUSY, NULL,
+                      "job %s already finished (%s); nothing to cancel", op->uuid,
+                      store_reply_at(reply, 1)->str);
     } else {
-        json_t *res = json_pack("{s:s, s:s}", "uuid", op->uuid, "execution",
-                                store_reply_is(kind, "CANCELED") ? "canceled" : "canceling");
-        op_done(op, 0, res, NULL);
-        json_decref(res);
+        answer_execution(op, store_reply_is(kind, "CANCELED") ? "canceled" : "canceling");
     }
 }
 
@@ -620,22 +603,17 @@ void job_ops_cancel(job_ops_t *ops, const char *uuid, const char *caller, job_op
 static void on_job_resume(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (status != 0) {
-        op_done(op, status, NULL, "%s", errmsg);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "NOTFOUND")) {
-        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+        store_op_done(&op->base, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
     } else if (store_reply_is(kind, "NOTWAITING")) {
-        op_done(op, TERN_EBUSY, NULL,
-                "job %s is %s, not waiting; only a waiting job can be "
-                "resumed",
-                op->uuid, store_reply_at(reply, 1)->str);
+        store_op_done(&op->base, TERN_EBUSY, NULL,
+                      "job %s is %s, not waiting; only a waiting job can be resumed", op->uuid,
+                      store_reply_at(reply, 1)->str);
     } else {
-        json_t *res = json_pack("{s:s, s:s}", "uuid", op->uuid, "execution", "queued");
-        op_done(op, 0, res, NULL);
-        json_decref(res);
+        answer_execution(op, "queued");
     }
 }
 
@@ -648,7 +626,8 @@ void job_ops_resume(job_ops_t *ops, const char *uuid, const json_t *result, cons
     json_t *outcome;
     if (error != NULL) {
         if (!json_is_object(error) || !json_is_string(json_object_get(error, "code"))) {
-            op_done(op, TERN_EINVAL, NULL, "error: expected an object with a string \"code\"");
+            store_op_done(&op->base, TERN_EINVAL, NULL,
+                          "error: expected an object with a string \"code\"");
             return;
         }
         outcome = json_pack("{s:O}", "error", error);
@@ -669,27 +648,20 @@ void job_ops_resume(job_ops_t *ops, const char *uuid, const json_t *result, cons
 static void on_job_redrive(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (status != 0) {
-        op_done(op, status, NULL, "%s", errmsg);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "NOTFOUND")) {
-        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+        store_op_done(&op->base, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
     } else if (store_reply_is(kind, "BADSTATE")) {
-        op_done(op, TERN_EBUSY, NULL,
-                "job %s is %s; only a failed or canceled job can be "
-                "retried",
-                op->uuid, store_reply_at(reply, 1)->str);
+        store_op_done(&op->base, TERN_EBUSY, NULL, REDRIVE_REFUSED_FMT, op->uuid,
+                      store_reply_at(reply, 1)->str);
     } else if (store_reply_is(kind, "CONFLICT")) {
-        op_done(op, TERN_EEXIST, NULL,
-                "another job with the same target and params is not "
-                "finished yet: %s",
-                store_reply_at(reply, 1)->str);
+        store_op_done(&op->base, TERN_EEXIST, NULL,
+                      "another job with the same target and params is not finished yet: %s",
+                      store_reply_at(reply, 1)->str);
     } else {
-        json_t *res = json_pack("{s:s, s:s}", "uuid", op->uuid, "execution", "queued");
-        op_done(op, 0, res, NULL);
-        json_decref(res);
+        answer_execution(op, "queued");
     }
 }
 
@@ -697,21 +669,16 @@ static void on_job_redrive(void *data, int status, const redisReply *reply, cons
 static void on_redrive_read(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (status != 0) {
-        op_done(op, status, NULL, "%s", errmsg);
+    if (store_op_failed(&op->base, status, errmsg))
         return;
-    }
     json_t *view = job_view_from_reply(reply);
     if (view == NULL) {
-        op_done(op, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+        store_op_done(&op->base, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
         return;
     }
     const char *ex = json_string_value(json_object_get(view, "execution"));
     if (ex == NULL || (strcmp(ex, "failed") != 0 && strcmp(ex, "canceled") != 0)) {
-        op_done(op, TERN_EBUSY, NULL,
-                "job %s is %s; only a failed or canceled job can be "
-                "retried",
-                op->uuid, ex ? ex : "?");
+        store_op_done(&op->base, TERN_EBUSY, NULL, REDRIVE_REFUSED_FMT, op->uuid, ex ? ex : "?");
         json_decref(view);
         return;
     }
@@ -731,8 +698,8 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
             }
         }
         if (!found) {
-            op_done(op, TERN_EINVAL, NULL, "step \"%s\" is not in the chain of job %s",
-                    op->from_step, op->uuid);
+            store_op_done(&op->base, TERN_EINVAL, NULL, "step \"%s\" is not in the chain of job %s",
+                          op->from_step, op->uuid);
             json_decref(view);
             return;
         }
@@ -745,10 +712,10 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
         if (last != NULL && !json_is_null(json_object_get(last, "error")))
             done--;
         if (idx > done) {
-            op_done(op, TERN_EINVAL, NULL,
-                    "step \"%s\" comes after the step that failed; "
-                    "retry from step %zu at the latest",
-                    op->from_step, done);
+            store_op_done(&op->base, TERN_EINVAL, NULL,
+                          "step \"%s\" comes after the step that failed; "
+                          "retry from step %zu at the latest",
+                          op->from_step, done);
             json_decref(view);
             return;
         }
@@ -800,7 +767,7 @@ void job_ops_redrive(job_ops_t *ops, const char *uuid, const char *from_step, co
     if (op == NULL)
         return;
     if (params != NULL && !json_is_object(params)) {
-        op_done(op, TERN_EINVAL, NULL, "params: expected an object");
+        store_op_done(&op->base, TERN_EINVAL, NULL, "params: expected an object");
         return;
     }
     op->from_step = from_step != NULL ? xstrdup(from_step) : NULL;

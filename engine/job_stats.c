@@ -3,27 +3,18 @@
  */
 #include "job_stats.h"
 
-#include <stdlib.h>
-
 #include "common.h"
 #include "job_view.h"
-
-typedef struct stats_op {
-    job_ops_cb cb;
-    void *data;
-} stats_op_t;
+#include "store_op.h"
 
 /* The periods in the order job_stats.lua answers them. */
 static const char *const periods[] = {"current", "past_hour", "past_24h", "all_time", "total"};
 
 static void on_job_stats(void *data, int status, const redisReply *reply, const char *errmsg)
 {
-    stats_op_t *op = data;
-    if (status != 0) {
-        op->cb(op->data, status, NULL, errmsg);
-        free(op);
+    store_op_t *op = data;
+    if (store_op_failed(op, status, errmsg))
         return;
-    }
     const redisReply *counts = store_reply_at(reply, 1);
     json_t *res = json_object();
     for (size_t p = 0; p < TERN_ARRAY_SIZE(periods); p++) {
@@ -35,9 +26,8 @@ static void on_job_stats(void *data, int status, const redisReply *reply, const 
         }
         json_object_set_new(res, periods[p], period);
     }
-    op->cb(op->data, 0, res, NULL);
+    store_op_done(op, 0, res, NULL);
     json_decref(res);
-    free(op);
 }
 
 void job_stats_get(store_t *store, job_ops_cb cb, void *data)
@@ -46,13 +36,6 @@ void job_stats_get(store_t *store, job_ops_cb cb, void *data)
     store_args_init(&a);
     for (size_t e = 0; job_executions[e] != NULL; e++)
         store_args_push(&a, job_executions[e]);
-    stats_op_t *op = xcalloc(1, sizeof *op);
-    op->cb = cb;
-    op->data = data;
-    int rc = store_eval(store, SCRIPT_JOB_STATS, &a, on_job_stats, op);
-    store_args_dispose(&a);
-    if (rc != 0) {
-        free(op);
-        cb(data, rc, NULL, "Redis is not reachable");
-    }
+    store_op_t *op = store_op_new(sizeof *op, cb, data, NULL);
+    store_op_send(op, store, SCRIPT_JOB_STATS, &a, on_job_stats);
 }

@@ -8,10 +8,15 @@
 
 #include "common.h"
 
-void list_page_marker_format(const char *time_ms, size_t time_len, const char *uuid,
-                             size_t uuid_len, char out[LIST_PAGE_MARKER_MAX])
+json_t *list_page_next_marker(const redisReply *time_ms, const redisReply *uuid)
 {
-    snprintf(out, LIST_PAGE_MARKER_MAX, "%.*s-%.*s", (int)time_len, time_ms, (int)uuid_len, uuid);
+    if (time_ms == NULL || time_ms->type != REDIS_REPLY_STRING || time_ms->len == 0 ||
+        uuid == NULL || uuid->type != REDIS_REPLY_STRING)
+        return json_null();
+    char marker[LIST_PAGE_MARKER_MAX];
+    snprintf(marker, sizeof marker, "%.*s-%.*s", (int)time_ms->len, time_ms->str, (int)uuid->len,
+             uuid->str);
+    return json_string(marker);
 }
 
 int list_page_marker_parse(const char *marker, char time_ms[24], char uuid[40], char *err,

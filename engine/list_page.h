@@ -11,13 +11,17 @@
 
 #include <stddef.h>
 
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+
 #define LIST_PAGE_MARKER_MAX 64     /* bytes of a marker, NUL included */
 #define LIST_PAGE_BUDGET     5000   /* entries a filtered page may examine */
 #define LIST_PAGE_OFFSET_MAX 100000 /* node-workflow's offset, for old clients */
 
-/* Writes the marker of (time, uuid) as Redis returned them. */
-void list_page_marker_format(const char *time_ms, size_t time_len, const char *uuid,
-                             size_t uuid_len, char out[LIST_PAGE_MARKER_MAX]);
+/* The "next_marker" of a page from the marker's time and uuid as a listing script
+ * returned them: a new JSON string, or JSON null when the time is empty or either
+ * reply is not a string (the last page). */
+json_t *list_page_next_marker(const redisReply *time_ms, const redisReply *uuid);
 
 /* Splits a marker into its time (decimal text) and uuid. Returns 0, or TERN_EINVAL
  * with "marker: \"x\" is not a marker of this API" in err. */

@@ -99,6 +99,7 @@ struct run_job {
     uv_timer_t job_timer;  /* workflow timeout */
     uv_timer_t wait_timer; /* backoff before a retry, or before re-sending a commit */
     int open_handles;
+    int calls;           /* step_begin/step_commit calls in flight: their callbacks use the job */
     store_args_t commit; /* the commit in flight */
     commit_then_t commit_then;
     uint32_t commit_tries;
@@ -260,10 +261,11 @@ static json_t *log_fields(const run_job_t *j)
 
 /* ---- job lifetime -------------------------------------------------------------- */
 
-static void on_job_handle_closed(uv_handle_t *h)
+/* Frees a job that left the runner, once its timers are closed and no store call of
+ * its own is still to be answered (the grace period of a stop may end mid-commit). */
+static void job_free_if_done(run_job_t *j)
 {
-    run_job_t *j = h->data;
-    if (--j->open_handles > 0)
+    if (j->stage != STAGE_GONE || j->open_handles > 0 || j->calls > 0)
         return;
     runner_t *r = j->r;
     wf_cache_put(r, j->wfe);
@@ -279,6 +281,13 @@ static void on_job_handle_closed(uv_handle_t *h)
     free(j);
     r->allocated--;
     runner_maybe_stopped(r);
+}
+
+static void on_job_handle_closed(uv_handle_t *h)
+{
+    run_job_t *j = h->data;
+    j->open_handles--;
+    job_free_if_done(j);
 }
 
 static void job_cancel_attempt(run_job_t *j)
@@ -377,8 +386,11 @@ static void on_commit_reply(void *data, int status, const redisReply *reply, con
 {
     run_job_t *j = data;
     runner_t *r = j->r;
-    if (j->stage == STAGE_GONE)
+    j->calls--;
+    if (j->stage == STAGE_GONE) {
+        job_free_if_done(j);
         return;
+    }
     if (status == TERN_ENOTCONN || status == TERN_EIO) {
         /* The commit may or may not have happened; the script recognises a repeat. */
         commit_retry_later(j);
@@ -442,6 +454,8 @@ static void job_commit_send(run_job_t *j)
     j->stage = STAGE_COMMIT;
     if (store_eval(j->r->store, SCRIPT_STEP_COMMIT, &j->commit, on_commit_reply, j) != 0)
         commit_retry_later(j);
+    else
+        j->calls++;
 }
 
 /* Builds the JSON of a step's event. */
@@ -866,8 +880,11 @@ static void start_attempt(run_job_t *j)
 static void on_begin_reply(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     run_job_t *j = data;
-    if (j->stage == STAGE_GONE)
+    j->calls--;
+    if (j->stage == STAGE_GONE) {
+        job_free_if_done(j);
         return;
+    }
     if (status != 0) {
         JLOG(j, TERN_LOG_WARN, "step begin not answered (%s); trying again",
              errmsg ? errmsg : "no answer");
@@ -918,6 +935,8 @@ static void begin_step(run_job_t *j, const wf_step_t *s)
     if (store_eval(j->r->store, SCRIPT_STEP_BEGIN, &a, on_begin_reply, j) != 0) {
         j->stage = STAGE_IDLE;
         uv_timer_start(&j->wait_timer, on_backoff_timer, COMMIT_RETRY_MS, 0);
+    } else {
+        j->calls++;
     }
     store_args_dispose(&a);
 }
@@ -980,6 +999,9 @@ static void job_cancel_now(run_job_t *j)
     uv_timer_stop(&j->wait_timer);
     bool had_attempt = j->stage == STAGE_ATTEMPT || j->stage == STAGE_BACKOFF;
     job_cancel_attempt(j);
+    /* An outcome an operator gave the waiting step is moot: the job leaves that step. */
+    json_decref(j->resume);
+    j->resume = NULL;
     JLOG(j, TERN_LOG_INFO, "job canceled");
     json_t *error = error_new("Canceled", "the job was canceled", NULL);
     json_t *entry = NULL, *event = NULL;
@@ -998,6 +1020,8 @@ static void job_cancel_now(run_job_t *j)
         j->idx = 0;
         j->attempt = 0;
         j->in_fallback = false;
+        json_decref(j->step_error);
+        j->step_error = NULL;
         j->commit_then = THEN_CONTINUE;
         job_commit_send(j);
     } else {
@@ -1037,6 +1061,8 @@ static void job_timeout_now(run_job_t *j)
     uv_timer_stop(&j->wait_timer);
     bool had_attempt = j->stage == STAGE_ATTEMPT || j->stage == STAGE_BACKOFF;
     job_cancel_attempt(j);
+    json_decref(j->resume); /* as in job_cancel_now: the job leaves the waiting step */
+    j->resume = NULL;
     char msg[160];
     snprintf(msg, sizeof msg, "workflow %s did not finish within %llu s", j->wf->name,
              (unsigned long long)(j->wf->timeout_ms / 1000));
@@ -1122,6 +1148,8 @@ static void job_from_claim(runner_t *r, const redisReply *item)
     uv_timer_init(r->loop, &j->wait_timer);
     j->step_timer.data = j->job_timer.data = j->wait_timer.data = j;
     j->open_handles = 3;
+    /* A claim answered after a stop began: hand the job back before its first step. */
+    j->released = r->stopping;
     store_args_init(&j->commit);
     j->next = r->jobs;
     if (r->jobs != NULL)

@@ -4,14 +4,8 @@
  */
 #include "runner_list.h"
 
-#include <stdlib.h>
-
 #include "common.h"
-
-typedef struct runners_op {
-    job_ops_cb cb;
-    void *data;
-} runners_op_t;
+#include "store_op.h"
 
 static json_t *iso_or_null(long long ms)
 {
@@ -24,12 +18,9 @@ static json_t *iso_or_null(long long ms)
 
 static void on_runner_list(void *data, int status, const redisReply *reply, const char *errmsg)
 {
-    runners_op_t *op = data;
-    if (status != 0) {
-        op->cb(op->data, status, NULL, errmsg);
-        free(op);
+    store_op_t *op = data;
+    if (store_op_failed(op, status, errmsg))
         return;
-    }
     long long now = store_reply_int(store_reply_at(reply, 0), 0);
     json_t *out = json_array();
     for (size_t i = 1; reply != NULL && i < reply->elements; i++) {
@@ -49,22 +40,14 @@ static void on_runner_list(void *data, int status, const redisReply *reply, cons
                            (json_int_t)store_reply_int(store_reply_at(r, 4), 0), "info",
                            info_v != NULL ? info_v : json_null()));
     }
-    op->cb(op->data, 0, out, NULL);
+    store_op_done(op, 0, out, NULL);
     json_decref(out);
-    free(op);
 }
 
 void runner_list_get(store_t *store, job_ops_cb cb, void *data)
 {
     store_args_t a;
     store_args_init(&a);
-    runners_op_t *op = xcalloc(1, sizeof *op);
-    op->cb = cb;
-    op->data = data;
-    int rc = store_eval(store, SCRIPT_RUNNER_LIST, &a, on_runner_list, op);
-    store_args_dispose(&a);
-    if (rc != 0) {
-        free(op);
-        cb(data, rc, NULL, "Redis is not reachable");
-    }
+    store_op_t *op = store_op_new(sizeof *op, cb, data, NULL);
+    store_op_send(op, store, SCRIPT_RUNNER_LIST, &a, on_runner_list);
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "describe.h"
 #include "template.h"
 
 #define TIMEOUT_MAX_S     (365.0 * 24 * 3600) /* one year, in seconds */
@@ -65,31 +66,7 @@ static int fail(parser_t *ps, int code, const char *fmt, ...)
     return code;
 }
 
-/* Writes a short description of v for messages: scalars in their JSON spelling
- * (strings quoted and cut after 40 characters), containers by their kind. */
-static const char *describe(const json_t *v, char *buf, size_t len)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING: {
-        const char *s = json_string_value(v);
-        size_t n = strlen(s);
-        snprintf(buf, len, "\"%.*s%s\"", n > 40 ? 40 : (int)n, s, n > 40 ? "..." : "");
-        return buf;
-    }
-    default: {
-        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
-        snprintf(buf, len, "%s", s != NULL ? s : "?");
-        free(s);
-        return buf;
-    }
-    }
-}
-
-#define DESCRIBE(v) describe((v), (char[64]){0}, 64)
+#define DESCRIBE(v) describe_json((v), (char[64]){0}, 64)
 
 /* ---- small validators ----------------------------------------------------------- */
 

@@ -157,18 +157,31 @@ local function release_step_holds(uuid, now)
     end
 end
 
-local function release_all_holds(uuid, now)
-    local held = redis.call('SMEMBERS', jkey(uuid) .. ':held')
-    for _, res in ipairs(held) do
-        hold_release(uuid, res, now)
-    end
-    redis.call('HDEL', jkey(uuid), 'step_holds')
+-- Takes the job out of the line for the resource it waits for, if any.
+local function drop_hold_wait(uuid)
     local blocked = redis.call('HGET', jkey(uuid), 'blocked_on')
     if blocked then
         redis.call('LREM', P .. 'hold:' .. blocked .. ':w', 0, uuid)
         redis.call('HDEL', P .. 'hold:' .. blocked .. ':cap', uuid)
         redis.call('HDEL', jkey(uuid), 'blocked_on')
     end
+end
+
+local function release_all_holds(uuid, now)
+    local held = redis.call('SMEMBERS', jkey(uuid) .. ':held')
+    for _, res in ipairs(held) do
+        hold_release(uuid, res, now)
+    end
+    redis.call('HDEL', jkey(uuid), 'step_holds')
+    drop_hold_wait(uuid)
+end
+
+-- A job no runner holds is sent to its onerror or oncancel chain: it leaves its step
+-- (the step's tickets and any place in line go) and keeps its job-level tickets until
+-- it ends, as a job sent there by its runner does.
+local function leave_step_holds(uuid, now)
+    release_step_holds(uuid, now)
+    drop_hold_wait(uuid)
 end
 
 -- Ends a job however it ends: releases what it holds and every uniqueness claim, and
@@ -255,6 +268,80 @@ local function interrupt(uuid, runner, how, inflight, now)
         message = 'runner ' .. runner .. ' ' .. how .. ' while an irreversible step was ' ..
                   'running; retry or cancel the job'})
     redis.call('HSET', jkey(uuid), 'error', err, 'failed_at', inflight)
+    -- The claim it ran under is void: a runner still holding it cannot commit.
+    redis.call('HINCRBY', jkey(uuid), 'fence', 1)
     event(uuid, {type = 'step_interrupted', runner = runner}, now)
     finish(uuid, 'failed', now)
+end
+
+-- Byte order, the order of a sorted set's members with equal scores. Lua's `<` on
+-- strings follows the server's collation locale, which may differ.
+local function bytes_before(a, b)
+    for i = 1, math.min(#a, #b) do
+        local x, y = string.byte(a, i), string.byte(b, i)
+        if x ~= y then
+            return x < y
+        end
+    end
+    return #a < #b
+end
+
+-- One page of a listing (job_list.lua, workflow_list.lua), newest first from the
+-- sorted set `key` scored by creation time. The page starts after the marker (the
+-- time `mtime` and uuid `muuid` of the last entry the previous page examined; mtime
+-- '' for the first page): ties in time are ordered by uuid, descending, the order
+-- ZREVRANGEBYSCORE gives them. At most `budget` entries are examined so that a filter
+-- matching few entries never blocks Redis for long; such a page may hold fewer than
+-- `limit` entries and still have a next marker. A full page looks for one more match
+-- (within the budget) so that the last page has no marker.
+-- `match(uuid)` returns a true value for an entry the listing wants; while the page is
+-- not full, `take(uuid, that value)` returns what to list for it, or nil for nothing.
+-- Returns the listed values and the next marker's time and uuid ('' on the last page).
+local function list_page(key, limit, mtime, muuid, budget, match, take)
+    local max = mtime == '' and '+inf' or mtime
+    local mnum = tonumber(mtime)
+    local out, examined = {}, 0
+    -- The marker: the last entry examined, or, once a full page has seen one more
+    -- match, the last entry listed (the next page starts right after it).
+    local last_time, last_uuid, page_time, page_uuid = '', '', '', ''
+    local more = false
+    local pos, batch = 0, math.min(limit + 1, 500)
+    while not more do
+        local items = redis.call('ZREVRANGEBYSCORE', key, max, '-inf', 'WITHSCORES', 'LIMIT',
+                                 pos, batch)
+        for i = 1, #items, 2 do
+            local uuid, t = items[i], items[i + 1]
+            -- Entries at the marker's time up to the marker itself were on earlier pages.
+            if mtime == '' or tonumber(t) < mnum or bytes_before(uuid, muuid) then
+                if examined == budget then
+                    more = true
+                    break
+                end
+                examined = examined + 1
+                local m = match(uuid)
+                if m then
+                    if #out == limit then
+                        -- A match beyond a full page: there is a next page.
+                        more = true
+                        last_time, last_uuid = page_time, page_uuid
+                        break
+                    end
+                    local v = take(uuid, m)
+                    if v ~= nil then
+                        out[#out + 1] = v
+                    end
+                    page_time, page_uuid = t, uuid
+                end
+                last_time, last_uuid = t, uuid
+            end
+        end
+        if #items < 2 * batch then
+            break
+        end
+        pos = pos + batch
+    end
+    if not more then
+        last_time, last_uuid = '', ''
+    end
+    return out, last_time, last_uuid
 end

@@ -31,7 +31,7 @@ local queue = redis.call('HGET', k, 'queue') or 'default'
 redis.call('LREM', qkey(queue), 0, uuid)
 redis.call('ZREM', P .. 'delayed', uuid)
 if f[2] and f[3] == '1' and f[4] ~= '2' then
-    release_all_holds(uuid, now)
+    leave_step_holds(uuid, now)
     redis.call('HSET', k, 'phase', 2, 'idx', 0, 'attempt', 0, 'cancel', '1')
     redis.call('HDEL', k, 'resume', 'wait_info')
     set_execution(uuid, 'queued')

@@ -31,6 +31,11 @@ if cur[3] ~= phase or cur[4] ~= idx then
     return {'DUP'} -- the cursor already moved past this step under this fence
 end
 local now = now_ms()
+-- A cancel requested while the attempt ran (the runner may not have heard of it yet)
+-- is never parked with the job: instead of waiting or sitting in the delayed set, it
+-- goes to the head of its queue, and the claim that takes it runs oncancel. (During
+-- oncancel the flag stays set and asks for nothing more.)
+local canceling = cur[6] == '1' and phase ~= '2'
 if ARGV[9] ~= '' then
     redis.call('RPUSH', k .. ':res:' .. phase, ARGV[9])
 end
@@ -74,7 +79,11 @@ elseif action == 'retry' then
         redis.call('HDEL', k, 'runner')
         set_execution(uuid, 'queued')
         rearm_deadline(uuid)
-        delay(uuid, now + d)
+        if canceling then
+            push_front(uuid)
+        else
+            delay(uuid, now + d)
+        end
     end
 elseif action == 'finish' then
     if ARGV[a + 1] ~= '' then
@@ -84,10 +93,16 @@ elseif action == 'finish' then
 elseif action == 'wait' then
     redis.call('LREM', rlist, 0, uuid)
     redis.call('HDEL', k, 'runner')
-    redis.call('HSET', k, 'wait_info', ARGV[a])
-    set_execution(uuid, 'waiting')
-    rearm_deadline(uuid)
-    event(uuid, {type = 'waiting'}, now)
+    if canceling then
+        set_execution(uuid, 'queued')
+        rearm_deadline(uuid)
+        push_front(uuid)
+    else
+        redis.call('HSET', k, 'wait_info', ARGV[a])
+        set_execution(uuid, 'waiting')
+        rearm_deadline(uuid)
+        event(uuid, {type = 'waiting'}, now)
+    end
 elseif action == 'requeue' then
     redis.call('LREM', rlist, 0, uuid)
     redis.call('HDEL', k, 'runner')
@@ -95,7 +110,11 @@ elseif action == 'requeue' then
     redis.call('HSET', k, 'requeue_info', ARGV[a + 1])
     set_execution(uuid, 'queued')
     rearm_deadline(uuid)
-    delay(uuid, now + tonumber(ARGV[a]))
+    if canceling then
+        push_front(uuid)
+    else
+        delay(uuid, now + tonumber(ARGV[a]))
+    end
 else
     return redis.error_reply('ERR step_commit: unknown action ' .. action)
 end

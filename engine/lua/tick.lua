@@ -25,6 +25,10 @@ if reap == '1' then
                         -- An irreversible step was in flight: do not run it again.
                         interrupt(uuid, d, 'died', f[3], now)
                     else
+                        -- Revoke the dead runner's claim: should it come back (a stall,
+                        -- a partition longer than its lease), its commits are refused as
+                        -- STALE instead of being taken for repeats of its own (DUP).
+                        redis.call('HINCRBY', k, 'fence', 1)
                         redis.call('HDEL', k, 'runner')
                         redis.call('HINCRBY', k, 'retried', 1)
                         set_execution(uuid, 'retried')
@@ -69,7 +73,7 @@ for _, uuid in ipairs(late) do
         redis.call('ZREM', P .. 'delayed', uuid)
         local queue = redis.call('HGET', k, 'queue') or 'default'
         redis.call('LREM', qkey(queue), 0, uuid)
-        release_all_holds(uuid, now)
+        leave_step_holds(uuid, now)
         set_execution(uuid, 'queued')
         event(uuid, {type = 'timed_out'}, now)
         push_front(uuid)

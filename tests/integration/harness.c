@@ -24,7 +24,7 @@
 #include "common.h"
 #include "events.h"
 
-static void pause_ms(unsigned ms)
+void itest_pause_ms(unsigned ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -109,7 +109,7 @@ static bool wait_redis(itest_redis_t *r, unsigned ms)
             r->pid = 0;
             return false;
         }
-        pause_ms(20);
+        itest_pause_ms(20);
     }
     return false;
 }
@@ -319,7 +319,7 @@ void itest_ternd_start(itest_ternd_t *t, const itest_redis_t *r, const itest_dir
             t->pid = 0;
             fail_msg("ternd %s exited before it was ready (log %s)", id, t->log);
         }
-        pause_ms(20);
+        itest_pause_ms(20);
     }
     fail_msg("ternd %s not ready after 15 s (log %s)", id, t->log);
 }
@@ -348,7 +348,7 @@ int itest_ternd_signal(itest_ternd_t *t, int sig, unsigned wait_ms)
             check_sanitizer_reports(t);
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         }
-        pause_ms(10);
+        itest_pause_ms(10);
     }
     kill(t->pid, SIGKILL);
     int st;
@@ -372,8 +372,7 @@ static void on_wait_timeout(uv_timer_t *t)
     w->timed_out = true;
 }
 
-/* Runs the loop until *done or the bound passes. */
-static bool run_until(itest_client_t *c, bool *done, unsigned ms)
+bool itest_client_run_until(itest_client_t *c, bool *done, unsigned ms)
 {
     waiter_t w = {0};
     uv_timer_init(&c->loop, &w.timer);
@@ -408,7 +407,7 @@ void itest_client_open(itest_client_t *c, const itest_redis_t *r)
     c->store = store_new(&c->loop, &so);
     job_ops_opts_t jo = {.store = c->store};
     c->ops = job_ops_new(&jo);
-    if (!run_until(c, &client_up, 10000))
+    if (!itest_client_run_until(c, &client_up, 10000))
         fail_msg("client: Redis at %s not reachable", r->url);
 }
 
@@ -417,30 +416,24 @@ void itest_client_close(itest_client_t *c)
     job_ops_free(c->ops);
     store_free(c->store);
     for (int i = 0; i < 100 && uv_run(&c->loop, UV_RUN_NOWAIT) != 0; i++)
-        pause_ms(5);
+        itest_pause_ms(5);
     assert_int_equal(uv_loop_close(&c->loop), 0);
     redis_addr_dispose(&c->addr);
 }
 
-typedef struct op_result {
-    bool done;
-    int status;
-    json_t *result;
-    char msg[1024];
-} op_result_t;
-
-static void on_op(void *data, int status, const json_t *result, const char *message)
+void itest_on_answer(void *data, int status, const json_t *result, const char *message)
 {
-    op_result_t *o = data;
+    itest_answer_t *o = data;
     o->done = true;
     o->status = status;
     o->result = result != NULL ? json_deep_copy(result) : NULL;
     snprintf(o->msg, sizeof o->msg, "%s", message != NULL ? message : "");
 }
 
-static int finish_op(itest_client_t *c, op_result_t *o, json_t **result, char *msg, size_t msglen)
+int itest_answer_wait(itest_client_t *c, itest_answer_t *o, json_t **result, char *msg,
+                      size_t msglen)
 {
-    if (!run_until(c, &o->done, 10000))
+    if (!itest_client_run_until(c, &o->done, 10000))
         fail_msg("no answer from the store within 10 s");
     if (msg != NULL)
         snprintf(msg, msglen, "%s", o->msg);
@@ -465,28 +458,35 @@ static json_t *parse_or_fail(const char *text)
 int itest_workflow_put(itest_client_t *c, const char *json_text, json_t **result, char *msg,
                        size_t msglen)
 {
-    op_result_t o = {0};
+    itest_answer_t o = {0};
     json_t *doc = parse_or_fail(json_text);
-    job_ops_workflow_put(c->ops, doc, on_op, &o);
+    job_ops_workflow_put(c->ops, doc, itest_on_answer, &o);
     json_decref(doc);
-    return finish_op(c, &o, result, msg, msglen);
+    return itest_answer_wait(c, &o, result, msg, msglen);
+}
+
+void itest_workflow_put_ok(itest_client_t *c, const char *json_text)
+{
+    char msg[1024];
+    if (itest_workflow_put(c, json_text, NULL, msg, sizeof msg) != 0)
+        fail_msg("workflow refused: %s", msg);
 }
 
 int itest_job_create(itest_client_t *c, const char *workflow, const char *params_json,
                      const char *target, uint64_t exec_after_ms, const char *locks, char uuid[40],
                      char *msg, size_t msglen)
 {
-    op_result_t o = {0};
+    itest_answer_t o = {0};
     json_t *params = parse_or_fail(params_json);
     job_create_req_t req = {.workflow = workflow,
                             .params = params,
                             .target = target,
                             .exec_after_ms = exec_after_ms,
                             .locks = locks};
-    job_ops_create(c->ops, &req, on_op, &o);
+    job_ops_create(c->ops, &req, itest_on_answer, &o);
     json_decref(params);
     json_t *res = NULL;
-    int rc = finish_op(c, &o, &res, msg, msglen);
+    int rc = itest_answer_wait(c, &o, &res, msg, msglen);
     if (uuid != NULL)
         snprintf(uuid, 40, "%s", rc == 0 ? json_string_value(json_object_get(res, "uuid")) : "");
     json_decref(res);
@@ -495,41 +495,41 @@ int itest_job_create(itest_client_t *c, const char *workflow, const char *params
 
 json_t *itest_job_get(itest_client_t *c, const char *uuid)
 {
-    op_result_t o = {0};
-    job_ops_get(c->ops, uuid, on_op, &o);
+    itest_answer_t o = {0};
+    job_ops_get(c->ops, uuid, itest_on_answer, &o);
     json_t *res = NULL;
     char msg[1024];
-    if (finish_op(c, &o, &res, msg, sizeof msg) != 0)
+    if (itest_answer_wait(c, &o, &res, msg, sizeof msg) != 0)
         fail_msg("job %s: %s", uuid, msg);
     return res;
 }
 
 int itest_job_cancel(itest_client_t *c, const char *uuid, char *msg, size_t msglen)
 {
-    op_result_t o = {0};
-    job_ops_cancel(c->ops, uuid, "itest", on_op, &o);
-    return finish_op(c, &o, NULL, msg, msglen);
+    itest_answer_t o = {0};
+    job_ops_cancel(c->ops, uuid, "itest", itest_on_answer, &o);
+    return itest_answer_wait(c, &o, NULL, msg, msglen);
 }
 
 int itest_job_resume(itest_client_t *c, const char *uuid, const char *result_json,
                      const char *error_json, char *msg, size_t msglen)
 {
-    op_result_t o = {0};
+    itest_answer_t o = {0};
     json_t *res = parse_or_fail(result_json), *err = parse_or_fail(error_json);
-    job_ops_resume(c->ops, uuid, res, err, "itest", on_op, &o);
+    job_ops_resume(c->ops, uuid, res, err, "itest", itest_on_answer, &o);
     json_decref(res);
     json_decref(err);
-    return finish_op(c, &o, NULL, msg, msglen);
+    return itest_answer_wait(c, &o, NULL, msg, msglen);
 }
 
 int itest_job_redrive(itest_client_t *c, const char *uuid, const char *from_step,
                       const char *params_json, char *msg, size_t msglen)
 {
-    op_result_t o = {0};
+    itest_answer_t o = {0};
     json_t *params = parse_or_fail(params_json);
-    job_ops_redrive(c->ops, uuid, from_step, params, "itest", on_op, &o);
+    job_ops_redrive(c->ops, uuid, from_step, params, "itest", itest_on_answer, &o);
     json_decref(params);
-    return finish_op(c, &o, NULL, msg, msglen);
+    return itest_answer_wait(c, &o, NULL, msg, msglen);
 }
 
 /* ---- events ------------------------------------------------------------------- */
@@ -537,6 +537,9 @@ int itest_job_redrive(itest_client_t *c, const char *uuid, const char *from_step
 typedef struct event_wait {
     const char *type;
     const char *status;
+    long long index;
+    int nth;
+    int seen;
     json_t *found;
     bool done;
 } event_wait_t;
@@ -547,25 +550,37 @@ static bool on_event(void *data, const char *id, const json_t *ev)
     event_wait_t *w = data;
     const char *type = json_string_value(json_object_get(ev, "type"));
     const char *status = json_string_value(json_object_get(ev, "status"));
-    if (type != NULL && strcmp(type, w->type) == 0 &&
-        (w->status == NULL || (status != NULL && strcmp(status, w->status) == 0))) {
-        w->found = json_deep_copy(ev);
-        w->done = true;
-        return false;
+    const char *phase = json_string_value(json_object_get(ev, "phase"));
+    if (type == NULL || strcmp(type, w->type) != 0)
+        return true;
+    if (w->status != NULL && (status == NULL || strcmp(status, w->status) != 0))
+        return true;
+    if (w->index >= 0 && (phase == NULL || strcmp(phase, "chain") != 0 ||
+                          json_integer_value(json_object_get(ev, "index")) != w->index))
+        return true;
+    if (++w->seen < w->nth)
+        return true;
+    w->found = json_deep_copy(ev);
+    w->done = true;
+    return false;
+}
+
+json_t *itest_wait_event_nth(itest_client_t *c, const char *uuid, const char *type,
+                             const char *status, long long index, int nth, unsigned timeout_ms)
+{
+    event_wait_t w = {.type = type, .status = status, .index = index, .nth = nth};
+    events_follow_t *f = events_follow(&c->loop, &c->addr, uuid, "0", on_event, &w);
+    if (!itest_client_run_until(c, &w.done, timeout_ms)) {
+        events_follow_stop(f);
+        return NULL;
     }
-    return true;
+    return w.found;
 }
 
 json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type, const char *status,
                          unsigned timeout_ms)
 {
-    event_wait_t w = {.type = type, .status = status};
-    events_follow_t *f = events_follow(&c->loop, &c->addr, uuid, "0", on_event, &w);
-    if (!run_until(c, &w.done, timeout_ms)) {
-        events_follow_stop(f);
-        return NULL;
-    }
-    return w.found;
+    return itest_wait_event_nth(c, uuid, type, status, -1, 1, timeout_ms);
 }
 
 json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeout_ms)
@@ -605,6 +620,47 @@ json_t *itest_events(itest_client_t *c, const char *uuid)
     return out;
 }
 
+/* ---- the usual world ---------------------------------------------------------- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+void itest_world_start(itest_world_t *w, const char *id, const char *config_json,
+                       const char *const *extra)
+{
+    itest_dir_make(&w->dir);
+    itest_redis_start(&w->redis, w->dir.path);
+    const char *argv[32];
+    size_t n = 0;
+    w->config[0] = '\0';
+    if (config_json != NULL) {
+        snprintf(w->config, sizeof w->config, "%s/ternd.json", w->dir.path);
+        write_file(w->config, config_json);
+        argv[n++] = "--config";
+        argv[n++] = w->config;
+    }
+    for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 31; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    itest_ternd_start(&w->ternd, &w->redis, &w->dir, id, argv);
+    snprintf(w->base, sizeof w->base, "http://127.0.0.1:%d", w->ternd.api_port);
+    itest_client_open(&w->client, &w->redis);
+    snprintf(w->side, sizeof w->side, "%s/side", w->dir.path);
+}
+
+void itest_world_stop(itest_world_t *w, unsigned ternd_exit_ms)
+{
+    itest_client_close(&w->client);
+    itest_ternd_signal(&w->ternd, SIGTERM, ternd_exit_ms);
+    itest_redis_stop(&w->redis, SIGTERM);
+    itest_dir_remove(&w->dir);
+}
+
 /* ---- side channel and small helpers ------------------------------------------- */
 
 int itest_side_count(const char *file, const char *what, const char *key_prefix)
@@ -621,6 +677,22 @@ int itest_side_count(const char *file, const char *what, const char *key_prefix)
             n++;
     }
     fclose(f);
+    return n;
+}
+
+int itest_count_events(const json_t *events, const char *type, const char *status)
+{
+    size_t i;
+    json_t *ev;
+    int n = 0;
+    json_array_foreach((json_t *)events, i, ev)
+    {
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        const char *s = json_string_value(json_object_get(ev, "status"));
+        if (t != NULL && strcmp(t, type) == 0 &&
+            (status == NULL || (s != NULL && strcmp(s, status) == 0)))
+            n++;
+    }
     return n;
 }
 

@@ -83,11 +83,32 @@ typedef struct itest_client {
 
 void itest_client_open(itest_client_t *c, const itest_redis_t *r);
 void itest_client_close(itest_client_t *c);
+/* Runs the client's loop until *done or `ms` pass; returns *done. */
+bool itest_client_run_until(itest_client_t *c, bool *done, unsigned ms);
+
+/* The answer of one job_ops call made with itest_on_answer and &answer (zeroed). */
+typedef struct itest_answer {
+    bool done;
+    int status;
+    json_t *result; /* a copy (owned), or NULL */
+    char msg[1024];
+} itest_answer_t;
+
+/* A job_ops_cb that fills the itest_answer_t given as data. */
+void itest_on_answer(void *data, int status, const json_t *result, const char *message);
+/* Runs the client's loop until the answer came (at most 10 s, else the test fails) and
+ * returns its status; the result goes to *result (new reference) when result is not
+ * NULL, the message to msg when msg is not NULL. */
+int itest_answer_wait(itest_client_t *c, itest_answer_t *answer, json_t **result, char *msg,
+                      size_t msglen);
 
 /* Synchronous wrappers: each runs the client's loop until the answer (bounded). They
  * return the status and fill *result (new reference, may be NULL) and msg. */
 int itest_workflow_put(itest_client_t *c, const char *json_text, json_t **result, char *msg,
                        size_t msglen);
+/* Stores a workflow that must be accepted: a refusal fails the test with
+ * "workflow refused: <message>". */
+void itest_workflow_put_ok(itest_client_t *c, const char *json_text);
 /* Creates a job; params_json may be NULL. Returns the status; the uuid goes to uuid. */
 int itest_job_create(itest_client_t *c, const char *workflow, const char *params_json,
                      const char *target, uint64_t exec_after_ms, const char *locks, char uuid[40],
@@ -104,6 +125,11 @@ int itest_job_redrive(itest_client_t *c, const char *uuid, const char *from_step
  * "status" field; at most timeout_ms. Returns the event (new reference) or NULL. */
 json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type, const char *status,
                          unsigned timeout_ms);
+/* The same for the `nth` such event (1: the first) that, when `index` >= 0, is also
+ * about chain step `index` ("phase" "chain", "index"): a redriven job's stream still
+ * holds the events of its first run. */
+json_t *itest_wait_event_nth(itest_client_t *c, const char *uuid, const char *type,
+                             const char *status, long long index, int nth, unsigned timeout_ms);
 /* Waits for the job's "finished" event and returns the job (new reference), or NULL
  * after timeout_ms. */
 json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeout_ms);
@@ -115,10 +141,38 @@ json_t *itest_events(itest_client_t *c, const char *uuid);
  * counts all lines of `what`. */
 int itest_side_count(const char *file, const char *what, const char *key_prefix);
 
+/* How many events of `events` (an array) have `type` and, when `status` is not NULL,
+ * that "status" field. */
+int itest_count_events(const json_t *events, const char *type, const char *status);
+
 /* The execution of a job view ("succeeded", ...). */
 const char *itest_execution(const json_t *job);
 
 /* Formats into a static buffer (one at a time): for building workflow JSON. */
 const char *itest_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Sleeps `ms` milliseconds; only for polling something that has no event. */
+void itest_pause_ms(unsigned ms);
+
+/* The world most test groups run against: a private directory, a redis-server, one
+ * ternd (runner and API) and a client. */
+typedef struct itest_world {
+    itest_dir_t dir;
+    itest_redis_t redis;
+    itest_ternd_t ternd;
+    itest_client_t client;
+    char side[320];   /* the itest plugin's side channel file: <dir>/side */
+    char config[320]; /* <dir>/ternd.json when the group gave a config, else "" */
+    char base[64];    /* the HTTP API: "http://127.0.0.1:<port>" */
+} itest_world_t;
+
+/* For a group_setup: makes the directory, starts redis-server, then ternd `id` with
+ * `config_json` (when not NULL) written to w->config and given as --config ahead of
+ * the NULL-terminated `extra` flags (may be NULL), and opens the client. */
+void itest_world_start(itest_world_t *w, const char *id, const char *config_json,
+                       const char *const *extra);
+/* For a group_teardown: closes the client, stops ternd with SIGTERM (failing the test
+ * unless it exits within `ternd_exit_ms`) and redis-server, and removes the directory. */
+void itest_world_stop(itest_world_t *w, unsigned ternd_exit_ms);
 
 #endif /* TERN_ITEST_HARNESS_H */

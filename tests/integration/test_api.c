@@ -18,16 +18,9 @@
 #include "harness.h"
 #include "http_sync.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_ternd_t ternd;
-    itest_client_t client;
-    http_sync_t http;
-    char quick_uuid[40]; /* workflow api-quick: one core.noop step */
-} world_t;
-
-static world_t W;
+static itest_world_t W;
+static http_sync_t http;    /* a client of W's API */
+static char quick_uuid[40]; /* workflow api-quick: one core.noop step */
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -41,7 +34,7 @@ static void call_on(http_sync_t *h, http_sync_resp_t *out, const char *method, c
 
 static void call(http_sync_resp_t *out, const char *method, const char *path, const char *body)
 {
-    call_on(&W.http, out, method, path, body);
+    call_on(&http, out, method, path, body);
 }
 
 static const char *str_of(const json_t *o, const char *key)
@@ -137,16 +130,11 @@ static const char *iso_in(long secs, char out[32])
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "api1", NULL);
-    itest_client_open(&W.client, &W.redis);
-    char base[64];
-    snprintf(base, sizeof base, "http://127.0.0.1:%d", W.ternd.api_port);
-    http_sync_open(&W.http, base);
+    itest_world_start(&W, "api1", NULL, NULL);
+    http_sync_open(&http, W.base);
     put_workflow(
         "{\"name\": \"api-quick\", \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}",
-        W.quick_uuid);
+        quick_uuid);
     char ignored[40];
     put_workflow("{\"name\": \"api-wait\", \"chain\": ["
                  "{\"name\": \"w\", \"task\": \"itest.wait\"},"
@@ -162,11 +150,8 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    http_sync_close(&W.http);
-    itest_client_close(&W.client);
-    itest_ternd_signal(&W.ternd, SIGTERM, 10000);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    http_sync_close(&http);
+    itest_world_stop(&W, 10000);
     return 0;
 }
 
@@ -475,7 +460,7 @@ static void test_job_create_shape(void **state)
          itest_fmt("{\"workflow\": \"%s\", \"target\": \"/vms/alpha\", \"exec_after\": \"%s\","
                    " \"vm_uuid\": \"alpha\", \"count\": 3, \"num_attempts\": 2,"
                    " \"post_back_urls\": [\"http://127.0.0.1:9/done\"]}",
-                   W.quick_uuid, when));
+                   quick_uuid, when));
     expect_status(&r, 201);
     job = json_incref(r.json);
     snprintf(uuid, sizeof uuid, "%s", str_of(job, "uuid"));
@@ -486,7 +471,7 @@ static void test_job_create_shape(void **state)
 
     /* node-workflow's job: the body's other members are the params. */
     assert_string_equal(str_of(job, "execution"), "queued");
-    assert_string_equal(str_of(job, "workflow_uuid"), W.quick_uuid);
+    assert_string_equal(str_of(job, "workflow_uuid"), quick_uuid);
     assert_string_equal(str_of(job, "name"), "api-quick");
     assert_string_equal(str_of(job, "target"), "/vms/alpha");
     assert_string_equal(str_of(job, "exec_after"), when);
@@ -1161,7 +1146,7 @@ static void test_tls(void **state)
     http_sync_resp_t r;
     call_on(&h, &r, "GET", "/workflows/api-quick", NULL);
     expect_status(&r, 200);
-    assert_string_equal(str_of(r.json, "uuid"), W.quick_uuid);
+    assert_string_equal(str_of(r.json, "uuid"), quick_uuid);
     http_sync_resp_dispose(&r);
     /* Over HTTP/1.1 too, and the connection is kept. */
     h.http1_only = true;

@@ -3,48 +3,29 @@
  * order and once each, retries with backoff, non-retryable codes, fallback, onerror,
  * and one Redis round trip per step commit.
  */
-#include <signal.h>
 #include <string.h>
 
 #include "harness.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_ternd_t ternd;
-    itest_client_t client;
-    char side[320];
-} world_t;
-
-static world_t W;
+static itest_world_t W;
 
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "r1", NULL);
-    itest_client_open(&W.client, &W.redis);
-    snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    itest_world_start(&W, "r1", NULL, NULL);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&W.client);
-    itest_ternd_signal(&W.ternd, SIGTERM, 10000);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_world_stop(&W, 10000);
     return 0;
 }
 
 static void put(const char *json)
 {
-    char msg[1024];
-    int rc = itest_workflow_put(&W.client, json, NULL, msg, sizeof msg);
-    if (rc != 0)
-        fail_msg("workflow refused: %s", msg);
+    itest_workflow_put_ok(&W.client, json);
 }
 
 static json_t *run(const char *workflow, const char *params, char uuid[40])

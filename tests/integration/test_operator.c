@@ -4,43 +4,26 @@
  * waiting and resume, re-queue after a delay, retry from failure (redrive), workflow
  * and task timeouts, and the history every operator action leaves on the job.
  */
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common.h"
 #include "events.h"
 #include "harness.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_ternd_t ternd;
-    itest_client_t client;
-    char side[320];
-} world_t;
-
-static world_t W;
+static itest_world_t W;
 
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "r1", NULL);
-    itest_client_open(&W.client, &W.redis);
-    snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    itest_world_start(&W, "r1", NULL, NULL);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&W.client);
-    itest_ternd_signal(&W.ternd, SIGTERM, 10000);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_world_stop(&W, 10000);
     return 0;
 }
 
@@ -48,10 +31,7 @@ static int group_teardown(void **state)
 
 static void put(const char *json)
 {
-    char msg[1024];
-    int rc = itest_workflow_put(&W.client, json, NULL, msg, sizeof msg);
-    if (rc != 0)
-        fail_msg("workflow refused: %s", msg);
+    itest_workflow_put_ok(&W.client, json);
 }
 
 /* Creates a job that must be accepted. */
@@ -74,12 +54,6 @@ static json_t *must_finish(const char *uuid, unsigned ms)
     return job;
 }
 
-static void pause_ms(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Waits (at most `ms`) until the side channel holds at least `n` lines of `what` for
  * the step `key`. The side channel is a file the task writes, so this polls it; the
  * bound makes a step that never starts fail the test instead of hanging it. */
@@ -88,7 +62,7 @@ static void wait_side(const char *what, const char *key, int n, unsigned ms)
     for (unsigned waited = 0; waited <= ms; waited += 10) {
         if (itest_side_count(W.side, what, key) >= n)
             return;
-        pause_ms(10);
+        itest_pause_ms(10);
     }
     fail_msg("side channel: fewer than %d \"%s %s\" lines after %u ms", n, what, key, ms);
 }
@@ -103,52 +77,15 @@ static const char *step_key(const char *uuid, int phase, int idx)
     return k;
 }
 
-typedef struct nth_wait {
-    const char *type, *status;
-    int want, seen;
-    bool done;
-} nth_wait_t;
-
-static bool on_nth_event(void *data, const char *id, const json_t *ev)
-{
-    (void)id;
-    nth_wait_t *w = data;
-    const char *type = json_string_value(json_object_get(ev, "type"));
-    const char *status = json_string_value(json_object_get(ev, "status"));
-    if (type != NULL && strcmp(type, w->type) == 0 &&
-        (w->status == NULL || (status != NULL && strcmp(status, w->status) == 0)) &&
-        ++w->seen >= w->want) {
-        w->done = true;
-        return false;
-    }
-    return true;
-}
-
-static void on_bound(uv_timer_t *t)
-{
-    *(bool *)t->data = true;
-}
-
 /* Follows the job's events from its start until the `n`th event of `type` (and
  * `status` when not NULL): a redriven job's stream still holds its first "finished",
  * so waiting for the end of the second run means waiting for the second one. */
 static bool wait_nth_event(const char *uuid, const char *type, const char *status, int n,
                            unsigned ms)
 {
-    nth_wait_t w = {.type = type, .status = status, .want = n};
-    bool timed_out = false;
-    uv_timer_t timer;
-    uv_timer_init(&W.client.loop, &timer);
-    timer.data = &timed_out;
-    uv_timer_start(&timer, on_bound, ms, 0);
-    events_follow_t *f = events_follow(&W.client.loop, &W.client.addr, uuid, "0", on_nth_event, &w);
-    while (!w.done && !timed_out)
-        uv_run(&W.client.loop, UV_RUN_ONCE);
-    if (!w.done)
-        events_follow_stop(f);
-    uv_close((uv_handle_t *)&timer, NULL);
-    uv_run(&W.client.loop, UV_RUN_NOWAIT);
-    return w.done;
+    json_t *ev = itest_wait_event_nth(&W.client, uuid, type, status, -1, n, ms);
+    json_decref(ev);
+    return ev != NULL;
 }
 
 /* The job after its `n`th "finished" event. */
@@ -175,23 +112,6 @@ static const json_t *at(const json_t *v, const char *path)
 static const char *str_at(const json_t *v, const char *path)
 {
     return json_string_value(at(v, path));
-}
-
-/* Counts the job's events of `type` (and `status` when not NULL). */
-static int count_events(const json_t *events, const char *type, const char *status)
-{
-    size_t i;
-    json_t *ev;
-    int n = 0;
-    json_array_foreach(events, i, ev)
-    {
-        const char *t = json_string_value(json_object_get(ev, "type"));
-        const char *s = json_string_value(json_object_get(ev, "status"));
-        if (t != NULL && strcmp(t, type) == 0 &&
-            (status == NULL || (s != NULL && strcmp(s, status) == 0)))
-            n++;
-    }
-    return n;
 }
 
 /* Checks one history entry: its action, a time and the caller the harness gives. */
@@ -429,7 +349,7 @@ static void test_requeue_after_delay(void **state)
      * shows it between runs. */
     json_t *view = itest_job_get(&W.client, uuid);
     json_t *events = itest_events(&W.client, uuid);
-    if (count_events(events, "running", NULL) == 1) {
+    if (itest_count_events(events, "running", NULL) == 1) {
         assert_string_equal(itest_execution(view), "queued");
         assert_null(str_at(view, "runner_id"));
     }
@@ -442,8 +362,8 @@ static void test_requeue_after_delay(void **state)
     assert_int_equal(itest_side_count(W.side, "start", step_key(uuid, 0, 0)), 3);
     /* Two re-queues, each followed by a new claim no sooner than the delay. */
     events = itest_events(&W.client, uuid);
-    assert_int_equal(count_events(events, "step", "requeued"), 2);
-    assert_int_equal(count_events(events, "running", NULL), 3);
+    assert_int_equal(itest_count_events(events, "step", "requeued"), 2);
+    assert_int_equal(itest_count_events(events, "running", NULL), 3);
     size_t i;
     json_t *ev;
     json_int_t requeued_at = 0;
@@ -569,7 +489,7 @@ static void test_task_timeout(void **state)
     assert_int_equal(itest_side_count(W.side, "cancel", step_key(uuid, 0, 0)), 2);
     assert_int_equal(json_integer_value(at(job, "chain_results.0.attempts")), 2);
     json_t *events = itest_events(&W.client, uuid);
-    assert_int_equal(count_events(events, "step", "retry"), 1);
+    assert_int_equal(itest_count_events(events, "step", "retry"), 1);
     json_decref(events);
     json_decref(job);
 }

@@ -22,41 +22,19 @@
 #include "loop_util.h"
 #include "mini_http_server.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_ternd_t ternd;
-    itest_client_t client;
-    mini_http_server_t *receiver;
-    char config[320];
-    char base[64];
-} world_t;
-
-static world_t W;
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
+static itest_world_t W;
+static mini_http_server_t *receiver; /* the post-backs' receiver, on the client's loop */
 
 static int group_setup(void **state)
 {
     (void)state;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    snprintf(W.config, sizeof W.config, "%s/ternd.json", W.dir.path);
-    write_file(W.config, "{\"postback_initial_ms\": 100, \"postback_max_ms\": 1000,"
-                         " \"postback_max_attempts\": 3, \"postback_timeout_ms\": 300}");
-    const char *extra[] = {"--config", W.config, NULL};
-    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "p1", extra);
-    snprintf(W.base, sizeof W.base, "http://127.0.0.1:%d", W.ternd.api_port);
-    itest_client_open(&W.client, &W.redis);
-    W.receiver = mini_http_server_new(&W.client.loop);
-    assert_non_null(W.receiver);
+    itest_world_start(&W, "p1",
+                      "{\"postback_initial_ms\": 100, \"postback_max_ms\": 1000,"
+                      " \"postback_max_attempts\": 3, \"postback_timeout_ms\": 300}",
+                      NULL);
+    receiver = mini_http_server_new(&W.client.loop);
+    assert_non_null(receiver);
     char msg[1024];
     if (itest_workflow_put(&W.client,
                            "{\"name\": \"pb-ok\", \"version\": \"1.0.0\", \"chain\": ["
@@ -74,11 +52,8 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    mini_http_server_free(W.receiver);
-    itest_client_close(&W.client);
-    itest_ternd_signal(&W.ternd, SIGTERM, 15000);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    mini_http_server_free(receiver);
+    itest_world_stop(&W, 15000);
     curl_global_cleanup();
     return 0;
 }
@@ -108,15 +83,15 @@ static const char *url_of(const char *path)
     static char url[4][128];
     static int next;
     char *u = url[next++ % 4];
-    return mini_http_server_url(W.receiver, path, u, 128);
+    return mini_http_server_url(receiver, path, u, 128);
 }
 
 /* Requests the receiver got on `path` (all of them when NULL). */
 static size_t requests_on(const char *path)
 {
     size_t n = 0;
-    for (size_t i = 0; i < mini_http_server_request_count(W.receiver); i++) {
-        const mini_http_request_t *r = mini_http_server_request(W.receiver, i);
+    for (size_t i = 0; i < mini_http_server_request_count(receiver); i++) {
+        const mini_http_request_t *r = mini_http_server_request(receiver, i);
         if (path == NULL || strcmp(r->path, path) == 0)
             n++;
     }
@@ -126,8 +101,8 @@ static size_t requests_on(const char *path)
 /* The k-th request on `path`, or NULL. */
 static const mini_http_request_t *request_on(const char *path, size_t k)
 {
-    for (size_t i = 0; i < mini_http_server_request_count(W.receiver); i++) {
-        const mini_http_request_t *r = mini_http_server_request(W.receiver, i);
+    for (size_t i = 0; i < mini_http_server_request_count(receiver); i++) {
+        const mini_http_request_t *r = mini_http_server_request(receiver, i);
         if (strcmp(r->path, path) == 0 && k-- == 0)
             return r;
     }
@@ -154,12 +129,6 @@ static void wait_requests(const char *path, size_t n, unsigned ms)
                  requests_on(path), ms, n);
 }
 
-static void pause_ms(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Reads the job until its "post_backs" hold n entries (the record is written right
  * after the receiver answered, so this is a short bounded wait). */
 static json_t *wait_post_backs(const char *uuid, size_t n, unsigned ms)
@@ -172,7 +141,7 @@ static json_t *wait_post_backs(const char *uuid, size_t n, unsigned ms)
             fail_msg("job %s: %zu post_backs after %u ms, expected %zu", uuid,
                      json_array_size(json_object_get(job, "post_backs")), ms, n);
         json_decref(job);
-        pause_ms(20);
+        itest_pause_ms(20);
     }
 }
 
@@ -209,8 +178,8 @@ static const mini_http_response_t ANSWER_200 = {.status = 200, .body = "thanks"}
 static void test_delivered_to_every_url(void **state)
 {
     (void)state;
-    mini_http_server_script(W.receiver, "/a", &ANSWER_200);
-    mini_http_server_script(W.receiver, "/b", &ANSWER_200);
+    mini_http_server_script(receiver, "/a", &ANSWER_200);
+    mini_http_server_script(receiver, "/b", &ANSWER_200);
     char urls[300], uuid[40];
     snprintf(urls, sizeof urls, "[\"%s\", \"%s\"]", url_of("/a"), url_of("/b"));
     create_job("pb-ok", "{\"vm\": \"v1\", \"sizes\": [1, 2]}", urls, uuid);
@@ -251,9 +220,9 @@ static void test_delivered_to_every_url(void **state)
 static void test_fails_twice_then_accepts(void **state)
 {
     (void)state;
-    mini_http_server_script(W.receiver, "/flaky", &ANSWER_500);
-    mini_http_server_script(W.receiver, "/flaky", &ANSWER_500);
-    mini_http_server_script(W.receiver, "/flaky", &ANSWER_200);
+    mini_http_server_script(receiver, "/flaky", &ANSWER_500);
+    mini_http_server_script(receiver, "/flaky", &ANSWER_500);
+    mini_http_server_script(receiver, "/flaky", &ANSWER_200);
     char urls[200], uuid[40];
     snprintf(urls, sizeof urls, "[\"%s\"]", url_of("/flaky"));
     create_job("pb-ok", "{}", urls, uuid);
@@ -290,7 +259,7 @@ static void test_never_answers_gives_up(void **state)
 {
     (void)state;
     mini_http_response_t silent = {.status = 200, .delay_ms = 60000};
-    mini_http_server_script(W.receiver, "/silent", &silent);
+    mini_http_server_script(receiver, "/silent", &silent);
     char urls[200], uuid[40];
     snprintf(urls, sizeof urls, "[\"%s\"]", url_of("/silent"));
     create_job("pb-fail", "{}", urls, uuid);
@@ -329,7 +298,7 @@ static void test_exactly_once_with_two_deliverers(void **state)
     itest_ternd_t second;
     const char *extra[] = {"--config", W.config, NULL};
     itest_ternd_start(&second, &W.redis, &W.dir, "p2", extra);
-    mini_http_server_script(W.receiver, "/count", &ANSWER_200);
+    mini_http_server_script(receiver, "/count", &ANSWER_200);
     char urls[200], uuids[N][40];
     snprintf(urls, sizeof urls, "[\"%s\"]", url_of("/count"));
     for (int i = 0; i < N; i++) {

@@ -98,9 +98,7 @@ static itest_ternd_t *runner_by_id(const char *id)
 
 static void put(const char *json)
 {
-    char msg[1024];
-    if (itest_workflow_put(&W.client, json, NULL, msg, sizeof msg) != 0)
-        fail_msg("workflow refused: %s", msg);
+    itest_workflow_put_ok(&W.client, json);
 }
 
 static void create(const char *workflow, const char *params, char uuid[40])
@@ -178,12 +176,6 @@ static long file_size(const char *path)
     return n;
 }
 
-static void pause_ms(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Waits until the side channel holds at least `n` start lines with `prefix`. The
  * plugin writes a line when a task starts, so this waits on that start itself. */
 static void wait_side(const char *side, const char *prefix, int n, unsigned timeout_ms)
@@ -191,75 +183,21 @@ static void wait_side(const char *side, const char *prefix, int n, unsigned time
     for (unsigned waited = 0; waited < timeout_ms; waited += 10) {
         if (itest_side_count(side, "start", prefix) >= n)
             return;
-        pause_ms(10);
+        itest_pause_ms(10);
     }
     fail_msg("fewer than %d starts of %s after %u ms", n, prefix, timeout_ms);
 }
 
-static void on_bound(uv_timer_t *t)
-{
-    *(bool *)t->data = true;
-}
-
-/* Runs the client's loop until *done or the bound passes. */
-static bool run_client_until(bool *done, unsigned ms)
-{
-    bool timed_out = false;
-    uv_timer_t timer;
-    uv_timer_init(&W.client.loop, &timer);
-    timer.data = &timed_out;
-    uv_timer_start(&timer, on_bound, ms, 0);
-    while (!*done && !timed_out)
-        uv_run(&W.client.loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&timer, NULL);
-    uv_run(&W.client.loop, UV_RUN_NOWAIT);
-    return *done;
-}
-
-/* The n-th event of a job with `type` and, when given, `status` and chain `index`. */
-typedef struct ev_match {
-    const char *type;
-    const char *status;
-    long long index;
-    int nth;
-    int seen;
-    json_t *found;
-    bool done;
-} ev_match_t;
-
-static bool on_match_event(void *data, const char *id, const json_t *ev)
-{
-    (void)id;
-    ev_match_t *m = data;
-    const char *type = json_string_value(json_object_get(ev, "type"));
-    const char *status = json_string_value(json_object_get(ev, "status"));
-    const char *phase = json_string_value(json_object_get(ev, "phase"));
-    if (type == NULL || strcmp(type, m->type) != 0)
-        return true;
-    if (m->status != NULL && (status == NULL || strcmp(status, m->status) != 0))
-        return true;
-    if (m->index >= 0 && (phase == NULL || strcmp(phase, "chain") != 0 ||
-                          json_integer_value(json_object_get(ev, "index")) != m->index))
-        return true;
-    if (++m->seen < m->nth)
-        return true;
-    m->found = json_deep_copy(ev);
-    m->done = true;
-    return false;
-}
-
+/* The `nth` event of a job with `type` and, when given, `status` and chain `index`;
+ * fails the test after timeout_ms. */
 static json_t *wait_match(const char *uuid, const char *type, const char *status, long long index,
                           int nth, unsigned timeout_ms)
 {
-    ev_match_t m = {.type = type, .status = status, .index = index, .nth = nth};
-    events_follow_t *f =
-        events_follow(&W.client.loop, &W.client.addr, uuid, "0", on_match_event, &m);
-    if (!run_client_until(&m.done, timeout_ms)) {
-        events_follow_stop(f);
+    json_t *ev = itest_wait_event_nth(&W.client, uuid, type, status, index, nth, timeout_ms);
+    if (ev == NULL)
         fail_msg("job %s: no event %s%s%s (index %lld, occurrence %d) within %u ms", uuid, type,
                  status ? "/" : "", status ? status : "", index, nth, timeout_ms);
-    }
-    return m.found;
+    return ev;
 }
 
 /* Runs the client's loop until its store is up (or down). The client notices a lost
@@ -270,7 +208,7 @@ static void wait_client_state(bool up, unsigned timeout_ms)
         if (store_is_up(W.client.store) == up)
             return;
         bool never = false;
-        run_client_until(&never, 20);
+        itest_client_run_until(&W.client, &never, 20);
     }
     fail_msg("the client's store was not %s within %u ms", up ? "up" : "down", timeout_ms);
 }
@@ -454,7 +392,7 @@ static void test_killed_runner_takes_its_helper_along(void **state)
         st = proc_state(helper, NULL);
         if (st == '\0' || st == 'Z')
             break;
-        pause_ms(10);
+        itest_pause_ms(10);
     }
     if (st != '\0' && st != 'Z')
         fail_msg("helper %d of the killed runner still runs (state %c)", (int)helper, st);
@@ -623,10 +561,10 @@ static void test_redis_restart_mid_run(void **state)
     for (unsigned waited = 0; !itest_ternd_log_has(r, "Redis is unreachable"); waited += 10) {
         if (waited > 5000)
             fail_msg("the runner did not notice that Redis died");
-        pause_ms(10);
+        itest_pause_ms(10);
     }
     /* The outage itself: steps in flight end meanwhile and their commits must wait. */
-    pause_ms(1000);
+    itest_pause_ms(1000);
     itest_redis_restart(&W.redis);
     wait_client_state(true, 15000);
     /* New work is claimed too: the runner's blocking claim was re-armed. */

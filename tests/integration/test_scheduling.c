@@ -25,16 +25,8 @@
 #include "task_ctx.h"
 #include "workflow.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_ternd_t ternd;
-    itest_ternd_t extra; /* a runner of another kind that one test starts */
-    itest_client_t client;
-    char side[320];
-} world_t;
-
-static world_t W;
+static itest_world_t W;
+static itest_ternd_t extra_runner; /* a runner of another kind that one test starts */
 
 /* The group's runner "r1" serves the default queue. Its heartbeat is slow on purpose:
  * delayed jobs must then be promoted by the timer armed for their due time, and a
@@ -45,11 +37,7 @@ static int group_setup(void **state)
     (void)state;
     static const char *const slow_heartbeat[] = {"--heartbeat-ms", "5000", "--lease-ms", "15000",
                                                  NULL};
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "r1", slow_heartbeat);
-    itest_client_open(&W.client, &W.redis);
-    snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    itest_world_start(&W, "r1", NULL, slow_heartbeat);
     return 0;
 }
 
@@ -58,18 +46,15 @@ static int group_setup(void **state)
 static int test_teardown(void **state)
 {
     (void)state;
-    if (W.extra.pid > 0)
-        itest_ternd_signal(&W.extra, SIGTERM, 10000);
+    if (extra_runner.pid > 0)
+        itest_ternd_signal(&extra_runner, SIGTERM, 10000);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&W.client);
-    itest_ternd_signal(&W.ternd, SIGTERM, 10000);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_world_stop(&W, 10000);
     return 0;
 }
 
@@ -77,10 +62,7 @@ static int group_teardown(void **state)
 
 static void put(const char *json)
 {
-    char msg[1024];
-    int rc = itest_workflow_put(&W.client, json, NULL, msg, sizeof msg);
-    if (rc != 0)
-        fail_msg("workflow refused: %s", msg);
+    itest_workflow_put_ok(&W.client, json);
 }
 
 static void create_at(const char *workflow, const char *params, uint64_t exec_after, char uuid[40])
@@ -116,28 +98,11 @@ static json_int_t wait_event_time(const char *uuid, const char *type, const char
     return t;
 }
 
-/* The events of `events` of `type` (and `status` when not NULL), counted. */
-static int count_events(const json_t *events, const char *type, const char *status)
-{
-    size_t i;
-    json_t *ev;
-    int n = 0;
-    json_array_foreach((json_t *)events, i, ev)
-    {
-        const char *t = json_string_value(json_object_get(ev, "type"));
-        const char *s = json_string_value(json_object_get(ev, "status"));
-        if (t != NULL && strcmp(t, type) == 0 &&
-            (status == NULL || (s != NULL && strcmp(s, status) == 0)))
-            n++;
-    }
-    return n;
-}
-
 /* The `nth` event (0 first, -1 last) of `type` (and `status`) among the job's events;
  * fails the test when there is none. Borrowed from `events`. */
 static json_t *event_of(const json_t *events, const char *type, const char *status, int nth)
 {
-    int n = count_events(events, type, status);
+    int n = itest_count_events(events, type, status);
     int want = nth < 0 ? n + nth : nth;
     if (want < 0 || want >= n)
         fail_msg("no event #%d of type %s%s%s (%d such events)", nth, type,
@@ -223,15 +188,15 @@ static void test_job_hold_serializes_one_vm(void **state)
 
     /* The second job on "alpha" waited for the ticket and ran only once the first had
      * finished: its only start comes after that end. */
-    assert_int_equal(count_events(ea, "hold_wait", NULL), 0);
+    assert_int_equal(itest_count_events(ea, "hold_wait", NULL), 0);
     assert_string_equal(str_of(event_of(eb, "hold_wait", NULL, 0), "resource"), "vm:alpha");
-    assert_int_equal(count_events(eb, "running", NULL), 1);
+    assert_int_equal(itest_count_events(eb, "running", NULL), 1);
     assert_true(time_of(eb, "running", NULL, 0) >= time_of(ea, "finished", NULL, 0));
     assert_true(step_start(event_of(eb, "step", "succeeded", 0)) + START_SLACK_MS >=
                 time_of(ea, "finished", NULL, 0));
 
     /* "beta" is another resource: that job ran alongside the first. */
-    assert_int_equal(count_events(ec, "hold_wait", NULL), 0);
+    assert_int_equal(itest_count_events(ec, "hold_wait", NULL), 0);
     assert_true(time_of(ec, "running", NULL, 0) < time_of(ea, "finished", NULL, 0));
     assert_true(time_of(ea, "running", NULL, 0) < time_of(ec, "finished", NULL, 0));
     assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:hold:vm:alpha:h tern:hold:vm:beta:h"),
@@ -258,7 +223,7 @@ static void test_job_hold_wait_frees_the_runner_slot(void **state)
                   "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 50}}]}",
                   W.side));
     static const char *const one_slot[] = {"--concurrency", "1", "--queues", "single", NULL};
-    itest_ternd_start(&W.extra, &W.redis, &W.dir, "single", one_slot);
+    itest_ternd_start(&extra_runner, &W.redis, &W.dir, "single", one_slot);
 
     char holder[40], waiter[40], other[40];
     create("vm-long", "{\"vm\": \"gamma\"}", holder);
@@ -285,7 +250,7 @@ static void test_job_hold_wait_frees_the_runner_slot(void **state)
     json_decref(jo);
     json_decref(jw);
     json_decref(jh);
-    stop_runner(&W.extra);
+    stop_runner(&extra_runner);
 }
 
 /* ---- 2. counted tickets --------------------------------------------------------------- */
@@ -309,10 +274,10 @@ static void test_capacity_is_counted_and_fifo(void **state)
         assert_string_equal(itest_execution(job), "succeeded");
         json_decref(job);
         json_t *ev = itest_events(&W.client, uuid[i]);
-        assert_int_equal(count_events(ev, "running", NULL), 1);
+        assert_int_equal(itest_count_events(ev, "running", NULL), 1);
         start[i] = time_of(ev, "running", NULL, 0);
         end[i] = time_of(ev, "finished", NULL, 0);
-        assert_int_equal(count_events(ev, "hold_wait", NULL), i < 2 ? 0 : 1);
+        assert_int_equal(itest_count_events(ev, "hold_wait", NULL), i < 2 ? 0 : 1);
         granted[i] = i < 2 ? start[i] : time_of(ev, "hold_granted", NULL, 0);
         json_decref(ev);
     }
@@ -462,7 +427,7 @@ static void test_step_hold_covers_only_its_step(void **state)
     json_t *e1 = itest_events(&W.client, first), *e2 = itest_events(&W.client, second);
 
     /* The second job's copy waited for the first job's copy ... */
-    assert_int_equal(count_events(e1, "hold_wait", NULL), 0);
+    assert_int_equal(itest_count_events(e1, "hold_wait", NULL), 0);
     assert_string_equal(str_of(event_of(e2, "hold_wait", NULL, 0), "resource"), "disk:d1");
     json_t *copy1 = event_of(e1, "step", "succeeded", 0);
     json_t *copy2 = event_of(e2, "step", "succeeded", 0);
@@ -510,19 +475,19 @@ static void test_named_queue_needs_its_runner(void **state)
     assert_string_equal(itest_execution(js), "queued");
     json_decref(js);
     json_t *es = itest_events(&W.client, slow);
-    assert_int_equal(count_events(es, "running", NULL), 0);
+    assert_int_equal(itest_count_events(es, "running", NULL), 0);
     json_decref(es);
     assert_int_equal(itest_redis_int(&W.redis, "LLEN tern:q:slow"), 1);
 
     static const char *const slow_queue[] = {"--queues", "slow", NULL};
-    itest_ternd_start(&W.extra, &W.redis, &W.dir, "bulk", slow_queue);
+    itest_ternd_start(&extra_runner, &W.redis, &W.dir, "bulk", slow_queue);
     js = finished(slow);
     assert_string_equal(itest_execution(js), "succeeded");
     json_decref(js);
     es = itest_events(&W.client, slow);
     assert_string_equal(str_of(event_of(es, "running", NULL, 0), "runner"), "bulk");
     json_decref(es);
-    stop_runner(&W.extra);
+    stop_runner(&extra_runner);
 }
 
 /* ---- 6. exec_after ---------------------------------------------------------------- */
@@ -628,64 +593,24 @@ static void test_event_streams(void **state)
 
 /* ---- 8. bad input ------------------------------------------------------------------ */
 
-typedef struct answer {
-    bool done;
-    int status;
-    json_t *result;
-    char msg[1024];
-} answer_t;
-
-static void on_answer(void *data, int status, const json_t *result, const char *message)
-{
-    answer_t *a = data;
-    a->done = true;
-    a->status = status;
-    a->result = result != NULL ? json_deep_copy(result) : NULL;
-    snprintf(a->msg, sizeof a->msg, "%s", message != NULL ? message : "");
-}
-
-static void on_answer_bound(uv_timer_t *t)
-{
-    *(bool *)t->data = true;
-}
-
-/* Runs the client's loop until `a` is answered, at most 10 s. */
-static void wait_answer(answer_t *a)
-{
-    bool over = false;
-    uv_timer_t bound;
-    uv_timer_init(&W.client.loop, &bound);
-    bound.data = &over;
-    uv_timer_start(&bound, on_answer_bound, 10000, 0);
-    while (!a->done && !over)
-        uv_run(&W.client.loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&bound, NULL);
-    uv_run(&W.client.loop, UV_RUN_NOWAIT);
-    if (!a->done)
-        fail_msg("no answer from the store within 10 s");
-}
-
 /* Stores `doc` through `ops` and returns the status; the message goes to msg. */
 static int put_with(job_ops_t *ops, const json_t *doc, char *msg, size_t msglen)
 {
-    answer_t a = {0};
-    job_ops_workflow_put(ops, doc, on_answer, &a);
-    wait_answer(&a);
-    json_decref(a.result);
-    snprintf(msg, msglen, "%s", a.msg);
-    return a.status;
+    itest_answer_t a = {0};
+    job_ops_workflow_put(ops, doc, itest_on_answer, &a);
+    return itest_answer_wait(&W.client, &a, NULL, msg, msglen);
 }
 
 /* The description of the stored workflow `ref`. */
 static char *stored_description(const char *ref)
 {
-    answer_t a = {0};
-    job_ops_workflow_get(W.client.ops, ref, on_answer, &a);
-    wait_answer(&a);
-    if (a.status != 0)
+    itest_answer_t a = {0};
+    json_t *wf = NULL;
+    job_ops_workflow_get(W.client.ops, ref, itest_on_answer, &a);
+    if (itest_answer_wait(&W.client, &a, &wf, NULL, 0) != 0)
         fail_msg("workflow %s: %s", ref, a.msg);
-    char *d = strdup(str_of(a.result, "description"));
-    json_decref(a.result);
+    char *d = strdup(str_of(wf, "description"));
+    json_decref(wf);
     return d;
 }
 
@@ -893,8 +818,8 @@ static void test_bad_jobs_are_refused_or_fail_visibly(void **state)
     assert_int_equal(json_integer_value(json_object_get(entry, "attempts")), 1);
     json_decref(job);
     json_t *ev = itest_events(&W.client, uuid);
-    assert_int_equal(count_events(ev, "step", "retry"), 0);
-    assert_int_equal(count_events(ev, "step", "failed"), 1);
+    assert_int_equal(itest_count_events(ev, "step", "retry"), 0);
+    assert_int_equal(itest_count_events(ev, "step", "failed"), 1);
     assert_string_equal(str_of(event_of(ev, "finished", NULL, 0), "execution"), "failed");
     json_decref(ev);
     char key[64];

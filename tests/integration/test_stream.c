@@ -21,16 +21,7 @@
 #include "harness.h"
 #include "http_sync.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_ternd_t ternd;
-    itest_client_t client;
-    char config[320];
-    char base[64];
-} world_t;
-
-static world_t W;
+static itest_world_t W;
 
 /* ---- a streaming HTTP client ---------------------------------------------------- */
 
@@ -235,26 +226,11 @@ static const char *const SLOW_WF =
     "{\"name\": \"stream-slow\", \"version\": \"1.0.0\", \"chain\": ["
     " {\"name\": \"wait\", \"task\": \"core.sleep\", \"args\": {\"ms\": 60000}}]}";
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static int group_setup(void **state)
 {
     (void)state;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    snprintf(W.config, sizeof W.config, "%s/ternd.json", W.dir.path);
-    write_file(W.config, "{\"event_heartbeat_ms\": 200}");
-    const char *extra[] = {"--config", W.config, NULL};
-    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "s1", extra);
-    snprintf(W.base, sizeof W.base, "http://127.0.0.1:%d", W.ternd.api_port);
-    itest_client_open(&W.client, &W.redis);
+    itest_world_start(&W, "s1", "{\"event_heartbeat_ms\": 200}", NULL);
     char msg[1024];
     if (itest_workflow_put(&W.client, STEPS_WF, NULL, msg, sizeof msg) != 0 ||
         itest_workflow_put(&W.client, SLOW_WF, NULL, msg, sizeof msg) != 0)
@@ -265,10 +241,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&W.client);
-    itest_ternd_signal(&W.ternd, SIGTERM, 15000);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_world_stop(&W, 15000);
     curl_global_cleanup();
     return 0;
 }
@@ -298,12 +271,6 @@ static long metric(const char *name)
     return v;
 }
 
-static void pause_ms(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Polls /metrics (every 50 ms, at most ms) until `name` has value `want`; returns the
  * time it took, or fails. */
 static unsigned wait_metric(const char *name, long want, unsigned ms)
@@ -313,7 +280,7 @@ static unsigned wait_metric(const char *name, long want, unsigned ms)
     while (now_ms() - start <= ms) {
         if ((v = metric(name)) == want)
             return (unsigned)(now_ms() - start);
-        pause_ms(50);
+        itest_pause_ms(50);
     }
     fail_msg("%s stayed at %ld, expected %ld within %u ms", name, v, want, ms);
     return 0;

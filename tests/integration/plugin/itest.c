@@ -11,7 +11,7 @@
  *                                    step (counted in the file), then succeed
  *   itest.fatal   {}                 fail with FatalThing, listed as non-retryable
  *   itest.check   {"ok"}             fail with NotOk unless ok is true
- *   itest.wait    {}                 ask the job to wait for a resume
+ *   itest.wait    {"ms"}             ask the job to wait for a resume (after ms, if given)
  *   itest.poll    {"times", "delay_ms"}  re-queue until polled `times` times
  *   itest.crash   {}                 segfault (for isolated steps)
  *   itest.hang    {}                 never report
@@ -112,9 +112,20 @@ static void check_start(tern_ctx *ctx, const json_t *args)
         tern_task_fail(ctx, "NotOk", "ok is not true");
 }
 
+static void on_wait_timer(tern_ctx *ctx, void *data)
+{
+    (void)data;
+    tern_task_wait(ctx, json_pack("{s:s}", "waiting_for", "an operator"));
+}
+
 static void wait_start(tern_ctx *ctx, const json_t *args)
 {
     record(args, "start", ctx);
+    json_int_t ms = json_integer_value(json_object_get(args, "ms"));
+    if (ms > 0) {
+        tern_timer_start(ctx, (uint64_t)ms, on_wait_timer, NULL);
+        return;
+    }
     tern_task_wait(ctx, json_pack("{s:s}", "waiting_for", "an operator"));
 }
 
