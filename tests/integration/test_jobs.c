@@ -3,8 +3,10 @@
  * order and once each, retries with backoff, non-retryable codes, fallback, onerror,
  * and one Redis round trip per step commit.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "harness.h"
 
 static itest_world_t W;
@@ -223,6 +225,63 @@ static void test_plugin_redis_namespace(void **state)
     assert_int_equal(itest_redis_int(&W.redis, "EXISTS hits"), 0);
 }
 
+static long long script_calls(const char *cmd)
+{
+    return itest_redis_int(&W.redis, "EVAL %s 0",
+                           itest_fmt("local s = string.match(redis.call('INFO','commandstats'),"
+                                     "'cmdstat_%s:calls=(%%d+)') return tonumber(s or '0')",
+                                     cmd));
+}
+
+/* A Redis that lost its script cache (SCRIPT FLUSH, a failover to a replica that never
+ * loaded them) answers NOSCRIPT; the store sends the script's source instead and the
+ * job goes on. */
+static void test_script_cache_lost(void **state)
+{
+    (void)state;
+    put("{\"name\": \"after-flush\", \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"},"
+        "{\"name\": \"b\", \"task\": \"core.noop\"}]}");
+    char *ok = itest_redis_str(&W.redis, "SCRIPT FLUSH");
+    assert_non_null(ok);
+    free(ok);
+    long long evals_before = script_calls("eval");
+    char uuid[40];
+    json_t *job = run("after-flush", NULL, uuid);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 2);
+    /* The fallback really ran: EVAL with the source, not only EVALSHA. */
+    assert_true(script_calls("eval") > evals_before);
+    json_decref(job);
+}
+
+/* A job keeps the workflow it was created from: a newer version stored while the job
+ * waits to run changes nothing for it, and new jobs get the newer version. */
+static void test_queued_job_keeps_its_workflow(void **state)
+{
+    (void)state;
+    put("{\"name\": \"frozen\", \"version\": \"1.0.0\", \"chain\": [{\"name\": \"say\","
+        "\"task\": \"core.log\", \"args\": {\"msg\": \"version one\"}}]}");
+    char old_job[40], msg[1024];
+    assert_int_equal(itest_job_create(&W.client, "frozen", NULL, NULL, tern_now_ms() + 1200, NULL,
+                                      old_job, msg, sizeof msg),
+                     0);
+    put("{\"name\": \"frozen\", \"version\": \"2.0.0\", \"chain\": [{\"name\": \"say\","
+        "\"task\": \"core.log\", \"args\": {\"msg\": \"version two\"}}]}");
+    json_t *job = itest_wait_finished(&W.client, old_job, 20000);
+    assert_non_null(job);
+    json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(entry, "result"), "msg")),
+                        "version one");
+    assert_string_equal(json_string_value(json_object_get(job, "version")), "1.0.0");
+    json_decref(job);
+    char uuid[40];
+    job = run("frozen", NULL, uuid);
+    entry = json_array_get(json_object_get(job, "chain_results"), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(entry, "result"), "msg")),
+                        "version two");
+    json_decref(job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +292,8 @@ int main(void)
         cmocka_unit_test(test_onerror_runs_with_the_error),
         cmocka_unit_test(test_one_round_trip_per_step),
         cmocka_unit_test(test_plugin_redis_namespace),
+        cmocka_unit_test(test_script_cache_lost),
+        cmocka_unit_test(test_queued_job_keeps_its_workflow),
     };
     int failures = cmocka_run_group_tests(tests, group_setup, group_teardown);
     return failures == 0 ? 0 : 1;
