@@ -347,13 +347,19 @@ static int group_setup(void **state)
                            " {\"name\": \"x\", \"task\": \"core.lgo\"}]}");
     write_file("broken.json", "{\"name\": \"cli-broken\",\n \"chain\": [}");
     write_file("params.json", "{\"disk\": {\"size\": 5, \"id\": 1}, \"owner\": \"ops\"}");
+    write_file("progress.json",
+               itest_fmt("{\"name\": \"cli-progress\", \"version\": \"1.0.0\", \"chain\": ["
+                         " {\"name\": \"copy\", \"task\": \"itest.progress\","
+                         "  \"args\": {\"file\": \"%s\", \"total\": 10485760,"
+                         "  \"reports\": 4, \"every_ms\": 250}}]}",
+                         W.side));
 
     child_t c;
     RUN(&c, "workflow", "load", path_of("three.json"), path_of("fail.json"), path_of("wait.json"),
         path_of("long.json"));
     expect_status(&c, 0);
     child_dispose(&c);
-    RUN(&c, "workflow", "load", path_of("check.json"));
+    RUN(&c, "workflow", "load", path_of("check.json"), path_of("progress.json"));
     expect_status(&c, 0);
     child_dispose(&c);
     return 0;
@@ -633,6 +639,27 @@ static void test_create_watch_draws_each_step(void **state)
     if (strncmp(last, "Job succeeded in ", 17) != 0)
         fail_msg("last line \"%s\", expected \"Job succeeded in ...\"", last);
     assert_string_equal(c.err, "");
+    child_dispose(&c);
+}
+
+/* A task that reports progress: piped, watch prints a progress line per tenth of the
+ * work with percent and bytes, before the step's check mark. */
+static void test_watch_shows_progress(void **state)
+{
+    (void)state;
+    child_t c;
+    RUN(&c, "job", "create", "cli-progress", "--watch");
+    expect_status(&c, 0);
+    expect_plain(&c);
+    const char *first = strstr(c.out, "\u2610 copy");
+    if (first == NULL)
+        fail_msg("no progress line for step copy in:\n%s", c.out);
+    expect_in(c.out, "50%");
+    expect_in(c.out, "MiB");
+    assert_true(lines_starting(c.out, "\u2610 copy") >= 3);
+    const char *done = strstr(c.out, CHECK " copy (");
+    assert_non_null(done);
+    assert_true(first < done);
     child_dispose(&c);
 }
 
@@ -1179,6 +1206,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_watch_draws_each_step),
+        cmocka_unit_test(test_watch_shows_progress),
         cmocka_unit_test(test_json_columns_and_no_header),
         cmocka_unit_test(test_params_from_flags_and_file),
         cmocka_unit_test(test_exec_after),

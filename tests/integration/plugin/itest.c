@@ -17,6 +17,8 @@
  *   itest.hang    {}                 never report
  *   itest.twice   {}                 report done twice
  *   itest.counter {"key"}            INCR the key in the plugin's Redis namespace
+ *   itest.progress {"total", "reports", "every_ms"}  reports progress of a copy of
+ *                                    `total` bytes `reports` times, then succeeds
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -180,6 +182,56 @@ static void counter_start(tern_ctx *ctx, const json_t *args)
         tern_task_fail(ctx, "RedisError", "tern_redis_eval refused: %d", rc);
 }
 
+typedef struct progress_state {
+    json_int_t total, done;
+    json_int_t reports, sent;
+    json_int_t every_ms;
+    uint64_t started_ms;
+} progress_state_t;
+
+static void on_progress_tick(tern_ctx *ctx, void *data)
+{
+    progress_state_t *st = data;
+    st->sent++;
+    st->done = st->total * st->sent / st->reports;
+    double elapsed_s = (double)(st->sent * st->every_ms) / 1000.0;
+    double rate = elapsed_s > 0 ? (double)st->done / elapsed_s : 0;
+    double eta = rate > 0 ? (double)(st->total - st->done) / rate : 0;
+    tern_progress(ctx, json_pack("{s:f, s:I, s:I, s:f, s:f, s:s}", "percent",
+                                 100.0 * (double)st->done / (double)st->total, "bytes", st->done,
+                                 "total_bytes", st->total, "rate", rate, "eta_s", eta, "message",
+                                 "copying"));
+    if (st->sent >= st->reports) {
+        json_int_t total = st->total;
+        free(st);
+        tern_task_done(ctx, json_pack("{s:I}", "copied", total));
+        return;
+    }
+    if (tern_timer_start(ctx, (uint64_t)st->every_ms, on_progress_tick, st) < 0) {
+        free(st);
+        tern_task_fail(ctx, "TimerError", "cannot start a timer");
+    }
+}
+
+static void progress_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    progress_state_t *st = calloc(1, sizeof *st);
+    st->total = json_integer_value(json_object_get(args, "total"));
+    st->reports = json_integer_value(json_object_get(args, "reports"));
+    st->every_ms = json_integer_value(json_object_get(args, "every_ms"));
+    if (st->total <= 0 || st->reports <= 0 || st->every_ms <= 0) {
+        free(st);
+        tern_task_fail(ctx, "FatalThing", "total, reports and every_ms must be positive");
+        return;
+    }
+    /* Test task: a cancel leaks this small record, which the test process outlives. */
+    if (tern_timer_start(ctx, (uint64_t)st->every_ms, on_progress_tick, st) < 0) {
+        free(st);
+        tern_task_fail(ctx, "TimerError", "cannot start a timer");
+    }
+}
+
 static const char *const fatal_codes[] = {"FatalThing", NULL};
 
 #define TASK(n, fn, cancel_fn)                                                                     \
@@ -202,10 +254,11 @@ TASK(crash, crash_start, NULL);
 TASK(hang, hang_start, NULL);
 TASK(twice, twice_start, NULL);
 TASK(counter, counter_start, NULL);
+TASK(progress, progress_start, NULL);
 
-static const tern_task_def *const tasks[] = {&record_def, &flaky_def,   &fatal_def, &check_def,
-                                             &wait_def,   &poll_def,    &crash_def, &hang_def,
-                                             &twice_def,  &counter_def, NULL};
+static const tern_task_def *const tasks[] = {&record_def, &flaky_def,   &fatal_def,    &check_def,
+                                             &wait_def,   &poll_def,    &crash_def,    &hang_def,
+                                             &twice_def,  &counter_def, &progress_def, NULL};
 
 static const tern_plugin itest_plugin = {
     .magic = TERN_PLUGIN_MAGIC,
