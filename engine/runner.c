@@ -138,7 +138,8 @@ struct runner {
         uint64_t at_mono;
     } early_cancels[32];
     unsigned early_next;
-    bool resync; /* a claim's answer was lost: adopt jobs left in our list */
+    bool resync;          /* a claim's answer was lost: adopt jobs left in our list */
+    bool recheck_cancels; /* pub/sub was reconnected: cancels may have been missed */
     bool resync_busy;
     run_job_t *jobs; /* in flight */
     size_t in_flight;
@@ -1454,6 +1455,49 @@ static void on_sub_conn(redis_conn_t *c, bool up, const char *why, void *data)
     if (up) {
         const char *channels[] = {"tern:wake", "tern:control"};
         redis_conn_subscribe(c, channels, 2, on_message, r);
+        /* What was published while the connection was down is lost: once the next
+         * tick has been answered (the subscription is in place by then), look for
+         * cancels of jobs held here. */
+        r->recheck_cancels = true;
+    }
+}
+
+typedef struct cancel_check {
+    runner_t *r;
+    char uuid[40];
+} cancel_check_t;
+
+static void on_cancel_check(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    (void)errmsg;
+    cancel_check_t *cc = data;
+    run_job_t *j = status == 0 && store_reply_is(reply, "1") ? job_find(cc->r, cc->uuid) : NULL;
+    if (j != NULL && j->phase != WF_ONCANCEL) {
+        JLOG(j, TERN_LOG_INFO, "cancel requested while pub/sub was down");
+        job_request_cancel(j);
+    }
+    free(cc);
+}
+
+/* Asks Redis for the cancel flag of every job held here. The answers come before that
+ * of the lease give-up of a stop, so the runner is still there to read them. */
+static void recheck_cancels(runner_t *r)
+{
+    r->recheck_cancels = false;
+    for (run_job_t *j = r->jobs; j != NULL; j = j->next) {
+        store_args_t a;
+        store_args_init(&a);
+        store_args_push(&a, "HGET");
+        store_args_pushf(&a, "tern:job:%s", j->uuid);
+        store_args_push(&a, "cancel");
+        cancel_check_t *cc = xcalloc(1, sizeof *cc);
+        cc->r = r;
+        snprintf(cc->uuid, sizeof cc->uuid, "%s", j->uuid);
+        if (store_command(r->store, &a, on_cancel_check, cc) != 0) {
+            free(cc);
+            r->recheck_cancels = true;
+        }
+        store_args_dispose(&a);
     }
 }
 
@@ -1504,6 +1548,8 @@ static void on_tick_reply(void *data, int status, const redisReply *reply, const
         arm_due(r, next, now);
     if (r->stopping)
         runner_maybe_stopped(r);
+    if (r->recheck_cancels && !r->freed_conns)
+        recheck_cancels(r);
     resync(r);
     pump_all(r);
     if (r->tick_again && !r->stopping)

@@ -44,7 +44,8 @@
  * Job fields: uuid, name, version, workflow_uuid, workflow (frozen normalized doc),
  * params (JSON), target, queue, execution, created_at, exec_after, started_at,
  * finished_at, timeout_ms, deadline, runner, fence (claim counter: a runner's writes
- * carry the fence it claimed with, so a runner that lost its lease cannot write),
+ * carry the fence it claimed with, so a runner that lost its lease cannot write; bumped
+ * also when a claim is revoked: the job re-queued or failed with StepInterrupted),
  * phase, idx (the cursor: the step to run next), attempt (failed attempts of that
  * step), polls, retried (times re-queued after a runner died), error (last error
  * JSON), failed_at ("<phase>:<idx>"), holds (job-level, "<capacity> <resource>"

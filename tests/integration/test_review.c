@@ -11,8 +11,9 @@
  *   - a claim answered after a stop began hands the job back before its first step;
  *   - an operator's resume of a waiting step is not taken for the outcome of the
  *     first onerror step when the workflow timeout passes before a runner takes it;
- *   - a cancel the runner did not hear before its task asked to wait (or to be retried
- *     later) still cancels the job, at once;
+ *   - a cancel the runner did not hear (its pub/sub connection was lost) still cancels
+ *     the job at once: before its task asks to wait or to be retried later, or during
+ *     a long step;
  *   - resource tickets of a job canceled or timed out while no runner held it are kept
  *     through its oncancel/onerror chain, and released when it ends;
  *   - a cancel during a step's fallback, then an oncancel step that falls back too,
@@ -477,6 +478,41 @@ static void test_cancel_unheard_before_delayed_retry(void **state)
     cancel_unheard("cretry", side, step);
 }
 
+/* The cancel is lost with the pub/sub connection while a long step runs: the runner
+ * learns of it once it is reconnected, not at the end of the step. */
+static void test_cancel_unheard_during_a_long_step(void **state)
+{
+    (void)state;
+    char side[320];
+    side_path(side, sizeof side, "clong");
+    put(itest_fmt("{\"name\": \"rv-clong\", \"queue\": \"rv-clong\", \"chain\": ["
+                  "{\"name\": \"long\", \"task\": \"itest.record\", \"args\": {\"file\": "
+                  "\"%s\", \"ms\": 8000}}],"
+                  "\"oncancel\": [{\"name\": \"undo\", \"task\": \"itest.record\", \"args\": "
+                  "{\"file\": \"%s\", \"ms\": 10}}]}",
+                  side, side));
+    itest_ternd_t *a = start_runner("clong-a", "rv-clong", NULL);
+    char uuid[40];
+    create("rv-clong", NULL, uuid);
+    char key[64];
+    snprintf(key, sizeof key, "%s/0/0", uuid);
+    wait_side(side, key, 10000);
+
+    kill(a->pid, SIGSTOP);
+    kill_sub_connection(a->id);
+    char msg[1024];
+    if (itest_job_cancel(&W.client, uuid, msg, sizeof msg) != 0)
+        fail_msg("cancel refused: %s", msg);
+    kill(a->pid, SIGCONT);
+
+    /* Well before the step's 8 s are over. */
+    json_t *job = finished(uuid, 4000);
+    assert_string_equal(itest_execution(job), "canceled");
+    assert_int_equal(itest_side_count(side, "cancel", key), 1);
+    assert_int_equal(starts(side, uuid, 2, 0), 1);
+    json_decref(job);
+}
+
 /* ---- 6. tickets through oncancel and onerror ------------------------------------- */
 
 static void test_tickets_kept_until_the_job_ends(void **state)
@@ -593,6 +629,7 @@ int main(void)
         cmocka_unit_test_teardown(test_resume_is_not_the_outcome_of_onerror, test_teardown),
         cmocka_unit_test_teardown(test_cancel_unheard_before_wait, test_teardown),
         cmocka_unit_test_teardown(test_cancel_unheard_before_delayed_retry, test_teardown),
+        cmocka_unit_test_teardown(test_cancel_unheard_during_a_long_step, test_teardown),
         cmocka_unit_test_teardown(test_tickets_kept_until_the_job_ends, test_teardown),
         cmocka_unit_test_teardown(test_cancel_in_fallback_then_oncancel_fallback, test_teardown),
     };
