@@ -901,6 +901,9 @@ static void on_begin_reply(void *data, int status, const redisReply *reply, cons
             return;
         }
         start_attempt(j);
+    } else if (store_reply_is(kind, "CANCEL")) {
+        j->stage = STAGE_IDLE;
+        job_cancel_now(j);
     } else if (store_reply_is(kind, "PARKED")) {
         JLOG(j, TERN_LOG_INFO, "waiting for resource %s", store_reply_at(reply, 1)->str);
         job_leave(j);

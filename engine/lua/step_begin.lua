@@ -4,12 +4,16 @@
 -- fails the job with StepInterrupted instead of running the step twice.
 -- ARGV: 3 uuid, 4 runner, 5 fence, 6 phase, 7 idx, 8 mark in flight 0|1,
 --       9 holds: lines "<capacity> <resource>" ('' none)
--- Returns {'GO'} | {'PARKED', resource} | {'STALE', why}
+-- Returns {'GO'} | {'PARKED', resource} | {'STALE', why} | {'CANCEL'} (a cancel was
+-- asked meanwhile: run oncancel rather than wait for a ticket)
 local uuid, runner, fence = ARGV[3], ARGV[4], ARGV[5]
 local k = jkey(uuid)
-local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx')
+local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'cancel')
 if cur[1] ~= runner or cur[2] ~= fence or cur[3] ~= ARGV[6] or cur[4] ~= ARGV[7] then
     return {'STALE', 'owned by ' .. tostring(cur[1]) .. ' fence ' .. tostring(cur[2])}
+end
+if cur[5] == '1' and ARGV[6] ~= '2' then
+    return {'CANCEL'}
 end
 local now = now_ms()
 if ARGV[9] ~= '' then

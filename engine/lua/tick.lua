@@ -70,13 +70,20 @@ for _, uuid in ipairs(late) do
     local f = redis.call('HMGET', k, 'execution', 'timed_out')
     if f[1] and UNFINISHED[f[1]] and f[1] ~= 'running' and not f[2] then
         redis.call('HSET', k, 'timed_out', '1')
-        redis.call('ZREM', P .. 'delayed', uuid)
         local queue = redis.call('HGET', k, 'queue') or 'default'
-        redis.call('LREM', qkey(queue), 0, uuid)
+        -- Queue it only where nobody else will: a job already moved into a runner's
+        -- list (BLMOVE, claim not answered yet) is timed out by that claim, and a
+        -- second copy in the queue would run it twice.
+        local parked = redis.call('HGET', k, 'blocked_on')
+        local free = redis.call('ZREM', P .. 'delayed', uuid) > 0 or
+                     redis.call('LREM', qkey(queue), 0, uuid) > 0 or parked or
+                     f[1] == 'waiting'
         leave_step_holds(uuid, now)
         set_execution(uuid, 'queued')
         event(uuid, {type = 'timed_out'}, now)
-        push_front(uuid)
+        if free then
+            push_front(uuid)
+        end
     end
 end
 
