@@ -95,6 +95,8 @@ static const setting_t settings[] = {
     {"postback_max_ms", NULL, K_U32, OFF(postback_max_ms), 1, 24u * 3600000},
     {"postback_max_attempts", NULL, K_U32, OFF(postback_max_attempts), 1, 1000},
     {"postback_timeout_ms", NULL, K_U32, OFF(postback_timeout_ms), 10, 600000},
+    {"retention_days", "--retention-days", K_U32, OFF(retention_days), 0, 36500},
+    {"retention_ms", NULL, K_U32, OFF(retention_ms), 0, UINT32_MAX},
 };
 
 static const char usage_text[] =
@@ -104,7 +106,8 @@ static const char usage_text[] =
     "             [--concurrency N] [--runner-id ID] [--queues NAME,...]\n"
     "             [--lease-ms N] [--heartbeat-ms N] [--shutdown-grace-ms N]\n"
     "             [--log-level LEVEL] [--redis-server PATH] [--api-token-file FILE]\n"
-    "             [--tls-cert FILE --tls-key FILE] [--max-body-bytes N] [--help] [--version]\n"
+    "             [--tls-cert FILE --tls-key FILE] [--max-body-bytes N]\n"
+    "             [--retention-days N] [--help] [--version]\n"
     "\n"
     "  --config FILE          JSON file with the settings below (flags win over it)\n"
     "  --role ROLE            api, runner or both (default both)\n"
@@ -127,6 +130,8 @@ static const char usage_text[] =
     "  --tls-cert FILE        serve the API over TLS with this PEM certificate chain\n"
     "  --tls-key FILE         and this PEM private key\n"
     "  --max-body-bytes N     largest request body the API accepts (1048576)\n"
+    "  --retention-days N     finished jobs (with their results and events) are deleted\n"
+    "                         N days after they end (30); 0 keeps them forever\n"
     "  --help                 print this text\n"
     "  --version              print the version\n"
     "\n"
@@ -137,6 +142,13 @@ static const char usage_text[] =
 const char *config_usage(void)
 {
     return usage_text;
+}
+
+uint64_t config_retention_ms(const tern_config_t *c)
+{
+    if (c->retention_ms > 0)
+        return c->retention_ms;
+    return (uint64_t)c->retention_days * 24 * 3600 * 1000;
 }
 
 /* ---- small helpers -------------------------------------------------------------- */
@@ -594,6 +606,8 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->postback_max_ms = 300000;
     c->postback_max_attempts = 10;
     c->postback_timeout_ms = 10000;
+    c->retention_days = 30;
+    c->retention_ms = 0;
     c->plugins = json_object();
     c->config_file = NULL;
 }

@@ -31,6 +31,10 @@
  *   "postback_max_ms": 300000     doubling up to this,
  *   "postback_max_attempts": 10   attempts per URL before giving up,
  *   "postback_timeout_ms": 10000  and the time one POST may take)
+ *   "retention_days": 30         --retention-days N  (finished jobs, with all their keys,
+ *                                are deleted N days after they end; 0 keeps them forever)
+ *   "retention_ms": 0            (for tests only: when > 0, the retention in ms instead
+ *                                of retention_days; file only, not in the usage text)
  *
  * Unknown keys in the file and unknown flags are refused with a message naming them.
  */
@@ -77,7 +81,9 @@ typedef struct tern_config {
     uint32_t postback_max_ms;
     uint32_t postback_max_attempts;
     uint32_t postback_timeout_ms;
-    char *config_file; /* or NULL */
+    uint32_t retention_days; /* 0: finished jobs are kept forever */
+    uint32_t retention_ms;   /* for tests: when > 0, overrides retention_days */
+    char *config_file;       /* or NULL */
 } tern_config_t;
 
 /* Fills *c with defaults, then the file named by --config (if any), then the flags.
@@ -92,5 +98,9 @@ void config_dispose(tern_config_t *c);
 
 /* The usage text (for --help and errors). */
 const char *config_usage(void);
+
+/* How long finished jobs are kept, in ms (0: forever): retention_ms when set, else
+ * retention_days. */
+uint64_t config_retention_ms(const tern_config_t *c);
 
 #endif /* TERN_CONFIG_H */

@@ -22,9 +22,9 @@
 
 #include "common.h"
 #include "http_request.h"
-#include "iso8601.h"
 #include "job_info.h"
 #include "job_list.h"
+#include "job_request.h"
 
 /* ---- answers ------------------------------------------------------------------ */
 
@@ -126,112 +126,16 @@ static void on_job_created(void *data, int status, const json_t *result, const c
     api_reply_json(r, 201, result);
 }
 
-/* Reads an optional string member; answers 409 naming it when it has another type. */
-static bool body_string(api_req_t *r, const char *key, const char *what, const char **out)
-{
-    json_t *v = json_object_get(r->body, key);
-    *out = NULL;
-    if (v == NULL || json_is_null(v))
-        return true;
-    if (!json_is_string(v)) {
-        api_reply_error(r, 409, "InvalidArgument", "%s: expected %s", key, what);
-        return false;
-    }
-    *out = json_string_value(v);
-    return true;
-}
-
-/* exec_after: an ISO 8601 date (node-workflow) or milliseconds since the epoch. */
-static bool body_exec_after(api_req_t *r, uint64_t *out)
-{
-    json_t *v = json_object_get(r->body, "exec_after");
-    *out = 0;
-    if (v == NULL || json_is_null(v))
-        return true;
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        *out = (uint64_t)json_integer_value(v);
-        return true;
-    }
-    if (json_is_string(v) && iso8601_parse_ms(json_string_value(v), out) == 0)
-        return true;
-    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    api_reply_error(r, 409, "InvalidArgument",
-                    "exec_after: expected an ISO 8601 date such as \"2026-11-21T04:47:28Z\" "
-                    "(or milliseconds since the epoch), got %.80s",
-                    text != NULL ? text : "?");
-    free(text);
-    return false;
-}
-
-/* node-workflow's mapping of a job body: its own members are taken as they are and
- * every other top-level member becomes a param. tern also takes a `params` object,
- * to which those members are added; a member given both ways with different values
- * is refused rather than one silently winning. Returns a new object, or NULL after
- * answering 409. */
-static json_t *body_params(api_req_t *r)
-{
-    static const char *const members[] = {"workflow", "target", "exec_after",     "locks",
-                                          "params",   "uuid",   "post_back_urls", "num_attempts"};
-    json_t *given = json_object_get(r->body, "params");
-    if (given != NULL && !json_is_null(given) && !json_is_object(given)) {
-        api_reply_error(r, 409, "InvalidArgument", "params: expected an object");
-        return NULL;
-    }
-    json_t *params = json_is_object(given) ? json_deep_copy(given) : json_object();
-    const char *key;
-    json_t *value;
-    json_object_foreach(r->body, key, value)
-    {
-        bool member = false;
-        for (size_t i = 0; i < TERN_ARRAY_SIZE(members) && !member; i++)
-            member = strcmp(key, members[i]) == 0;
-        if (member)
-            continue;
-        json_t *old = json_object_get(params, key);
-        if (old != NULL && !json_equal(old, value)) {
-            api_reply_error(r, 409, "InvalidArgument",
-                            "%s: given both in params and at the top level, with different "
-                            "values",
-                            key);
-            json_decref(params);
-            return NULL;
-        }
-        json_object_set(params, key, value);
-    }
-    return params;
-}
-
 static void create_job(api_req_t *r)
 {
-    if (r->body == NULL) {
-        api_reply_error(r, 409, "InvalidArgument",
-                        "workflow: required (a workflow uuid or name); the body is empty");
+    char err[1024];
+    job_create_req_t req;
+    if (job_request_parse(r->body, &req, err, sizeof err) != 0) {
+        api_reply_error(r, 409, "InvalidArgument", "%s", err);
         return;
     }
-    const char *workflow, *target, *locks, *uuid;
-    uint64_t exec_after;
-    if (!body_string(r, "workflow", "a workflow uuid or name (a string)", &workflow) ||
-        !body_string(r, "target", "a string", &target) ||
-        !body_string(r, "locks", "a regular expression (a string)", &locks) ||
-        !body_string(r, "uuid", "a UUID (a string)", &uuid) || !body_exec_after(r, &exec_after))
-        return;
-    if (workflow == NULL) {
-        api_reply_error(r, 409, "InvalidArgument", "workflow: required (a workflow uuid or name)");
-        return;
-    }
-    json_t *urls = json_object_get(r->body, "post_back_urls");
-    json_t *params = body_params(r);
-    if (params == NULL)
-        return;
-    job_create_req_t req = {
-        .workflow = workflow,
-        .params = params,
-        .target = target,
-        .exec_after_ms = exec_after,
-        .locks = locks,
-        .uuid = uuid,
-        .post_back_urls = json_is_null(urls) ? NULL : urls,
-    };
+    /* The params are a new object made from the body (job_request.h). */
+    json_t *params = (json_t *)req.params;
     job_ops_create(api_ops(r), &req, on_job_created, r);
     json_decref(params);
 }
@@ -285,6 +189,21 @@ static void resume_job(api_req_t *r)
                    on_action_done, r);
     json_decref(ok);
     json_decref(err_obj);
+}
+
+/* Reads an optional string member; answers 409 naming it when it has another type. */
+static bool body_string(api_req_t *r, const char *key, const char *what, const char **out)
+{
+    json_t *v = json_object_get(r->body, key);
+    *out = NULL;
+    if (v == NULL || json_is_null(v))
+        return true;
+    if (!json_is_string(v)) {
+        api_reply_error(r, 409, "InvalidArgument", "%s: expected %s", key, what);
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
 }
 
 static void retry_job(api_req_t *r)

@@ -597,6 +597,7 @@ int main(int argc, char **argv)
         .name = t.cfg.runner_id,
         .event_max_job = t.cfg.event_stream_max,
         .event_max_global = t.cfg.global_event_stream_max,
+        .retention_ms = config_retention_ms(&t.cfg),
         .on_state = on_store_state,
         .data = &t,
     };

@@ -164,6 +164,7 @@ static void job_run_step(run_job_t *j);
 static void job_commit_send(run_job_t *j);
 static void claimer_pump(claimer_t *cl);
 static void pump_all(runner_t *r);
+static void resync(runner_t *r);
 static void runner_maybe_stopped(runner_t *r);
 
 /* ---- workflow cache ------------------------------------------------------------ */
@@ -1328,6 +1329,11 @@ static void claimer_pump(claimer_t *cl)
     size_t slots = free_slots(r);
     if (slots == 0)
         return;
+    if (r->resync) {
+        /* Jobs left in our list come first: adopt them before claiming new ones. */
+        resync(r);
+        return;
+    }
     if (cl->more) {
         cl->more = false;
         claim(cl, NULL, slots > CLAIM_BATCH_MAX ? CLAIM_BATCH_MAX : slots);
@@ -1372,15 +1378,23 @@ static void on_resync_list(void *data, int status, const redisReply *reply, cons
     store_args_push(&a, r->id);
     store_args_push(&a, r->n_claimers > 0 ? r->claimers[0].queue : "default");
     store_args_push(&a, "0");
-    size_t n = 0;
+    /* Adopt no more jobs than there are free slots: a runner restarted under the same
+     * id would otherwise run what it left beside what it claimed meanwhile, beyond its
+     * concurrency. The rest is adopted as slots free (claims wait for it). */
+    size_t n = 0, slots = free_slots(r);
+    bool left = false;
     for (size_t i = 0; i < reply->elements; i++) {
         const redisReply *u = reply->element[i];
         if (u->type == REDIS_REPLY_STRING && job_find(r, u->str) == NULL) {
+            if (n == slots) {
+                left = true;
+                break;
+            }
             store_args_push(&a, u->str);
             n++;
         }
     }
-    r->resync = false;
+    r->resync = left;
     if (n > 0 && r->n_claimers > 0) {
         claimer_t *cl = &r->claimers[0];
         if (!cl->claiming) {
@@ -1398,6 +1412,7 @@ static void on_resync_list(void *data, int status, const redisReply *reply, cons
         }
     }
     store_args_dispose(&a);
+    pump_all(r);
 }
 
 static void resync(runner_t *r)

@@ -53,6 +53,7 @@ struct store {
     bool up;
     uint64_t last_rtt_us;
     char cap_job[16], cap_global[16];
+    char retention[24]; /* ms, the third argument of every script */
 };
 
 /* One call in flight. argv/len point into `buf`. */
@@ -237,7 +238,7 @@ int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_re
 {
     if (!s->up)
         return TERN_ENOTCONN;
-    const char *prefix[] = {"EVALSHA", s->sha[id], "0", s->cap_job, s->cap_global};
+    const char *prefix[] = {"EVALSHA", s->sha[id], "0", s->cap_job, s->cap_global, s->retention};
     call_t *c = call_new(s, id, prefix, TERN_ARRAY_SIZE(prefix), args, cb, data);
     if (call_send(c) != 0) {
         free(c);
@@ -353,6 +354,7 @@ store_t *store_new(uv_loop_t *loop, const store_opts_t *opts)
              opts->event_max_job ? opts->event_max_job : 1000u);
     snprintf(s->cap_global, sizeof s->cap_global, "%u",
              opts->event_max_global ? opts->event_max_global : 100000u);
+    snprintf(s->retention, sizeof s->retention, "%llu", (unsigned long long)opts->retention_ms);
     for (int i = 0; i < SCRIPT_COUNT; i++) {
         for (unsigned j = 0; j < store_lua_nscripts; j++)
             if (strcmp(store_lua_scripts[j].name, script_names[i]) == 0)

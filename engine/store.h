@@ -39,6 +39,8 @@
  *                                 post-back attempt (filled by finish() in _common.lua)
  *   postbacks:lease         zset  deliveries claimed by a ternd -> lease expiry
  *   postbacks:wake          channel  a post-back became due at <ms> (deliverers re-arm)
+ *   expiring                zset  finished job uuid -> when its keys expire (ms); tick.lua
+ *                                 takes expired jobs out of jobs and jobs:<execution>
  *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
  *
  * Job fields: uuid, name, version, workflow_uuid, workflow (frozen normalized doc),
@@ -90,6 +92,7 @@ typedef struct store_opts {
     const char *name;          /* connection name prefix: "runner-1" */
     uint32_t event_max_job;    /* events kept per job */
     uint32_t event_max_global; /* events kept in the global stream */
+    uint64_t retention_ms;     /* finished jobs expire after this; 0 keeps them */
     store_state_cb on_state;   /* may be NULL */
     void *data;
 } store_opts_t;
@@ -149,8 +152,8 @@ bool store_is_up(const store_t *s);
 const redis_addr_t *store_addr(const store_t *s);
 
 /* Runs script `id` with the script arguments in `args` (the store prepends the event
- * caps). `cb` runs exactly once unless the call returns non-zero, in which case it
- * does not run at all (TERN_ENOTCONN). */
+ * caps and the retention). `cb` runs exactly once unless the call returns non-zero, in
+ * which case it does not run at all (TERN_ENOTCONN). */
 int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
                void *data);
 

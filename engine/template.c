@@ -410,7 +410,12 @@ static json_t *ref_value(const ref_t *r, const template_scope_t *sc, const char 
         return NULL;
     }
     json_t *d = json_loadb(r->def, r->def_len, JSON_DECODE_ANY, NULL);
-    return d != NULL ? d : json_stringn(r->def, r->def_len);
+    if (d == NULL)
+        d = json_stringn(r->def, r->def_len);
+    /* Text from JSON is valid UTF-8, but template_expand_string takes any C string. */
+    if (d == NULL)
+        fail(err, errlen, path, "%.*s: the default is not valid UTF-8", (int)r->text_len, r->text);
+    return d;
 }
 
 /* Appends v as it reads inside a longer string. */

@@ -2,7 +2,9 @@
 -- to each of the others. The key schema is described in engine/store.h.
 --
 -- Conventions of every script: ARGV[1] and ARGV[2] are the caps of the per-job and
--- the global event streams; script arguments start at ARGV[3]. Times come from the
+-- the global event streams, ARGV[3] the retention of finished jobs in ms (0: kept
+-- forever); this file takes the retention out of ARGV, so script arguments start at
+-- ARGV[3] as seen by each script. Times come from the
 -- Redis server's clock (TIME), so leases and due times compare on one clock whatever
 -- the runners' clocks say. Payloads that C built (results, params, workflow documents)
 -- are stored as opaque strings and never decoded here: cjson would turn [] into {}
@@ -11,6 +13,7 @@
 local P = 'tern:'
 local MAXLEN_JOB = ARGV[1]
 local MAXLEN_ALL = ARGV[2]
+local RETENTION_MS = tonumber(table.remove(ARGV, 3)) or 0
 
 local function now_ms()
     local t = redis.call('TIME')
@@ -26,6 +29,8 @@ local function qkey(queue)
 end
 
 local UNFINISHED = {queued = true, running = true, waiting = true, retried = true}
+-- Every execution, as job_view.c lists them (each has an index jobs:<execution>).
+local EXECUTIONS = {'queued', 'running', 'waiting', 'retried', 'succeeded', 'failed', 'canceled'}
 
 -- Appends an event (a table of plain fields) to the job's stream and the global one.
 local function event(uuid, ev, now)
@@ -184,8 +189,45 @@ local function leave_step_holds(uuid, now)
     drop_hold_wait(uuid)
 end
 
+-- Every key of a job (the job hash first), for retention: see store.h.
+local JOB_KEY_SUFFIXES = {'', ':res:0', ':res:1', ':res:2', ':state', ':history', ':info',
+                          ':held', ':postbacks', ':events'}
+
+-- Gives every key of a finished job the expiry `ms` from now, and records when the job
+-- expires so that tick.lua can take it out of the indexes afterwards.
+local function expire_job(uuid, ms, now)
+    local k = jkey(uuid)
+    for _, suffix in ipairs(JOB_KEY_SUFFIXES) do
+        redis.call('PEXPIRE', k .. suffix, ms)
+    end
+    redis.call('ZADD', P .. 'expiring', now + ms, uuid)
+end
+
+-- Removes the expiry of a job's keys: it is live again (redrive).
+local function persist_job(uuid)
+    local k = jkey(uuid)
+    for _, suffix in ipairs(JOB_KEY_SUFFIXES) do
+        redis.call('PERSIST', k .. suffix)
+    end
+    redis.call('ZREM', P .. 'expiring', uuid)
+end
+
+-- After a write to a key of a job that may have finished (info, post-back attempts):
+-- a key the write created has no expiry yet, so it gets the job's remaining time.
+local function follow_job_expiry(uuid)
+    local ttl = redis.call('PTTL', jkey(uuid))
+    if ttl > 0 then
+        local k = jkey(uuid)
+        for _, suffix in ipairs(JOB_KEY_SUFFIXES) do
+            if redis.call('PTTL', k .. suffix) == -1 then
+                redis.call('PEXPIRE', k .. suffix, ttl)
+            end
+        end
+    end
+end
+
 -- Ends a job however it ends: releases what it holds and every uniqueness claim, and
--- takes it off its runner.
+-- takes it off its runner. With a retention set, every key of the job expires after it.
 local function finish(uuid, execution, now)
     local k = jkey(uuid)
     release_all_holds(uuid, now)
@@ -217,6 +259,9 @@ local function finish(uuid, execution, now)
             redis.call('ZADD', P .. 'postbacks', now, uuid .. '/' .. i)
         end
         redis.call('PUBLISH', P .. 'postbacks:wake', tostring(now))
+    end
+    if RETENTION_MS > 0 then
+        expire_job(uuid, RETENTION_MS, now)
     end
 end
 

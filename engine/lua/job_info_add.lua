@@ -14,4 +14,5 @@ if n >= max then
 end
 n = redis.call('RPUSH', k .. ':info', entry)
 event(uuid, {type = 'info', index = n - 1}, now_ms())
+follow_job_expiry(uuid)
 return {'OK', n}

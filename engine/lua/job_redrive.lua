@@ -23,6 +23,8 @@ if unique ~= '' then
     end
 end
 local now = now_ms()
+-- The job is live again: its keys no longer expire (finish() set the retention).
+persist_job(uuid)
 if idx == 0 then
     redis.call('DEL', k .. ':res:0')
 else

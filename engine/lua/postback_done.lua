@@ -15,6 +15,7 @@ local k = jkey(uuid)
 if ARGV[7] ~= '' then
     redis.call('RPUSH', k .. ':postbacks', ARGV[7])
     redis.call('LTRIM', k .. ':postbacks', -200, -1)
+    follow_job_expiry(uuid)
 end
 if redis.call('HGET', k, 'pb_fence:' .. idx) ~= fence then
     return {'STALE'}

@@ -1,6 +1,7 @@
 -- tick.lua: a runner's periodic work, one round trip: renew its lease, re-queue the
 -- jobs of runners whose lease expired, promote delayed jobs that are due, and hand
--- jobs whose workflow timeout passed while no runner held them back to a runner.
+-- jobs whose workflow timeout passed while no runner held them back to a runner, and
+-- take finished jobs whose retention ran out out of the indexes.
 -- ARGV: 3 runner ('' : promote only), 4 lease ms, 5 runner info JSON, 6 reap 0|1
 -- Returns {server now, next delayed due (-1 none), next deadline (-1 none), reaped jobs}
 local runner, lease, info, reap = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
@@ -84,6 +85,25 @@ for _, uuid in ipairs(late) do
         if free then
             push_front(uuid)
         end
+    end
+end
+
+-- Retention: finished jobs whose keys expired leave the listings' indexes, at most
+-- 1000 a tick. A job still there was given a later expiry (finished again after a
+-- redrive) or none: its entry follows its keys.
+local expired = redis.call('ZRANGEBYSCORE', P .. 'expiring', '-inf', now, 'LIMIT', 0, 1000)
+for _, uuid in ipairs(expired) do
+    local ttl = redis.call('PTTL', jkey(uuid))
+    if ttl == -2 then
+        redis.call('ZREM', P .. 'expiring', uuid)
+        redis.call('ZREM', P .. 'jobs', uuid)
+        for _, ex in ipairs(EXECUTIONS) do
+            redis.call('ZREM', P .. 'jobs:' .. ex, uuid)
+        end
+    elseif ttl >= 0 then
+        redis.call('ZADD', P .. 'expiring', now + ttl + 1, uuid)
+    else
+        redis.call('ZREM', P .. 'expiring', uuid)
     end
 end
 

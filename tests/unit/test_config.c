@@ -114,6 +114,9 @@ static void test_defaults(void **state)
     assert_int_equal(c.event_stream_max, 1000);
     assert_int_equal(c.global_event_stream_max, 100000);
     assert_int_equal(c.max_params_bytes, 262144);
+    assert_int_equal(c.retention_days, 30);
+    assert_int_equal(c.retention_ms, 0);
+    assert_true(config_retention_ms(&c) == 30ULL * 24 * 3600 * 1000);
     assert_true(json_is_object(c.plugins));
     assert_int_equal(json_object_size(c.plugins), 0);
     assert_null(c.config_file);
@@ -441,6 +444,26 @@ static char *capture_stdout(int *rc, const char **args)
     return out;
 }
 
+static void test_retention(void **state)
+{
+    (void)state;
+    tern_config_t c;
+    char err[1024];
+    assert_int_equal(LOAD(&c, err, "--retention-days", "7"), 0);
+    assert_int_equal(c.retention_days, 7);
+    assert_true(config_retention_ms(&c) == 7ULL * 24 * 3600 * 1000);
+    config_dispose(&c);
+    /* 0 keeps finished jobs forever. */
+    assert_int_equal(LOAD(&c, err, "--retention-days", "0"), 0);
+    assert_true(config_retention_ms(&c) == 0);
+    /* The test setting in ms wins over the days. */
+    c.retention_ms = 1500;
+    assert_true(config_retention_ms(&c) == 1500);
+    config_dispose(&c);
+    assert_int_equal(LOAD(&c, err, "--retention-days", "36501"), TERN_EINVAL);
+    assert_non_null(strstr(err, "--retention-days"));
+}
+
 static void test_help_and_version(void **state)
 {
     (void)state;
@@ -474,11 +497,11 @@ static void test_help_and_version(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_flags_both_spellings),
-        cmocka_unit_test(test_file_then_flags),  cmocka_unit_test(test_queues_parsing),
-        cmocka_unit_test(test_flag_errors),      cmocka_unit_test(test_file_errors),
-        cmocka_unit_test(test_file_unreadable),  cmocka_unit_test(test_file_too_big),
-        cmocka_unit_test(test_help_and_version),
+        cmocka_unit_test(test_defaults),        cmocka_unit_test(test_flags_both_spellings),
+        cmocka_unit_test(test_file_then_flags), cmocka_unit_test(test_queues_parsing),
+        cmocka_unit_test(test_flag_errors),     cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_file_unreadable), cmocka_unit_test(test_file_too_big),
+        cmocka_unit_test(test_retention),       cmocka_unit_test(test_help_and_version),
     };
     int failures = cmocka_run_group_tests_name("config", tests, group_setup, group_teardown);
     return failures == 0 ? 0 : 1;

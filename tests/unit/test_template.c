@@ -392,6 +392,21 @@ static void test_expand_string(void **state)
                              "literal \"${\")");
 }
 
+/* Found by tests/fuzz (fuzz_template): a default that is not valid UTF-8 in a C string
+ * gave NULL with no message. */
+static void test_expand_string_bad_utf8_default(void **state)
+{
+    fixture_t *f = *state;
+    char err[256] = "";
+    assert_null(
+        template_expand_string("${params.none:-\xd1x}", "holds[0]", &f->scope, err, sizeof err));
+    assert_string_equal(err, "holds[0]: ${params.none:-\xd1x}: the default is not valid UTF-8");
+    char *s = template_expand_string("${params.none:-caf\xc3\xa9}", "holds[0]", &f->scope, err,
+                                     sizeof err);
+    assert_string_equal(s, "caf\xc3\xa9");
+    free(s);
+}
+
 static void test_present(void **state)
 {
     (void)state;
@@ -447,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_check_unknown_step),
         cmocka_unit_test(test_check_roots),
         cmocka_unit_test(test_expand_string),
+        cmocka_unit_test(test_expand_string_bad_utf8_default),
         cmocka_unit_test(test_present),
         cmocka_unit_test(test_result_is_a_copy),
         cmocka_unit_test(test_error_deep_inside),
