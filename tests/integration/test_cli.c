@@ -365,6 +365,15 @@ static int group_setup(void **state)
     return 0;
 }
 
+/* The API token was sent with every request of the group (and refused ones were
+ * logged): it must appear in no log line. */
+static void test_token_never_logged(void **state)
+{
+    (void)state;
+    assert_true(itest_ternd_log_has(&W.ternd, "\"status\":401"));
+    assert_false(itest_ternd_log_has(&W.ternd, TOKEN));
+}
+
 static int group_teardown(void **state)
 {
     (void)state;
@@ -1226,6 +1235,7 @@ int main(void)
         cmocka_unit_test(test_fallback_to_polling_without_event_route),
         cmocka_unit_test(test_dropped_stream_resumes_after_last_event),
         cmocka_unit_test(test_answers_that_are_not_the_api),
+        cmocka_unit_test(test_token_never_logged),
     };
     return cmocka_run_group_tests_name("cli", tests, group_setup, group_teardown) == 0 ? 0 : 1;
 }
