@@ -243,7 +243,7 @@ static void make_plugin_dir(itest_ternd_t *t, const itest_dir_t *dir)
     copy_file(env_path("TERN_ITEST"), to);
 }
 
-bool itest_ternd_log_has(const itest_ternd_t *t, const char *needle)
+bool itest_ternd_log_has_both(const itest_ternd_t *t, const char *a, const char *b)
 {
     FILE *f = fopen(t->log, "r");
     if (f == NULL)
@@ -251,9 +251,14 @@ bool itest_ternd_log_has(const itest_ternd_t *t, const char *needle)
     char line[8192];
     bool found = false;
     while (!found && fgets(line, sizeof line, f) != NULL)
-        found = strstr(line, needle) != NULL;
+        found = strstr(line, a) != NULL && (b == NULL || strstr(line, b) != NULL);
     fclose(f);
     return found;
+}
+
+bool itest_ternd_log_has(const itest_ternd_t *t, const char *needle)
+{
+    return itest_ternd_log_has_both(t, needle, NULL);
 }
 
 /* The "ready" line carries the API's port (0 when the api role is off). */
@@ -491,6 +496,22 @@ int itest_job_create(itest_client_t *c, const char *workflow, const char *params
         snprintf(uuid, 40, "%s", rc == 0 ? json_string_value(json_object_get(res, "uuid")) : "");
     json_decref(res);
     return rc;
+}
+
+void itest_job_create_ok(itest_client_t *c, const char *workflow, const char *params_json,
+                         char uuid[40])
+{
+    char msg[1024];
+    if (itest_job_create(c, workflow, params_json, NULL, 0, NULL, uuid, msg, sizeof msg) != 0)
+        fail_msg("job create refused: %s", msg);
+}
+
+json_t *itest_wait_finished_ok(itest_client_t *c, const char *uuid, unsigned timeout_ms)
+{
+    json_t *job = itest_wait_finished(c, uuid, timeout_ms);
+    if (job == NULL)
+        fail_msg("job %s did not finish within %u ms", uuid, timeout_ms);
+    return job;
 }
 
 json_t *itest_job_get(itest_client_t *c, const char *uuid)

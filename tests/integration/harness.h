@@ -72,6 +72,8 @@ void itest_ternd_start(itest_ternd_t *t, const itest_redis_t *r, const itest_dir
 int itest_ternd_signal(itest_ternd_t *t, int sig, unsigned wait_ms);
 /* True when the process's log holds `needle`. */
 bool itest_ternd_log_has(const itest_ternd_t *t, const char *needle);
+/* True when one line of the process's log holds both needles. */
+bool itest_ternd_log_has_both(const itest_ternd_t *t, const char *a, const char *b);
 
 /* A client on a private loop: the same store and job operations the API uses. */
 typedef struct itest_client {
@@ -113,6 +115,12 @@ void itest_workflow_put_ok(itest_client_t *c, const char *json_text);
 int itest_job_create(itest_client_t *c, const char *workflow, const char *params_json,
                      const char *target, uint64_t exec_after_ms, const char *locks, char uuid[40],
                      char *msg, size_t msglen);
+/* Creates a job (params_json may be NULL) or fails the test with the refusal. */
+void itest_job_create_ok(itest_client_t *c, const char *workflow, const char *params_json,
+                         char uuid[40]);
+/* Waits for the job's end and returns it (new reference), or fails the test after
+ * timeout_ms. */
+json_t *itest_wait_finished_ok(itest_client_t *c, const char *uuid, unsigned timeout_ms);
 json_t *itest_job_get(itest_client_t *c, const char *uuid);
 int itest_job_cancel(itest_client_t *c, const char *uuid, char *msg, size_t msglen);
 int itest_job_resume(itest_client_t *c, const char *uuid, const char *result_json,

@@ -127,24 +127,10 @@ static bool alive(itest_ternd_t *t)
     return t->pid > 0 && waitpid(t->pid, &st, WNOHANG) == 0;
 }
 
-/* True when one line of the log of `t` holds both needles. */
-static bool log_has_both(const itest_ternd_t *t, const char *a, const char *b)
-{
-    FILE *f = fopen(t->log, "r");
-    if (f == NULL)
-        return false;
-    char line[8192];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f) != NULL)
-        found = strstr(line, a) != NULL && strstr(line, b) != NULL;
-    fclose(f);
-    return found;
-}
-
 static void wait_log_both(const itest_ternd_t *t, const char *a, const char *b, unsigned ms)
 {
     long long end = now_ms() + ms;
-    while (!log_has_both(t, a, b)) {
+    while (!itest_ternd_log_has_both(t, a, b)) {
         if (now_ms() > end)
             fail_msg("no line with %s and %s in %s within %u ms", a, b, t->log, ms);
         itest_pause_ms(20);
@@ -153,17 +139,12 @@ static void wait_log_both(const itest_ternd_t *t, const char *a, const char *b, 
 
 static void create(const char *workflow, const char *params, char uuid[40])
 {
-    char msg[1024];
-    if (itest_job_create(&W.client, workflow, params, NULL, 0, NULL, uuid, msg, sizeof msg) != 0)
-        fail_msg("job create refused: %s", msg);
+    itest_job_create_ok(&W.client, workflow, params, uuid);
 }
 
 static json_t *finished(const char *uuid, unsigned timeout_ms)
 {
-    json_t *job = itest_wait_finished(&W.client, uuid, timeout_ms);
-    if (job == NULL)
-        fail_msg("job %s did not finish within %u ms", uuid, timeout_ms);
-    return job;
+    return itest_wait_finished_ok(&W.client, uuid, timeout_ms);
 }
 
 /* A chain of STEPS itest.record steps of `ms` each on `queue`. */

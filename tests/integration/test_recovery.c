@@ -103,17 +103,12 @@ static void put(const char *json)
 
 static void create(const char *workflow, const char *params, char uuid[40])
 {
-    char msg[1024];
-    if (itest_job_create(&W.client, workflow, params, NULL, 0, NULL, uuid, msg, sizeof msg) != 0)
-        fail_msg("job create refused: %s", msg);
+    itest_job_create_ok(&W.client, workflow, params, uuid);
 }
 
 static json_t *finished(const char *uuid, unsigned timeout_ms)
 {
-    json_t *job = itest_wait_finished(&W.client, uuid, timeout_ms);
-    if (job == NULL)
-        fail_msg("job %s did not finish within %u ms", uuid, timeout_ms);
-    return job;
+    return itest_wait_finished_ok(&W.client, uuid, timeout_ms);
 }
 
 /* A side channel of the test's own, so counts never mix across tests. */
