@@ -452,7 +452,7 @@ static cli_status_t job_get(cli_t *cli, int argc, char **argv)
 {
     int first;
     cli_status_t st;
-    const char *uuid;
+    const char *uuid = NULL;
     if (!args_parse(cli, argc, argv, "", NULL, NULL, NULL, &first, &st))
         return st;
     if ((st = one_uuid(cli, argc, argv, first, &uuid)) != CLI_OK)
@@ -528,7 +528,7 @@ static cli_status_t job_watch(cli_t *cli, int argc, char **argv)
     job_opts_t o = {.params = json_object()};
     int first;
     cli_status_t st;
-    const char *uuid;
+    const char *uuid = NULL;
     if (args_parse(cli, argc, argv, "", longopts, on_job_opt, &o, &first, &st) &&
         (st = one_uuid(cli, argc, argv, first, &uuid)) == CLI_OK)
         st = watch_job(cli, uuid, o.poll);
@@ -573,7 +573,7 @@ static bool action_parse(cli_t *cli, int argc, char **argv, job_opts_t *o, const
 static cli_status_t job_cancel(cli_t *cli, int argc, char **argv)
 {
     job_opts_t o = {.params = json_object()};
-    const char *uuid;
+    const char *uuid = NULL;
     cli_status_t st;
     if (action_parse(cli, argc, argv, &o, "cancel", &uuid, &st)) {
         json_t *job;
@@ -593,7 +593,7 @@ static cli_status_t job_cancel(cli_t *cli, int argc, char **argv)
 static cli_status_t job_resume(cli_t *cli, int argc, char **argv)
 {
     job_opts_t o = {.params = json_object()};
-    const char *uuid;
+    const char *uuid = NULL;
     cli_status_t st;
     json_t *body = NULL;
     if (!action_parse(cli, argc, argv, &o, "resume", &uuid, &st))
@@ -637,7 +637,7 @@ Done:
 static cli_status_t job_retry(cli_t *cli, int argc, char **argv)
 {
     job_opts_t o = {.params = json_object()};
-    const char *uuid;
+    const char *uuid = NULL;
     cli_status_t st;
     if (action_parse(cli, argc, argv, &o, "retry", &uuid, &st)) {
         json_t *body = json_object();
@@ -667,7 +667,7 @@ static cli_status_t job_info(cli_t *cli, int argc, char **argv)
     job_opts_t o = {.params = json_object()};
     int first;
     cli_status_t st;
-    const char *uuid;
+    const char *uuid = NULL;
     json_t *entry = NULL, *answer = NULL;
     if (!args_parse(cli, argc, argv, "", longopts, on_job_opt, &o, &first, &st) ||
         (st = one_uuid(cli, argc, argv, first, &uuid)) != CLI_OK)

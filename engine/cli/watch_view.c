@@ -404,7 +404,9 @@ static void error_text(const json_t *err, char *buf, size_t n)
     char code[128], msg[700];
     output_cell_text(json_object_get(err, "code"), code, sizeof code);
     output_cell_text(json_object_get(err, "message"), msg, sizeof msg);
-    snprintf(buf, n, "%s: %s", code, msg);
+    int len = snprintf(buf, n, "%s: %s", code, msg);
+    if (len >= 0 && (size_t)len >= n && n > 4)
+        memcpy(buf + n - 4, "...", 4); /* a long message is cut visibly */
 }
 
 /* The line of a finished step attempt. */

@@ -6,8 +6,10 @@
  *
  *   TERN_BIN=build/engine/ternd TERN_TASKS=build/tasks \
  *   TERN_ITEST=build/tests/integration/plugin/itest.so \
- *   build/tests/bench/bench_sleepers [jobs] [sleep_ms]
+ *   build/tests/bench/bench_sleepers [jobs] [sleep_ms] [redis_url] [rep]
  *
+ * With a Redis URL (tests/bench/run.sh gives one) it uses that Redis instead of starting
+ * its own, and also prints the figures as lines of the suite's format (scenario "d").
  * Prints one JSON line with the figures. Jobs are submitted before the clock starts
  * is not how users see it, so the clock starts at the first submission.
  */
@@ -22,6 +24,8 @@
 
 static int n_jobs = 10000;
 static int sleep_ms = 5000;
+static const char *redis_url = NULL;
+static int rep = 1;
 
 typedef struct bench {
     itest_client_t *c;
@@ -70,7 +74,15 @@ static void bench_sleepers(void **state)
     itest_dir_t dir;
     itest_dir_make(&dir);
     itest_redis_t redis;
-    itest_redis_start(&redis, dir.path);
+    if (redis_url != NULL) {
+        /* A Redis the caller runs: only its URL and port are needed here. */
+        memset(&redis, 0, sizeof redis);
+        snprintf(redis.url, sizeof redis.url, "%s", redis_url);
+        const char *colon = strrchr(redis_url, ':');
+        redis.port = colon != NULL ? atoi(colon + 1) : 6379;
+    } else {
+        itest_redis_start(&redis, dir.path);
+    }
     itest_ternd_t t;
     char conc[16];
     snprintf(conc, sizeof conc, "%d", n_jobs);
@@ -104,11 +116,20 @@ static void bench_sleepers(void **state)
            "\"create_failures\": %d, \"elapsed_ms\": %llu, \"runner_peak_rss_kb\": %ld, "
            "\"runner_idle_rss_kb\": %ld}\n",
            n_jobs, sleep_ms, b.finished, b.failed, (unsigned long long)elapsed, rss, rss_idle);
+    if (redis_url != NULL && b.finished == n_jobs) {
+        printf("{\"system\": \"tern\", \"scenario\": \"d\", \"metric\": \"seconds\", "
+               "\"value\": %.3f, \"rep\": %d}\n",
+               (double)elapsed / 1000.0, rep);
+        printf("{\"system\": \"tern\", \"scenario\": \"d\", \"metric\": \"rss_mb\", "
+               "\"value\": %.1f, \"rep\": %d}\n",
+               (double)rss / 1024.0, rep);
+    }
     if (b.finished < n_jobs)
         events_follow_stop(f);
     itest_client_close(&c);
     itest_ternd_signal(&t, SIGTERM, 30000);
-    itest_redis_stop(&redis, SIGTERM);
+    if (redis_url == NULL)
+        itest_redis_stop(&redis, SIGTERM);
     itest_dir_remove(&dir);
     assert_int_equal(b.finished, n_jobs);
 }
@@ -119,6 +140,10 @@ int main(int argc, char **argv)
         n_jobs = atoi(argv[1]);
     if (argc > 2)
         sleep_ms = atoi(argv[2]);
+    if (argc > 3)
+        redis_url = argv[3];
+    if (argc > 4)
+        rep = atoi(argv[4]);
     const struct CMUnitTest tests[] = {cmocka_unit_test(bench_sleepers)};
     return cmocka_run_group_tests(tests, NULL, NULL) == 0 ? 0 : 1;
 }

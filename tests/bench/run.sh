@@ -1,0 +1,106 @@
+#!/bin/sh
+# run.sh -- the benchmark suite (README "Speed"): builds tern in release mode, starts one
+# private redis-server (append-only, fsync every second) on a free loopback port, runs
+# every tern scenario REPS times, then the peers' side (tests/bench/peers/run.sh) and
+# redis-benchmark's ceiling against the same Redis, collects every JSON line into the
+# results file and prints the table of medians and ratios (tests/bench/report.py).
+#
+# Usage: tests/bench/run.sh [-r REPS] [-o results.json] [--only tern|peers]
+# Environment: BENCH_QUICK=1 shrinks the job counts (a smoke run, not a measurement).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+reps=3
+out="$root/tests/bench/results/results.json"
+only=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -r) reps="$2"; shift 2 ;;
+    -o) out="$2"; shift 2 ;;
+    --only) only="$2"; shift 2 ;;
+    *) echo "usage: $0 [-r REPS] [-o results.json] [--only tern|peers]" >&2; exit 2 ;;
+    esac
+done
+mkdir -p "$(dirname "$out")"
+: >"$out"
+
+# The release build (-O3; warnings are errors there too).
+build="$root/build-release"
+if [ ! -f "$build/build.ninja" ]; then
+    meson setup "$build" "$root" --buildtype=release >&2
+fi
+ninja -C "$build" >&2
+
+# One private Redis on a free loopback port; stopped by its PID on exit.
+tmp=$(mktemp -d /tmp/tern-bench.XXXXXX)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --bind 127.0.0.1 --port "$port" --dir "$tmp" --appendonly yes \
+    --appendfsync everysec --save '' --logfile "$tmp/redis.log" &
+redis_pid=$!
+cleanup() {
+    kill "$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+url="redis://127.0.0.1:$port"
+i=0
+until redis-cli -p "$port" ping >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || { echo "redis-server did not start" >&2; exit 1; }
+    sleep 0.1
+done
+echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') pid $redis_pid at $url" >&2
+
+# Keeps only the measurement lines of a command's output (and shows them).
+collect() {
+    awk -v out="$out" '/^\{"system"/ { print; print >>out; fflush(); next }
+        /ERROR|FAILED/ { print >"/dev/stderr" }'
+}
+
+export TERN_BIN="$build/engine/ternd" TERN_TASKS="$build/tasks"
+export TERN_ITEST="$build/tests/integration/plugin/itest.so" CMOCKA_MESSAGE_OUTPUT=STDOUT
+n_a=20000 n_b=5000 n_c=1000 n_e=1000 n_f=20000 n_d=10000
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+    n_a=2000 n_b=500 n_c=200 n_e=200 n_f=2000 n_d=1000
+fi
+ulimit -n 65536 2>/dev/null || true
+
+if [ "$only" != peers ]; then
+    rep=1
+    while [ "$rep" -le "$reps" ]; do
+        echo "tern rep $rep of $reps" >&2
+        for s in a-api:$n_a a-bulk:$n_a b:$n_b c:$n_c e:$n_e f-create:$n_f f-read:$n_f; do
+            timeout 600 "$build/tests/bench/bench_tern" "${s%%:*}" "$url" "${s#*:}" "$rep" \
+                2>"$tmp/bench.err" | collect
+        done
+        timeout 600 "$build/tests/bench/bench_sleepers" "$n_d" 5000 "$url" "$rep" \
+            2>"$tmp/bench.err" | collect
+        rep=$((rep + 1))
+    done
+
+    # The ceiling: redis-benchmark on the Redis work of one step commit (a Lua script
+    # like step_commit.lua), unpipelined and with 16 in flight per connection, in a DB
+    # of its own (3) that is flushed afterwards.
+    sha=$(redis-cli -p "$port" script load "$(cat "$here/g_step_commit.lua")")
+    # A 200-byte argument like a step event (no commas: they would split the CSV).
+    ev=$(printf '%0200d' 0)
+    rep=1
+    while [ "$rep" -le "$reps" ]; do
+        for p in 1 16; do
+            rps=$(redis-benchmark -p "$port" --dbnum 3 -c 50 -n 200000 -r 100000 -P "$p" --csv \
+                evalsha "$sha" 1 'bench:g:__rand_int__' "$ev" 4 | tail -n 1 | cut -d, -f2 | tr -d '"')
+            echo "{\"system\": \"redis\", \"scenario\": \"g-step-commit-p$p\", \"metric\": \"ops_per_s\", \"value\": $rps, \"rep\": $rep}" | collect
+        done
+        rps=$(redis-benchmark -p "$port" --dbnum 3 -c 50 -n 200000 -P 1 --csv -t ping_mbulk | tail -n 1 | cut -d, -f2 | tr -d '"')
+        echo "{\"system\": \"redis\", \"scenario\": \"g-ping\", \"metric\": \"ops_per_s\", \"value\": $rps, \"rep\": $rep}" | collect
+        redis-cli -p "$port" -n 3 flushdb >/dev/null
+        rep=$((rep + 1))
+    done
+fi
+
+if [ "$only" != tern ] && [ -x "$here/peers/run.sh" ]; then
+    "$here/peers/run.sh" --redis "$url" --reps "$reps" | collect
+fi
+
+python3 "$here/report.py" "$out"
