@@ -22,7 +22,7 @@ done
 # Drop a trailing /DB from the URL: the DB numbers are fixed per system.
 redis=$(printf '%s' "$redis" | sed 's#^\(redis://[^/]*\).*#\1#')
 
-# Install the pinned peers once, from package-lock.json.
+# Install the pinned peers (exact versions in package.json) once.
 if [ ! -d "$here/node_modules/bullmq" ] || [ ! -d "$here/node_modules/wf-redis-backend" ]; then
     (cd "$here" && npm install --no-audit --no-fund >&2)
 fi
