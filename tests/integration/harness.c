@@ -701,6 +701,32 @@ int itest_side_count(const char *file, const char *what, const char *key_prefix)
     return n;
 }
 
+int itest_side_count_exact(const char *file, const char *what, const char *key)
+{
+    FILE *f = fopen(file, "r");
+    if (f == NULL)
+        return 0;
+    char line[1024], w[32], k[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "%31s %511s", w, k) == 2 && strcmp(w, what) == 0 && strcmp(k, key) == 0)
+            n++;
+    fclose(f);
+    return n;
+}
+
+void itest_side_wait(const char *file, const char *what, const char *key_prefix, int n,
+                     unsigned timeout_ms)
+{
+    for (unsigned waited = 0; waited <= timeout_ms; waited += 10) {
+        if (itest_side_count(file, what, key_prefix) >= n)
+            return;
+        itest_pause_ms(10);
+    }
+    fail_msg("side channel %s: fewer than %d \"%s %s\" lines after %u ms", file, n, what,
+             key_prefix != NULL ? key_prefix : "*", timeout_ms);
+}
+
 int itest_count_events(const json_t *events, const char *type, const char *status)
 {
     size_t i;

@@ -148,6 +148,13 @@ json_t *itest_events(itest_client_t *c, const char *uuid);
  * ("start", "cancel") whose key starts with `key_prefix` (e.g. "<uuid>/0/3"); NULL
  * counts all lines of `what`. */
 int itest_side_count(const char *file, const char *what, const char *key_prefix);
+/* Lines of `what` whose key is exactly `key` ("<uuid>/0/1", not its fallback). */
+int itest_side_count_exact(const char *file, const char *what, const char *key);
+/* Waits until the side channel holds at least `n` lines of `what` with `key_prefix`
+ * (NULL: any key), or fails the test after timeout_ms. The side channel is a file the
+ * tasks write when they start, so this waits on the start itself. */
+void itest_side_wait(const char *file, const char *what, const char *key_prefix, int n,
+                     unsigned timeout_ms);
 
 /* How many events of `events` (an array) have `type` and, when `status` is not NULL,
  * that "status" field. */

@@ -175,12 +175,7 @@ static long file_size(const char *path)
 /* Waits until the side channel holds at least `n` start lines. */
 static void wait_side(int n, unsigned timeout_ms)
 {
-    long long end = now_ms() + timeout_ms;
-    while (itest_side_count(W.side, "start", NULL) < n) {
-        if (now_ms() > end)
-            fail_msg("fewer than %d step starts after %u ms", n, timeout_ms);
-        itest_pause_ms(10);
-    }
+    itest_side_wait(W.side, "start", NULL, n, timeout_ms);
 }
 
 static long long zcard(const char *execution)

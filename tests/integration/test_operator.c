@@ -59,12 +59,7 @@ static json_t *must_finish(const char *uuid, unsigned ms)
  * bound makes a step that never starts fail the test instead of hanging it. */
 static void wait_side(const char *what, const char *key, int n, unsigned ms)
 {
-    for (unsigned waited = 0; waited <= ms; waited += 10) {
-        if (itest_side_count(W.side, what, key) >= n)
-            return;
-        itest_pause_ms(10);
-    }
-    fail_msg("side channel: fewer than %d \"%s %s\" lines after %u ms", n, what, key, ms);
+    itest_side_wait(W.side, what, key, n, ms);
 }
 
 /* The side channel key of step `idx` of `phase` of a job. */

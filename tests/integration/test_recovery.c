@@ -120,17 +120,7 @@ static void side_path(char *out, size_t len, const char *name)
 /* Starts of exactly `key` ("<uuid>/<phase>/<idx>") in the side channel. */
 static int starts_of(const char *side, const char *key)
 {
-    FILE *f = fopen(side, "r");
-    if (f == NULL)
-        return 0;
-    char line[1024], what[32], k[512];
-    int n = 0;
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "%31s %511s", what, k) == 2 && strcmp(what, "start") == 0 &&
-            strcmp(k, key) == 0)
-            n++;
-    fclose(f);
-    return n;
+    return itest_side_count_exact(side, "start", key);
 }
 
 static int step_starts(const char *side, const char *uuid, int idx)
@@ -175,12 +165,7 @@ static long file_size(const char *path)
  * plugin writes a line when a task starts, so this waits on that start itself. */
 static void wait_side(const char *side, const char *prefix, int n, unsigned timeout_ms)
 {
-    for (unsigned waited = 0; waited < timeout_ms; waited += 10) {
-        if (itest_side_count(side, "start", prefix) >= n)
-            return;
-        itest_pause_ms(10);
-    }
-    fail_msg("fewer than %d starts of %s after %u ms", n, prefix, timeout_ms);
+    itest_side_wait(side, "start", prefix, n, timeout_ms);
 }
 
 /* The `nth` event of a job with `type` and, when given, `status` and chain `index`;

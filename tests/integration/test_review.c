@@ -80,12 +80,6 @@ static int test_teardown(void **state)
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static void pause_ms(unsigned ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Starts a runner serving `queue`, with the NULL-terminated extra flags `more`. */
 static itest_ternd_t *start_runner(const char *id, const char *queue, const char *const *more)
 {
@@ -103,9 +97,7 @@ static itest_ternd_t *start_runner(const char *id, const char *queue, const char
 
 static void put(const char *json)
 {
-    char msg[1024];
-    if (itest_workflow_put(&W.client, json, NULL, msg, sizeof msg) != 0)
-        fail_msg("workflow refused: %s", msg);
+    itest_workflow_put_ok(&W.client, json);
 }
 
 static void create(const char *workflow, const char *params, char uuid[40])
@@ -151,27 +143,12 @@ static int starts(const char *side, const char *uuid, int phase, int idx)
 {
     char key[96];
     snprintf(key, sizeof key, "%.39s/%d/%d", uuid, phase, idx);
-    FILE *f = fopen(side, "r");
-    if (f == NULL)
-        return 0;
-    char line[1024], what[32], k[512];
-    int n = 0;
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "%31s %511s", what, k) == 2 && strcmp(what, "start") == 0 &&
-            strcmp(k, key) == 0)
-            n++;
-    fclose(f);
-    return n;
+    return itest_side_count_exact(side, "start", key);
 }
 
 static void wait_side(const char *side, const char *prefix, unsigned timeout_ms)
 {
-    for (unsigned waited = 0; waited < timeout_ms; waited += 10) {
-        if (itest_side_count(side, "start", prefix) > 0)
-            return;
-        pause_ms(10);
-    }
-    fail_msg("no start of %s within %u ms", prefix, timeout_ms);
+    itest_side_wait(side, "start", prefix, 1, timeout_ms);
 }
 
 static const char *str_of(const json_t *o, const char *key)
@@ -283,7 +260,7 @@ static void test_stalled_runner_cannot_go_past_an_interrupted_step(void **state)
          waited += 10) {
         if (waited > 10000)
             fail_msg("runner %s did not drop the job it lost", a->id);
-        pause_ms(10);
+        itest_pause_ms(10);
     }
     assert_int_equal(starts(side, uuid, 0, 1), 0);
     job = itest_job_get(&W.client, uuid);
@@ -316,10 +293,10 @@ static void test_grace_over_with_commit_in_flight(void **state)
     /* Redis stops answering; the step ends and its commit waits for an answer. */
     kill(W.redis.pid, SIGSTOP);
     W.redis_stopped = true;
-    pause_ms(600);
+    itest_pause_ms(600);
     /* A stop whose grace ends with the commit still unanswered. */
     kill(a->pid, SIGTERM);
-    pause_ms(800);
+    itest_pause_ms(800);
     kill(W.redis.pid, SIGCONT);
     W.redis_stopped = false;
     /* The answer then reaches a runner that gave the job up: a clean exit. */
@@ -352,14 +329,14 @@ static void test_claim_answered_during_stop_is_handed_back(void **state)
                   steps));
     static const char *const grace[] = {"--shutdown-grace-ms", "1000", NULL};
     itest_ternd_t *a = start_runner("stopclaim-a", "rv-stopclaim", grace);
-    pause_ms(300); /* its blocking claim is armed */
+    itest_pause_ms(300); /* its blocking claim is armed */
 
     /* While the runner is stopped, the job is moved to it and the answer waits in its
      * socket; it then gets SIGTERM and resumes: the claim is answered during the stop. */
     kill(a->pid, SIGSTOP);
     char uuid[40];
     create("rv-stopclaim", NULL, uuid);
-    pause_ms(200);
+    itest_pause_ms(200);
     kill(a->pid, SIGTERM);
     kill(a->pid, SIGCONT);
     assert_int_equal(itest_ternd_signal(a, SIGTERM, 15000), 0);
@@ -397,7 +374,7 @@ static void test_resume_is_not_the_outcome_of_onerror(void **state)
     char msg[1024];
     if (itest_job_resume(&W.client, uuid, "{\"from\": \"operator\"}", NULL, msg, sizeof msg) != 0)
         fail_msg("resume refused: %s", msg);
-    pause_ms(1500);
+    itest_pause_ms(1500);
     start_runner("resume-b", "rv-resume", NULL);
 
     json_t *job = finished(uuid, 20000);
@@ -440,7 +417,7 @@ static void cancel_unheard(const char *tag, const char *side, const char *step)
     char msg[1024];
     if (itest_job_cancel(&W.client, uuid, msg, sizeof msg) != 0)
         fail_msg("cancel refused: %s", msg);
-    pause_ms(500); /* the step's time is up when the runner resumes */
+    itest_pause_ms(500); /* the step's time is up when the runner resumes */
     kill(a->pid, SIGCONT);
 
     json_t *job = finished(uuid, 10000);
