@@ -35,11 +35,25 @@ typedef struct lock_entry {
     regex_t re;
 } lock_entry_t;
 
+/* A workflow as a create named it, parsed once and shared by the creates in flight.
+ * A uuid names one document for good (versions are immutable), so what may go stale is
+ * only which uuid a name stands for; job_create.lua checks that with every create. */
+typedef struct wf_cached {
+    int refs; /* one for the cache slot, one per create holding it */
+    char *ref;
+    char *uuid;
+    workflow_t *wf;
+} wf_cached_t;
+
+#define WF_CACHE_SLOTS 32
+
 struct job_ops {
     job_ops_opts_t opts;
     char locks_version[32];
     lock_entry_t *locks;
     size_t n_locks;
+    wf_cached_t *wf_cache[WF_CACHE_SLOTS];
+    size_t wf_cache_next; /* the slot the next new entry replaces */
 };
 
 typedef struct op {
@@ -53,10 +67,9 @@ typedef struct op {
     char *locks;
     uint64_t exec_after_ms;
     int tries;
-    bool locks_fresh; /* the lock table was read by this create's own round trip */
-    workflow_t *wf;
-    char *wf_uuid;
-    char *wf_text;
+    bool locks_fresh;       /* the lock table was read by this create's own round trip */
+    wf_cached_t *wfc;       /* the workflow of a create (a reference held), else NULL */
+    workflow_t *wf;         /* the workflow of a workflow put */
     json_t *post_back_urls; /* array, or NULL when none */
     /* redrive and others */
     char *caller;
@@ -64,16 +77,59 @@ typedef struct op {
     json_t *extra;
 } op_t;
 
+static void wf_cached_put(wf_cached_t *c)
+{
+    if (c == NULL || --c->refs > 0)
+        return;
+    free(c->ref);
+    free(c->uuid);
+    workflow_free(c->wf);
+    free(c);
+}
+
+/* The cached workflow named `ref` with a reference for the caller, or NULL. */
+static wf_cached_t *wf_cache_get(job_ops_t *ops, const char *ref)
+{
+    for (size_t i = 0; i < WF_CACHE_SLOTS; i++) {
+        wf_cached_t *c = ops->wf_cache[i];
+        if (c != NULL && strcmp(c->ref, ref) == 0) {
+            c->refs++;
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/* Caches `wf` (taken) as what `ref` names, replacing an older entry for `ref` or the
+ * oldest slot; returns the entry with a reference for the caller. */
+static wf_cached_t *wf_cache_add(job_ops_t *ops, const char *ref, const char *uuid, size_t uuid_len,
+                                 workflow_t *wf)
+{
+    wf_cached_t *c = xcalloc(1, sizeof *c);
+    c->refs = 2;
+    c->ref = xstrdup(ref);
+    c->uuid = xstrndup(uuid, uuid_len);
+    c->wf = wf;
+    size_t slot = ops->wf_cache_next;
+    for (size_t i = 0; i < WF_CACHE_SLOTS; i++)
+        if (ops->wf_cache[i] != NULL && strcmp(ops->wf_cache[i]->ref, ref) == 0)
+            slot = i;
+    if (slot == ops->wf_cache_next)
+        ops->wf_cache_next = (ops->wf_cache_next + 1) % WF_CACHE_SLOTS;
+    wf_cached_put(ops->wf_cache[slot]);
+    ops->wf_cache[slot] = c;
+    return c;
+}
+
 static void op_dispose(store_op_t *base)
 {
     op_t *op = (op_t *)base;
+    wf_cached_put(op->wfc);
     free(op->workflow_ref);
     json_decref(op->params);
     free(op->target);
     free(op->locks);
     workflow_free(op->wf);
-    free(op->wf_uuid);
-    free(op->wf_text);
     json_decref(op->post_back_urls);
     free(op->caller);
     free(op->from_step);
@@ -119,6 +175,8 @@ void job_ops_free(job_ops_t *ops)
     if (ops == NULL)
         return;
     locks_clear(ops);
+    for (size_t i = 0; i < WF_CACHE_SLOTS; i++)
+        wf_cached_put(ops->wf_cache[i]);
     free(ops);
 }
 
@@ -285,6 +343,38 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     if (store_op_failed(&op->base, status, errmsg))
         return;
     const redisReply *kind = store_reply_at(reply, 0);
+    if (store_reply_is(kind, "NOWF")) {
+        store_op_done(&op->base, TERN_ENOENT, NULL, "workflow \"%s\" does not exist",
+                      op->workflow_ref);
+        return;
+    }
+    if (store_reply_is(kind, "WF")) {
+        /* The reference names a workflow this process has not parsed yet (or names
+         * another version than before): parse it and send again. */
+        const redisReply *uuid = store_reply_at(reply, 1), *doc = store_reply_at(reply, 2);
+        if (uuid == NULL || doc == NULL || uuid->type != REDIS_REPLY_STRING ||
+            doc->type != REDIS_REPLY_STRING) {
+            store_op_done(&op->base, TERN_EIO, NULL,
+                          "job_create.lua answered WF without a workflow");
+            return;
+        }
+        char err[1024];
+        workflow_t *wf = NULL;
+        if (workflow_parse_text(doc->str, doc->len, NULL, NULL, &wf, err, sizeof err) != 0) {
+            store_op_done(&op->base, TERN_EINVAL, NULL, "stored workflow %.*s is invalid: %s",
+                          (int)uuid->len, uuid->str, err);
+            return;
+        }
+        wf_cached_put(op->wfc);
+        op->wfc = wf_cache_add(op->ops, op->workflow_ref, uuid->str, uuid->len, wf);
+        if (++op->tries >= CREATE_TRIES) {
+            store_op_done(&op->base, TERN_EIO, NULL, "workflow \"%s\" keeps changing; try again",
+                          op->workflow_ref);
+            return;
+        }
+        create_send(op);
+        return;
+    }
     if (store_reply_is(kind, "LOCKS")) {
         locks_refresh(op->ops, reply);
         op->locks_fresh = true;
@@ -319,6 +409,18 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
 static void create_send(op_t *op)
 {
     job_ops_t *ops = op->ops;
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, op->workflow_ref);
+    if (op->wfc == NULL) {
+        /* Not parsed yet: job_create.lua answers with the workflow (WF) before it
+         * looks at anything else. */
+        store_args_push(&a, "");
+        store_args_push(&a, op->uuid);
+        op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);
+        return;
+    }
+    store_args_push(&a, op->wfc->uuid);
     /* node-workflow's lock rule: a target matching the locks of an unfinished job is
      * refused while that job runs. */
     if (op->target != NULL) {
@@ -333,6 +435,7 @@ static void create_send(op_t *op)
                     snprintf(ops->locks_version, sizeof ops->locks_version, "stale");
                     break;
                 }
+                store_args_dispose(&a);
                 store_op_done(&op->base, TERN_EEXIST, NULL,
                               "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
                               ops->locks[i].job, ops->locks[i].pattern);
@@ -340,26 +443,24 @@ static void create_send(op_t *op)
             }
         }
     }
-    const workflow_t *wf = op->wf;
+    const workflow_t *wf = op->wfc->wf;
     json_t *scope_job =
         json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
     template_scope_t sc = {.params = op->params, .job = scope_job};
     char herr[512];
     char *holds = holds_expand(wf->holds, wf->n_holds, &sc, herr, sizeof herr);
+    json_decref(scope_job);
     if (holds == NULL) {
-        json_decref(scope_job);
+        store_args_dispose(&a);
         store_op_done(&op->base, TERN_EINVAL, NULL, "%s", herr);
         return;
     }
-    json_decref(scope_job);
 
     char unique[33] = "";
     if (op->target != NULL)
         job_ops_unique_key(wf->name, op->target, op->params, unique);
     json_t *event = json_pack("{s:s, s:s, s:s, s:I}", "type", "created", "job", op->uuid,
                               "workflow", wf->name, "time", (json_int_t)tern_now_ms());
-    store_args_t a;
-    store_args_init(&a);
     store_args_push(&a, op->uuid);
     store_args_push(&a, wf->queue);
     store_args_push_u64(&a, op->exec_after_ms);
@@ -373,9 +474,7 @@ static void create_send(op_t *op)
     store_args_push(&a, "version");
     store_args_push(&a, wf->version);
     store_args_push(&a, "workflow_uuid");
-    store_args_push(&a, op->wf_uuid);
-    store_args_push(&a, "workflow");
-    store_args_push(&a, op->wf_text);
+    store_args_push(&a, op->wfc->uuid);
     store_args_push(&a, "params");
     store_args_push_json(&a, op->params);
     store_args_push(&a, "target");
@@ -392,28 +491,6 @@ static void create_send(op_t *op)
     }
     free(holds);
     op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);
-}
-
-static void on_create_workflow(void *data, int status, const redisReply *reply, const char *errmsg)
-{
-    op_t *op = data;
-    if (store_op_failed(&op->base, status, errmsg))
-        return;
-    const redisReply *uuid = store_reply_at(reply, 0), *doc = store_reply_at(reply, 1);
-    if (doc == NULL) {
-        store_op_done(&op->base, TERN_ENOENT, NULL, "workflow \"%s\" does not exist",
-                      op->workflow_ref);
-        return;
-    }
-    char err[1024];
-    if (workflow_parse_text(doc->str, doc->len, NULL, NULL, &op->wf, err, sizeof err) != 0) {
-        store_op_done(&op->base, TERN_EINVAL, NULL, "stored workflow %s is invalid: %s", uuid->str,
-                      err);
-        return;
-    }
-    op->wf_uuid = xstrndup(uuid->str, uuid->len);
-    op->wf_text = xstrndup(doc->str, doc->len);
-    create_send(op);
 }
 
 /* Post-back URLs are fetched by ternd later, so only http(s) URLs of a sane size and
@@ -505,10 +582,8 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
     op->workflow_ref = xstrdup(req->workflow);
     op->target = req->target != NULL ? xstrdup(req->target) : NULL;
     op->exec_after_ms = req->exec_after_ms;
-    store_args_t a;
-    store_args_init(&a);
-    store_args_push(&a, req->workflow);
-    op_send(op, SCRIPT_WORKFLOW_GET, &a, on_create_workflow);
+    op->wfc = wf_cache_get(ops, op->workflow_ref);
+    create_send(op);
 }
 
 /* ---- reads and operator actions ------------------------------------------------ */

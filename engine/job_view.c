@@ -71,7 +71,13 @@ json_t *job_view_from_reply(const redisReply *reply)
     const redisReply *f = store_reply_at(reply, 0);
     if (f == NULL || f->elements == 0)
         return NULL;
+    /* The frozen workflow: shared (element 8), or in the fields of older jobs. */
     json_t *wf = field_json(f, "workflow");
+    const redisReply *doc = store_reply_at(reply, 8);
+    if (json_is_null(wf) && doc != NULL && doc->type == REDIS_REPLY_STRING) {
+        json_decref(wf);
+        wf = json_loadb(doc->str, doc->len, 0, NULL);
+    }
     json_t *state = json_object();
     const redisReply *st = store_reply_at(reply, 4);
     for (size_t i = 0; st != NULL && i + 1 < st->elements; i += 2) {

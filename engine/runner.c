@@ -1164,8 +1164,15 @@ static void job_from_claim(runner_t *r, const redisReply *item)
     r->allocated++;
     r->n_claimed++;
 
+    /* The frozen workflow: shared by the version's jobs (element 8), or in the fields
+     * of jobs stored before that. */
     size_t len = 0;
     const char *s = store_reply_hash_get(f, "workflow", &len);
+    const redisReply *doc = store_reply_at(item, 8);
+    if (s == NULL && doc != NULL && doc->type == REDIS_REPLY_STRING) {
+        s = doc->str;
+        len = doc->len;
+    }
     char err[512] = "missing workflow document";
     j->wfe = s != NULL ? wf_cache_get(r, s, len, err, sizeof err) : NULL;
     j->state = store_reply_hash(store_reply_at(item, 6));

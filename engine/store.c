@@ -41,6 +41,12 @@ static const char *const script_names[SCRIPT_COUNT] = {
     [SCRIPT_WORKFLOW_LIST] = "workflow_list",
 };
 
+/* The scripts marked "-- batched" (see run_batch in _common.lua). */
+static const bool script_batched[SCRIPT_COUNT] = {
+    [SCRIPT_JOB_CREATE] = true,
+    [SCRIPT_STEP_COMMIT] = true,
+};
+
 struct store {
     uv_loop_t *loop;
     redis_addr_t addr;
@@ -54,7 +60,25 @@ struct store {
     uint64_t last_rtt_us;
     char cap_job[16], cap_global[16];
     char retention[24]; /* ms, the third argument of every script */
+    /* Calls of batched scripts waiting for the next turn of the loop, per script, and
+     * the idle handle that sends them (allocated on first use, freed when closed). */
+    struct batch_item *pending[SCRIPT_COUNT], **pending_tail[SCRIPT_COUNT];
+    uv_idle_t *flush;
 };
+
+/* One call of a batched script, owned by the store until its callback ran. */
+typedef struct batch_item {
+    struct batch_item *next;
+    store_args_t args;
+    store_reply_cb cb;
+    void *data;
+} batch_item_t;
+
+/* One batch in flight: its items, in the order of the reply's elements. */
+typedef struct batch {
+    size_t n;
+    batch_item_t *items;
+} batch_t;
 
 /* One call in flight. argv/len point into `buf`. */
 typedef struct call {
@@ -233,8 +257,9 @@ static void on_call_reply(redis_conn_t *conn, redisReply *reply, void *data)
     free(c);
 }
 
-int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
-               void *data)
+/* Sends one script call now. */
+static int eval_now(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
+                    void *data)
 {
     if (!s->up)
         return TERN_ENOTCONN;
@@ -245,6 +270,126 @@ int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_re
         return TERN_ENOTCONN;
     }
     return 0;
+}
+
+/* ---- batched calls -------------------------------------------------------------- */
+
+static void batch_item_answer(batch_item_t *it, int status, const redisReply *reply,
+                              const char *errmsg)
+{
+    it->cb(it->data, status, reply, errmsg);
+    store_args_dispose(&it->args);
+    free(it);
+}
+
+/* Answers every item of a list with the same status and frees them. */
+static void batch_items_fail(batch_item_t *it, int status, const char *errmsg)
+{
+    while (it != NULL) {
+        batch_item_t *next = it->next;
+        batch_item_answer(it, status, NULL, errmsg);
+        it = next;
+    }
+}
+
+static void on_batch_reply(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    batch_t *b = data;
+    batch_item_t *it = b->items;
+    if (status == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != b->n)) {
+        status = TERN_EINVAL;
+        errmsg = "a batched script answered with the wrong number of items";
+    }
+    if (status != 0) {
+        batch_items_fail(it, status, errmsg);
+        free(b);
+        return;
+    }
+    for (size_t i = 0; it != NULL; i++) {
+        batch_item_t *next = it->next;
+        const redisReply *r = reply->element[i];
+        if (r->type == REDIS_REPLY_ERROR)
+            batch_item_answer(it, TERN_EINVAL, NULL, r->str);
+        else
+            batch_item_answer(it, 0, r, NULL);
+        it = next;
+    }
+    free(b);
+}
+
+/* Sends what waits, at most STORE_BATCH_MAX items per script call: a long batch would
+ * hold Redis's one thread (every other client waits behind it). */
+static void on_flush(uv_idle_t *h)
+{
+    store_t *s = h->data;
+    uv_idle_stop(h);
+    for (int id = 0; id < SCRIPT_COUNT; id++) {
+        while (s->pending[id] != NULL) {
+            batch_t *b = xcalloc(1, sizeof *b);
+            b->items = s->pending[id];
+            batch_item_t **tail = &b->items;
+            while (*tail != NULL && b->n < STORE_BATCH_MAX) {
+                tail = &(*tail)->next;
+                b->n++;
+            }
+            s->pending[id] = *tail;
+            *tail = NULL;
+            if (s->pending[id] == NULL)
+                s->pending_tail[id] = &s->pending[id];
+            store_args_t a;
+            store_args_init(&a);
+            store_args_pushf(&a, "%zu", b->n);
+            for (batch_item_t *it = b->items; it != NULL; it = it->next) {
+                store_args_pushf(&a, "%zu", it->args.n);
+                for (size_t i = 0; i < it->args.n; i++)
+                    store_args_pushb(&a, it->args.v[i], it->args.len[i]);
+            }
+            int rc = eval_now(s, (store_script_t)id, &a, on_batch_reply, b);
+            store_args_dispose(&a);
+            if (rc != 0) {
+                batch_items_fail(b->items, TERN_ENOTCONN, "Redis is not reachable");
+                free(b);
+            }
+        }
+    }
+}
+
+static void on_flush_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Queues a call of a batched script for the next turn of the loop. */
+static int eval_batched(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
+                        void *data)
+{
+    batch_item_t *it = xcalloc(1, sizeof *it);
+    store_args_init(&it->args);
+    for (size_t i = 0; i < args->n; i++)
+        store_args_pushb(&it->args, args->v[i], args->len[i]);
+    it->cb = cb;
+    it->data = data;
+    if (s->pending_tail[id] == NULL)
+        s->pending_tail[id] = &s->pending[id];
+    *s->pending_tail[id] = it;
+    s->pending_tail[id] = &it->next;
+    if (s->flush == NULL) {
+        s->flush = xcalloc(1, sizeof *s->flush);
+        uv_idle_init(s->loop, s->flush);
+        s->flush->data = s;
+    }
+    uv_idle_start(s->flush, on_flush);
+    return 0;
+}
+
+int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
+               void *data)
+{
+    if (!s->up)
+        return TERN_ENOTCONN;
+    if (script_batched[id])
+        return eval_batched(s, id, args, cb, data);
+    return eval_now(s, id, args, cb, data);
 }
 
 int store_command(store_t *s, const store_args_t *args, store_reply_cb cb, void *data)
@@ -386,6 +531,14 @@ void store_free(store_t *s)
     if (s == NULL)
         return;
     s->opts.on_state = NULL;
+    s->up = false; /* callbacks of the calls failed below cannot queue new ones */
+    for (int id = 0; id < SCRIPT_COUNT; id++) {
+        batch_item_t *it = s->pending[id];
+        s->pending[id] = NULL;
+        batch_items_fail(it, TERN_EIO, "the store was closed before the call was sent");
+    }
+    if (s->flush != NULL)
+        uv_close((uv_handle_t *)s->flush, on_flush_closed);
     redis_conn_free(s->conn);
     redis_addr_dispose(&s->addr);
     free(s->name);

@@ -9,6 +9,9 @@
  *   wf:index                hash  "<name>@<version>" -> workflow uuid
  *   wf:latest               hash  name -> uuid of the version stored last
  *   wf:all                  zset  workflow uuids by creation time
+ *   wfdoc:<uuid>            string  the frozen document of workflow <uuid>, shared by its
+ *                                 jobs; written with the version, kept after it is
+ *                                 deleted (a uuid names one document for good)
  *   job:<uuid>              hash  the job (fields below)
  *   job:<uuid>:res:<phase>  list  result entries of chain (0), onerror (1), oncancel (2)
  *   job:<uuid>:state        hash  job-scoped state: key -> JSON value text
@@ -43,8 +46,8 @@
  *                                 takes expired jobs out of jobs and jobs:<execution>
  *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
  *
- * Job fields: uuid, name, version, workflow_uuid, workflow (frozen normalized doc),
- * params (JSON), target, queue, execution, created_at, exec_after, started_at,
+ * Job fields: uuid, name, version, workflow_uuid (its document is wfdoc:<uuid>; jobs
+ * stored before that carry it in a field `workflow`), params (JSON), target, queue, execution, created_at, exec_after, started_at,
  * finished_at, timeout_ms, deadline, runner, fence (claim counter: a runner's writes
  * carry the fence it claimed with, so a runner that lost its lease cannot write; bumped
  * also when a claim is revoked: the job re-queued or failed with StepInterrupted),
@@ -55,10 +58,13 @@
  * step in flight), cancel, timed_out, resume (outcome given to a waiting job),
  * wait_info, requeue_info, unique, locks, has_oncancel, post_back_urls (JSON array of
  * http(s) URLs given at creation, to be told when the job ends), pb_attempt:<i> and
- * pb_fence:<i> (attempts made and claims taken of the post-back to URL i).
+ * pb_fence:<i> (attempts made and claims taken of the post-back to URL i), lv (layout
+ * version, 2) and xk (set once the job has a key beyond its hash, res:0 and events: its
+ * end then looks for holds and expires every key; see has_extra_keys in _common.lua).
  *
  * Every multi-key change is one Lua script (engine/lua/), loaded with SCRIPT LOAD on
- * each connect and called with EVALSHA (EVAL when Redis answers NOSCRIPT). Every
+ * each connect and called with EVALSHA (EVAL when Redis answers NOSCRIPT); creates and
+ * step commits made in one turn of the loop share one call (see store_eval). Every
  * state-changing script is safe to repeat after a lost reply: creates are keyed by
  * uuid, step commits by (fence, cursor).
  */
@@ -151,11 +157,20 @@ bool store_is_up(const store_t *s);
 /* The Redis address (borrowed), for connections of other kinds (blocking, pub/sub). */
 const redis_addr_t *store_addr(const store_t *s);
 
-/* Runs script `id` with the script arguments in `args` (the store prepends the event
- * caps and the retention). `cb` runs exactly once unless the call returns non-zero, in
- * which case it does not run at all (TERN_ENOTCONN). */
+/* Runs script `id` with the script arguments in `args` (copied; the store prepends
+ * the event caps and the retention). `cb` runs exactly once unless the call returns
+ * non-zero, in which case it does not run at all (TERN_ENOTCONN).
+ * The scripts marked "-- batched" (job_create, step_commit) are not sent at once: the
+ * call waits for the next turn of the loop and goes to Redis in one script call with
+ * every other call of that script made meanwhile (up to STORE_BATCH_MAX), so that many
+ * jobs share one round trip and one script run; `cb` gets this call's own element of
+ * the answer (an item's Lua error as TERN_EINVAL), or TERN_ENOTCONN when the batch
+ * could not be sent. */
 int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
                void *data);
+
+/* Most calls of one batched script sent in one script call. */
+#define STORE_BATCH_MAX 128
 
 /* Sends a plain command (argv copied). Same callback contract as store_eval; `cb` may
  * be NULL when nobody needs the answer. */

@@ -3,7 +3,9 @@
 
 Usage: embed_lua.py OUTPUT.c SELF.py SCRIPT.lua...   (SELF is skipped: meson passes
 every input). _common.lua, when present, is prepended to every other script, so the
-scripts share helpers without a module system (Redis Lua has none).
+scripts share helpers without a module system (Redis Lua has none). A script whose
+first line starts with "-- batched" becomes a function that run_batch (_common.lua)
+calls once per item of a batch.
 """
 import os
 import sys
@@ -35,6 +37,9 @@ def main():
         f.write('#include "store_lua.h"\n\n')
         f.write('const store_lua_script_t store_lua_scripts[] = {\n')
         for name, text in named:
+            if text.startswith('-- batched'):
+                # run_batch (_common.lua) calls the body once per item of the batch.
+                text = 'local function batch_item()\n%s\nend\nreturn run_batch(batch_item)\n' % text
             f.write('    {"%s",\n%s},\n' % (name, c_string(common + '\n' + text)))
         f.write('};\n')
         f.write('const unsigned store_lua_nscripts = %d;\n' % len(named))

@@ -15,9 +15,15 @@ local MAXLEN_JOB = ARGV[1]
 local MAXLEN_ALL = ARGV[2]
 local RETENTION_MS = tonumber(table.remove(ARGV, 3)) or 0
 
+-- The server's time, read once per script call: every item of a batch and every
+-- write of one call carry the same time, as if they happened at once (they do).
+local NOW = nil
 local function now_ms()
-    local t = redis.call('TIME')
-    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if not NOW then
+        local t = redis.call('TIME')
+        NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    return NOW
 end
 
 local function jkey(uuid)
@@ -47,19 +53,42 @@ local function event_raw(uuid, s)
     redis.call('XADD', P .. 'events', 'MAXLEN', '~', MAXLEN_ALL, '*', 'e', s)
 end
 
--- Moves the job between the per-execution indexes and records the new execution.
-local function set_execution(uuid, new)
-    local k = jkey(uuid)
-    local old = redis.call('HGET', k, 'execution')
-    if old == new then
-        return
-    end
-    local created = redis.call('HGET', k, 'created_at') or '0'
+-- Moves the job between the per-execution indexes (old: its execution, false for a
+-- new job; created: its creation time) without touching the job's own fields.
+local function move_index(uuid, old, new, created)
     if old then
         redis.call('ZREM', P .. 'jobs:' .. old, uuid)
     end
-    redis.call('ZADD', P .. 'jobs:' .. new, created, uuid)
+    redis.call('ZADD', P .. 'jobs:' .. new, created or '0', uuid)
+end
+
+-- Moves the job between the per-execution indexes and records the new execution.
+local function set_execution(uuid, new)
+    local k = jkey(uuid)
+    local f = redis.call('HMGET', k, 'execution', 'created_at')
+    if f[1] == new then
+        return
+    end
+    move_index(uuid, f[1], new, f[2])
     redis.call('HSET', k, 'execution', new)
+end
+
+-- The uuid of a workflow named by uuid, by "name@version" or by name (the version
+-- stored last), or nil. Answers are kept for the rest of the call (a batch of creates
+-- names one workflow many times).
+local WF_REFS = {}
+local function resolve_workflow(ref)
+    local uuid = WF_REFS[ref]
+    if uuid ~= nil then
+        return uuid or nil
+    end
+    if redis.call('EXISTS', P .. 'wf:' .. ref) == 1 then
+        uuid = ref
+    else
+        uuid = redis.call('HGET', P .. 'wf:index', ref) or redis.call('HGET', P .. 'wf:latest', ref)
+    end
+    WF_REFS[ref] = uuid or false
+    return uuid or nil
 end
 
 -- Puts a job at the head of its queue (the end runners pop from): for re-queued and
@@ -109,6 +138,7 @@ local function hold_try(uuid, res, cap)
         end
         redis.call('SADD', hk .. ':h', uuid)
         redis.call('SADD', jkey(uuid) .. ':held', res)
+        redis.call('HSET', jkey(uuid), 'xk', '1')
         return true
     end
     if not redis.call('LPOS', hk .. ':w', uuid) then
@@ -138,6 +168,7 @@ local function hold_release(uuid, res, now)
             redis.call('HDEL', hk .. ':cap', w)
             redis.call('SADD', hk .. ':h', w)
             redis.call('SADD', wk .. ':held', res)
+            redis.call('HSET', wk, 'xk', '1')
             redis.call('HDEL', wk, 'blocked_on')
             push_front(w)
             event(w, {type = 'hold_granted', resource = res}, now)
@@ -189,15 +220,27 @@ local function leave_step_holds(uuid, now)
     drop_hold_wait(uuid)
 end
 
--- Every key of a job (the job hash first), for retention: see store.h.
-local JOB_KEY_SUFFIXES = {'', ':res:0', ':res:1', ':res:2', ':state', ':history', ':info',
-                          ':held', ':postbacks', ':events'}
+-- Every key of a job (the job hash first), for retention: see store.h. Only the first
+-- three exist for most jobs: a job records in its field `xk` that it got any of the
+-- others (scripts that create one set it), and a job without the field `lv` (stored
+-- before `xk` existed) is taken to have them all.
+local JOB_KEY_SUFFIXES = {'', ':res:0', ':events', ':res:1', ':res:2', ':state', ':history',
+                          ':info', ':held', ':postbacks'}
+local COMMON_KEYS = 3
+
+-- True when the job may have keys beyond its hash, res:0 and events (fields xk, lv).
+local function has_extra_keys(xk, lv)
+    return xk == '1' or not lv
+end
 
 -- Gives every key of a finished job the expiry `ms` from now, and records when the job
 -- expires so that tick.lua can take it out of the indexes afterwards.
-local function expire_job(uuid, ms, now)
+local function expire_job(uuid, ms, now, extra)
     local k = jkey(uuid)
-    for _, suffix in ipairs(JOB_KEY_SUFFIXES) do
+    for i, suffix in ipairs(JOB_KEY_SUFFIXES) do
+        if i > COMMON_KEYS and not extra then
+            break
+        end
         redis.call('PEXPIRE', k .. suffix, ms)
     end
     redis.call('ZADD', P .. 'expiring', now + ms, uuid)
@@ -226,42 +269,67 @@ local function follow_job_expiry(uuid)
     end
 end
 
+-- The job fields finish() reads; a caller that has them already passes them in.
+local FINISH_FIELDS = {'execution', 'created_at', 'runner', 'unique', 'locks', 'deadline',
+                       'post_back_urls', 'xk', 'lv', 'blocked_on'}
+
+local function finish_fields(uuid)
+    local v = redis.call('HMGET', jkey(uuid), unpack(FINISH_FIELDS))
+    local f = {}
+    for i, name in ipairs(FINISH_FIELDS) do
+        f[name] = v[i]
+    end
+    return f
+end
+
 -- Ends a job however it ends: releases what it holds and every uniqueness claim, and
 -- takes it off its runner. With a retention set, every key of the job expires after it.
-local function finish(uuid, execution, now)
+-- `f`: the job's FINISH_FIELDS (nil: read here). Calls are skipped where the fields
+-- show there is nothing to undo: this runs once per job, on the hot path.
+local function finish(uuid, execution, now, f)
     local k = jkey(uuid)
-    release_all_holds(uuid, now)
-    local unique = redis.call('HGET', k, 'unique')
-    if unique and redis.call('HGET', P .. 'unique', unique) == uuid then
-        redis.call('HDEL', P .. 'unique', unique)
+    f = f or finish_fields(uuid)
+    local extra = has_extra_keys(f.xk, f.lv)
+    if extra or f.blocked_on then
+        release_all_holds(uuid, now)
     end
-    if redis.call('HDEL', P .. 'locks', uuid) == 1 then
+    if f.unique and redis.call('HGET', P .. 'unique', f.unique) == uuid then
+        redis.call('HDEL', P .. 'unique', f.unique)
+    end
+    if (f.locks or not f.lv) and redis.call('HDEL', P .. 'locks', uuid) == 1 then
         redis.call('INCR', P .. 'locks:version')
     end
-    local runner = redis.call('HGET', k, 'runner')
-    if runner and runner ~= '' then
-        redis.call('LREM', P .. 'r:' .. runner .. ':jobs', 0, uuid)
+    if f.runner and f.runner ~= '' then
+        redis.call('LREM', P .. 'r:' .. f.runner .. ':jobs', 0, uuid)
     end
     redis.call('HDEL', k, 'runner', 'cancel', 'inflight', 'resume')
-    redis.call('ZREM', P .. 'delayed', uuid)
-    redis.call('ZREM', P .. 'deadlines', uuid)
-    redis.call('HSET', k, 'finished_at', now)
-    set_execution(uuid, execution)
+    if f.execution ~= 'running' then
+        -- A running job is in no delayed set: claims take jobs from queues only.
+        redis.call('ZREM', P .. 'delayed', uuid)
+    end
+    if f.deadline then
+        redis.call('ZREM', P .. 'deadlines', uuid)
+    end
+    if f.execution ~= execution then
+        move_index(uuid, f.execution, execution, f.created_at)
+    end
+    redis.call('HSET', k, 'finished_at', now, 'execution', execution)
     event(uuid, {type = 'finished', execution = execution}, now)
     -- Post-backs: one delivery per URL, due now; every ternd's deliverer is woken and
     -- one claims each (postback_claim.lua). A job that ends again after a retry from
     -- failure starts a new round of attempts.
-    local urls = redis.call('HGET', k, 'post_back_urls')
-    local ok, list = pcall(cjson.decode, urls or '')
-    if ok and type(list) == 'table' and #list > 0 then
-        for i = 0, #list - 1 do
-            redis.call('HDEL', k, 'pb_attempt:' .. i)
-            redis.call('ZADD', P .. 'postbacks', now, uuid .. '/' .. i)
+    if f.post_back_urls then
+        local ok, list = pcall(cjson.decode, f.post_back_urls)
+        if ok and type(list) == 'table' and #list > 0 then
+            for i = 0, #list - 1 do
+                redis.call('HDEL', k, 'pb_attempt:' .. i)
+                redis.call('ZADD', P .. 'postbacks', now, uuid .. '/' .. i)
+            end
+            redis.call('PUBLISH', P .. 'postbacks:wake', tostring(now))
         end
-        redis.call('PUBLISH', P .. 'postbacks:wake', tostring(now))
     end
     if RETENTION_MS > 0 then
-        expire_job(uuid, RETENTION_MS, now)
+        expire_job(uuid, RETENTION_MS, now, extra)
     end
 end
 
@@ -287,22 +355,62 @@ local function take_job_holds(uuid, runner, now)
     return true
 end
 
+-- The frozen workflow document of a job: jobs share one copy per workflow version
+-- (wfdoc:<workflow uuid>); jobs stored before that carry their own in the field
+-- `workflow`, which their HGETALL already holds, so nothing more is returned for them.
+-- `docs` caches documents within one call (listings read many jobs of one workflow).
+local function job_doc(fields, docs)
+    local wf_uuid = nil
+    for i = 1, #fields, 2 do
+        if fields[i] == 'workflow' then
+            return false
+        elseif fields[i] == 'workflow_uuid' then
+            wf_uuid = fields[i + 1]
+        end
+    end
+    if not wf_uuid then
+        return false
+    end
+    if docs and docs[wf_uuid] then
+        return docs[wf_uuid]
+    end
+    local doc = redis.call('GET', P .. 'wfdoc:' .. wf_uuid) or false
+    if docs then
+        docs[wf_uuid] = doc
+    end
+    return doc
+end
+
 -- One consistent snapshot of a job in the layout job_view.c reads, or nil when the
 -- job does not exist: {fields (HGETALL), chain results, onerror results, oncancel
--- results, state (HGETALL), history, server now, post-back attempts}. Reads, creates
--- and listings all answer with it, so a job looks the same whichever call returned it.
-local function job_snapshot(uuid, now)
+-- results, state (HGETALL), history, server now, post-back attempts, workflow document
+-- (false when the fields carry it)}. Reads, creates and listings all answer with it,
+-- so a job looks the same whichever call returned it. A job without extra keys (see
+-- has_extra_keys) has only chain results to read.
+local function job_snapshot(uuid, now, docs)
     local k = jkey(uuid)
     local fields = redis.call('HGETALL', k)
     if #fields == 0 then
         return nil
+    end
+    local xk, lv = nil, nil
+    for i = 1, #fields, 2 do
+        if fields[i] == 'xk' then
+            xk = fields[i + 1]
+        elseif fields[i] == 'lv' then
+            lv = fields[i + 1]
+        end
+    end
+    local doc = job_doc(fields, docs)
+    if not has_extra_keys(xk, lv) then
+        return {fields, redis.call('LRANGE', k .. ':res:0', 0, -1), {}, {}, {}, {}, now, {}, doc}
     end
     return {fields, redis.call('LRANGE', k .. ':res:0', 0, -1),
             redis.call('LRANGE', k .. ':res:1', 0, -1),
             redis.call('LRANGE', k .. ':res:2', 0, -1),
             redis.call('HGETALL', k .. ':state'),
             redis.call('LRANGE', k .. ':history', 0, -1), now,
-            redis.call('LRANGE', k .. ':postbacks', 0, -1)}
+            redis.call('LRANGE', k .. ':postbacks', 0, -1), doc}
 end
 
 -- Fails a job whose irreversible step was in flight (`inflight`, "<phase>:<idx>") when
@@ -389,4 +497,39 @@ local function list_page(key, limit, mtime, muuid, budget, match, take)
         last_time, last_uuid = '', ''
     end
     return out, last_time, last_uuid
+end
+
+-- Scripts whose first line says "-- batched" (tools/embed_lua.py wraps their body in a
+-- function) take many calls at once, so that many jobs' creates or step commits share
+-- one round trip and one script call: ARGV[3] is the number of items, then each item is
+-- its argument count followed by its arguments. Each item sees its own arguments as
+-- ARGV[3]... (the global ARGV cannot be replaced, so its contents are) and answers one
+-- element of the reply; an item that raises an error answers that error and the others
+-- still run. Items run in order, so a later item sees what an earlier one wrote.
+local function run_batch(one)
+    local all = {}
+    for i = 1, #ARGV do
+        all[i] = ARGV[i]
+    end
+    local n = tonumber(all[3]) or 0
+    local out = {}
+    local pos = 4
+    for i = 1, n do
+        local cnt = tonumber(all[pos])
+        for j = #ARGV, 3, -1 do
+            ARGV[j] = nil
+        end
+        for j = 1, cnt do
+            ARGV[j + 2] = all[pos + j]
+        end
+        pos = pos + cnt + 1
+        local ok, r = pcall(one)
+        if not ok then
+            r = {err = type(r) == 'table' and r.err or tostring(r)}
+        elseif r == nil then
+            r = false
+        end
+        out[i] = r
+    end
+    return out
 end

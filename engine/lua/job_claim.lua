@@ -7,7 +7,8 @@
 -- runner restarted under the same id), unless an irreversible step was in flight.
 -- ARGV: 3 runner, 4 queue, 5 more (count), 6.. explicit uuids.
 -- Returns a list of jobs, each {uuid, fence, job fields (HGETALL), chain results,
--- onerror results, oncancel results, state (HGETALL)}.
+-- onerror results, oncancel results, state (HGETALL), server now, workflow document
+-- (false when the fields carry it: see job_doc)}.
 local runner, queue, more = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local rlist = P .. 'r:' .. runner .. ':jobs'
 local now = now_ms()
@@ -25,10 +26,14 @@ for _ = 1, more do
     candidates[#candidates + 1] = u
 end
 local out = {}
+local docs = {}
 for _, uuid in ipairs(candidates) do
     local k = jkey(uuid)
-    local ex = redis.call('HGET', k, 'execution')
-    local adopt = explicit[uuid] and ex == 'running' and redis.call('HGET', k, 'runner') == runner
+    local f = redis.call('HMGET', k, 'execution', 'runner', 'inflight', 'phase', 'idx', 'cancel',
+                         'timed_out', 'holds', 'started_at', 'timeout_ms', 'deadline', 'fence',
+                         'created_at', 'xk', 'lv')
+    local ex = f[1]
+    local adopt = explicit[uuid] and ex == 'running' and f[2] == runner
     if adopt then
         ex = 'queued'
         -- A runner restarted under the same id finds the job it held: if it had begun
@@ -36,34 +41,46 @@ for _, uuid in ipairs(candidates) do
         -- work, so the job fails with StepInterrupted, as tick.lua fails the same job
         -- of a runner that died for good. (A live runner that lost a claim's answer
         -- has begun no step under that claim, so this never stops it.)
-        local f = redis.call('HMGET', k, 'inflight', 'phase', 'idx')
-        if f[1] and f[1] == f[2] .. ':' .. f[3] then
-            interrupt(uuid, runner, 'restarted', f[1], now)
+        if f[3] and f[3] == f[4] .. ':' .. f[5] then
+            interrupt(uuid, runner, 'restarted', f[3], now)
             ex = 'failed'
         end
     end
     if ex ~= 'queued' and ex ~= 'retried' then
         -- Canceled, finished or deleted while queued: not ours to run.
         redis.call('LREM', rlist, 0, uuid)
-    elseif redis.call('HGET', k, 'cancel') == '1' or redis.call('HGET', k, 'timed_out') == '1'
-        or take_job_holds(uuid, runner, now) then
-        local fence = redis.call('HINCRBY', k, 'fence', 1)
-        redis.call('HSET', k, 'runner', runner)
-        if not redis.call('HGET', k, 'started_at') then
-            redis.call('HSET', k, 'started_at', now)
+    elseif f[6] == '1' or f[7] == '1' or not f[8] or f[8] == '' or
+        take_job_holds(uuid, runner, now) then
+        local fence = (tonumber(f[12]) or 0) + 1
+        local set = {'fence', fence, 'runner', runner, 'execution', 'running'}
+        if not f[9] then
+            set[#set + 1] = 'started_at'
+            set[#set + 1] = now
         end
-        local tmo = tonumber(redis.call('HGET', k, 'timeout_ms') or '0')
-        if tmo > 0 and not redis.call('HGET', k, 'deadline') then
-            redis.call('HSET', k, 'deadline', now + tmo)
+        local tmo = tonumber(f[10] or '0')
+        if tmo > 0 and not f[11] then
+            set[#set + 1] = 'deadline'
+            set[#set + 1] = now + tmo
             redis.call('ZADD', P .. 'deadlines', now + tmo, uuid)
         end
-        set_execution(uuid, 'running')
+        redis.call('HSET', k, unpack(set))
+        if adopt then
+            -- Still indexed as running: only the claim changed.
+        elseif f[1] ~= 'running' then
+            move_index(uuid, f[1], 'running', f[13])
+        end
         event(uuid, {type = 'running', runner = runner, fence = fence}, now)
-        out[#out + 1] = {uuid, fence, redis.call('HGETALL', k),
-                         redis.call('LRANGE', k .. ':res:0', 0, -1),
-                         redis.call('LRANGE', k .. ':res:1', 0, -1),
-                         redis.call('LRANGE', k .. ':res:2', 0, -1),
-                         redis.call('HGETALL', k .. ':state'), now}
+        local fields = redis.call('HGETALL', k)
+        local doc = job_doc(fields, docs)
+        if not f[9] then
+            -- It never ran: no results and no state yet.
+            out[#out + 1] = {uuid, fence, fields, {}, {}, {}, {}, now, doc}
+        else
+            out[#out + 1] = {uuid, fence, fields, redis.call('LRANGE', k .. ':res:0', 0, -1),
+                             redis.call('LRANGE', k .. ':res:1', 0, -1),
+                             redis.call('LRANGE', k .. ':res:2', 0, -1),
+                             redis.call('HGETALL', k .. ':state'), now, doc}
+        end
     end
 end
 return out

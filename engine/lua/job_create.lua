@@ -1,24 +1,52 @@
--- job_create.lua: stores a new job and queues it (or schedules it for exec_after).
--- ARGV: 3 uuid, 4 queue, 5 exec_after ms (0: now), 6 unique key ('' none),
---       7 locks version the caller checked the target against, 8 locks regex ('' none),
---       9 caller-built 'created' event JSON, 10.. field/value pairs stored as they are.
--- Returns {'OK', created_at, snapshot (see job_snapshot)}
+-- batched (see run_batch): stores new jobs and queues them (or schedules them for
+-- exec_after). Each item:
+-- ARGV: 3 workflow reference (uuid, name@version or name), 4 the workflow uuid the
+--       caller parsed for it ('' none yet), 5 uuid, 6 queue, 7 exec_after ms (0: now),
+--       8 unique key ('' none), 9 locks version the caller checked the target against,
+--       10 locks regex ('' none), 11 caller-built 'created' event JSON,
+--       12.. field/value pairs stored as they are.
+-- Answers {'OK', created_at, snapshot (see job_snapshot)}
+--       | {'WF', uuid, document} (the reference names this workflow, not the one the
+--         caller parsed: parse it and send again) | {'NOWF'} (no such workflow)
 --       | {'EXISTS'} (a job with this uuid is already stored)
 --       | {'CONFLICT', other uuid} | {'LOCKS', version, uuid1, regex1, ...}
-local uuid, queue = ARGV[3], ARGV[4]
-local exec_after, unique, seen, locks = tonumber(ARGV[5]), ARGV[6], ARGV[7], ARGV[8]
+-- The job shares its workflow's frozen document (wfdoc:<workflow uuid>, written by
+-- workflow_put.lua, or here for workflows stored before it did).
+local ref, wf_uuid, uuid, queue = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local exec_after, unique, seen, locks = tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
+local target = ''
+for i = 12, #ARGV, 2 do
+    if ARGV[i] == 'target' then
+        target = ARGV[i + 1]
+    end
+end
+local actual = resolve_workflow(ref)
+if not actual then
+    return {'NOWF'}
+end
+local dockey = P .. 'wfdoc:' .. actual
+if actual ~= wf_uuid then
+    local doc = redis.call('GET', dockey) or redis.call('HGET', P .. 'wf:' .. actual, 'doc')
+    if not doc then
+        return {'NOWF'}
+    end
+    return {'WF', actual, doc}
+end
 local k = jkey(uuid)
 if redis.call('EXISTS', k) == 1 then
     return {'EXISTS'}
 end
-local version = redis.call('GET', P .. 'locks:version') or '0'
-if version ~= seen then
-    local out = {'LOCKS', version}
-    local all = redis.call('HGETALL', P .. 'locks')
-    for i = 1, #all do
-        out[#out + 1] = all[i]
+-- Only a job with a target can match a lock.
+if target ~= '' then
+    local version = redis.call('GET', P .. 'locks:version') or '0'
+    if version ~= seen then
+        local out = {'LOCKS', version}
+        local all = redis.call('HGETALL', P .. 'locks')
+        for i = 1, #all do
+            out[#out + 1] = all[i]
+        end
+        return out
     end
-    return out
 end
 if unique ~= '' then
     local other = redis.call('HGET', P .. 'unique', unique)
@@ -29,30 +57,42 @@ if unique ~= '' then
         end
     end
 end
+local doc = redis.call('GET', dockey)
+if not doc then
+    doc = redis.call('HGET', P .. 'wf:' .. actual, 'doc')
+    redis.call('SET', dockey, doc)
+end
 local now = now_ms()
-local fields = {}
-for i = 10, #ARGV do
+-- lv: this layout (shared document, xk; see has_extra_keys).
+local fields = {'uuid', uuid, 'queue', queue, 'created_at', tostring(now), 'fence', '0', 'phase',
+                '0', 'idx', '0', 'attempt', '0', 'execution', 'queued', 'lv', '2'}
+for i = 12, #ARGV do
     fields[#fields + 1] = ARGV[i]
 end
-redis.call('HSET', k, 'uuid', uuid, 'queue', queue, 'created_at', now, 'fence', 0, 'phase', 0,
-           'idx', 0, 'attempt', 0, unpack(fields))
 if unique ~= '' then
-    redis.call('HSET', k, 'unique', unique)
+    fields[#fields + 1] = 'unique'
+    fields[#fields + 1] = unique
     redis.call('HSET', P .. 'unique', unique, uuid)
 end
 if locks ~= '' then
-    redis.call('HSET', k, 'locks', locks)
+    fields[#fields + 1] = 'locks'
+    fields[#fields + 1] = locks
     redis.call('HSET', P .. 'locks', uuid, locks)
     redis.call('INCR', P .. 'locks:version')
 end
-redis.call('ZADD', P .. 'jobs', now, uuid)
-redis.call('SADD', P .. 'queues', queue) -- queue names, for GET /metrics
-set_execution(uuid, 'queued')
-event_raw(uuid, ARGV[9])
 if exec_after > now then
-    redis.call('HSET', k, 'exec_after', exec_after)
+    fields[#fields + 1] = 'exec_after'
+    fields[#fields + 1] = tostring(exec_after)
+end
+redis.call('HSET', k, unpack(fields))
+redis.call('ZADD', P .. 'jobs', now, uuid)
+move_index(uuid, false, 'queued', now)
+redis.call('SADD', P .. 'queues', queue) -- queue names, for GET /metrics
+event_raw(uuid, ARGV[11])
+if exec_after > now then
     delay(uuid, exec_after)
 else
-    push_back(uuid)
+    redis.call('LPUSH', qkey(queue), uuid)
 end
-return {'OK', now, job_snapshot(uuid, now)}
+-- The new job's snapshot, from what was just written (nothing else exists yet).
+return {'OK', now, {fields, {}, {}, {}, {}, {}, now, {}, doc}}

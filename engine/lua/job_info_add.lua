@@ -13,6 +13,7 @@ if n >= max then
     return {'FULL', n}
 end
 n = redis.call('RPUSH', k .. ':info', entry)
+redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
 event(uuid, {type = 'info', index = n - 1}, now_ms())
 follow_job_expiry(uuid)
 return {'OK', n}

@@ -52,12 +52,13 @@ end
 
 local now = now_ms()
 local skipped = 0
+local docs = {} -- workflow documents, read once per call
 local out, last_time, last_uuid = list_page(key, limit, mtime, muuid, budget, matches,
     function(uuid)
         if skipped < offset then
             skipped = skipped + 1
             return nil
         end
-        return job_snapshot(uuid, now)
+        return job_snapshot(uuid, now, docs)
     end)
 return {redis.call('ZCARD', key), last_time, last_uuid, out}

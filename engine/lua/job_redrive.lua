@@ -46,6 +46,7 @@ if f[2] then
     redis.call('INCR', P .. 'locks:version')
 end
 redis.call('RPUSH', k .. ':history', ARGV[7])
+redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
 set_execution(uuid, 'queued')
 event(uuid, {type = 'redrive', index = idx}, now)
 push_front(uuid)

@@ -16,6 +16,7 @@ local now = now_ms()
 redis.call('HSET', k, 'resume', ARGV[4])
 redis.call('HDEL', k, 'wait_info')
 redis.call('RPUSH', k .. ':history', ARGV[5])
+redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
 set_execution(uuid, 'queued')
 event(uuid, {type = 'resumed'}, now)
 push_front(uuid)

@@ -1,6 +1,7 @@
--- step_commit.lua: commits one attempt's outcome and what the job does next, in one
--- round trip: the result entry, the job's state changes, the new cursor or the end of
--- the job, the release of the step's holds, and the event.
+-- batched (see run_batch): step_commit.lua commits attempts' outcomes and what each
+-- job does next, one item per job, in one round trip: the result entry, the job's
+-- state changes, the new cursor or the end of the job, the release of the step's
+-- holds, and the event. Each item:
 -- ARGV: 3 uuid, 4 runner, 5 fence, 6 phase, 7 idx, 8 action, 9 result entry JSON
 --       ('' none), 10 event JSON, 11 error JSON ('' keep), 12 n state pairs, then
 --       2n state key/value strings, then the action's arguments:
@@ -17,7 +18,10 @@
 local uuid, runner, fence = ARGV[3], ARGV[4], ARGV[5]
 local phase, idx, action = ARGV[6], ARGV[7], ARGV[8]
 local k = jkey(uuid)
-local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel')
+-- Every field this commit reads, in one call (FINISH_FIELDS for finish()).
+local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel',
+                       'step_holds', 'inflight', 'resume', 'created_at', 'unique', 'locks',
+                       'deadline', 'post_back_urls', 'xk', 'lv', 'blocked_on')
 if not cur[5] then
     return {'STALE', 'job deleted'}
 end
@@ -36,11 +40,31 @@ local now = now_ms()
 -- goes to the head of its queue, and the claim that takes it runs oncancel. (During
 -- oncancel the flag stays set and asks for nothing more.)
 local canceling = cur[6] == '1' and phase ~= '2'
+-- The job's own fields this commit sets, written in one call at the end.
+local set = {}
+local xk = cur[15]
+local function put(name, value)
+    set[#set + 1] = name
+    set[#set + 1] = value
+    if name == 'xk' then
+        xk = value
+    end
+end
+-- Moves the job to another execution (indexes and field).
+local function become(execution)
+    if cur[5] ~= execution then
+        move_index(uuid, cur[5], execution, cur[10])
+    end
+    put('execution', execution)
+end
 if ARGV[9] ~= '' then
     redis.call('RPUSH', k .. ':res:' .. phase, ARGV[9])
+    if phase ~= '0' then
+        put('xk', '1') -- res:1 or res:2 exists now
+    end
 end
 if ARGV[11] ~= '' then
-    redis.call('HSET', k, 'error', ARGV[11])
+    put('error', ARGV[11])
 end
 local nstate = tonumber(ARGV[12])
 local a = 13
@@ -50,35 +74,47 @@ if nstate > 0 then
         pairs_[#pairs_ + 1] = ARGV[i]
     end
     redis.call('HSET', k .. ':state', unpack(pairs_))
+    put('xk', '1')
 end
 a = a + 2 * nstate
 -- A resumed step's outcome is used once: the commit consumes it.
-redis.call('HDEL', k, 'inflight', 'resume')
+if cur[8] or cur[9] then
+    redis.call('HDEL', k, 'inflight', 'resume')
+end
 event_raw(uuid, ARGV[10])
 local rlist = P .. 'r:' .. runner .. ':jobs'
+-- Leaves the runner: off its list, no runner, queued again somewhere.
+local function leave_runner()
+    redis.call('LREM', rlist, 0, uuid)
+    redis.call('HDEL', k, 'runner')
+    become('queued')
+    rearm_deadline(uuid)
+end
+local function step_holds_release()
+    if cur[7] then
+        release_step_holds(uuid, now)
+    end
+end
 if action == 'next' or action == 'release' then
-    release_step_holds(uuid, now)
-    redis.call('HSET', k, 'phase', ARGV[a], 'idx', ARGV[a + 1], 'attempt', 0, 'polls', 0)
+    step_holds_release()
+    put('phase', ARGV[a])
+    put('idx', ARGV[a + 1])
+    put('attempt', 0)
+    put('polls', 0)
     if action == 'next' and ARGV[a + 2] and ARGV[a + 2] ~= '' then
-        redis.call('HSET', k, 'failed_at', ARGV[a + 2])
+        put('failed_at', ARGV[a + 2])
     end
     if action == 'release' then
-        redis.call('LREM', rlist, 0, uuid)
-        redis.call('HDEL', k, 'runner')
-        set_execution(uuid, 'queued')
-        rearm_deadline(uuid)
+        leave_runner()
         event(uuid, {type = 'released', runner = runner}, now)
         push_front(uuid)
     end
 elseif action == 'retry' then
     local d = tonumber(ARGV[a + 1])
-    redis.call('HSET', k, 'attempt', ARGV[a])
+    put('attempt', ARGV[a])
     if d > 0 then
-        release_step_holds(uuid, now)
-        redis.call('LREM', rlist, 0, uuid)
-        redis.call('HDEL', k, 'runner')
-        set_execution(uuid, 'queued')
-        rearm_deadline(uuid)
+        step_holds_release()
+        leave_runner()
         if canceling then
             push_front(uuid)
         else
@@ -87,29 +123,32 @@ elseif action == 'retry' then
     end
 elseif action == 'finish' then
     if ARGV[a + 1] ~= '' then
-        redis.call('HSET', k, 'failed_at', ARGV[a + 1])
+        put('failed_at', ARGV[a + 1])
     end
-    finish(uuid, ARGV[a], now)
+    if #set > 0 then
+        redis.call('HSET', k, unpack(set))
+        set = {}
+    end
+    finish(uuid, ARGV[a], now, {execution = cur[5], created_at = cur[10], runner = cur[1],
+                                unique = cur[11], locks = cur[12], deadline = cur[13],
+                                post_back_urls = cur[14], xk = xk,
+                                lv = cur[16], blocked_on = cur[17]})
 elseif action == 'wait' then
-    redis.call('LREM', rlist, 0, uuid)
-    redis.call('HDEL', k, 'runner')
     if canceling then
-        set_execution(uuid, 'queued')
-        rearm_deadline(uuid)
+        leave_runner()
         push_front(uuid)
     else
-        redis.call('HSET', k, 'wait_info', ARGV[a])
-        set_execution(uuid, 'waiting')
+        redis.call('LREM', rlist, 0, uuid)
+        redis.call('HDEL', k, 'runner')
+        put('wait_info', ARGV[a])
+        become('waiting')
         rearm_deadline(uuid)
         event(uuid, {type = 'waiting'}, now)
     end
 elseif action == 'requeue' then
-    redis.call('LREM', rlist, 0, uuid)
-    redis.call('HDEL', k, 'runner')
     redis.call('HINCRBY', k, 'polls', 1)
-    redis.call('HSET', k, 'requeue_info', ARGV[a + 1])
-    set_execution(uuid, 'queued')
-    rearm_deadline(uuid)
+    put('requeue_info', ARGV[a + 1])
+    leave_runner()
     if canceling then
         push_front(uuid)
     else
@@ -117,5 +156,8 @@ elseif action == 'requeue' then
     end
 else
     return redis.error_reply('ERR step_commit: unknown action ' .. action)
+end
+if #set > 0 then
+    redis.call('HSET', k, unpack(set))
 end
 return {'OK', cur[6] == '1' and 1 or 0}

@@ -3,12 +3,7 @@
 -- ARGV: 3 uuid, name@version or name
 -- Returns {uuid, doc} or {} when there is none.
 local ref = ARGV[3]
-local uuid = nil
-if redis.call('EXISTS', P .. 'wf:' .. ref) == 1 then
-    uuid = ref
-else
-    uuid = redis.call('HGET', P .. 'wf:index', ref) or redis.call('HGET', P .. 'wf:latest', ref)
-end
+local uuid = resolve_workflow(ref)
 if not uuid then
     return {}
 end

@@ -197,13 +197,109 @@ static void test_one_round_trip_per_step(void **state)
                         "return tonumber(string.match(redis.call('INFO','commandstats'),"
                         "'cmdstat_evalsha:calls=(%d+)'))");
     assert_string_equal(itest_execution(job), "succeeded");
-    /* 20 commits, the claim, the create's two scripts, the read, and heartbeats of the
-     * runner meanwhile (every 200 ms). Two round trips per step would be 40 or more. */
+    /* 20 commits, the claim, the create (two scripts the first time a client names a
+     * workflow), the read, and heartbeats of the runner meanwhile (every 200 ms). Two
+     * round trips per step would be 40 or more. */
     long long used = after - before;
     print_message("scripts run for a 20-step job: %lld\n", used);
     assert_true(used >= 20);
     assert_true(used <= 20 + 4 + 10);
     json_decref(job);
+}
+
+static long long evalsha_calls(void)
+{
+    return itest_redis_int(&W.redis, "EVAL %s 0",
+                           "return tonumber(string.match(redis.call('INFO','commandstats'),"
+                           "'cmdstat_evalsha:calls=(%d+)'))");
+}
+
+/* Creates made in one turn of the loop go to Redis together, and each gets its own
+ * answer: one refused create (a uuid already taken in the same batch) refuses only
+ * itself, and every other job is stored, runs and finishes. */
+static void test_creates_in_one_turn_share_a_call(void **state)
+{
+    (void)state;
+    put("{\"name\": \"batched\", \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
+    char uuid[40];
+    json_decref(run("batched", NULL, uuid)); /* this client has parsed the workflow */
+    enum { N = 50 };
+    itest_answer_t answers[N];
+    memset(answers, 0, sizeof answers);
+    char first[40];
+    tern_uuid_v4(first);
+    long long before = evalsha_calls();
+    for (int i = 0; i < N; i++) {
+        /* Jobs 0 and N-1 ask for the same uuid: the later one must be refused. */
+        job_create_req_t req = {.workflow = "batched", .uuid = i == 0 || i == N - 1 ? first : NULL};
+        job_ops_create(W.client.ops, &req, itest_on_answer, &answers[i]);
+    }
+    int created = 0;
+    json_t *jobs[N] = {0};
+    for (int i = 0; i < N; i++) {
+        int rc = itest_answer_wait(&W.client, &answers[i], &jobs[i], NULL, 0);
+        if (rc == 0)
+            created++;
+    }
+    long long calls = evalsha_calls() - before;
+    assert_int_equal(created, N - 1);
+    assert_int_equal(answers[N - 1].status, TERN_EEXIST);
+    assert_non_null(strstr(answers[N - 1].msg, "already exists"));
+    /* One call for the 50 creates, plus whatever the runner ran meanwhile (claims,
+     * commits, heartbeats): far fewer than one per create. */
+    print_message("script calls while 50 creates were answered: %lld\n", calls);
+    assert_true(calls < N / 2);
+    for (int i = 0; i < N - 1; i++) {
+        const char *u = json_string_value(json_object_get(jobs[i], "uuid"));
+        assert_non_null(u);
+        json_t *job = itest_wait_finished_ok(&W.client, u, 20000);
+        assert_string_equal(itest_execution(job), "succeeded");
+        json_decref(job);
+    }
+    for (int i = 0; i < N; i++)
+        json_decref(jobs[i]);
+}
+
+typedef struct raw_answer {
+    bool done;
+    int status;
+    char text[256]; /* the error, or the first element of the answer */
+} raw_answer_t;
+
+static void on_raw_answer(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    raw_answer_t *a = data;
+    a->done = true;
+    a->status = status;
+    const redisReply *first = store_reply_at(reply, 0);
+    snprintf(a->text, sizeof a->text, "%s",
+             status != 0           ? (errmsg ? errmsg : "")
+             : first && first->str ? first->str
+                                   : "");
+}
+
+/* A batched script call whose item fails (here a malformed commit) answers that item
+ * with the error and still runs the others of its batch. */
+static void test_a_failing_item_fails_alone(void **state)
+{
+    (void)state;
+    raw_answer_t bad = {0}, good = {0};
+    store_args_t a;
+    /* An item without arguments fails in the script (no job uuid to look up). */
+    store_args_init(&a);
+    assert_int_equal(store_eval(W.client.store, SCRIPT_STEP_COMMIT, &a, on_raw_answer, &bad), 0);
+    const char *args[] = {
+        "00000000-0000-4000-8000-00000000000a", "nobody", "1", "0", "0", "next", "", "{}", "", "0"};
+    for (size_t k = 0; k < TERN_ARRAY_SIZE(args); k++)
+        store_args_push(&a, args[k]);
+    assert_int_equal(store_eval(W.client.store, SCRIPT_STEP_COMMIT, &a, on_raw_answer, &good), 0);
+    store_args_dispose(&a);
+    assert_true(itest_client_run_until(&W.client, &good.done, 10000));
+    assert_true(bad.done);
+    assert_int_equal(bad.status, TERN_EINVAL);
+    assert_true(strlen(bad.text) > 0);
+    assert_int_equal(good.status, 0);
+    assert_string_equal(good.text, "STALE"); /* no such job: nothing to commit */
 }
 
 static void test_plugin_redis_namespace(void **state)
@@ -291,6 +387,8 @@ int main(void)
         cmocka_unit_test(test_fallback_after_retries),
         cmocka_unit_test(test_onerror_runs_with_the_error),
         cmocka_unit_test(test_one_round_trip_per_step),
+        cmocka_unit_test(test_creates_in_one_turn_share_a_call),
+        cmocka_unit_test(test_a_failing_item_fails_alone),
         cmocka_unit_test(test_plugin_redis_namespace),
         cmocka_unit_test(test_script_cache_lost),
         cmocka_unit_test(test_queued_job_keeps_its_workflow),
