@@ -97,6 +97,7 @@ static const setting_t settings[] = {
     {"postback_timeout_ms", NULL, K_U32, OFF(postback_timeout_ms), 10, 600000},
     {"retention_days", "--retention-days", K_U32, OFF(retention_days), 0, 36500},
     {"retention_ms", NULL, K_U32, OFF(retention_ms), 0, UINT32_MAX},
+    {"success_events_s", "--success-events-s", K_U32, OFF(success_events_s), 0, 3650u * 86400},
 };
 
 static const char usage_text[] =
@@ -107,7 +108,7 @@ static const char usage_text[] =
     "             [--lease-ms N] [--heartbeat-ms N] [--shutdown-grace-ms N]\n"
     "             [--log-level LEVEL] [--redis-server PATH] [--api-token-file FILE]\n"
     "             [--tls-cert FILE --tls-key FILE] [--max-body-bytes N]\n"
-    "             [--retention-days N] [--help] [--version]\n"
+    "             [--retention-days N] [--success-events-s N] [--help] [--version]\n"
     "\n"
     "  --config FILE          JSON file with the settings below (flags win over it)\n"
     "  --role ROLE            api, runner or both (default both)\n"
@@ -132,6 +133,9 @@ static const char usage_text[] =
     "  --max-body-bytes N     largest request body the API accepts (1048576)\n"
     "  --retention-days N     finished jobs (with their results and events) are deleted\n"
     "                         N days after they end (30); 0 keeps them forever\n"
+    "  --success-events-s N   a job that succeeded keeps its event stream N seconds after\n"
+    "                         it ends (60; its record keeps results and times); 0 keeps\n"
+    "                         it as long as the job\n"
     "  --help                 print this text\n"
     "  --version              print the version\n"
     "\n"
@@ -608,6 +612,7 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->postback_timeout_ms = 10000;
     c->retention_days = 30;
     c->retention_ms = 0;
+    c->success_events_s = 60;
     c->plugins = json_object();
     c->config_file = NULL;
 }

@@ -23,9 +23,6 @@
  *   "api_token_file": null       --api-token-file FILE  (or $TERN_API_TOKEN)
  *   "tls_cert": null, "tls_key": null  --tls-cert FILE --tls-key FILE
  *   "max_body_bytes": 1048576    --max-body-bytes N
- *   "api_token_file": null       --api-token-file FILE  (or $TERN_API_TOKEN)
- *   "tls_cert": null, "tls_key": null  --tls-cert FILE --tls-key FILE
- *   "max_body_bytes": 1048576    --max-body-bytes N
  *   "event_heartbeat_ms": 15000  (keep-alive of idle GET /jobs/:uuid/events streams)
  *   "postback_initial_ms": 1000  (post-backs: delay after the first failed attempt,
  *   "postback_max_ms": 300000     doubling up to this,
@@ -35,6 +32,10 @@
  *                                are deleted N days after they end; 0 keeps them forever)
  *   "retention_ms": 0            (for tests only: when > 0, the retention in ms instead
  *                                of retention_days; file only, not in the usage text)
+ *   "success_events_s": 60       --success-events-s N  (a job that succeeded keeps its
+ *                                event stream N s after it ends: its record tells the
+ *                                rest; failed and canceled jobs keep theirs as long as
+ *                                the job; 0 keeps every stream as long as its job)
  *
  * Unknown keys in the file and unknown flags are refused with a message naming them.
  */
@@ -81,9 +82,10 @@ typedef struct tern_config {
     uint32_t postback_max_ms;
     uint32_t postback_max_attempts;
     uint32_t postback_timeout_ms;
-    uint32_t retention_days; /* 0: finished jobs are kept forever */
-    uint32_t retention_ms;   /* for tests: when > 0, overrides retention_days */
-    char *config_file;       /* or NULL */
+    uint32_t retention_days;   /* 0: finished jobs are kept forever */
+    uint32_t retention_ms;     /* for tests: when > 0, overrides retention_days */
+    uint32_t success_events_s; /* 0: a succeeded job's events live as long as the job */
+    char *config_file;         /* or NULL */
 } tern_config_t;
 
 /* Fills *c with defaults, then the file named by --config (if any), then the flags.

@@ -295,12 +295,14 @@ static void on_read(redis_conn_t *c, redisReply *reply, void *data)
         if (rd->read_cb != NULL)
             rd->read_cb(rd->data, TERN_EIO, NULL, 0);
         else
-            rd->exists_cb(rd->data, TERN_EIO, false);
+            rd->exists_cb(rd->data, TERN_EIO, false, false);
         free(rd);
         return;
     }
     if (rd->exists_cb != NULL) {
-        rd->exists_cb(rd->data, 0, reply->type == REDIS_REPLY_INTEGER && reply->integer > 0);
+        /* The stream never outlives its job, so 1 is the job alone, 2 both. */
+        long long n = reply->type == REDIS_REPLY_INTEGER ? reply->integer : 0;
+        rd->exists_cb(rd->data, 0, n > 0, n > 1);
         free(rd);
         return;
     }
@@ -357,13 +359,14 @@ int event_hub_job_exists(event_hub_t *h, const char *uuid, event_hub_exists_cb c
 {
     if (h->closing)
         return TERN_ENOTCONN;
-    char key[64];
+    char key[64], events[80];
     snprintf(key, sizeof key, "tern:job:%s", uuid);
+    snprintf(events, sizeof events, "tern:job:%s:events", uuid);
     hub_read_t *rd = xcalloc(1, sizeof *rd);
     rd->exists_cb = cb;
     rd->data = data;
-    const char *argv[] = {"EXISTS", key};
-    if (redis_conn_command(h->reads, on_read, rd, 2, argv, NULL) != 0) {
+    const char *argv[] = {"EXISTS", key, events};
+    if (redis_conn_command(h->reads, on_read, rd, 3, argv, NULL) != 0) {
         free(rd);
         return TERN_ENOTCONN;
     }

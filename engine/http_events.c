@@ -34,6 +34,8 @@
 #include "common.h"
 #include "event_hub.h"
 #include "http_request.h"
+#include "job_history.h"
+#include "job_ops.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -56,6 +58,7 @@ typedef struct ev_stream {
     h2o_req_t *req;      /* NULL once stopped or after the final chunk */
     event_hub_t *hub;    /* NULL after the hub's SHUTDOWN */
     event_hub_watch_t *watch;
+    job_ops_t *ops; /* for the record of a job whose stream is gone */
     uv_timer_t heartbeat;
     uint32_t heartbeat_ms;
     char uuid[40];
@@ -68,6 +71,7 @@ typedef struct ev_stream {
     bool reading;         /* a read of the job's stream is in flight */
     bool read_wanted;     /* events may be waiting in Redis */
     bool last_finished;   /* the last event sent was the job's "finished" */
+    bool from_record;     /* the job's stream is gone: its record tells its events */
     bool ending;          /* send the final chunk once `pending` is out */
     bool done;            /* final chunk sent or stopped: h2o is not touched again */
     bool timer_open;
@@ -276,8 +280,66 @@ static void on_read(void *data, int status, const event_hub_entry_t *entries, si
     pump(s);
 }
 
+/* A stream id as two numbers, for ordering ("5" is 5-0); false when it is not one. */
+static bool stream_id_parse(const char *id, unsigned long long *ms, unsigned long long *seq)
+{
+    char *end;
+    *ms = strtoull(id, &end, 10);
+    *seq = 0;
+    if (*end == '-')
+        *seq = strtoull(end + 1, &end, 10);
+    return *end == '\0';
+}
+
+/* The events of a job whose stream is gone, told from its record, after the id the
+ * client resumes from (if any); then the stream ends (only a finished job loses its
+ * stream). */
+static void on_record(void *data, int status, const json_t *view, const char *message)
+{
+    ev_stream_t *s = data;
+    s->reading = false;
+    if (s->done) {
+        maybe_free(s);
+        return;
+    }
+    s->first_read_done = true;
+    s->ending = true;
+    if (status != 0) {
+        log_msg(TERN_LOG_WARN, "api", NULL, "event stream of job %s: reading its record: %s",
+                s->uuid, message ? message : "?");
+        s->why = "job record unreadable";
+        pump(s);
+        return;
+    }
+    unsigned long long from_ms = 0, from_seq = 0;
+    bool skip = strcmp(s->last_id, "0") != 0 && stream_id_parse(s->last_id, &from_ms, &from_seq);
+    json_t *history = job_history_from_view(view);
+    size_t i;
+    json_t *h;
+    json_array_foreach(history, i, h)
+    {
+        const char *id = json_string_value(json_object_get(h, "id"));
+        unsigned long long ms, seq;
+        if (skip && stream_id_parse(id, &ms, &seq) &&
+            (ms < from_ms || (ms == from_ms && seq <= from_seq)))
+            continue;
+        char *text = json_dumps(json_object_get(h, "event"), JSON_COMPACT);
+        event_hub_entry_t e = {.id = id, .json = text, .len = strlen(text)};
+        append_event(s, &e);
+        free(text);
+    }
+    json_decref(history);
+    pump(s);
+}
+
 static void read_page(ev_stream_t *s)
 {
+    if (s->from_record) {
+        s->read_wanted = false;
+        s->reading = true;
+        job_ops_get(s->ops, s->uuid, on_record, s);
+        return;
+    }
     s->read_wanted = false;
     if (event_hub_read(s->hub, s->uuid, s->last_id, s->resuming, PAGE_EVENTS, on_read, s) == 0) {
         s->reading = true;
@@ -355,7 +417,7 @@ static char *header_value(h2o_req_t *req, const char *name, size_t nlen)
     return xstrndup(v.base, v.len);
 }
 
-static void on_exists(void *data, int status, bool exists)
+static void on_exists(void *data, int status, bool exists, bool has_events)
 {
     ev_stream_t *s = data;
     api_req_t *r = s->r;
@@ -375,6 +437,7 @@ static void on_exists(void *data, int status, bool exists)
         stream_free(s);
         return;
     }
+    s->from_record = !has_events;
     /* From here on h2o's request is driven by the generator. */
     s->req = r->req;
     s->hub = api_event_hub(r);
@@ -418,6 +481,7 @@ static void get_events(api_req_t *r)
     }
     ev_stream_t *s = xcalloc(1, sizeof *s);
     s->r = r;
+    s->ops = api_ops(r);
     s->started_ns = r->started_ns;
     snprintf(s->uuid, sizeof s->uuid, "%s", uuid);
     snprintf(s->last_id, sizeof s->last_id, "%s", from != NULL ? from : "0");

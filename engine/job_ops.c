@@ -477,14 +477,25 @@ static void create_send(op_t *op)
     store_args_push(&a, op->wfc->uuid);
     store_args_push(&a, "params");
     store_args_push_json(&a, op->params);
-    store_args_push(&a, "target");
-    store_args_push(&a, op->target != NULL ? op->target : "");
-    store_args_push(&a, "timeout_ms");
-    store_args_push_u64(&a, wf->timeout_ms);
-    store_args_push(&a, "holds");
-    store_args_push(&a, holds);
-    store_args_push(&a, "has_oncancel");
-    store_args_push(&a, wf->n_steps[WF_ONCANCEL] > 0 ? "1" : "0");
+    /* Fields at their default (no target, no timeout, no holds, no oncancel) are not
+     * stored: every finished job keeps its hash, and readers take a missing field for
+     * the default. */
+    if (op->target != NULL) {
+        store_args_push(&a, "target");
+        store_args_push(&a, op->target);
+    }
+    if (wf->timeout_ms > 0) {
+        store_args_push(&a, "timeout_ms");
+        store_args_push_u64(&a, wf->timeout_ms);
+    }
+    if (holds[0] != '\0') {
+        store_args_push(&a, "holds");
+        store_args_push(&a, holds);
+    }
+    if (wf->n_steps[WF_ONCANCEL] > 0) {
+        store_args_push(&a, "has_oncancel");
+        store_args_push(&a, "1");
+    }
     if (op->post_back_urls != NULL) {
         store_args_push(&a, "post_back_urls");
         store_args_push_json(&a, op->post_back_urls);

@@ -66,6 +66,63 @@ static json_t *json_list(const redisReply *list)
     return a;
 }
 
+/* A stored time: ms since the epoch (stored that way since entries were made compact),
+ * shown as ISO text; older entries hold the text already. */
+static json_t *time_view(const json_t *t)
+{
+    if (!json_is_integer(t))
+        return t != NULL ? json_incref((json_t *)t) : json_null();
+    char iso[32];
+    tern_iso_time((uint64_t)json_integer_value(t), iso);
+    return json_string(iso);
+}
+
+/* The result entries of one phase in node-workflow's shape: {name, task, result,
+ * error, attempts, started_at, finished_at, ...}. Entries are stored without what the
+ * workflow (`steps`, the phase's array) or a default says: the task of the step of
+ * that name, a null error, one attempt. */
+static json_t *results_view(const redisReply *list, const json_t *steps)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; list != NULL && i < list->elements; i++) {
+        const redisReply *e = list->element[i];
+        json_t *stored = json_loadb(e->str, e->len, 0, NULL);
+        if (!json_is_object(stored)) {
+            json_decref(stored);
+            json_array_append_new(a, json_stringn(e->str, e->len));
+            continue;
+        }
+        json_t *name = json_object_get(stored, "name");
+        json_t *task = json_object_get(stored, "task");
+        size_t k;
+        json_t *step;
+        json_array_foreach(steps, k, step)
+        {
+            if (task != NULL)
+                break;
+            if (json_equal(json_object_get(step, "name"), name))
+                task = json_object_get(step, "task");
+        }
+        json_t *v = json_object();
+        json_object_set(v, "name", name != NULL ? name : json_null());
+        json_object_set(v, "task", task != NULL ? task : json_null());
+        json_t *result = json_object_get(stored, "result"),
+               *error = json_object_get(stored, "error");
+        json_object_set(v, "result", result != NULL ? result : json_null());
+        json_object_set(v, "error", error != NULL ? error : json_null());
+        json_object_set_new(v, "started_at", time_view(json_object_get(stored, "started_at")));
+        json_object_set_new(v, "finished_at", time_view(json_object_get(stored, "finished_at")));
+        json_t *attempts = json_object_get(stored, "attempts");
+        json_object_set_new(v, "attempts",
+                            attempts != NULL ? json_incref(attempts) : json_integer(1));
+        /* attempts, and step_error/fallback after a fallback ran. */
+        json_object_update_missing(v, stored);
+        json_array_append_new(a, v);
+        json_decref(stored);
+    }
+    return a;
+}
+
 json_t *job_view_from_reply(const redisReply *reply)
 {
     const redisReply *f = store_reply_at(reply, 0);
@@ -116,9 +173,12 @@ json_t *job_view_from_reply(const redisReply *reply)
         json_t *c = json_object_get(wf, chains[i]);
         json_object_set_new(v, chains[i], c != NULL ? json_incref(c) : json_array());
     }
-    json_object_set_new(v, "chain_results", json_list(store_reply_at(reply, 1)));
-    json_object_set_new(v, "onerror_results", json_list(store_reply_at(reply, 2)));
-    json_object_set_new(v, "oncancel_results", json_list(store_reply_at(reply, 3)));
+    json_object_set_new(v, "chain_results",
+                        results_view(store_reply_at(reply, 1), json_object_get(wf, "chain")));
+    json_object_set_new(v, "onerror_results",
+                        results_view(store_reply_at(reply, 2), json_object_get(wf, "onerror")));
+    json_object_set_new(v, "oncancel_results",
+                        results_view(store_reply_at(reply, 3), json_object_get(wf, "oncancel")));
     json_object_set_new(v, "created_at", field_time(f, "created_at"));
     json_object_set_new(v, "exec_after", field_time(f, "exec_after"));
     json_object_set_new(v, "started", started > 0 ? json_integer(started) : json_null());

@@ -598,6 +598,7 @@ int main(int argc, char **argv)
         .event_max_job = t.cfg.event_stream_max,
         .event_max_global = t.cfg.global_event_stream_max,
         .retention_ms = config_retention_ms(&t.cfg),
+        .success_events_ms = (uint64_t)t.cfg.success_events_s * 1000,
         .on_state = on_store_state,
         .data = &t,
     };

@@ -227,11 +227,6 @@ static json_t *parse_json_or_string(const char *s, size_t len)
     return v != NULL ? v : json_stringn(s, len);
 }
 
-static void iso_now(char out[32])
-{
-    tern_iso_time(tern_now_ms(), out);
-}
-
 static const wf_step_t *job_step(const run_job_t *j)
 {
     const wf_step_t *s = workflow_step_get(j->wf, (wf_phase_t)j->phase, j->idx);
@@ -476,17 +471,21 @@ static json_t *step_event(const run_job_t *j, const char *status, const json_t *
     return ev;
 }
 
-/* The chain_results entry of a finished step (node-workflow's shape plus attempts). */
+/* The chain_results entry of a finished step, as stored: node-workflow's shape plus
+ * attempts, less what job_view.c restores when it shows it (the task, from the
+ * workflow; a null error; one attempt; times as ISO text rather than the stored ms),
+ * since every
+ * finished job keeps one entry per step. */
 static json_t *step_entry(const run_job_t *j, const json_t *result, const json_t *error)
 {
     const wf_step_t *main = job_main_step(j);
-    char started[32], finished[32];
-    tern_iso_time(j->attempt_started_ms, started);
-    iso_now(finished);
-    json_t *e = json_pack("{s:s, s:s, s:O, s:O, s:I, s:s, s:s}", "name", main->name, "task",
-                          main->task, "result", result ? result : json_null(), "error",
-                          error ? error : json_null(), "attempts", (json_int_t)j->attempt + 1,
-                          "started_at", started, "finished_at", finished);
+    json_t *e = json_pack(
+        "{s:s, s:O, s:I, s:I}", "name", main->name, "result", result ? result : json_null(),
+        "started_at", (json_int_t)j->attempt_started_ms, "finished_at", (json_int_t)tern_now_ms());
+    if (j->attempt > 0) /* one attempt is the default the view restores */
+        json_object_set_new(e, "attempts", json_integer((json_int_t)j->attempt + 1));
+    if (error != NULL)
+        json_object_set(e, "error", (json_t *)error);
     if (j->in_fallback && j->step_error != NULL) {
         /* The step failed and its fallback ran: the step's error stays on record and
          * the fallback's outcome is the step's outcome. */

@@ -59,7 +59,8 @@ struct store {
     bool up;
     uint64_t last_rtt_us;
     char cap_job[16], cap_global[16];
-    char retention[24]; /* ms, the third argument of every script */
+    char retention[24];      /* ms, the third argument of every script */
+    char success_events[24]; /* ms, the fourth */
     /* Calls of batched scripts waiting for the next turn of the loop, per script, and
      * the idle handle that sends them (allocated on first use, freed when closed). */
     struct batch_item *pending[SCRIPT_COUNT], **pending_tail[SCRIPT_COUNT];
@@ -263,7 +264,8 @@ static int eval_now(store_t *s, store_script_t id, const store_args_t *args, sto
 {
     if (!s->up)
         return TERN_ENOTCONN;
-    const char *prefix[] = {"EVALSHA", s->sha[id], "0", s->cap_job, s->cap_global, s->retention};
+    const char *prefix[] = {"EVALSHA",    s->sha[id],       "0", s->cap_job, s->cap_global,
+                            s->retention, s->success_events};
     call_t *c = call_new(s, id, prefix, TERN_ARRAY_SIZE(prefix), args, cb, data);
     if (call_send(c) != 0) {
         free(c);
@@ -500,6 +502,8 @@ store_t *store_new(uv_loop_t *loop, const store_opts_t *opts)
     snprintf(s->cap_global, sizeof s->cap_global, "%u",
              opts->event_max_global ? opts->event_max_global : 100000u);
     snprintf(s->retention, sizeof s->retention, "%llu", (unsigned long long)opts->retention_ms);
+    snprintf(s->success_events, sizeof s->success_events, "%llu",
+             (unsigned long long)opts->success_events_ms);
     for (int i = 0; i < SCRIPT_COUNT; i++) {
         for (unsigned j = 0; j < store_lua_nscripts; j++)
             if (strcmp(store_lua_scripts[j].name, script_names[i]) == 0)

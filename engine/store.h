@@ -47,11 +47,11 @@
  *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
  *
  * Job fields: uuid, name, version, workflow_uuid (its document is wfdoc:<uuid>; jobs
- * stored before that carry it in a field `workflow`), params (JSON), target, queue, execution, created_at, exec_after, started_at,
- * finished_at, timeout_ms, deadline, runner, fence (claim counter: a runner's writes
- * carry the fence it claimed with, so a runner that lost its lease cannot write; bumped
- * also when a claim is revoked: the job re-queued or failed with StepInterrupted),
- * phase, idx (the cursor: the step to run next), attempt (failed attempts of that
+ * stored before that carry it in a field `workflow`), params (JSON), target, queue, execution,
+ * created_at, exec_after, started_at, finished_at, timeout_ms, deadline, runner, fence (claim
+ * counter: a runner's writes carry the fence it claimed with, so a runner that lost its lease
+ * cannot write; bumped also when a claim is revoked: the job re-queued or failed with
+ * StepInterrupted), phase, idx (the cursor: the step to run next), attempt (failed attempts of that
  * step), polls, retried (times re-queued after a runner died), error (last error
  * JSON), failed_at ("<phase>:<idx>"), holds (job-level, "<capacity> <resource>"
  * lines, expanded at creation), step_holds, blocked_on, inflight (an irreversible
@@ -95,11 +95,13 @@ typedef void (*store_state_cb)(store_t *s, bool up, void *data);
 
 typedef struct store_opts {
     const redis_addr_t *addr;
-    const char *name;          /* connection name prefix: "runner-1" */
-    uint32_t event_max_job;    /* events kept per job */
-    uint32_t event_max_global; /* events kept in the global stream */
-    uint64_t retention_ms;     /* finished jobs expire after this; 0 keeps them */
-    store_state_cb on_state;   /* may be NULL */
+    const char *name;           /* connection name prefix: "runner-1" */
+    uint32_t event_max_job;     /* events kept per job */
+    uint32_t event_max_global;  /* events kept in the global stream */
+    uint64_t retention_ms;      /* finished jobs expire after this; 0 keeps them */
+    uint64_t success_events_ms; /* a succeeded job's event stream expires after this (0:
+                                 * with the job) */
+    store_state_cb on_state;    /* may be NULL */
     void *data;
 } store_opts_t;
 
@@ -158,14 +160,13 @@ bool store_is_up(const store_t *s);
 const redis_addr_t *store_addr(const store_t *s);
 
 /* Runs script `id` with the script arguments in `args` (copied; the store prepends
- * the event caps and the retention). `cb` runs exactly once unless the call returns
- * non-zero, in which case it does not run at all (TERN_ENOTCONN).
- * The scripts marked "-- batched" (job_create, step_commit) are not sent at once: the
- * call waits for the next turn of the loop and goes to Redis in one script call with
- * every other call of that script made meanwhile (up to STORE_BATCH_MAX), so that many
- * jobs share one round trip and one script run; `cb` gets this call's own element of
- * the answer (an item's Lua error as TERN_EINVAL), or TERN_ENOTCONN when the batch
- * could not be sent. */
+ * the event caps, the retention and the events' time after a success). `cb` runs exactly once
+ * unless the call returns non-zero, in which case it does not run at all (TERN_ENOTCONN). The
+ * scripts marked "-- batched" (job_create, step_commit) are not sent at once: the call waits for
+ * the next turn of the loop and goes to Redis in one script call with every other call of that
+ * script made meanwhile (up to STORE_BATCH_MAX), so that many jobs share one round trip and one
+ * script run; `cb` gets this call's own element of the answer (an item's Lua error as TERN_EINVAL),
+ * or TERN_ENOTCONN when the batch could not be sent. */
 int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
                void *data);
 

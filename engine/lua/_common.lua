@@ -3,7 +3,8 @@
 --
 -- Conventions of every script: ARGV[1] and ARGV[2] are the caps of the per-job and
 -- the global event streams, ARGV[3] the retention of finished jobs in ms (0: kept
--- forever); this file takes the retention out of ARGV, so script arguments start at
+-- forever), ARGV[4] how long a succeeded job keeps its event stream (0: as long as
+-- the job); this file takes those two out of ARGV, so script arguments start at
 -- ARGV[3] as seen by each script. Times come from the
 -- Redis server's clock (TIME), so leases and due times compare on one clock whatever
 -- the runners' clocks say. Payloads that C built (results, params, workflow documents)
@@ -14,6 +15,7 @@ local P = 'tern:'
 local MAXLEN_JOB = ARGV[1]
 local MAXLEN_ALL = ARGV[2]
 local RETENTION_MS = tonumber(table.remove(ARGV, 3)) or 0
+local SUCCESS_EVENTS_MS = tonumber(table.remove(ARGV, 3)) or 0
 
 -- The server's time, read once per script call: every item of a batch and every
 -- write of one call carry the same time, as if they happened at once (they do).
@@ -330,6 +332,13 @@ local function finish(uuid, execution, now, f)
     end
     if RETENTION_MS > 0 then
         expire_job(uuid, RETENTION_MS, now, extra)
+    end
+    -- A success's story is in its record (results, times, history): its events are
+    -- kept a short while for watchers, then GET /jobs/:uuid/events tells it from the
+    -- record. A failure keeps its events (retries, progress) for whoever looks into it.
+    if execution == 'succeeded' and SUCCESS_EVENTS_MS > 0 and
+        (RETENTION_MS == 0 or SUCCESS_EVENTS_MS < RETENTION_MS) then
+        redis.call('PEXPIRE', k .. ':events', SUCCESS_EVENTS_MS)
     end
 end
 

@@ -21,7 +21,7 @@ local k = jkey(uuid)
 -- Every field this commit reads, in one call (FINISH_FIELDS for finish()).
 local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel',
                        'step_holds', 'inflight', 'resume', 'created_at', 'unique', 'locks',
-                       'deadline', 'post_back_urls', 'xk', 'lv', 'blocked_on')
+                       'deadline', 'post_back_urls', 'xk', 'lv', 'blocked_on', 'polls')
 if not cur[5] then
     return {'STALE', 'job deleted'}
 end
@@ -100,7 +100,9 @@ if action == 'next' or action == 'release' then
     put('phase', ARGV[a])
     put('idx', ARGV[a + 1])
     put('attempt', 0)
-    put('polls', 0)
+    if cur[18] and cur[18] ~= '0' then
+        put('polls', 0)
+    end
     if action == 'next' and ARGV[a + 2] and ARGV[a + 2] ~= '' then
         put('failed_at', ARGV[a + 2])
     end

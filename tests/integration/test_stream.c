@@ -222,6 +222,10 @@ static const char *const STEPS_WF =
     " {\"name\": \"c\", \"task\": \"core.log\", \"args\": {\"msg\": \"c\"}},"
     " {\"name\": \"d\", \"task\": \"core.sleep\", \"args\": {\"ms\": 400}}]}";
 
+static const char *const FAILS_WF =
+    "{\"name\": \"stream-fails\", \"version\": \"1.0.0\", \"chain\": ["
+    " {\"name\": \"boom\", \"task\": \"core.fail\", \"args\": {\"code\": \"Boom\"}}]}";
+
 static const char *const SLOW_WF =
     "{\"name\": \"stream-slow\", \"version\": \"1.0.0\", \"chain\": ["
     " {\"name\": \"wait\", \"task\": \"core.sleep\", \"args\": {\"ms\": 60000}}]}";
@@ -233,6 +237,7 @@ static int group_setup(void **state)
     itest_world_start(&W, "s1", "{\"event_heartbeat_ms\": 200}", NULL);
     char msg[1024];
     if (itest_workflow_put(&W.client, STEPS_WF, NULL, msg, sizeof msg) != 0 ||
+        itest_workflow_put(&W.client, FAILS_WF, NULL, msg, sizeof msg) != 0 ||
         itest_workflow_put(&W.client, SLOW_WF, NULL, msg, sizeof msg) != 0)
         fail_msg("workflow refused: %s", msg);
     return 0;
@@ -417,6 +422,76 @@ static void test_sse_and_resume(void **state)
     json_decref(all);
 }
 
+/* A job that succeeded keeps its event stream a while only (success_events_s, 60 s
+ * here); after that its events are told from its record: the same story (created,
+ * running, each step with its name and task, finished), marked "from_record", and
+ * resumable by id like a stream. */
+static void test_history_from_the_record(void **state)
+{
+    (void)state;
+    char uuid[40];
+    create("stream-steps", uuid);
+    json_t *job = itest_wait_finished(&W.client, uuid, 15000);
+    assert_non_null(job);
+    json_decref(job);
+    long long ttl = itest_redis_int(&W.redis, "PTTL tern:job:%s:events", uuid);
+    assert_true(ttl > 0 && ttl <= 60000);
+    json_t *stored = itest_events(&W.client, uuid);
+    /* What the expiry does, without waiting a minute for it. */
+    assert_int_equal(itest_redis_int(&W.redis, "DEL tern:job:%s:events", uuid), 1);
+
+    char path[160];
+    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
+    const char *sse[] = {"Accept: text/event-stream", NULL};
+    stream_t s;
+    stream_whole(&s, path, sse, 10000);
+    assert_int_equal(s.result, CURLE_OK);
+    assert_int_equal(s.status, 200);
+    json_t *told = parse_sse(s.body);
+    free(s.body);
+    /* The stored stream had exactly these events: created, running, 4 steps, finished. */
+    assert_int_equal(json_array_size(told), json_array_size(stored));
+    for (size_t i = 0; i < json_array_size(told); i++) {
+        json_t *a = json_array_get(stored, i);
+        json_t *b = json_object_get(json_array_get(told, i), "event");
+        assert_string_equal(type_of(b), type_of(a));
+        assert_true(json_is_true(json_object_get(b, "from_record")));
+        assert_string_equal(json_string_value(json_object_get(b, "job")), uuid);
+        static const char *const same[] = {"name", "task", "index", "status", "execution"};
+        for (size_t k = 0; k < TERN_ARRAY_SIZE(same); k++) {
+            json_t *x = json_object_get(a, same[k]), *y = json_object_get(b, same[k]);
+            if (x != NULL || y != NULL)
+                assert_true(json_equal(x, y));
+        }
+    }
+    /* Resuming after the third event gives the rest. */
+    const char *third = json_string_value(json_object_get(json_array_get(told, 2), "id"));
+    char hdr[96];
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s", third);
+    const char *resume[] = {"Accept: text/event-stream", hdr, NULL};
+    stream_whole(&s, path, resume, 10000);
+    json_t *rest = parse_sse(s.body);
+    free(s.body);
+    assert_int_equal(json_array_size(rest), json_array_size(told) - 3);
+    assert_true(json_equal(json_array_get(rest, 0), json_array_get(told, 3)));
+    json_decref(rest);
+    json_decref(told);
+    json_decref(stored);
+
+    /* A job that failed keeps its stream as long as the job itself. */
+    char failed[40];
+    char msg[1024];
+    if (itest_job_create(&W.client, "stream-fails", NULL, NULL, 0, NULL, failed, msg, sizeof msg) !=
+        0)
+        fail_msg("job refused: %s", msg);
+    job = itest_wait_finished(&W.client, failed, 15000);
+    assert_string_equal(itest_execution(job), "failed");
+    json_decref(job);
+    long long kept = itest_redis_int(&W.redis, "PTTL tern:job:%s:events", failed);
+    long long job_ttl = itest_redis_int(&W.redis, "PTTL tern:job:%s", failed);
+    assert_true(kept == job_ttl || kept > 60000 || kept == -1);
+}
+
 static void test_unknown_job_and_bad_ids(void **state)
 {
     (void)state;
@@ -549,6 +624,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ndjson_history_then_live),
         cmocka_unit_test(test_sse_and_resume),
+        cmocka_unit_test(test_history_from_the_record),
         cmocka_unit_test(test_unknown_job_and_bad_ids),
         cmocka_unit_test(test_vanished_clients_are_freed),
         cmocka_unit_test(test_shutdown_ends_streams),
