@@ -79,6 +79,10 @@ end
 -- stored last), or nil. Answers are kept for the rest of the call (a batch of creates
 -- names one workflow many times).
 local WF_REFS = {}
+-- Within one call: workflow documents read (by workflow uuid) and queue names known to
+-- be in the set of queues.
+local WF_DOCS = {}
+local QUEUES_SEEN = {}
 local function resolve_workflow(ref)
     local uuid = WF_REFS[ref]
     if uuid ~= nil then
@@ -235,15 +239,16 @@ local function has_extra_keys(xk, lv)
     return xk == '1' or not lv
 end
 
--- Gives every key of a finished job the expiry `ms` from now, and records when the job
--- expires so that tick.lua can take it out of the indexes afterwards.
-local function expire_job(uuid, ms, now, extra)
+-- Gives every key of a finished job the expiry `ms` from now (its event stream
+-- `events_ms`), and records when the job expires so that tick.lua can take it out of
+-- the indexes afterwards.
+local function expire_job(uuid, ms, now, extra, events_ms)
     local k = jkey(uuid)
     for i, suffix in ipairs(JOB_KEY_SUFFIXES) do
         if i > COMMON_KEYS and not extra then
             break
         end
-        redis.call('PEXPIRE', k .. suffix, ms)
+        redis.call('PEXPIRE', k .. suffix, suffix == ':events' and events_ms or ms)
     end
     redis.call('ZADD', P .. 'expiring', now + ms, uuid)
 end
@@ -330,15 +335,18 @@ local function finish(uuid, execution, now, f)
             redis.call('PUBLISH', P .. 'postbacks:wake', tostring(now))
         end
     end
-    if RETENTION_MS > 0 then
-        expire_job(uuid, RETENTION_MS, now, extra)
-    end
     -- A success's story is in its record (results, times, history): its events are
     -- kept a short while for watchers, then GET /jobs/:uuid/events tells it from the
     -- record. A failure keeps its events (retries, progress) for whoever looks into it.
+    local events_ms = RETENTION_MS
     if execution == 'succeeded' and SUCCESS_EVENTS_MS > 0 and
         (RETENTION_MS == 0 or SUCCESS_EVENTS_MS < RETENTION_MS) then
-        redis.call('PEXPIRE', k .. ':events', SUCCESS_EVENTS_MS)
+        events_ms = SUCCESS_EVENTS_MS
+    end
+    if RETENTION_MS > 0 then
+        expire_job(uuid, RETENTION_MS, now, extra, events_ms)
+    elseif events_ms > 0 then
+        redis.call('PEXPIRE', k .. ':events', events_ms)
     end
 end
 

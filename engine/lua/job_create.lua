@@ -57,10 +57,14 @@ if unique ~= '' then
         end
     end
 end
-local doc = redis.call('GET', dockey)
+local doc = WF_DOCS[actual]
 if not doc then
-    doc = redis.call('HGET', P .. 'wf:' .. actual, 'doc')
-    redis.call('SET', dockey, doc)
+    doc = redis.call('GET', dockey)
+    if not doc then
+        doc = redis.call('HGET', P .. 'wf:' .. actual, 'doc')
+        redis.call('SET', dockey, doc)
+    end
+    WF_DOCS[actual] = doc
 end
 local now = now_ms()
 -- lv: this layout (shared document, xk; see has_extra_keys).
@@ -87,7 +91,10 @@ end
 redis.call('HSET', k, unpack(fields))
 redis.call('ZADD', P .. 'jobs', now, uuid)
 move_index(uuid, false, 'queued', now)
-redis.call('SADD', P .. 'queues', queue) -- queue names, for GET /metrics
+if not QUEUES_SEEN[queue] then
+    redis.call('SADD', P .. 'queues', queue) -- queue names, for GET /metrics
+    QUEUES_SEEN[queue] = true
+end
 event_raw(uuid, ARGV[11])
 if exec_after > now then
     delay(uuid, exec_after)
