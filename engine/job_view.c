@@ -111,7 +111,15 @@ static json_t *results_view(const redisReply *list, const json_t *steps)
         json_object_set(v, "result", result != NULL ? result : json_null());
         json_object_set(v, "error", error != NULL ? error : json_null());
         json_object_set_new(v, "started_at", time_view(json_object_get(stored, "started_at")));
-        json_object_set_new(v, "finished_at", time_view(json_object_get(stored, "finished_at")));
+        /* Entries store the duration ("ms"); older ones the end itself. */
+        json_t *started = json_object_get(stored, "started_at"),
+               *ms = json_object_get(stored, "ms");
+        json_t *end = json_is_integer(started) && json_is_integer(ms)
+                          ? json_integer(json_integer_value(started) + json_integer_value(ms))
+                          : json_incref(json_object_get(stored, "finished_at"));
+        json_object_set_new(v, "finished_at", time_view(end));
+        json_decref(end);
+        json_object_del(stored, "ms");
         json_t *attempts = json_object_get(stored, "attempts");
         json_object_set_new(v, "attempts",
                             attempts != NULL ? json_incref(attempts) : json_integer(1));

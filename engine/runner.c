@@ -473,15 +473,16 @@ static json_t *step_event(const run_job_t *j, const char *status, const json_t *
 
 /* The chain_results entry of a finished step, as stored: node-workflow's shape plus
  * attempts, less what job_view.c restores when it shows it (the task, from the
- * workflow; a null error; one attempt; times as ISO text rather than the stored ms),
- * since every
+ * workflow; a null error; one attempt; times as ISO text rather than the stored ms;
+ * finished_at from the stored duration "ms"), since every
  * finished job keeps one entry per step. */
 static json_t *step_entry(const run_job_t *j, const json_t *result, const json_t *error)
 {
     const wf_step_t *main = job_main_step(j);
-    json_t *e = json_pack(
-        "{s:s, s:O, s:I, s:I}", "name", main->name, "result", result ? result : json_null(),
-        "started_at", (json_int_t)j->attempt_started_ms, "finished_at", (json_int_t)tern_now_ms());
+    uint64_t now = tern_now_ms(), start = j->attempt_started_ms;
+    json_t *e = json_pack("{s:s, s:O, s:I, s:I}", "name", main->name, "result",
+                          result ? result : json_null(), "started_at", (json_int_t)start, "ms",
+                          (json_int_t)(now > start ? now - start : 0));
     if (j->attempt > 0) /* one attempt is the default the view restores */
         json_object_set_new(e, "attempts", json_integer((json_int_t)j->attempt + 1));
     if (error != NULL)

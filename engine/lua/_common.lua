@@ -410,6 +410,9 @@ local function job_snapshot(uuid, now, docs)
     if #fields == 0 then
         return nil
     end
+    -- Jobs of layout 2 do not store their uuid (it is in the key): readers get it here.
+    fields[#fields + 1] = 'uuid'
+    fields[#fields + 1] = uuid
     local xk, lv = nil, nil
     for i = 1, #fields, 2 do
         if fields[i] == 'xk' then

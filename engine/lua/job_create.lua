@@ -68,8 +68,8 @@ if not doc then
 end
 local now = now_ms()
 -- lv: this layout (shared document, xk; see has_extra_keys).
-local fields = {'uuid', uuid, 'queue', queue, 'created_at', tostring(now), 'fence', '0', 'phase',
-                '0', 'idx', '0', 'attempt', '0', 'execution', 'queued', 'lv', '2'}
+local fields = {'queue', queue, 'created_at', tostring(now), 'fence', '0', 'phase', '0', 'idx',
+                '0', 'attempt', '0', 'execution', 'queued', 'lv', '2'}
 for i = 12, #ARGV do
     fields[#fields + 1] = ARGV[i]
 end
@@ -89,6 +89,9 @@ if exec_after > now then
     fields[#fields + 1] = tostring(exec_after)
 end
 redis.call('HSET', k, unpack(fields))
+-- The uuid is the key's; readers get it with the fields (see job_snapshot).
+table.insert(fields, 1, uuid)
+table.insert(fields, 1, 'uuid')
 redis.call('ZADD', P .. 'jobs', now, uuid)
 move_index(uuid, false, 'queued', now)
 if not QUEUES_SEEN[queue] then

@@ -15,13 +15,31 @@
  * 10-step job), f-create and f-read (HTTP creates and reads, 64 keep-alive connections).
  * The end-to-end clocks start at the first submission and stop at the last "finished"
  * event on the global stream. Every wait is bounded.
+ *
+ * The scaling study (tests/bench/scale.sh) uses scale-jobs, scale-steps, scale-params and
+ * scale-runners: N jobs through the bulk path, shaped by the environment:
+ *   BENCH_STEPS         no-op steps per job (default 1)
+ *   BENCH_PARAMS_BYTES  length of the one string value in each job's params (default 0:
+ *                       no params)
+ *   BENCH_RUNNERS       ternd processes (default 1): the first runs API and runner, the
+ *                       others `--role runner`, each with --concurrency 1000
+ * The four names run the same code and differ only in which of N, BENCH_STEPS,
+ * BENCH_PARAMS_BYTES or BENCH_RUNNERS is reported as "x" on each line, so that the report
+ * can group the lines by the parameter that varied; each line also carries the whole
+ * shape ("n", "steps", "params_bytes", "runners"). Metrics: jobs_per_s, steps_per_s,
+ * bytes_per_job (Redis used_memory growth, the capped global stream left out), rss_mb
+ * (the largest peak RSS of the ternds), and redis_cpu_pct, ternd_cpu_pct, client_cpu_pct
+ * (CPU time over wall time; the client is this process: the creates and the thread that
+ * counts "finished" events on the global stream).
  */
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,8 +50,11 @@
 #include "events.h"
 #include "harness.h"
 
-#define HTTP_CONNS 64
-#define WAIT_MS    300000u /* the bound of any one scenario's wait */
+#define HTTP_CONNS  64
+#define WAIT_MS     300000u      /* the bound of any one scenario's wait */
+#define MAX_RUNNERS 16           /* BENCH_RUNNERS: more would only oversubscribe the cores */
+#define MAX_STEPS   1000         /* BENCH_STEPS */
+#define MAX_PARAMS  (200 * 1024) /* BENCH_PARAMS_BYTES: under job_ops' 256 KiB limit */
 
 static const char *scenario = "";
 static const char *redis_url = "";
@@ -47,12 +68,26 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void emit(const char *scen, const char *metric, double value)
+/* The whole shape of a scale-* run, appended to its lines so that each is self-describing
+ * (set by run_scale). */
+static char scale_shape[160] = "";
+
+/* One measurement line; `x` (the varied parameter of a scale-* scenario) and the shape
+ * are left out when x is NAN. */
+static void emit_x(const char *scen, const char *metric, double value, double x)
 {
     printf("{\"system\": \"tern\", \"scenario\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, "
-           "\"rep\": %d}\n",
+           "\"rep\": %d",
            scen, metric, value, rep);
+    if (!isnan(x))
+        printf(", \"x\": %.0f%s", x, scale_shape);
+    printf("}\n");
     fflush(stdout);
+}
+
+static void emit(const char *scen, const char *metric, double value)
+{
+    emit_x(scen, metric, value, NAN);
 }
 
 /* ---- the HTTP client: curl multi, HTTP_CONNS requests in flight ------------------ */
@@ -148,6 +183,9 @@ static void *blast_run(void *arg)
 typedef struct bench {
     itest_client_t c;
     itest_ternd_t t;
+    itest_ternd_t more[MAX_RUNNERS - 1]; /* runner-only ternds of scale-*, n_more started */
+    int n_more;
+    struct tail *tail; /* scale-*: the global stream's follower thread, or NULL */
     itest_dir_t dir;
     itest_redis_t r; /* filled from the URL; tern did not start this Redis */
     events_follow_t *follow;
@@ -202,8 +240,12 @@ static void world_start(bench_t *b)
     b->r.port = colon != NULL ? atoi(colon + 1) : 6379;
     char id[64];
     snprintf(id, sizeof id, "bench-%d", (int)getpid());
-    const char *extra[] = {"--concurrency", "1000",        "--lease-ms", "10000", "--heartbeat-ms",
-                           "2000",          "--log-level", "info",       NULL};
+    /* Scenario e measures jobs at rest: their own event streams (kept 60 s after a
+     * success by default) gone within seconds. */
+    const char *success_events = strcmp(scenario, "e") == 0 ? "2" : "60";
+    const char *extra[] = {"--concurrency",      "1000",         "--lease-ms",  "10000",
+                           "--heartbeat-ms",     "2000",         "--log-level", "info",
+                           "--success-events-s", success_events, NULL};
     itest_ternd_start(&b->t, &b->r, &b->dir, id, extra);
     itest_client_open(&b->c, &b->r);
     itest_workflow_put_ok(&b->c, "{\"name\": \"bench-noop-1\", \"chain\": "
@@ -215,20 +257,166 @@ static void world_start(bench_t *b)
     itest_client_run_until(&b->c, &never, 300);
 }
 
+/* ---- a follower of the global stream on a thread of its own ------------------------ */
+
+/* events_follow reads 100 entries per round trip on the client's loop. While that loop
+ * is busy with the answers to a burst of creates, the follower can fall further behind
+ * than the global stream's cap (100,000 entries), and the trimmed "finished" events are
+ * never seen: a 100,000-job burst lost some that way. The scale-* runs count on this
+ * thread instead: a blocking connection of its own that takes up to 10,000 entries per
+ * call and wakes the client's loop (uv_async) when it is ready and when it is done. */
+typedef struct tail {
+    int port;
+    int want;        /* "finished" events to count */
+    double deadline; /* on the now_s() clock */
+    pthread_t th;
+    bool started;
+    uv_async_t wake;
+    atomic_bool ready, stop, done;
+    atomic_int finished; /* written by the thread only */
+    double t_done;       /* when the want-th "finished" event was read */
+    char err[256];       /* why it stopped early, or "" */
+} tail_t;
+
+static void on_tail_wake(uv_async_t *a)
+{
+    (void)a; /* only there to return from uv_run */
+}
+
+static void tail_finish(tail_t *t, const char *err)
+{
+    if (err != NULL)
+        snprintf(t->err, sizeof t->err, "%s", err);
+    atomic_store(&t->done, true);
+    uv_async_send(&t->wake);
+}
+
+static void *tail_run(void *arg)
+{
+    tail_t *t = arg;
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", t->port, tv);
+    if (c == NULL || c->err) {
+        tail_finish(t, "cannot connect to Redis");
+        if (c != NULL)
+            redisFree(c);
+        return NULL;
+    }
+    /* Replies to a BLOCK of 500 ms come well within this. */
+    struct timeval rtv = {5, 0};
+    redisSetTimeout(c, rtv);
+    /* The newest entry is where counting starts (the stream may not exist yet). */
+    char last[64] = "0-0";
+    redisReply *r = redisCommand(c, "XREVRANGE tern:events + - COUNT 1");
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+        r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements >= 1)
+        snprintf(last, sizeof last, "%s", r->element[0]->element[0]->str);
+    if (r != NULL)
+        freeReplyObject(r);
+    atomic_store(&t->ready, true);
+    uv_async_send(&t->wake);
+    while (!atomic_load(&t->stop) && atomic_load(&t->finished) < t->want && now_s() < t->deadline) {
+        r = redisCommand(c, "XREAD COUNT 10000 BLOCK 500 STREAMS tern:events %s", last);
+        if (r == NULL) {
+            tail_finish(t, "XREAD failed");
+            redisFree(c);
+            return NULL;
+        }
+        /* [[key, [[id, [field, value]], ...]]], or nil when the BLOCK timed out. */
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements == 2) {
+            const redisReply *entries = r->element[0]->element[1];
+            for (size_t i = 0; i < entries->elements; i++) {
+                const redisReply *e = entries->element[i];
+                snprintf(last, sizeof last, "%s", e->element[0]->str);
+                const redisReply *fv = e->element[1];
+                if (fv->elements < 2)
+                    continue;
+                json_t *ev = json_loadb(fv->element[1]->str, fv->element[1]->len, 0, NULL);
+                const char *type = json_string_value(json_object_get(ev, "type"));
+                if (type != NULL && strcmp(type, "finished") == 0 &&
+                    atomic_fetch_add(&t->finished, 1) + 1 == t->want)
+                    t->t_done = now_s();
+                json_decref(ev);
+            }
+        }
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    bool short_ = atomic_load(&t->finished) < t->want && !atomic_load(&t->stop);
+    tail_finish(t, short_ ? "time bound reached" : NULL);
+    return NULL;
+}
+
+/* Starts the thread and runs the client's loop until it is ready (bounded). */
+static void tail_start(bench_t *b, int want, double deadline)
+{
+    tail_t *t = calloc(1, sizeof *t);
+    b->tail = t;
+    t->port = b->r.port;
+    t->want = want;
+    t->deadline = deadline;
+    uv_async_init(&b->c.loop, &t->wake, on_tail_wake);
+    pthread_create(&t->th, NULL, tail_run, t);
+    t->started = true;
+    double t0 = now_s();
+    while (!atomic_load(&t->ready) && !atomic_load(&t->done) && now_s() - t0 < 10.0)
+        uv_run(&b->c.loop, UV_RUN_ONCE);
+    if (!atomic_load(&t->ready))
+        fail_msg("the stream follower did not start: %s", t->err);
+}
+
+/* Stops the thread (it notices within one 500 ms BLOCK) and frees it. */
+static void tail_stop(bench_t *b)
+{
+    tail_t *t = b->tail;
+    if (t == NULL)
+        return;
+    atomic_store(&t->stop, true);
+    if (t->started)
+        pthread_join(t->th, NULL);
+    uv_close((uv_handle_t *)&t->wake, NULL);
+    /* The close completes on the next turn of the loop; the memory must outlive it. */
+    uv_run(&b->c.loop, UV_RUN_NOWAIT);
+    free(t);
+    b->tail = NULL;
+}
+
+/* Starts `n` further ternds as runners only, against the same Redis, after world_start. */
+static void world_add_runners(bench_t *b, int n)
+{
+    const char *extra[] = {"--role", "runner",         "--concurrency", "1000",        "--lease-ms",
+                           "10000",  "--heartbeat-ms", "2000",          "--log-level", "info",
+                           NULL};
+    for (int i = 0; i < n && b->n_more < MAX_RUNNERS - 1; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "bench-%d-r%d", (int)getpid(), b->n_more + 2);
+        itest_ternd_start(&b->more[b->n_more], &b->r, &b->dir, id, extra);
+        b->n_more++;
+    }
+}
+
+/* The ternds go first and the client last: after a failed scenario the client may
+ * still have creates in flight, and its close is the step that can fail. */
 static void world_stop(bench_t *b)
 {
+    tail_stop(b);
     events_follow_stop(b->follow);
-    itest_client_close(&b->c);
+    for (int i = 0; i < b->n_more; i++)
+        itest_ternd_signal(&b->more[i], SIGTERM, 30000);
     itest_ternd_signal(&b->t, SIGTERM, 30000);
     itest_dir_remove(&b->dir);
     free(b->uuids);
+    itest_client_close(&b->c);
 }
 
 /* Runs the client's loop until `count` jobs finished (bounded). */
 static void wait_finished(bench_t *b, int count, double t0)
 {
-    while (b->finished < count && now_s() - t0 < WAIT_MS / 1000.0)
+    /* A refused create would leave the count short for the whole bound: stop at once. */
+    while (b->finished < count && b->create_failed == 0 && now_s() - t0 < WAIT_MS / 1000.0)
         uv_run(&b->c.loop, UV_RUN_ONCE);
+    if (b->create_failed > 0)
+        fail_msg("%d creates failed", b->create_failed);
     if (b->finished < count)
         fail_msg("only %d of %d jobs finished", b->finished, count);
 }
@@ -248,6 +436,102 @@ static long long used_memory(const bench_t *b)
     long long v = p != NULL ? atoll(p + strlen("used_memory:")) : -1;
     free(info);
     return v;
+}
+
+/* A number from Redis's INFO (e.g. "used_cpu_user:"), or -1. */
+static double redis_info_num(const bench_t *b, const char *section, const char *field)
+{
+    char *info = itest_redis_str(&b->r, "INFO %s", section);
+    const char *p = info != NULL ? strstr(info, field) : NULL;
+    double v = p != NULL ? atof(p + strlen(field)) : -1;
+    free(info);
+    return v;
+}
+
+/* A process's figures from /proc: CPU seconds (user + system) and peak RSS in KiB. */
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* Fields after the command name, which is in parentheses and may hold spaces:
+     * utime and stime are fields 14 and 15 of the line, 12 and 13 after ')'. */
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut = 0, st = 0;
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return 0;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static long proc_peak_rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kb = atol(line + 6);
+    if (f != NULL)
+        fclose(f);
+    return kb;
+}
+
+/* The memory of the global event stream (tern:events), counted exactly. */
+static long long global_stream_bytes(const bench_t *b)
+{
+    long long v = itest_redis_int(&b->r, "MEMORY USAGE tern:events SAMPLES 0");
+    return v > 0 ? v : 0;
+}
+
+/* CPU seconds of every ternd of the world together. */
+static double ternds_cpu_s(const bench_t *b)
+{
+    double s = proc_cpu_s(b->t.pid);
+    for (int i = 0; i < b->n_more; i++)
+        s += proc_cpu_s(b->more[i].pid);
+    return s;
+}
+
+static double self_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* An integer from the environment within [lo, hi], or `def` when unset. */
+static int env_int(const char *name, int def, int lo, int hi)
+{
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0')
+        return def;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end != '\0' || n < lo || n > hi)
+        fail_msg("%s=%s: expected an integer from %d to %d", name, v, lo, hi);
+    return (int)n;
+}
+
+/* A chain of `steps` core.noop steps named bench-noop-s<steps> (malloc'd). */
+static char *noop_chain_json(int steps)
+{
+    size_t cap = 64 + (size_t)steps * 64, n;
+    char *text = malloc(cap);
+    n = (size_t)snprintf(text, cap, "{\"name\": \"bench-noop-s%d\", \"chain\": [", steps);
+    for (int i = 0; i < steps; i++)
+        n += (size_t)snprintf(text + n, cap - n, "%s{\"name\": \"n%d\", \"task\": \"core.noop\"}",
+                              i ? ", " : "", i);
+    snprintf(text + n, cap - n, "]}");
+    return text;
 }
 
 /* ---- the scenarios --------------------------------------------------------------- */
@@ -306,14 +590,34 @@ static void run_c(bench_t *b)
     free(lat);
 }
 
+/* Redis memory per finished 10-step job, without the global event stream: it is capped
+ * (100,000 events by default, about 20 MB), a fixed cost that stays full on a system
+ * that has run a while. "bytes_per_job" is at rest, once the jobs' own streams expired
+ * (a succeeded job keeps its stream --success-events-s, 2 s here); the figure right
+ * after the last job ended, streams included, is "bytes_per_job_at_end". */
 static void run_e(bench_t *b)
 {
-    long long before = used_memory(b);
+    b->uuids = calloc((size_t)n_jobs, sizeof *b->uuids);
+    long long mem0 = used_memory(b), ev0 = global_stream_bytes(b);
     double t0 = now_s();
     submit_bulk(b, "bench-noop-10", n_jobs);
     wait_finished(b, n_jobs, t0);
-    long long after = used_memory(b);
-    emit("e", "bytes_per_job", (double)(after - before) / n_jobs);
+    long long mem1 = used_memory(b), ev1 = global_stream_bytes(b);
+    emit("e", "bytes_per_job_at_end", (double)((mem1 - mem0) - (ev1 - ev0)) / n_jobs);
+    /* EXISTS also deletes an expired key on the spot, so rounds of it end the wait as
+     * soon as every stream's time is up (bounded: 60 s). */
+    int left = n_jobs;
+    for (double t1 = now_s(); left > 0 && now_s() - t1 < 60.0;) {
+        left = 0;
+        for (int i = 0; i < n_jobs; i++)
+            left += itest_redis_int(&b->r, "EXISTS tern:job:%s:events", b->uuids[i]) > 0;
+        if (left > 0)
+            itest_pause_ms(200);
+    }
+    if (left > 0)
+        fail_msg("%d job event streams still there 60 s after the jobs ended", left);
+    long long mem2 = used_memory(b), ev2 = global_stream_bytes(b);
+    emit("e", "bytes_per_job", (double)((mem2 - mem0) - (ev2 - ev0)) / n_jobs);
 }
 
 static void run_f(bench_t *b, bool read)
@@ -340,11 +644,113 @@ static void run_f(bench_t *b, bool read)
         wait_finished(b, n_jobs, now_s());
 }
 
+/* scale-*: N jobs of BENCH_STEPS no-op steps with a BENCH_PARAMS_BYTES string param,
+ * all submitted at once through the bulk path to BENCH_RUNNERS ternds. Besides the
+ * rates it reports what each party spent: Redis's used_memory growth per job, the
+ * ternds' largest peak RSS, and the CPU of Redis, the ternds and this client as a
+ * percentage of the wall time (on a 2-core machine the three share 200 %). */
+static void run_scale(bench_t *b)
+{
+    int steps = env_int("BENCH_STEPS", 1, 1, MAX_STEPS);
+    int pbytes = env_int("BENCH_PARAMS_BYTES", 0, 0, MAX_PARAMS);
+    int runners = env_int("BENCH_RUNNERS", 1, 1, MAX_RUNNERS);
+    double x = strcmp(scenario, "scale-steps") == 0     ? steps
+               : strcmp(scenario, "scale-params") == 0  ? pbytes
+               : strcmp(scenario, "scale-runners") == 0 ? runners
+                                                        : n_jobs;
+    snprintf(scale_shape, sizeof scale_shape,
+             ", \"n\": %d, \"steps\": %d, \"params_bytes\": %d, \"runners\": %d", n_jobs, steps,
+             pbytes, runners);
+    world_add_runners(b, runners - 1);
+    char *wf = noop_chain_json(steps);
+    itest_workflow_put_ok(&b->c, wf);
+    free(wf);
+    char wf_name[64];
+    snprintf(wf_name, sizeof wf_name, "bench-noop-s%d", steps);
+    json_t *params = NULL;
+    if (pbytes > 0) {
+        char *blob = malloc((size_t)pbytes + 1);
+        memset(blob, 'x', (size_t)pbytes);
+        blob[pbytes] = '\0';
+        params = json_pack("{s:s}", "blob", blob);
+        free(blob);
+    }
+
+    /* The global event stream is capped (100,000 entries by default): a system that has
+     * run a while keeps it full, so each new entry evicts an old one. Its growth here
+     * depends only on how full it was before the run, so it is left out of the bytes a
+     * job keeps. */
+    long long mem0 = used_memory(b), ev0 = global_stream_bytes(b);
+    double rcpu0 =
+        redis_info_num(b, "cpu", "used_cpu_user:") + redis_info_num(b, "cpu", "used_cpu_sys:");
+    /* The world's own follower would only duplicate the thread's work on the loop. */
+    events_follow_stop(b->follow);
+    b->follow = NULL;
+    /* The bound: a minute plus 2,000 steps a second, a quarter of today's rate. */
+    double bound = 60.0 + (double)n_jobs * steps / 2000.0;
+    bound = bound < WAIT_MS / 1000.0 ? bound : WAIT_MS / 1000.0;
+    tail_start(b, n_jobs, now_s() + bound);
+    tail_t *tl = b->tail;
+    double tcpu0 = ternds_cpu_s(b), ccpu0 = self_cpu_s();
+    double t0 = now_s();
+    for (int i = 0; i < n_jobs; i++) {
+        job_create_req_t req = {.workflow = wf_name, .params = params};
+        job_ops_create(b->c.ops, &req, on_created, b);
+    }
+    /* Until every create is answered and the thread has counted every "finished"
+     * event; the thread's own bound ends it. */
+    while ((b->created < n_jobs || !atomic_load(&tl->done)) && b->create_failed == 0 &&
+           now_s() - t0 < bound + 10.0)
+        uv_run(&b->c.loop, UV_RUN_ONCE);
+    if (b->create_failed > 0)
+        fail_msg("%d creates failed", b->create_failed);
+    if (!atomic_load(&tl->done) || atomic_load(&tl->finished) < n_jobs)
+        fail_msg("%d of %d jobs finished within %.0f s (%s)", atomic_load(&tl->finished), n_jobs,
+                 bound, tl->err[0] ? tl->err : "the thread did not end");
+    double el = tl->t_done - t0;
+    double ccpu = self_cpu_s() - ccpu0, tcpu = ternds_cpu_s(b) - tcpu0;
+    double rcpu = redis_info_num(b, "cpu", "used_cpu_user:") +
+                  redis_info_num(b, "cpu", "used_cpu_sys:") - rcpu0;
+    long long mem1 = used_memory(b), ev1 = global_stream_bytes(b);
+    long rss = proc_peak_rss_kb(b->t.pid);
+    for (int i = 0; i < b->n_more; i++) {
+        long r = proc_peak_rss_kb(b->more[i].pid);
+        rss = r > rss ? r : rss;
+    }
+    json_decref(params);
+
+    emit_x(scenario, "jobs_per_s", n_jobs / el, x);
+    emit_x(scenario, "steps_per_s", (double)n_jobs * steps / el, x);
+    emit_x(scenario, "bytes_per_job", (double)((mem1 - mem0) - (ev1 - ev0)) / n_jobs, x);
+    emit_x(scenario, "rss_mb", (double)rss / 1024.0, x);
+    emit_x(scenario, "redis_cpu_pct", 100.0 * rcpu / el, x);
+    emit_x(scenario, "ternd_cpu_pct", 100.0 * tcpu / el, x);
+    emit_x(scenario, "client_cpu_pct", 100.0 * ccpu / el, x);
+}
+
+/* The world is set up and torn down around the scenario, so that a failed scenario
+ * still stops its ternds and removes its directory. */
+static int world_setup(void **state)
+{
+    bench_t *b = calloc(1, sizeof *b);
+    *state = b;
+    world_start(b);
+    return 0;
+}
+
+static int world_teardown(void **state)
+{
+    bench_t *b = *state;
+    if (b != NULL && b->dir.path[0] != '\0') {
+        world_stop(b);
+        free(b);
+    }
+    return 0;
+}
+
 static void bench_main(void **state)
 {
-    (void)state;
-    bench_t *b = calloc(1, sizeof *b);
-    world_start(b);
+    bench_t *b = *state;
     if (strcmp(scenario, "a-api") == 0)
         run_a_api(b);
     else if (strcmp(scenario, "a-bulk") == 0)
@@ -359,17 +765,21 @@ static void bench_main(void **state)
         run_f(b, false);
     else if (strcmp(scenario, "f-read") == 0)
         run_f(b, true);
+    else if (strncmp(scenario, "scale-", 6) == 0 &&
+             (strcmp(scenario + 6, "jobs") == 0 || strcmp(scenario + 6, "steps") == 0 ||
+              strcmp(scenario + 6, "params") == 0 || strcmp(scenario + 6, "runners") == 0))
+        run_scale(b);
     else
         fail_msg("unknown scenario %s", scenario);
-    world_stop(b);
-    free(b);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_tern a-api|a-bulk|b|c|e|f-create|f-read REDIS_URL [N] "
-                        "[REP]\n");
+        fprintf(stderr, "usage: bench_tern a-api|a-bulk|b|c|e|f-create|f-read|scale-jobs|"
+                        "scale-steps|scale-params|scale-runners REDIS_URL [N] [REP]\n"
+                        "  scale-*: BENCH_STEPS, BENCH_PARAMS_BYTES, BENCH_RUNNERS in the "
+                        "environment\n");
         return 2;
     }
     scenario = argv[1];
@@ -381,7 +791,8 @@ int main(int argc, char **argv)
                  : strcmp(scenario, "b") == 0                             ? 2000
                                                                           : 20000;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(bench_main)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(bench_main, world_setup, world_teardown)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL) == 0 ? 0 : 1;
     curl_global_cleanup();
     return rc;
