@@ -24,42 +24,16 @@ done
 mkdir -p "$(dirname "$out")"
 : >"$out"
 
-# The release build (-O3; warnings are errors there too).
-build="$root/build-release"
-if [ ! -f "$build/build.ninja" ]; then
-    meson setup "$build" "$root" --buildtype=release >&2
-fi
-ninja -C "$build" >&2
-
-# One private Redis on a free loopback port; stopped by its PID on exit.
-tmp=$(mktemp -d /tmp/tern-bench.XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --bind 127.0.0.1 --port "$port" --dir "$tmp" --appendonly yes \
-    --appendfsync everysec --save '' --logfile "$tmp/redis.log" &
-redis_pid=$!
-cleanup() {
-    kill "$redis_pid" 2>/dev/null || true
-    wait "$redis_pid" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-url="redis://127.0.0.1:$port"
-i=0
-until redis-cli -p "$port" ping >/dev/null 2>&1; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || { echo "redis-server did not start" >&2; exit 1; }
-    sleep 0.1
-done
-echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') pid $redis_pid at $url" >&2
+# The release build (-O3; warnings are errors there too) and one private Redis.
+. "$here/lib.sh"
+bench_build "$root"
+bench_redis_start tern-bench
 
 # Keeps only the measurement lines of a command's output (and shows them).
 collect() {
     awk -v out="$out" '/^\{"system"/ { print; print >>out; fflush(); next }
         /ERROR|FAILED/ { print >"/dev/stderr" }'
 }
-
-export TERN_BIN="$build/engine/ternd" TERN_TASKS="$build/tasks"
-export TERN_ITEST="$build/tests/integration/plugin/itest.so" CMOCKA_MESSAGE_OUTPUT=STDOUT
 n_a=20000 n_b=5000 n_c=1000 n_e=1000 n_f=20000 n_d=10000
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
     n_a=2000 n_b=500 n_c=200 n_e=200 n_f=2000 n_d=1000
