@@ -63,6 +63,7 @@ typedef struct op {
     char uuid[40];
     char *workflow_ref;
     json_t *params;
+    char *params_text; /* its compact JSON, sized once and sent as it is */
     char *target;
     char *locks;
     uint64_t exec_after_ms;
@@ -127,6 +128,7 @@ static void op_dispose(store_op_t *base)
     wf_cached_put(op->wfc);
     free(op->workflow_ref);
     json_decref(op->params);
+    free(op->params_text);
     free(op->target);
     free(op->locks);
     workflow_free(op->wf);
@@ -476,7 +478,7 @@ static void create_send(op_t *op)
     store_args_push(&a, "workflow_uuid");
     store_args_push(&a, op->wfc->uuid);
     store_args_push(&a, "params");
-    store_args_push_json(&a, op->params);
+    store_args_push(&a, op->params_text);
     /* Fields at their default (no target, no timeout, no holds, no oncancel) are not
      * stored: every finished job keeps its hash, and readers take a missing field for
      * the default. */
@@ -547,9 +549,12 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
         return;
     }
     op->params = req->params != NULL ? json_deep_copy(req->params) : json_object();
-    char *text = json_dumps(op->params, JSON_COMPACT);
-    size_t size = text != NULL ? strlen(text) : 0;
-    free(text);
+    op->params_text = json_dumps(op->params, JSON_COMPACT);
+    if (op->params_text == NULL) {
+        store_op_done(&op->base, TERN_EINVAL, NULL, "params: cannot be encoded as JSON");
+        return;
+    }
+    size_t size = strlen(op->params_text);
     if (size > ops->opts.max_params_bytes) {
         store_op_done(&op->base, TERN_E2BIG, NULL, "params: %zu bytes, the limit is %zu", size,
                       ops->opts.max_params_bytes);
