@@ -37,12 +37,18 @@ typedef struct lock_entry {
 
 /* A workflow as a create named it, parsed once and shared by the creates in flight.
  * A uuid names one document for good (versions are immutable), so what may go stale is
- * only which uuid a name stands for; job_create.lua checks that with every create. */
+ * only which uuid a name stands for; job_create.lua checks that with every create.
+ * While a first create asks job_create.lua for a workflow not parsed yet (its entry
+ * has no `wf`), the other creates naming it wait on the entry instead of all asking
+ * (a burst of creates for a new workflow costs one extra round trip, not one each). */
+struct op;
 typedef struct wf_cached {
     int refs; /* one for the cache slot, one per create holding it */
     char *ref;
-    char *uuid;
-    workflow_t *wf;
+    char *uuid;         /* "" while loading */
+    workflow_t *wf;     /* NULL while loading */
+    bool asked;         /* a create has asked for it (loading only) */
+    struct op *waiters; /* creates waiting for the answer (linked by next_waiter) */
 } wf_cached_t;
 
 #define WF_CACHE_SLOTS 32
@@ -70,6 +76,8 @@ typedef struct op {
     int tries;
     bool locks_fresh;       /* the lock table was read by this create's own round trip */
     wf_cached_t *wfc;       /* the workflow of a create (a reference held), else NULL */
+    struct op *next_waiter; /* in wfc->waiters */
+    bool asking;            /* this create asked for wfc's workflow; others wait on it */
     workflow_t *wf;         /* the workflow of a workflow put */
     json_t *post_back_urls; /* array, or NULL when none */
     /* redrive and others */
@@ -122,9 +130,25 @@ static wf_cached_t *wf_cache_add(job_ops_t *ops, const char *ref, const char *uu
     return c;
 }
 
+/* Takes `c` out of the cache (a loading entry whose question found no workflow), so
+ * that the next create asks again. */
+static void wf_cache_drop(job_ops_t *ops, wf_cached_t *c)
+{
+    for (size_t i = 0; i < WF_CACHE_SLOTS; i++) {
+        if (ops->wf_cache[i] == c) {
+            ops->wf_cache[i] = NULL;
+            wf_cached_put(c);
+        }
+    }
+}
+
+static void wake_waiters(op_t *op);
+static void create_send(op_t *op);
+
 static void op_dispose(store_op_t *base)
 {
     op_t *op = (op_t *)base;
+    wake_waiters(op); /* an asking create that ended without its answer (not sent) */
     wf_cached_put(op->wfc);
     free(op->workflow_ref);
     json_decref(op->params);
@@ -314,7 +338,6 @@ void job_ops_workflow_get(job_ops_t *ops, const char *ref, job_ops_cb cb, void *
 
 /* ---- job create ---------------------------------------------------------------- */
 
-static void create_send(op_t *op);
 
 static void locks_refresh(job_ops_t *ops, const redisReply *reply)
 {
@@ -339,12 +362,52 @@ static void locks_refresh(job_ops_t *ops, const redisReply *reply)
     }
 }
 
+/* After a create that asked for its workflow got its answer (or ended without one):
+ * returns the creates that waited on the entry, in the order they were made, and
+ * clears the question; the caller sends them with send_waiters. An entry the answer
+ * left without a workflow leaves the cache, and each waiter asks for itself. */
+static op_t *take_waiters(op_t *op)
+{
+    wf_cached_t *c = op->wfc;
+    if (!op->asking)
+        return NULL;
+    op->asking = false;
+    c->asked = false;
+    if (c->wf == NULL)
+        wf_cache_drop(op->ops, c);
+    op_t *w = NULL; /* the list is newest first: reversed */
+    while (c->waiters != NULL) {
+        op_t *next = c->waiters->next_waiter;
+        c->waiters->next_waiter = w;
+        w = c->waiters;
+        c->waiters = next;
+    }
+    return w;
+}
+
+static void send_waiters(op_t *w)
+{
+    while (w != NULL) {
+        op_t *next = w->next_waiter;
+        w->next_waiter = NULL;
+        create_send(w);
+        w = next;
+    }
+}
+
+static void wake_waiters(op_t *op)
+{
+    send_waiters(take_waiters(op));
+}
+
 static void on_job_create(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
+    const redisReply *kind = status == 0 ? store_reply_at(reply, 0) : NULL;
+    if (!store_reply_is(kind, "WF"))
+        wake_waiters(op);
     if (store_op_failed(&op->base, status, errmsg))
         return;
-    const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "NOWF")) {
         store_op_done(&op->base, TERN_ENOENT, NULL, "workflow \"%s\" does not exist",
                       op->workflow_ref);
@@ -356,6 +419,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         const redisReply *uuid = store_reply_at(reply, 1), *doc = store_reply_at(reply, 2);
         if (uuid == NULL || doc == NULL || uuid->type != REDIS_REPLY_STRING ||
             doc->type != REDIS_REPLY_STRING) {
+            wake_waiters(op);
             store_op_done(&op->base, TERN_EIO, NULL,
                           "job_create.lua answered WF without a workflow");
             return;
@@ -363,18 +427,32 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         char err[1024];
         workflow_t *wf = NULL;
         if (workflow_parse_text(doc->str, doc->len, NULL, NULL, &wf, err, sizeof err) != 0) {
+            wake_waiters(op);
             store_op_done(&op->base, TERN_EINVAL, NULL, "stored workflow %.*s is invalid: %s",
                           (int)uuid->len, uuid->str, err);
             return;
         }
-        wf_cached_put(op->wfc);
-        op->wfc = wf_cache_add(op->ops, op->workflow_ref, uuid->str, uuid->len, wf);
+        wf_cached_t *c = op->wfc;
+        if (c != NULL && c->wf == NULL) {
+            /* The answer the entry waited for. */
+            free(c->uuid);
+            c->uuid = xstrndup(uuid->str, uuid->len);
+            c->wf = wf;
+        } else {
+            /* The reference names another version now: a new entry. */
+            wf_cached_put(c);
+            op->wfc = wf_cache_add(op->ops, op->workflow_ref, uuid->str, uuid->len, wf);
+        }
         if (++op->tries >= CREATE_TRIES) {
             store_op_done(&op->base, TERN_EIO, NULL, "workflow \"%s\" keeps changing; try again",
                           op->workflow_ref);
-            return;
+            return; /* op_dispose woke the waiters */
         }
+        /* The asking create first: creates keep the order they were made in (and
+         * create_send may end, and free, the operation). */
+        op_t *waiters = take_waiters(op);
         create_send(op);
+        send_waiters(waiters);
         return;
     }
     if (store_reply_is(kind, "LOCKS")) {
@@ -414,7 +492,7 @@ static void create_send(op_t *op)
     store_args_t a;
     store_args_init(&a);
     store_args_push(&a, op->workflow_ref);
-    if (op->wfc == NULL) {
+    if (op->wfc == NULL || op->wfc->wf == NULL) {
         /* Not parsed yet: job_create.lua answers with the workflow (WF) before it
          * looks at anything else. */
         store_args_push(&a, "");
@@ -598,7 +676,17 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
     op->workflow_ref = xstrdup(req->workflow);
     op->target = req->target != NULL ? xstrdup(req->target) : NULL;
     op->exec_after_ms = req->exec_after_ms;
-    op->wfc = wf_cache_get(ops, op->workflow_ref);
+    wf_cached_t *c = wf_cache_get(ops, op->workflow_ref);
+    if (c == NULL)
+        c = wf_cache_add(ops, op->workflow_ref, "", 0, NULL);
+    op->wfc = c;
+    if (c->wf == NULL && c->asked) {
+        op->next_waiter = c->waiters;
+        c->waiters = op;
+        return;
+    }
+    if (c->wf == NULL)
+        c->asked = op->asking = true;
     create_send(op);
 }
 

@@ -216,13 +216,12 @@ static long long evalsha_calls(void)
 
 /* Creates made in one turn of the loop go to Redis together, and each gets its own
  * answer: one refused create (a uuid already taken in the same batch) refuses only
- * itself, and every other job is stored, runs and finishes. */
+ * itself, and every other job is stored, runs and finishes. The workflow is new to
+ * this client: one create asks for it and the others wait for that answer. */
 static void test_creates_in_one_turn_share_a_call(void **state)
 {
     (void)state;
     put("{\"name\": \"batched\", \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
-    char uuid[40];
-    json_decref(run("batched", NULL, uuid)); /* this client has parsed the workflow */
     enum { N = 50 };
     itest_answer_t answers[N];
     memset(answers, 0, sizeof answers);
@@ -258,6 +257,20 @@ static void test_creates_in_one_turn_share_a_call(void **state)
     }
     for (int i = 0; i < N; i++)
         json_decref(jobs[i]);
+
+    /* A burst naming a workflow that does not exist: every create is told so. */
+    itest_answer_t missing[3];
+    memset(missing, 0, sizeof missing);
+    for (int i = 0; i < 3; i++) {
+        job_create_req_t req = {.workflow = "no-such-workflow"};
+        job_ops_create(W.client.ops, &req, itest_on_answer, &missing[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        char msg[256];
+        assert_int_equal(itest_answer_wait(&W.client, &missing[i], NULL, msg, sizeof msg),
+                         TERN_ENOENT);
+        assert_non_null(strstr(msg, "does not exist"));
+    }
 }
 
 typedef struct raw_answer {
