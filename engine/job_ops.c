@@ -338,7 +338,6 @@ void job_ops_workflow_get(job_ops_t *ops, const char *ref, job_ops_cb cb, void *
 
 /* ---- job create ---------------------------------------------------------------- */
 
-
 static void locks_refresh(job_ops_t *ops, const redisReply *reply)
 {
     locks_clear(ops);
