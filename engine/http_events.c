@@ -254,7 +254,16 @@ static void on_read(void *data, int status, const event_hub_entry_t *entries, si
         maybe_free(s);
         return;
     }
+    bool first = !s->first_read_done;
     s->first_read_done = true;
+    if (status == 0 && n == 0 && first && strcmp(s->last_id, "0") == 0) {
+        /* A job's stream holds at least its "created" event: this one expired since
+         * the check (a success keeps its stream a while only); tell it from the record. */
+        s->from_record = true;
+        s->read_wanted = true;
+        pump(s);
+        return;
+    }
     if (status != 0) {
         /* Redis went away mid-read: the hub's RESYNC or the next heartbeat reads again. */
         s->read_wanted = false;

@@ -23,9 +23,14 @@ static uint64_t view_ms(const json_t *t)
     return 0;
 }
 
-/* Appends `ev` (taken) at time `ms` with the next id. */
-static void add(json_t *out, json_t *ev, uint64_t ms)
+/* Appends `ev` (taken) at time `ms` with the next id. Times come from two clocks
+ * (Redis's for the job's own times, the runner's for its steps): an id never goes
+ * below the one before it, so that ids keep the events' order for resuming. */
+static void add(json_t *out, json_t *ev, uint64_t ms, uint64_t *last)
 {
+    if (ms < *last)
+        ms = *last;
+    *last = ms;
     char id[48];
     snprintf(id, sizeof id, "%llu-%zu", (unsigned long long)ms, json_array_size(out) + 1);
     json_object_set_new(ev, "time", json_integer((json_int_t)ms));
@@ -36,15 +41,16 @@ static void add(json_t *out, json_t *ev, uint64_t ms)
 json_t *job_history_from_view(const json_t *view)
 {
     json_t *out = json_array();
+    uint64_t last = 0;
     const json_t *uuid = json_object_get(view, "uuid");
     uint64_t created = view_ms(json_object_get(view, "created_at"));
     add(out,
         json_pack("{s:s, s:O, s:O}", "type", "created", "job", uuid, "workflow",
                   json_object_get(view, "name")),
-        created);
+        created, &last);
     uint64_t started = view_ms(json_object_get(view, "started"));
     if (started > 0)
-        add(out, json_pack("{s:s, s:O}", "type", "running", "job", uuid), started);
+        add(out, json_pack("{s:s, s:O}", "type", "running", "job", uuid), started, &last);
     static const char *const lists[][2] = {{"chain_results", "chain"},
                                            {"onerror_results", "onerror"},
                                            {"oncancel_results", "oncancel"}};
@@ -67,7 +73,7 @@ json_t *job_history_from_view(const json_t *view)
             }
             if (failed)
                 json_object_set(ev, "error", error);
-            add(out, ev, view_ms(json_object_get(r, "finished_at")));
+            add(out, ev, view_ms(json_object_get(r, "finished_at")), &last);
         }
     }
     uint64_t finished = view_ms(json_object_get(view, "finished_at"));
@@ -75,6 +81,6 @@ json_t *job_history_from_view(const json_t *view)
         add(out,
             json_pack("{s:s, s:O, s:O}", "type", "finished", "job", uuid, "execution",
                       json_object_get(view, "execution")),
-            finished);
+            finished, &last);
     return out;
 }

@@ -441,8 +441,9 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
             /* The reference names another version now: a new entry. */
             wf_cached_put(c);
             op->wfc = wf_cache_add(op->ops, op->workflow_ref, uuid->str, uuid->len, wf);
+            op->tries++; /* only a change counts: the first answer is the expected one */
         }
-        if (++op->tries >= CREATE_TRIES) {
+        if (op->tries >= CREATE_TRIES) {
             store_op_done(&op->base, TERN_EIO, NULL, "workflow \"%s\" keeps changing; try again",
                           op->workflow_ref);
             return; /* op_dispose woke the waiters */

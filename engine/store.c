@@ -320,38 +320,48 @@ static void on_batch_reply(void *data, int status, const redisReply *reply, cons
 }
 
 /* Sends what waits, at most STORE_BATCH_MAX items per script call: a long batch would
- * hold Redis's one thread (every other client waits behind it). */
+ * hold Redis's one thread (every other client waits behind it). Everything waiting is
+ * taken first: once a send fails, the items' callbacks run, and one of them may free
+ * the store, so the rest are failed without touching it again. */
 static void on_flush(uv_idle_t *h)
 {
     store_t *s = h->data;
     uv_idle_stop(h);
+    batch_item_t *lists[SCRIPT_COUNT];
     for (int id = 0; id < SCRIPT_COUNT; id++) {
-        while (s->pending[id] != NULL) {
+        lists[id] = s->pending[id];
+        s->pending[id] = NULL;
+        s->pending_tail[id] = &s->pending[id];
+    }
+    bool down = false;
+    for (int id = 0; id < SCRIPT_COUNT; id++) {
+        while (lists[id] != NULL) {
             batch_t *b = xcalloc(1, sizeof *b);
-            b->items = s->pending[id];
+            b->items = lists[id];
             batch_item_t **tail = &b->items;
             while (*tail != NULL && b->n < STORE_BATCH_MAX) {
                 tail = &(*tail)->next;
                 b->n++;
             }
-            s->pending[id] = *tail;
+            lists[id] = *tail;
             *tail = NULL;
-            if (s->pending[id] == NULL)
-                s->pending_tail[id] = &s->pending[id];
-            store_args_t a;
-            store_args_init(&a);
-            store_args_pushf(&a, "%zu", b->n);
-            for (batch_item_t *it = b->items; it != NULL; it = it->next) {
-                store_args_pushf(&a, "%zu", it->args.n);
-                for (size_t i = 0; i < it->args.n; i++)
-                    store_args_pushb(&a, it->args.v[i], it->args.len[i]);
+            if (!down) {
+                store_args_t a;
+                store_args_init(&a);
+                store_args_pushf(&a, "%zu", b->n);
+                for (batch_item_t *it = b->items; it != NULL; it = it->next) {
+                    store_args_pushf(&a, "%zu", it->args.n);
+                    for (size_t i = 0; i < it->args.n; i++)
+                        store_args_pushb(&a, it->args.v[i], it->args.len[i]);
+                }
+                int rc = eval_now(s, (store_script_t)id, &a, on_batch_reply, b);
+                store_args_dispose(&a);
+                if (rc == 0)
+                    continue;
+                down = true;
             }
-            int rc = eval_now(s, (store_script_t)id, &a, on_batch_reply, b);
-            store_args_dispose(&a);
-            if (rc != 0) {
-                batch_items_fail(b->items, TERN_ENOTCONN, "Redis is not reachable");
-                free(b);
-            }
+            batch_items_fail(b->items, TERN_ENOTCONN, "Redis is not reachable");
+            free(b);
         }
     }
 }

@@ -62,6 +62,9 @@ if not doc then
     doc = redis.call('GET', dockey)
     if not doc then
         doc = redis.call('HGET', P .. 'wf:' .. actual, 'doc')
+        if not doc then
+            return {'NOWF'}
+        end
         redis.call('SET', dockey, doc)
     end
     WF_DOCS[actual] = doc

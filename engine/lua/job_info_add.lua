@@ -14,6 +14,13 @@ if n >= max then
 end
 n = redis.call('RPUSH', k .. ':info', entry)
 redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
-event(uuid, {type = 'info', index = n - 1}, now_ms())
+-- A finished job whose stream expired is told from its record (job_history.c): a new
+-- stream holding only this event would hide that story, so it goes to the global one.
+if redis.call('EXISTS', k .. ':events') == 1 or not redis.call('HGET', k, 'finished_at') then
+    event(uuid, {type = 'info', index = n - 1}, now_ms())
+else
+    redis.call('XADD', P .. 'events', 'MAXLEN', '~', MAXLEN_ALL, '*', 'e',
+               cjson.encode({type = 'info', index = n - 1, job = uuid, time = now_ms()}))
+end
 follow_job_expiry(uuid)
 return {'OK', n}

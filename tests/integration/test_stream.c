@@ -439,6 +439,18 @@ static void test_history_from_the_record(void **state)
     json_t *stored = itest_events(&W.client, uuid);
     /* What the expiry does, without waiting a minute for it. */
     assert_int_equal(itest_redis_int(&W.redis, "DEL tern:job:%s:events", uuid), 1);
+    /* Info posted afterwards does not start a stream that would hide the story. */
+    char info_path[128];
+    snprintf(info_path, sizeof info_path, "/jobs/%s/info", uuid);
+    http_sync_t hc;
+    http_sync_open(&hc, W.base);
+    http_sync_resp_t resp;
+    const char *info = "{\"progress\": 100}";
+    http_sync_do(&hc, "POST", info_path, info, strlen(info), NULL, &resp);
+    assert_true(resp.status >= 200 && resp.status < 300);
+    http_sync_resp_dispose(&resp);
+    http_sync_close(&hc);
+    assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:job:%s:events", uuid), 0);
 
     char path[160];
     snprintf(path, sizeof path, "/jobs/%s/events", uuid);
