@@ -66,7 +66,7 @@ static void read_next(events_follow_t *f)
 {
     if (f->stopped || f->reading || !redis_conn_is_up(f->conn))
         return;
-    const char *argv[] = {"XREAD",  "COUNT",   "100",  "BLOCK",
+    const char *argv[] = {"XREAD",  "COUNT",   "1000", "BLOCK",
                           BLOCK_MS, "STREAMS", f->key, f->last_id};
     if (redis_conn_command(f->conn, on_xread, f, 8, argv, NULL) == 0)
         f->reading = true;

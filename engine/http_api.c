@@ -334,10 +334,15 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     const api_route_t *found = api_route_find(route_tables, TERN_ARRAY_SIZE(route_tables), method,
                                               r->path, r, &path_known);
     if (found == NULL) {
-        if (path_known)
+        if (path_known) {
+            /* A 405 names what the path does allow (RFC 9110, 15.5.6). */
+            char allow[128];
+            api_route_allow(route_tables, TERN_ARRAY_SIZE(route_tables), r->path, allow,
+                            sizeof allow);
+            api_add_header(r, "Allow", allow);
             api_reply_error(r, 405, "MethodNotAllowed", "%s is not allowed on %s", r->method,
                             r->path);
-        else
+        } else
             api_reply_error(r, 404, "ResourceNotFound", "%s does not exist", r->path);
         return 0;
     }

@@ -144,6 +144,35 @@ NoMatch:
     return false;
 }
 
+static void allow_add(char *out, size_t outlen, const char *method)
+{
+    /* A method already listed (two patterns may match one path) is not repeated. */
+    size_t n = strlen(method);
+    for (const char *p = out; (p = strstr(p, method)) != NULL; p += n)
+        if ((p == out || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+            return;
+    size_t len = strlen(out);
+    snprintf(out + len, outlen - len, "%s%s", len > 0 ? ", " : "", method);
+}
+
+void api_route_allow(const api_route_t *const *tables, size_t n_tables, const char *path, char *out,
+                     size_t outlen)
+{
+    out[0] = '\0';
+    for (size_t t = 0; t < n_tables; t++) {
+        for (const api_route_t *rt = tables[t]; rt->pattern != NULL; rt++) {
+            api_req_t probe = {0};
+            if (!api_route_match(rt->pattern, path, &probe))
+                continue;
+            for (size_t i = 0; i < probe.n_params; i++)
+                free(probe.params[i]);
+            allow_add(out, outlen, rt->method);
+            if (strcmp(rt->method, "GET") == 0)
+                allow_add(out, outlen, "HEAD");
+        }
+    }
+}
+
 const api_route_t *api_route_find(const api_route_t *const *tables, size_t n_tables,
                                   const char *method, const char *path, api_req_t *r,
                                   bool *path_known)

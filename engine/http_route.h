@@ -28,4 +28,9 @@ const api_route_t *api_route_find(const api_route_t *const *tables, size_t n_tab
                                   const char *method, const char *path, api_req_t *r,
                                   bool *path_known);
 
+/* The methods the route tables serve on `path`, as an Allow header's value ("GET,
+ * HEAD, POST"; HEAD wherever GET is), written into out (empty when none). */
+void api_route_allow(const api_route_t *const *tables, size_t n_tables, const char *path, char *out,
+                     size_t outlen);
+
 #endif /* TERN_HTTP_ROUTE_H */

@@ -184,6 +184,9 @@ static void test_unknown_route_and_method(void **state)
     http_sync_resp_dispose(&r);
     call(&r, "PUT", "/jobs", "{}");
     expect_error(&r, 405, "MethodNotAllowed", "PUT");
+    char allow[128];
+    assert_non_null(http_sync_header(&r, "Allow", allow, sizeof allow));
+    assert_string_equal(allow, "GET, HEAD, POST");
     http_sync_resp_dispose(&r);
     call(&r, "DELETE", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427", NULL);
     expect_error(&r, 405, "MethodNotAllowed", "DELETE");

@@ -67,6 +67,25 @@ static void test_route_find(void **state)
     assert_false(known);
 }
 
+/* The Allow header of a 405: every method served on the path, once, HEAD with GET. */
+static void test_route_allow(void **state)
+{
+    (void)state;
+    static const api_route_t a[] = {{"GET", "/jobs/:uuid", handler},
+                                    {"POST", "/jobs/:uuid/retry", handler},
+                                    {NULL, NULL, NULL}};
+    static const api_route_t b[] = {
+        {"DELETE", "/jobs/:uuid", handler}, {"GET", "/jobs/:id", handler}, {NULL, NULL, NULL}};
+    static const api_route_t *const tables[] = {a, b};
+    char allow[64];
+    api_route_allow(tables, 2, "/jobs/j1", allow, sizeof allow);
+    assert_string_equal(allow, "GET, HEAD, DELETE");
+    api_route_allow(tables, 2, "/jobs/j1/retry", allow, sizeof allow);
+    assert_string_equal(allow, "POST");
+    api_route_allow(tables, 2, "/nope", allow, sizeof allow);
+    assert_string_equal(allow, "");
+}
+
 static void test_query(void **state)
 {
     (void)state;
@@ -96,9 +115,8 @@ static void test_query(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_percent_decode),
-        cmocka_unit_test(test_route_match),
-        cmocka_unit_test(test_route_find),
+        cmocka_unit_test(test_percent_decode), cmocka_unit_test(test_route_match),
+        cmocka_unit_test(test_route_find),     cmocka_unit_test(test_route_allow),
         cmocka_unit_test(test_query),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
