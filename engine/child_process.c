@@ -93,6 +93,13 @@ struct child_process {
     int64_t exit_status;
     int term_signal;
 
+    /* stdout line by line (child_process_on_stdout_line): the partial line so far. */
+    child_process_line_cb line_cb;
+    void *line_data;
+    char *line;
+    size_t line_len, line_cap;
+    bool line_too_long; /* the current line passed CHILD_LINE_MAX: skip to its end */
+
     char read_buf[READ_BUF_BYTES]; /* shared: libuv reads one stream at a time */
 };
 
@@ -187,6 +194,7 @@ static void child_free(child_process_t *cp)
     free(cp->stdin_data);
     free(cp->out.tail.buf);
     free(cp->err.tail.buf);
+    free(cp->line);
     free(cp);
 }
 
@@ -338,12 +346,44 @@ static void on_output_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(cp->read_buf, sizeof cp->read_buf);
 }
 
+/* Splits what stdout brought into lines for the line callback. */
+static void lines_feed(child_process_t *cp, const char *p, size_t n)
+{
+    while (n > 0 && !cp->canceled && !cp->finished) {
+        const char *nl = memchr(p, '\n', n);
+        size_t k = nl != NULL ? (size_t)(nl - p) : n;
+        if (!cp->line_too_long) {
+            if (cp->line_len + k > CHILD_LINE_MAX) {
+                cp->line_too_long = true;
+                cp->line_len = 0;
+            } else {
+                if (cp->line_len + k > cp->line_cap) {
+                    cp->line_cap = (cp->line_len + k) * 2;
+                    cp->line = xrealloc(cp->line, cp->line_cap);
+                }
+                memcpy(cp->line + cp->line_len, p, k);
+                cp->line_len += k;
+            }
+        }
+        if (nl == NULL)
+            return;
+        if (!cp->line_too_long)
+            cp->line_cb(cp->line_data, cp->line, cp->line_len);
+        cp->line_len = 0;
+        cp->line_too_long = false;
+        p += k + 1;
+        n -= k + 1;
+    }
+}
+
 static void on_output_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     child_pipe_t *p = (child_pipe_t *)(void *)s;
     child_process_t *cp = p->cp;
     if (n > 0) {
         tail_append(&p->tail, buf->base, (size_t)n);
+        if (p == &cp->out && cp->line_cb != NULL)
+            lines_feed(cp, buf->base, (size_t)n);
         return;
     }
     if (n == 0)
@@ -388,6 +428,12 @@ static void abandon(child_process_t *cp)
     cp->canceled = true;
     cp->exited = true;
     close_what_is_done(cp);
+}
+
+void child_process_on_stdout_line(child_process_t *cp, child_process_line_cb cb, void *data)
+{
+    cp->line_cb = cb;
+    cp->line_data = data;
 }
 
 /* See child_process.h. */

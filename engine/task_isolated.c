@@ -123,6 +123,20 @@ static void on_helper_exit(void *data, const tern_spawn_res *res)
     sink.on_outcome(sink.owner, &o);
 }
 
+/* A line of the helper's stdout as it comes: progress reports are passed on while the
+ * task runs (the outcome, its last line, is read at exit). */
+static void on_helper_line(void *data, const char *line, size_t len)
+{
+    task_isolated_t *t = data;
+    if (t->sink.on_progress == NULL || len < 12 || strncmp(line, "{\"progress\"", 11) != 0)
+        return;
+    json_t *doc = json_loadb(line, len, 0, NULL);
+    json_t *p = json_object_get(doc, "progress");
+    if (p != NULL)
+        t->sink.on_progress(t->sink.owner, json_incref(p)); /* steals */
+    json_decref(doc);
+}
+
 task_isolated_t *task_isolated_start(const task_isolated_opts_t *opts, const json_t *args,
                                      char *err, size_t errlen)
 {
@@ -159,6 +173,7 @@ task_isolated_t *task_isolated_start(const task_isolated_opts_t *opts, const jso
         free(t);
         return NULL;
     }
+    child_process_on_stdout_line(t->child, on_helper_line, t);
     return t;
 }
 
@@ -176,6 +191,21 @@ typedef struct helper_state {
     bool finished;
     json_t *line;
 } helper_state_t;
+
+/* Progress goes to the runner as a line of its own, at once (task_ctx has already
+ * coalesced reports to at most one per 200 ms). */
+static void on_helper_progress(void *owner, json_t *progress /* stolen */)
+{
+    (void)owner;
+    json_t *line = json_pack("{s:o}", "progress", progress);
+    char *s = json_dumps(line, JSON_COMPACT);
+    json_decref(line);
+    if (s != NULL) {
+        printf("%s\n", s);
+        fflush(stdout);
+        free(s);
+    }
+}
 
 static void on_helper_outcome(void *owner, task_outcome_t *o)
 {
@@ -307,7 +337,7 @@ int task_helper_main(const char *default_plugin_dir)
         .attempt = (uint32_t)json_integer_value(json_object_get(req, "attempt")),
         .idempotency_key = json_string_value(json_object_get(req, "key")),
         .http = http,
-        .sink = {.on_outcome = on_helper_outcome, .owner = &hs},
+        .sink = {.on_outcome = on_helper_outcome, .on_progress = on_helper_progress, .owner = &hs},
     };
     if (o.job_uuid == NULL)
         o.job_uuid = "";

@@ -315,6 +315,43 @@ static void test_a_failing_item_fails_alone(void **state)
     assert_string_equal(good.text, "STALE"); /* no such job: nothing to commit */
 }
 
+/* An isolated step (its own helper process) reports progress while it runs: the
+ * reports reach the job's events before the step ends, as an in-process step's do. */
+static void test_isolated_step_progress(void **state)
+{
+    (void)state;
+    put("{\"name\": \"iso-progress\", \"chain\": [{\"name\": \"copy\", \"task\": "
+        "\"itest.progress\", \"isolate\": true, \"args\": {\"total\": 1000, \"reports\": 6, "
+        "\"every_ms\": 300}}]}");
+    char uuid[40];
+    itest_job_create_ok(&W.client, "iso-progress", NULL, uuid);
+    bool seen = false;
+    for (uint64_t t0 = tern_mono_ms(); !seen && tern_mono_ms() - t0 < 10000;) {
+        json_t *events = itest_events(&W.client, uuid);
+        size_t i;
+        json_t *ev;
+        json_array_foreach(events, i, ev)
+        {
+            if (strcmp(json_string_value(json_object_get(ev, "type")), "progress") == 0) {
+                seen = true;
+                assert_string_equal(json_string_value(json_object_get(ev, "name")), "copy");
+                assert_non_null(json_object_get(json_object_get(ev, "progress"), "percent"));
+            }
+        }
+        json_decref(events);
+        if (!seen)
+            itest_pause_ms(50);
+    }
+    assert_true(seen);
+    /* The first report came while the step still ran (six reports take 1.8 s). */
+    json_t *job = itest_job_get(&W.client, uuid);
+    assert_string_equal(itest_execution(job), "running");
+    json_decref(job);
+    job = itest_wait_finished_ok(&W.client, uuid, 15000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    json_decref(job);
+}
+
 static void test_plugin_redis_namespace(void **state)
 {
     (void)state;
@@ -402,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_one_round_trip_per_step),
         cmocka_unit_test(test_creates_in_one_turn_share_a_call),
         cmocka_unit_test(test_a_failing_item_fails_alone),
+        cmocka_unit_test(test_isolated_step_progress),
         cmocka_unit_test(test_plugin_redis_namespace),
         cmocka_unit_test(test_script_cache_lost),
         cmocka_unit_test(test_queued_job_keeps_its_workflow),

@@ -96,6 +96,50 @@ static void test_echo_to_stdout(void **state)
     outcome_dispose(&o);
 }
 
+/* Lines delivered as they come: "|"-joined, and how many. */
+typedef struct lines_seen {
+    char text[256];
+    int n;
+} lines_seen_t;
+
+static void on_line(void *data, const char *line, size_t len)
+{
+    lines_seen_t *l = data;
+    size_t used = strlen(l->text);
+    snprintf(l->text + used, sizeof l->text - used, "%s%.*s", l->n ? "|" : "", (int)len, line);
+    l->n++;
+}
+
+/* stdout line by line: complete lines only (an unterminated last one is not a line),
+ * empty lines too, a line longer than CHILD_LINE_MAX skipped whole; the tail keeps
+ * everything as before. */
+static void test_stdout_lines(void **state)
+{
+    (void)state;
+    const char *argv[] = {"sh", "-c",
+                          "printf 'a\\n\\nbb\\n'; head -c 1100000 /dev/zero | tr '\\0' x; "
+                          "printf '\\nafter\\nccc'",
+                          NULL};
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    outcome_t o;
+    memset(&o, 0, sizeof o);
+    lines_seen_t seen = {0};
+    char err[256] = "";
+    tern_spawn_opts opts = OPTS(.argv = argv);
+    child_process_t *cp = child_process_spawn(&loop, &opts, on_child_done, &o, err, sizeof err);
+    if (cp == NULL)
+        fail_msg("spawn failed: %s", err);
+    child_process_on_stdout_line(cp, on_line, &seen);
+    assert_int_equal(loop_run_until_flag(&loop, &o.done, BOUND_MS), 0);
+    assert_int_equal(loop_close_bounded(&loop, BOUND_MS), 0);
+    assert_int_equal(seen.n, 4);
+    assert_string_equal(seen.text, "a||bb|after");
+    assert_int_equal(o.exit_status, 0);
+    assert_true(o.out_len >= 10 && strcmp(o.out + o.out_len - 10, "\nafter\nccc") == 0);
+    outcome_dispose(&o);
+}
+
 static void test_both_streams(void **state)
 {
     (void)state;
@@ -482,6 +526,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN); /* as ternd does at start-up */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_echo_to_stdout),
+        cmocka_unit_test(test_stdout_lines),
         cmocka_unit_test(test_both_streams),
         cmocka_unit_test(test_tail_keeps_last_bytes),
         cmocka_unit_test(test_exit_code),
