@@ -284,7 +284,10 @@ static void start_delivery(postback_t *pb, const redisReply *item)
 
     char h_job[64], h_delivery[128], h_attempt[48];
     snprintf(h_job, sizeof h_job, "X-Tern-Job: %s", d->uuid);
-    snprintf(h_delivery, sizeof h_delivery, "X-Tern-Delivery: %s", d->id);
+    /* The same on every attempt of one end of the job, another when a job retried from
+     * failure ends again (its end time differs): receivers dedupe on it. */
+    snprintf(h_delivery, sizeof h_delivery, "X-Tern-Delivery: %s/%lld", d->id,
+             store_reply_int(f[8], 0));
     snprintf(h_attempt, sizeof h_attempt, "X-Tern-Attempt: %u", d->attempt);
     const char *headers[] = {"Content-Type: application/json", h_job, h_delivery, h_attempt, NULL};
     tern_http_req req = {

@@ -230,6 +230,13 @@ static void test_fails_twice_then_accepts(void **state)
     json_t *job = wait_post_backs(uuid, 3, 5000);
     json_t *pbs = json_object_get(job, "post_backs");
     assert_int_equal(json_array_size(pbs), 3);
+    /* One delivery id for the three attempts of this end: <uuid>/<url>/<end ms>. */
+    char delivery[160];
+    snprintf(delivery, sizeof delivery, "%s/0/%llu", uuid,
+             (unsigned long long)iso_ms(json_string_value(json_object_get(job, "finished_at"))));
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(mini_http_request_header(request_on("/flaky", i), "X-Tern-Delivery"),
+                            delivery);
     static const long statuses[] = {500, 500, 200};
     uint64_t times[3];
     for (size_t i = 0; i < 3; i++) {
