@@ -292,7 +292,7 @@ redis_conn_t *redis_conn_new(uv_loop_t *loop, const redis_conn_opts_t *opts)
     if (c->opts.backoff_min_ms == 0)
         c->opts.backoff_min_ms = 100;
     if (c->opts.backoff_max_ms < c->opts.backoff_min_ms)
-        c->opts.backoff_max_ms = c->opts.backoff_min_ms < 5000 ? 5000 : c->opts.backoff_min_ms;
+        c->opts.backoff_max_ms = c->opts.backoff_min_ms < 2000 ? 2000 : c->opts.backoff_min_ms;
     if (opts->command_timeout_ms == 0)
         c->opts.command_timeout_ms = 15000;
     c->backoff_ms = c->opts.backoff_min_ms;

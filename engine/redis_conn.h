@@ -38,7 +38,7 @@ typedef struct redis_conn_opts {
     const redis_addr_t *addr;     /* copied */
     const char *name;             /* for CLIENT SETNAME and logs: "commands" */
     uint32_t backoff_min_ms;      /* default 100 */
-    uint32_t backoff_max_ms;      /* default 5000 */
+    uint32_t backoff_max_ms;      /* default 2000: back within 1-2 s of Redis returning */
     uint32_t command_timeout_ms;  /* default 15000; 0 disables the watchdog */
     redis_conn_event_cb on_event; /* may be NULL */
     void *data;
