@@ -8,7 +8,8 @@
 -- Answers {'OK', created_at, snapshot (see job_snapshot)}
 --       | {'WF', uuid, document} (the reference names this workflow, not the one the
 --         caller parsed: parse it and send again) | {'NOWF'} (no such workflow)
---       | {'EXISTS'} (a job with this uuid is already stored)
+--       | {'EXISTS'} (a job with this uuid is already stored, made by another create;
+--         the same create repeated gets 'OK' and the job as it is now)
 --       | {'CONFLICT', other uuid} | {'LOCKS', version, uuid1, regex1, ...}
 -- The job shares its workflow's frozen document (wfdoc:<workflow uuid>, written by
 -- workflow_put.lua, or here for workflows stored before it did).
@@ -34,6 +35,19 @@ if actual ~= wf_uuid then
 end
 local k = jkey(uuid)
 if redis.call('EXISTS', k) == 1 then
+    -- The same create again (a client retrying after a lost answer): the same
+    -- workflow, params and target get the job as it is now; anything else is refused.
+    local params = ''
+    for i = 12, #ARGV, 2 do
+        if ARGV[i] == 'params' then
+            params = ARGV[i + 1]
+        end
+    end
+    local f = redis.call('HMGET', k, 'workflow_uuid', 'params', 'target')
+    if f[1] == wf_uuid and f[2] == params and (f[3] or '') == target then
+        local now = now_ms()
+        return {'OK', now, job_snapshot(uuid, now)}
+    end
     return {'EXISTS'}
 end
 -- Only a job with a target can match a lock.

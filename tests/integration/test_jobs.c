@@ -227,10 +227,14 @@ static void test_creates_in_one_turn_share_a_call(void **state)
     memset(answers, 0, sizeof answers);
     char first[40];
     tern_uuid_v4(first);
+    json_t *other = json_pack("{s:b}", "other", 1);
     long long before = evalsha_calls();
     for (int i = 0; i < N; i++) {
-        /* Jobs 0 and N-1 ask for the same uuid: the later one must be refused. */
-        job_create_req_t req = {.workflow = "batched", .uuid = i == 0 || i == N - 1 ? first : NULL};
+        /* Jobs 0 and N-1 ask for the same uuid with other params: the later one must
+         * be refused. */
+        job_create_req_t req = {.workflow = "batched",
+                                .uuid = i == 0 || i == N - 1 ? first : NULL,
+                                .params = i == N - 1 ? other : NULL};
         job_ops_create(W.client.ops, &req, itest_on_answer, &answers[i]);
     }
     int created = 0;
@@ -241,6 +245,7 @@ static void test_creates_in_one_turn_share_a_call(void **state)
             created++;
     }
     long long calls = evalsha_calls() - before;
+    json_decref(other);
     assert_int_equal(created, N - 1);
     assert_int_equal(answers[N - 1].status, TERN_EEXIST);
     assert_non_null(strstr(answers[N - 1].msg, "already exists"));
@@ -317,6 +322,41 @@ static void test_a_failing_item_fails_alone(void **state)
 
 /* An isolated step (its own helper process) reports progress while it runs: the
  * reports reach the job's events before the step ends, as an in-process step's do. */
+/* A create repeated with the same uuid, workflow, params and target (a client that
+ * lost the answer and tries again) gets the job it made, not a second one nor an
+ * error; the same uuid with other params is refused. */
+static void test_repeated_create_is_answered(void **state)
+{
+    (void)state;
+    put("{\"name\": \"repeatable\", \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
+    char uuid[40];
+    tern_uuid_v4(uuid);
+    json_t *params = json_pack("{s:s}", "vm", "v1");
+    job_create_req_t req = {
+        .workflow = "repeatable", .uuid = uuid, .params = params, .target = "vm-v1"};
+    json_t *first = NULL, *again = NULL;
+    itest_answer_t a = {0}, b = {0}, c = {0};
+    job_ops_create(W.client.ops, &req, itest_on_answer, &a);
+    assert_int_equal(itest_answer_wait(&W.client, &a, &first, NULL, 0), 0);
+    json_t *done = itest_wait_finished_ok(&W.client, uuid, 20000);
+    json_decref(done);
+    job_ops_create(W.client.ops, &req, itest_on_answer, &b);
+    assert_int_equal(itest_answer_wait(&W.client, &b, &again, NULL, 0), 0);
+    assert_string_equal(json_string_value(json_object_get(again, "uuid")), uuid);
+    assert_string_equal(json_string_value(json_object_get(again, "created_at")),
+                        json_string_value(json_object_get(first, "created_at")));
+    assert_string_equal(itest_execution(again), "succeeded"); /* as it is now: not re-run */
+    assert_int_equal(json_array_size(json_object_get(again, "chain_results")), 1);
+    json_object_set_new(params, "vm", json_string("v2"));
+    char msg[256];
+    job_ops_create(W.client.ops, &req, itest_on_answer, &c);
+    assert_int_equal(itest_answer_wait(&W.client, &c, NULL, msg, sizeof msg), TERN_EEXIST);
+    assert_non_null(strstr(msg, "already exists"));
+    json_decref(first);
+    json_decref(again);
+    json_decref(params);
+}
+
 static void test_isolated_step_progress(void **state)
 {
     (void)state;
@@ -439,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_one_round_trip_per_step),
         cmocka_unit_test(test_creates_in_one_turn_share_a_call),
         cmocka_unit_test(test_a_failing_item_fails_alone),
+        cmocka_unit_test(test_repeated_create_is_answered),
         cmocka_unit_test(test_isolated_step_progress),
         cmocka_unit_test(test_plugin_redis_namespace),
         cmocka_unit_test(test_script_cache_lost),
