@@ -54,20 +54,6 @@ static bool on_global_event(void *data, const char *id, const json_t *ev)
     return b->finished < n_jobs;
 }
 
-static long peak_rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (strncmp(line, "VmHWM:", 6) == 0)
-            kb = atol(line + 6);
-    if (f != NULL)
-        fclose(f);
-    return kb;
-}
-
 static void bench_sleepers(void **state)
 {
     (void)state;
@@ -98,7 +84,7 @@ static void bench_sleepers(void **state)
                                      sleep_ms),
                            NULL, msg, sizeof msg) != 0)
         fail_msg("%s", msg);
-    long rss_idle = peak_rss_kb(t.pid);
+    long rss_idle = itest_peak_rss_kb(t.pid);
     bench_t b = {.c = &c};
     events_follow_t *f = events_follow(&c.loop, &c.addr, NULL, "$", on_global_event, &b);
     uint64_t t0 = tern_mono_ms();
@@ -111,7 +97,7 @@ static void bench_sleepers(void **state)
     while (b.finished < n_jobs && tern_mono_ms() - t0 < bound)
         uv_run(&c.loop, UV_RUN_ONCE);
     uint64_t elapsed = tern_mono_ms() - t0;
-    long rss = peak_rss_kb(t.pid);
+    long rss = itest_peak_rss_kb(t.pid);
     printf("{\"bench\": \"sleepers\", \"jobs\": %d, \"sleep_ms\": %d, \"finished\": %d, "
            "\"create_failures\": %d, \"elapsed_ms\": %llu, \"runner_peak_rss_kb\": %ld, "
            "\"runner_idle_rss_kb\": %ld}\n",

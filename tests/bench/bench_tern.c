@@ -470,20 +470,6 @@ static double proc_cpu_s(pid_t pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-static long proc_peak_rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (strncmp(line, "VmHWM:", 6) == 0)
-            kb = atol(line + 6);
-    if (f != NULL)
-        fclose(f);
-    return kb;
-}
-
 /* The memory of the global event stream (tern:events), counted exactly. */
 static long long global_stream_bytes(const bench_t *b)
 {
@@ -712,9 +698,9 @@ static void run_scale(bench_t *b)
     double rcpu = redis_info_num(b, "cpu", "used_cpu_user:") +
                   redis_info_num(b, "cpu", "used_cpu_sys:") - rcpu0;
     long long mem1 = used_memory(b), ev1 = global_stream_bytes(b);
-    long rss = proc_peak_rss_kb(b->t.pid);
+    long rss = itest_peak_rss_kb(b->t.pid);
     for (int i = 0; i < b->n_more; i++) {
-        long r = proc_peak_rss_kb(b->more[i].pid);
+        long r = itest_peak_rss_kb(b->more[i].pid);
         rss = r > rss ? r : rss;
     }
     json_decref(params);

@@ -651,6 +651,46 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+long itest_peak_rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kb = atol(line + 6);
+    if (f != NULL)
+        fclose(f);
+    return kb;
+}
+
+itest_ternd_t *itest_fleet_start(itest_fleet_t *f, const itest_redis_t *r, const itest_dir_t *dir,
+                                 const char *id, const char *queue, const char *const *more)
+{
+    if (f->n == ITEST_FLEET_MAX)
+        fail_msg("too many runners in one test");
+    itest_ternd_t *t = &f->runners[f->n++];
+    const char *extra[16] = {"--queues", queue};
+    size_t n = 2;
+    for (size_t i = 0; more != NULL && more[i] != NULL && n < 15; i++)
+        extra[n++] = more[i];
+    extra[n] = NULL;
+    itest_ternd_start(t, r, dir, id, extra);
+    return t;
+}
+
+void itest_fleet_stop(itest_fleet_t *f, unsigned wait_ms)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        if (f->runners[i].pid > 0) {
+            kill(f->runners[i].pid, SIGCONT);
+            itest_ternd_signal(&f->runners[i], SIGTERM, wait_ms);
+        }
+    }
+    f->n = 0;
+}
+
 void itest_world_start(itest_world_t *w, const char *id, const char *config_json,
                        const char *const *extra)
 {

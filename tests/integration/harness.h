@@ -75,6 +75,25 @@ bool itest_ternd_log_has(const itest_ternd_t *t, const char *needle);
 /* True when one line of the process's log holds both needles. */
 bool itest_ternd_log_has_both(const itest_ternd_t *t, const char *a, const char *b);
 
+/* The peak resident set (VmHWM) of process `pid` in kB, or -1 when unknown. */
+long itest_peak_rss_kb(pid_t pid);
+
+/* The runners one test starts (at most ITEST_FLEET_MAX), kept so that its teardown
+ * stops, by PID, those a failed assertion left running. Zeroed means empty. */
+#define ITEST_FLEET_MAX 4
+typedef struct itest_fleet {
+    itest_ternd_t runners[ITEST_FLEET_MAX];
+    size_t n;
+} itest_fleet_t;
+
+/* Starts runner `id` serving `queue`, with the NULL-terminated extra flags `more`
+ * (may be NULL), and adds it to the fleet; a full fleet fails the test. */
+itest_ternd_t *itest_fleet_start(itest_fleet_t *f, const itest_redis_t *r, const itest_dir_t *dir,
+                                 const char *id, const char *queue, const char *const *more);
+/* Stops the fleet's runners still running (SIGCONT first: a test may have stopped
+ * one), waiting at most wait_ms for each, and empties the fleet. */
+void itest_fleet_stop(itest_fleet_t *f, unsigned wait_ms);
+
 /* A client on a private loop: the same store and job operations the API uses. */
 typedef struct itest_client {
     uv_loop_t loop;

@@ -33,16 +33,14 @@
 #include "harness.h"
 #include "http_sync.h"
 
-#define MAX_RUNNERS 4
-#define STEPS       5
-#define MAX_KILLS   128
+#define STEPS     5
+#define MAX_KILLS 128
 
 typedef struct world {
     itest_dir_t dir;
     itest_redis_t redis;
     itest_client_t client;
-    itest_ternd_t runners[MAX_RUNNERS];
-    size_t n_runners;
+    itest_fleet_t fleet; /* the runners of the current test */
     char side[320];
 } world_t;
 
@@ -68,10 +66,7 @@ static int test_teardown(void **state)
     if (W.redis.pid <= 0)
         itest_redis_restart(&W.redis);
     itest_client_close(&W.client);
-    for (size_t i = 0; i < W.n_runners; i++)
-        if (W.runners[i].pid > 0)
-            itest_ternd_signal(&W.runners[i], SIGTERM, 15000);
-    W.n_runners = 0;
+    itest_fleet_stop(&W.fleet, 15000);
     itest_redis_stop(&W.redis, SIGTERM);
     itest_dir_remove(&W.dir);
     return 0;
@@ -99,12 +94,8 @@ static const char *error_code_of(const json_t *holder)
 
 static itest_ternd_t *start_runner(const char *id, const char *queue, const char *concurrency)
 {
-    if (W.n_runners == MAX_RUNNERS)
-        fail_msg("too many runners in one test");
-    itest_ternd_t *t = &W.runners[W.n_runners++];
-    const char *extra[] = {"--queues", queue, "--concurrency", concurrency, NULL};
-    itest_ternd_start(t, &W.redis, &W.dir, id, extra);
-    return t;
+    const char *more[] = {"--concurrency", concurrency, NULL};
+    return itest_fleet_start(&W.fleet, &W.redis, &W.dir, id, queue, more);
 }
 
 /* Starts runner `t` again under its id. Its old log is kept aside first, so the wait
@@ -336,8 +327,9 @@ static long long batch_check_redis(batch_t *b, const char *queue)
     assert_int_equal(zcard("succeeded"), b->n);
     assert_int_equal(itest_redis_int(&W.redis, "LLEN tern:q:%s", queue), 0);
     assert_int_equal(itest_redis_int(&W.redis, "ZCARD tern:delayed"), 0);
-    for (size_t i = 0; i < W.n_runners; i++)
-        assert_int_equal(itest_redis_int(&W.redis, "LLEN tern:r:%s:jobs", W.runners[i].id), 0);
+    for (size_t i = 0; i < W.fleet.n; i++)
+        assert_int_equal(itest_redis_int(&W.redis, "LLEN tern:r:%s:jobs", W.fleet.runners[i].id),
+                         0);
     return hashes;
 }
 
@@ -459,7 +451,7 @@ static void test_runner_killed_every_2s(void **state)
             fail_msg("after %lld ms: %lld of %d jobs succeeded, %d kills, %d restarts",
                      now_ms() - t0, ok, A_JOBS, n_kills, restarts);
         if (now_ms() >= next_kill && n_kills < MAX_KILLS) {
-            itest_ternd_t *victim = &W.runners[n_kills % 3];
+            itest_ternd_t *victim = &W.fleet.runners[n_kills % 3];
             recovery_note(&recs[n_kills], victim->id);
             kills[n_kills].before = file_size(W.side);
             recs[n_kills].killed_at = now_ms();
@@ -516,7 +508,7 @@ static void test_redis_killed_mid_run(void **state)
     long long killed_at = now_ms();
     itest_redis_stop(&W.redis, SIGKILL);
     for (int i = 0; i < 3; i++)
-        wait_log_both(&W.runners[i], "\"level\":40", "Redis is unreachable", 5000);
+        wait_log_both(&W.fleet.runners[i], "\"level\":40", "Redis is unreachable", 5000);
     /* Steps in flight go on and end meanwhile; their commits must wait for Redis. */
     kill.after = file_size(W.side);
     itest_redis_restart(&W.redis);
@@ -543,7 +535,7 @@ static void test_redis_killed_mid_run(void **state)
     int twice = batch_check_starts(&b, &kill, 1);
     long long hashes = batch_check_redis(&b, "fb");
     for (int i = 0; i < 3; i++)
-        assert_true(alive(&W.runners[i]));
+        assert_true(alive(&W.fleet.runners[i]));
     print_message("b: jobs %d, elapsed %lld ms, Redis kills 1, restarts 1 (down %lld ms), "
                   "steps run twice %d, recovery %lld ms after the restart, job hashes %lld\n",
                   B_JOBS, elapsed, restarted_at - killed_at, twice, recovered_at - restarted_at,

@@ -27,15 +27,11 @@
 #include "events.h"
 #include "harness.h"
 
-#define MAX_RUNNERS 4
-
 typedef struct world {
     itest_dir_t dir;
     itest_redis_t redis;
     itest_client_t client;
-    /* The runners of the current test; its teardown stops those still running. */
-    itest_ternd_t runners[MAX_RUNNERS];
-    size_t n_runners;
+    itest_fleet_t fleet; /* the runners of the current test */
 } world_t;
 
 static world_t W;
@@ -69,10 +65,7 @@ static int test_teardown(void **state)
         itest_redis_restart(&W.redis);
         wait_client_state(true, 15000);
     }
-    for (size_t i = 0; i < W.n_runners; i++)
-        if (W.runners[i].pid > 0)
-            itest_ternd_signal(&W.runners[i], SIGTERM, 10000);
-    W.n_runners = 0;
+    itest_fleet_stop(&W.fleet, 10000);
     return 0;
 }
 
@@ -80,19 +73,14 @@ static int test_teardown(void **state)
 
 static itest_ternd_t *start_runner(const char *id, const char *queue)
 {
-    if (W.n_runners == MAX_RUNNERS)
-        fail_msg("too many runners in one test");
-    itest_ternd_t *t = &W.runners[W.n_runners++];
-    const char *extra[] = {"--queues", queue, NULL};
-    itest_ternd_start(t, &W.redis, &W.dir, id, extra);
-    return t;
+    return itest_fleet_start(&W.fleet, &W.redis, &W.dir, id, queue, NULL);
 }
 
 static itest_ternd_t *runner_by_id(const char *id)
 {
-    for (size_t i = 0; i < W.n_runners; i++)
-        if (strcmp(W.runners[i].id, id) == 0)
-            return &W.runners[i];
+    for (size_t i = 0; i < W.fleet.n; i++)
+        if (strcmp(W.fleet.runners[i].id, id) == 0)
+            return &W.fleet.runners[i];
     return NULL;
 }
 

@@ -30,15 +30,12 @@
 
 #include "harness.h"
 
-#define MAX_RUNNERS 3
-
 typedef struct world {
     itest_dir_t dir;
     itest_redis_t redis;
     itest_client_t client;
-    itest_ternd_t runners[MAX_RUNNERS];
-    size_t n_runners;
-    bool redis_stopped; /* SIGSTOP'd by the current test */
+    itest_fleet_t fleet; /* the runners of the current test */
+    bool redis_stopped;  /* SIGSTOP'd by the current test */
 } world_t;
 
 static world_t W;
@@ -68,13 +65,7 @@ static int test_teardown(void **state)
         kill(W.redis.pid, SIGCONT);
         W.redis_stopped = false;
     }
-    for (size_t i = 0; i < W.n_runners; i++) {
-        if (W.runners[i].pid > 0) {
-            kill(W.runners[i].pid, SIGCONT);
-            itest_ternd_signal(&W.runners[i], SIGTERM, 15000);
-        }
-    }
-    W.n_runners = 0;
+    itest_fleet_stop(&W.fleet, 15000);
     return 0;
 }
 
@@ -83,16 +74,7 @@ static int test_teardown(void **state)
 /* Starts a runner serving `queue`, with the NULL-terminated extra flags `more`. */
 static itest_ternd_t *start_runner(const char *id, const char *queue, const char *const *more)
 {
-    if (W.n_runners == MAX_RUNNERS)
-        fail_msg("too many runners in one test");
-    itest_ternd_t *t = &W.runners[W.n_runners++];
-    const char *extra[16] = {"--queues", queue};
-    size_t n = 2;
-    for (size_t i = 0; more != NULL && more[i] != NULL && n < 15; i++)
-        extra[n++] = more[i];
-    extra[n] = NULL;
-    itest_ternd_start(t, &W.redis, &W.dir, id, extra);
-    return t;
+    return itest_fleet_start(&W.fleet, &W.redis, &W.dir, id, queue, more);
 }
 
 static void put(const char *json)
