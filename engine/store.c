@@ -101,19 +101,25 @@ void store_args_init(store_args_t *a)
     memset(a, 0, sizeof *a);
 }
 
-void store_args_pushb(store_args_t *a, const char *buf, size_t len)
+/* Appends `s` (len bytes, NUL-terminated, malloc'd), which `a` owns from now on. */
+static void args_append_owned(store_args_t *a, char *s, size_t len)
 {
     if (a->n == a->cap) {
         a->cap = a->cap ? a->cap * 2 : 16;
         a->v = xrealloc(a->v, a->cap * sizeof *a->v);
         a->len = xrealloc(a->len, a->cap * sizeof *a->len);
     }
+    a->v[a->n] = s;
+    a->len[a->n] = len;
+    a->n++;
+}
+
+void store_args_pushb(store_args_t *a, const char *buf, size_t len)
+{
     char *copy = xmalloc(len + 1);
     memcpy(copy, buf, len);
     copy[len] = '\0';
-    a->v[a->n] = copy;
-    a->len[a->n] = len;
-    a->n++;
+    args_append_owned(a, copy, len);
 }
 
 void store_args_push(store_args_t *a, const char *s)
@@ -350,9 +356,11 @@ static void on_flush(uv_idle_t *h)
                 store_args_init(&a);
                 store_args_pushf(&a, "%zu", b->n);
                 for (batch_item_t *it = b->items; it != NULL; it = it->next) {
+                    /* The item's strings move into the call's vector: no copy. */
                     store_args_pushf(&a, "%zu", it->args.n);
                     for (size_t i = 0; i < it->args.n; i++)
-                        store_args_pushb(&a, it->args.v[i], it->args.len[i]);
+                        args_append_owned(&a, it->args.v[i], it->args.len[i]);
+                    it->args.n = 0;
                 }
                 int rc = eval_now(s, (store_script_t)id, &a, on_batch_reply, b);
                 store_args_dispose(&a);

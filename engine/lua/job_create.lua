@@ -15,10 +15,12 @@
 -- workflow_put.lua, or here for workflows stored before it did).
 local ref, wf_uuid, uuid, queue = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local exec_after, unique, seen, locks = tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
-local target = ''
+local target, params = '', ''
 for i = 12, #ARGV, 2 do
     if ARGV[i] == 'target' then
         target = ARGV[i + 1]
+    elseif ARGV[i] == 'params' then
+        params = ARGV[i + 1]
     end
 end
 local actual = resolve_workflow(ref)
@@ -37,12 +39,6 @@ local k = jkey(uuid)
 if redis.call('EXISTS', k) == 1 then
     -- The same create again (a client retrying after a lost answer): the same
     -- workflow, params and target get the job as it is now; anything else is refused.
-    local params = ''
-    for i = 12, #ARGV, 2 do
-        if ARGV[i] == 'params' then
-            params = ARGV[i + 1]
-        end
-    end
     local f = redis.call('HMGET', k, 'workflow_uuid', 'params', 'target')
     if f[1] == wf_uuid and f[2] == params and (f[3] or '') == target then
         local now = now_ms()
