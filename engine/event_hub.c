@@ -23,6 +23,7 @@
 #include "common.h"
 #include "log.h"
 #include "redis_conn.h"
+#include "stream_entry.h"
 
 #define NBUCKETS       1024
 #define XREAD_COUNT    "1000"
@@ -177,15 +178,17 @@ static void broadcast(event_hub_t *h, event_hub_note_t note)
     notes_deliver(h, note);
 }
 
-/* The "job" member of an event's JSON text, into out ("" when absent). */
-static void event_job(const char *text, size_t len, char out[40])
+/* Notes the watches of the event's job for this round (see stream_entry_each). */
+static bool note_event(void *data, const json_t *ev)
 {
-    out[0] = '\0';
-    json_t *ev = json_loadb(text, len, 0, NULL);
+    event_hub_t *h = data;
     const char *job = json_string_value(json_object_get(ev, "job"));
-    if (job != NULL)
-        snprintf(out, 40, "%s", job);
-    json_decref(ev);
+    if (job == NULL)
+        return true;
+    for (event_hub_watch_t *w = h->buckets[bucket_of(job)]; w != NULL; w = w->bucket_next)
+        if (strcmp(w->uuid, job) == 0)
+            note_add(h, w);
+    return true;
 }
 
 /* ---- the global stream ---------------------------------------------------------- */
@@ -208,19 +211,7 @@ static void on_xread(redis_conn_t *c, redisReply *reply, void *data)
             snprintf(h->cursor, sizeof h->cursor, "%s", e->element[0]->str);
             if (h->n_watches == 0)
                 continue;
-            redisReply *fields = e->element[1];
-            for (size_t k = 0; k + 1 < fields->elements; k += 2) {
-                if (strcmp(fields->element[k]->str, "e") != 0)
-                    continue;
-                char job[40];
-                event_job(fields->element[k + 1]->str, fields->element[k + 1]->len, job);
-                if (job[0] == '\0')
-                    continue;
-                for (event_hub_watch_t *w = h->buckets[bucket_of(job)]; w != NULL;
-                     w = w->bucket_next)
-                    if (strcmp(w->uuid, job) == 0)
-                        note_add(h, w);
-            }
+            stream_entry_each(e->element[1], note_event, h);
         }
         notes_deliver(h, EVENT_HUB_NEW);
     }

@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "redis_conn.h"
+#include "stream_entry.h"
 
 #define BLOCK_MS "5000"
 
@@ -27,6 +28,13 @@ struct events_follow {
 };
 
 static void read_next(events_follow_t *f);
+
+/* Tells the follower's callback one event of the entry at f->last_id. */
+static bool tell_event(void *data, const json_t *ev)
+{
+    events_follow_t *f = data;
+    return f->cb(f->data, f->last_id, ev);
+}
 
 static void on_xread(redis_conn_t *c, redisReply *reply, void *data)
 {
@@ -44,18 +52,9 @@ static void on_xread(redis_conn_t *c, redisReply *reply, void *data)
             if (e->elements < 2)
                 continue;
             snprintf(f->last_id, sizeof f->last_id, "%s", e->element[0]->str);
-            redisReply *fields = e->element[1];
-            for (size_t k = 0; k + 1 < fields->elements; k += 2) {
-                if (strcmp(fields->element[k]->str, "e") != 0)
-                    continue;
-                json_t *ev =
-                    json_loadb(fields->element[k + 1]->str, fields->element[k + 1]->len, 0, NULL);
-                bool go_on = ev == NULL || f->cb(f->data, f->last_id, ev);
-                json_decref(ev);
-                if (!go_on) {
-                    events_follow_stop(f);
-                    return;
-                }
+            if (!stream_entry_each(e->element[1], tell_event, f)) {
+                events_follow_stop(f);
+                return;
             }
         }
     }

@@ -16,7 +16,8 @@
 
 typedef struct events_follow events_follow_t;
 
-/* One event: `id` is the stream entry id, `event` borrowed for the call. Return false
+/* One event: `id` is the id of its stream entry (the global stream's entries may hold
+ * several events, which then share it), `event` borrowed for the call. Return false
  * to stop following (the follower is then freed after the callback returns). */
 typedef bool (*events_cb)(void *data, const char *id, const json_t *event);
 

@@ -5,7 +5,8 @@ Usage: embed_lua.py OUTPUT.c SELF.py SCRIPT.lua...   (SELF is skipped: meson pas
 every input). _common.lua, when present, is prepended to every other script, so the
 scripts share helpers without a module system (Redis Lua has none). A script whose
 first line starts with "-- batched" becomes a function that run_batch (_common.lua)
-calls once per item of a batch.
+calls once per item of a batch; one whose first line starts with "-- gathered" runs
+within run_gathered (its writes to keys every job shares are sent together at its end).
 """
 import os
 import sys
@@ -40,6 +41,9 @@ def main():
             if text.startswith('-- batched'):
                 # run_batch (_common.lua) calls the body once per item of the batch.
                 text = 'local function batch_item()\n%s\nend\nreturn run_batch(batch_item)\n' % text
+            elif text.startswith('-- gathered'):
+                # run_gathered (_common.lua) sends the writes to shared keys at the end.
+                text = 'local function body()\n%s\nend\nreturn run_gathered(body)\n' % text
             f.write('    {"%s",\n%s},\n' % (name, c_string(common + '\n' + text)))
         f.write('};\n')
         f.write('const unsigned store_lua_nscripts = %d;\n' % len(named))

@@ -1,4 +1,4 @@
--- job_claim.lua: starts jobs on a runner. Jobs named explicitly are already in the
+-- gathered (see run_gathered). job_claim.lua: starts jobs on a runner. Jobs named explicitly are already in the
 -- runner's list (moved there by BLMOVE, or found there after a lost reply); up to
 -- `more` further jobs are moved from the queue here. Each is checked (a job canceled
 -- while queued is skipped), takes its job-level holds (or is parked), gets a new
@@ -18,12 +18,14 @@ for i = 6, #ARGV do
     candidates[#candidates + 1] = ARGV[i]
     explicit[ARGV[i]] = true
 end
-for _ = 1, more do
-    local u = redis.call('LMOVE', qkey(queue), rlist, 'RIGHT', 'LEFT')
-    if not u then
-        break
+-- The oldest `more` jobs of the queue (its right end), onto the runner's list in the
+-- order one LMOVE each would leave them.
+local taken = more > 0 and redis.call('RPOP', qkey(queue), more)
+if taken then
+    redis.call('LPUSH', rlist, unpack(taken))
+    for _, u in ipairs(taken) do
+        candidates[#candidates + 1] = u
     end
-    candidates[#candidates + 1] = u
 end
 local out = {}
 local docs = {}

@@ -105,7 +105,7 @@ redis.call('HSET', k, unpack(fields))
 -- The uuid is the key's; readers get it with the fields (see job_snapshot).
 table.insert(fields, 1, uuid)
 table.insert(fields, 1, 'uuid')
-redis.call('ZADD', P .. 'jobs', now, uuid)
+zset_add(P .. 'jobs', now, uuid)
 move_index(uuid, false, 'queued', now)
 if not QUEUES_SEEN[queue] then
     redis.call('SADD', P .. 'queues', queue) -- queue names, for GET /metrics
@@ -115,7 +115,7 @@ event_raw(uuid, ARGV[11])
 if exec_after > now then
     delay(uuid, exec_after)
 else
-    redis.call('LPUSH', qkey(queue), uuid)
+    tail_push(qkey(queue), uuid)
 end
 -- The new job's snapshot, from what was just written (nothing else exists yet).
 return {'OK', now, {fields, {}, {}, {}, {}, {}, now, {}, doc}}

@@ -19,8 +19,7 @@ redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
 if redis.call('EXISTS', k .. ':events') == 1 or not redis.call('HGET', k, 'finished_at') then
     event(uuid, {type = 'info', index = n - 1}, now_ms())
 else
-    redis.call('XADD', P .. 'events', 'MAXLEN', '~', MAXLEN_ALL, '*', 'e',
-               cjson.encode({type = 'info', index = n - 1, job = uuid, time = now_ms()}))
+    global_event(cjson.encode({type = 'info', index = n - 1, job = uuid, time = now_ms()}))
 end
 follow_job_expiry(uuid)
 return {'OK', n}

@@ -44,8 +44,7 @@ if reap == '1' then
             end
             redis.call('DEL', rlist, P .. 'runner:' .. d)
             redis.call('ZREM', P .. 'runners', d)
-            redis.call('XADD', P .. 'events', 'MAXLEN', '~', MAXLEN_ALL, '*', 'e',
-                       cjson.encode({type = 'runner_dead', runner = d, time = now}))
+            global_event(cjson.encode({type = 'runner_dead', runner = d, time = now}))
         end
     end
 end

@@ -49,6 +49,7 @@
 #include "common.h"
 #include "events.h"
 #include "harness.h"
+#include "stream_entry.h"
 
 #define HTTP_CONNS  64
 #define WAIT_MS     300000u      /* the bound of any one scenario's wait */
@@ -291,6 +292,17 @@ static void tail_finish(tail_t *t, const char *err)
     uv_async_send(&t->wake);
 }
 
+/* Counts a "finished" event (see stream_entry_each). */
+static bool tail_count(void *data, const json_t *ev)
+{
+    tail_t *t = data;
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    if (type != NULL && strcmp(type, "finished") == 0 &&
+        atomic_fetch_add(&t->finished, 1) + 1 == t->want)
+        t->t_done = now_s();
+    return true;
+}
+
 static void *tail_run(void *arg)
 {
     tail_t *t = arg;
@@ -328,15 +340,7 @@ static void *tail_run(void *arg)
             for (size_t i = 0; i < entries->elements; i++) {
                 const redisReply *e = entries->element[i];
                 snprintf(last, sizeof last, "%s", e->element[0]->str);
-                const redisReply *fv = e->element[1];
-                if (fv->elements < 2)
-                    continue;
-                json_t *ev = json_loadb(fv->element[1]->str, fv->element[1]->len, 0, NULL);
-                const char *type = json_string_value(json_object_get(ev, "type"));
-                if (type != NULL && strcmp(type, "finished") == 0 &&
-                    atomic_fetch_add(&t->finished, 1) + 1 == t->want)
-                    t->t_done = now_s();
-                json_decref(ev);
+                stream_entry_each(e->element[1], tail_count, t);
             }
         }
         freeReplyObject(r);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "events.h"
 #include "harness.h"
 
 static itest_world_t W;
@@ -214,6 +215,45 @@ static long long evalsha_calls(void)
                            "'cmdstat_evalsha:calls=(%d+)'))");
 }
 
+/* What a follower of the global stream saw: "created" and "finished" events, in the
+ * order it saw them, as [job, type] pairs. */
+static bool on_burst_event(void *data, const char *id, const json_t *ev)
+{
+    (void)id;
+    const char *job = json_string_value(json_object_get(ev, "job"));
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    if (job != NULL && type != NULL &&
+        (strcmp(type, "created") == 0 || strcmp(type, "finished") == 0))
+        json_array_append_new(data, json_pack("[ss]", job, type));
+    return true;
+}
+
+/* Counts the "finished" events of the jobs in `uuids` among `seen`; each must follow
+ * that job's "created" (else *out_of_order is bumped). */
+static int burst_count(const json_t *seen, char (*uuids)[40], int n, int *created,
+                       int *out_of_order)
+{
+    int finished = 0;
+    *created = 0;
+    *out_of_order = 0;
+    for (int i = 0; i < n; i++) {
+        int state = 0; /* 0 nothing, 1 created, 2 finished */
+        size_t k;
+        json_t *e;
+        json_array_foreach(seen, k, e)
+        {
+            if (strcmp(json_string_value(json_array_get(e, 0)), uuids[i]) != 0)
+                continue;
+            bool fin = strcmp(json_string_value(json_array_get(e, 1)), "finished") == 0;
+            *out_of_order += fin ? state != 1 : state != 0;
+            *created += !fin;
+            finished += fin;
+            state = fin ? 2 : 1;
+        }
+    }
+    return finished;
+}
+
 /* Creates made in one turn of the loop go to Redis together, and each gets its own
  * answer: one refused create (a uuid already taken in the same batch) refuses only
  * itself, and every other job is stored, runs and finishes. The workflow is new to
@@ -228,6 +268,19 @@ static void test_creates_in_one_turn_share_a_call(void **state)
     char first[40];
     tern_uuid_v4(first);
     json_t *other = json_pack("{s:b}", "other", 1);
+    /* A follower of the global stream from its newest entry: the burst's events reach
+     * it although they share entries (stream_entry.h). */
+    char *from = itest_redis_str(&W.redis, "EVAL %s 0",
+                                 "local r = redis.call('XREVRANGE', 'tern:events', '+', '-', "
+                                 "'COUNT', 1) return r[1] and r[1][1] or '0-0'");
+    assert_non_null(from);
+    long long entries_before = itest_redis_int(&W.redis, "XLEN tern:events");
+    static char uuids[N][40];
+    int n_uuids = 0;
+    json_t *seen = json_array();
+    events_follow_t *follower =
+        events_follow(&W.client.loop, &W.client.addr, NULL, from, on_burst_event, seen);
+    free(from);
     long long before = evalsha_calls();
     for (int i = 0; i < N; i++) {
         /* Jobs 0 and N-1 ask for the same uuid with other params: the later one must
@@ -256,12 +309,35 @@ static void test_creates_in_one_turn_share_a_call(void **state)
     for (int i = 0; i < N - 1; i++) {
         const char *u = json_string_value(json_object_get(jobs[i], "uuid"));
         assert_non_null(u);
+        snprintf(uuids[n_uuids++], sizeof uuids[0], "%s", u);
+    }
+    for (int i = 0; i < N - 1; i++) {
+        const char *u = json_string_value(json_object_get(jobs[i], "uuid"));
         json_t *job = itest_wait_finished_ok(&W.client, u, 20000);
         assert_string_equal(itest_execution(job), "succeeded");
         json_decref(job);
     }
     for (int i = 0; i < N; i++)
         json_decref(jobs[i]);
+    /* Every job's "created" and "finished" reached the follower once, in order. */
+    int seen_created = 0, out_of_order = 0, finished = 0;
+    uint64_t t0 = tern_now_ms();
+    while ((finished = burst_count(seen, uuids, n_uuids, &seen_created, &out_of_order)) < n_uuids &&
+           tern_now_ms() - t0 < 10000)
+        uv_run(&W.client.loop, UV_RUN_ONCE);
+    events_follow_stop(follower);
+    json_decref(seen);
+    print_message("global stream: %d created and %d finished events of %d jobs\n", seen_created,
+                  finished, n_uuids);
+    assert_int_equal(n_uuids, N - 1);
+    assert_int_equal(seen_created, N - 1);
+    assert_int_equal(finished, N - 1);
+    assert_int_equal(out_of_order, 0);
+    /* The jobs' 4 events each (created, running, step, finished) took far fewer
+     * entries: the creates' events share one, and so do those of commits made together. */
+    long long entries = itest_redis_int(&W.redis, "XLEN tern:events") - entries_before;
+    print_message("global stream entries for %d events: %lld\n", 4 * (N - 1), entries);
+    assert_true(entries < 2 * (N - 1));
 
     /* A burst naming a workflow that does not exist: every create is told so. */
     itest_answer_t missing[3];

@@ -22,6 +22,7 @@
 #include "common.h"
 #include "harness.h"
 #include "plugin_loader.h"
+#include "stream_entry.h"
 #include "task_ctx.h"
 #include "workflow.h"
 
@@ -525,7 +526,21 @@ static void test_exec_after_on_time_without_heartbeat(void **state)
 
 /* ---- 7. event streams ----------------------------------------------------------------- */
 
-/* The events of job `uuid` in the global stream, oldest first (new reference). */
+typedef struct global_events {
+    const char *uuid;
+    json_t *out;
+} global_events_t;
+
+static bool global_event_of_job(void *data, const json_t *ev)
+{
+    global_events_t *g = data;
+    if (strcmp(str_of(ev, "job"), g->uuid) == 0)
+        json_array_append_new(g->out, json_deep_copy(ev));
+    return true;
+}
+
+/* The events of job `uuid` in the global stream, oldest first (new reference). An
+ * entry may hold several events (stream_entry.h). */
 static json_t *global_events(const char *uuid)
 {
     struct timeval tv = {2, 0};
@@ -535,14 +550,8 @@ static json_t *global_events(const char *uuid)
     redisReply *r = redisCommand(rc, "XREVRANGE tern:events + - COUNT 1000");
     json_t *out = json_array();
     for (size_t i = r != NULL && r->type == REDIS_REPLY_ARRAY ? r->elements : 0; i-- > 0;) {
-        redisReply *fields = r->element[i]->element[1];
-        for (size_t k = 0; k + 1 < fields->elements; k += 2) {
-            json_t *ev =
-                json_loadb(fields->element[k + 1]->str, fields->element[k + 1]->len, 0, NULL);
-            if (ev != NULL && strcmp(str_of(ev, "job"), uuid) == 0)
-                json_array_append(out, ev);
-            json_decref(ev);
-        }
+        global_events_t g = {uuid, out};
+        stream_entry_each(r->element[i]->element[1], global_event_of_job, &g);
     }
     if (r != NULL)
         freeReplyObject(r);
