@@ -22,7 +22,10 @@
  *   job:<uuid>:postbacks    list  post-back attempts {url, attempt, time, status|error,
  *                                 delivered, ...} (JSON), the last 200
  *   job:<uuid>:events       stream  the job's events, capped (field "e": JSON)
- *   events                  stream  every job's events, capped
+ *   events                  stream  every job's events, capped (about N events: an entry
+ *                                 holds one, field "e", or many, field "a")
+ *   events:avg              string  moving average of events per entry of `events`
+ *                                 (how many entries the cap in events means)
  *   jobs                    zset  every job by creation time (ms)
  *   jobs:<execution>        zset  jobs in that execution by creation time
  *   q:<queue>               list  ready job uuids; new work LPUSHed, runners pop RIGHT

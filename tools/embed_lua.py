@@ -20,6 +20,18 @@ def c_string(text):
     return '\n'.join(out) if out else '    ""'
 
 
+def script_source(common, text):
+    """The source Redis runs for a script: _common.lua, then the script, wrapped as its
+    first line asks (see the module's docstring)."""
+    if text.startswith('-- batched'):
+        # run_batch (_common.lua) calls the body once per item of the batch.
+        text = 'local function batch_item()\n%s\nend\nreturn run_batch(batch_item)\n' % text
+    elif text.startswith('-- gathered'):
+        # run_gathered (_common.lua) sends the writes to shared keys at the end.
+        text = 'local function body()\n%s\nend\nreturn run_gathered(body)\n' % text
+    return common + '\n' + text
+
+
 def main():
     output = sys.argv[1]
     scripts = [p for p in sys.argv[2:] if p.endswith('.lua')]
@@ -38,13 +50,7 @@ def main():
         f.write('#include "store_lua.h"\n\n')
         f.write('const store_lua_script_t store_lua_scripts[] = {\n')
         for name, text in named:
-            if text.startswith('-- batched'):
-                # run_batch (_common.lua) calls the body once per item of the batch.
-                text = 'local function batch_item()\n%s\nend\nreturn run_batch(batch_item)\n' % text
-            elif text.startswith('-- gathered'):
-                # run_gathered (_common.lua) sends the writes to shared keys at the end.
-                text = 'local function body()\n%s\nend\nreturn run_gathered(body)\n' % text
-            f.write('    {"%s",\n%s},\n' % (name, c_string(common + '\n' + text)))
+            f.write('    {"%s",\n%s},\n' % (name, c_string(script_source(common, text))))
         f.write('};\n')
         f.write('const unsigned store_lua_nscripts = %d;\n' % len(named))
 

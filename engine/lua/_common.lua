@@ -56,6 +56,17 @@ local TAILS = {}        -- queue key -> uuids to LPUSH, in order
 local TAIL_KEYS = {}
 local GLOBAL_EVENTS = {} -- event texts for the global stream, in order
 
+-- What was gathered for `key` in `by_key` (created empty, the key noted in `keys`).
+local function gathered(by_key, keys, key)
+    local g = by_key[key]
+    if not g then
+        g = {}
+        by_key[key] = g
+        keys[#keys + 1] = key
+    end
+    return g
+end
+
 local function zset_write(key, member, score)
     if not GATHER then
         if score then
@@ -65,13 +76,7 @@ local function zset_write(key, member, score)
         end
         return
     end
-    local z = ZSETS[key]
-    if not z then
-        z = {}
-        ZSETS[key] = z
-        ZSET_KEYS[#ZSET_KEYS + 1] = key
-    end
-    z[member] = score or false
+    gathered(ZSETS, ZSET_KEYS, key)[member] = score or false
 end
 
 local function zset_add(key, score, member)
@@ -88,24 +93,26 @@ local function tail_push(key, uuid)
         redis.call('LPUSH', key, uuid)
         return
     end
-    local t = TAILS[key]
-    if not t then
-        t = {}
-        TAILS[key] = t
-        TAIL_KEYS[#TAIL_KEYS + 1] = key
-    end
+    local t = gathered(TAILS, TAIL_KEYS, key)
     t[#t + 1] = uuid
 end
 
 -- The global stream: the events gathered in one call share entries, as one field "a"
 -- holding a JSON array of them in order (engine/stream_entry.h; one small write
 -- instead of one field per event: an entry of 32 events in 64 fields cost Redis as
--- much as 7 us per job). The stream is trimmed to about MAXLEN_ALL events: an entry
--- of n events trims it to MAXLEN_ALL / n entries.
+-- much as 7 us per job). The cap counts events, but MAXLEN counts entries, whose sizes
+-- vary from 1 to EVENTS_PER_ENTRY: the stream is trimmed to MAXLEN_ALL / m entries,
+-- where m is a moving average of events per entry kept in events:avg (weight 1/16 per
+-- write, so it follows a change of load within a few dozen writes). Trimming by the
+-- size of the newest entry alone kept far fewer events than the cap when small and
+-- large entries mix, and a follower a few seconds behind lost events.
 local EVENTS_PER_ENTRY = 64
 local function global_xadd(texts, from, to)
     local n = to - from + 1
-    local cap = math.max(1, math.floor(tonumber(MAXLEN_ALL) / n))
+    local avg = tonumber(redis.call('GET', P .. 'events:avg')) or 1
+    avg = avg + (n - avg) / 16
+    redis.call('SET', P .. 'events:avg', string.format('%.3f', avg))
+    local cap = math.max(1, math.floor(tonumber(MAXLEN_ALL) / math.max(1, avg)))
     if n == 1 then
         redis.call('XADD', P .. 'events', 'MAXLEN', '~', cap, '*', 'e', texts[from])
     else
@@ -118,7 +125,7 @@ local function global_event(s)
     if GATHER then
         GLOBAL_EVENTS[#GLOBAL_EVENTS + 1] = s
     else
-        redis.call('XADD', P .. 'events', 'MAXLEN', '~', MAXLEN_ALL, '*', 'e', s)
+        global_xadd({s}, 1, 1)
     end
 end
 

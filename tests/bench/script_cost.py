@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""script_cost.py -- Redis's time per job in each script of a 1-step job's life.
+
+Runs engine/lua's job_create, job_claim and step_commit (as tools/embed_lua.py builds
+them) against a private redis-server (append-only, fsync every second, a free loopback
+port), for ROUNDS rounds of BATCH jobs: one batched create call, one claim, one batched
+commit per round, with the arguments ternd sends for a no-op job. Prints the time Redis
+spent in each script per job (INFO commandstats, usec of EVALSHA), so a change to a
+script can be judged in seconds without ternd or a client: these are the microseconds
+that bound (a) of the suite (README "Speed").
+
+Usage: tests/bench/script_cost.py [-b BATCH] [-n ROUNDS] [-r REPS] [--lua DIR]
+Prints one JSON line per script and repetition, then the medians.
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid as uuidlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, 'tools'))
+from embed_lua import script_source  # noqa: E402
+
+SCRIPTS = ('job_create', 'job_claim', 'step_commit')
+
+
+class Redis:
+    """A minimal RESP client: enough for SCRIPT LOAD, EVALSHA, INFO."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(('127.0.0.1', port), timeout=30)
+        self.f = self.sock.makefile('rb')
+
+    def cmd(self, *args):
+        out = [b'*%d\r\n' % len(args)]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b'$%d\r\n%s\r\n' % (len(a), a))
+        self.sock.sendall(b''.join(out))
+        return self.read()
+
+    def read(self):
+        line = self.f.readline()
+        kind, rest = line[:1], line[1:-2]
+        if kind == b'+':
+            return rest.decode()
+        if kind == b'-':
+            raise RuntimeError(rest.decode())
+        if kind == b':':
+            return int(rest)
+        if kind == b'$':
+            n = int(rest)
+            return None if n < 0 else self.f.read(n + 2)[:-2].decode()
+        if kind == b'*':
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RuntimeError('unexpected reply %r' % line)
+
+    def evalsha_usec(self):
+        for line in self.cmd('INFO', 'commandstats').splitlines():
+            if line.startswith('cmdstat_evalsha:'):
+                return int(line.split('usec=')[1].split(',')[0])
+        return 0
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def one_rep(lua_dir, batch, rounds):
+    port, tmp = free_port(), tempfile.mkdtemp(prefix='tern-script-cost.')
+    proc = subprocess.Popen(['redis-server', '--bind', '127.0.0.1', '--port', str(port),
+                             '--dir', tmp, '--appendonly', 'yes', '--appendfsync', 'everysec',
+                             '--save', '', '--logfile', os.path.join(tmp, 'redis.log')])
+    try:
+        r = None
+        for _ in range(100):
+            try:
+                r = Redis(port)
+                r.cmd('PING')
+                break
+            except OSError:
+                time.sleep(0.05)
+        if r is None:
+            raise RuntimeError('redis-server did not start')
+        with open(os.path.join(lua_dir, '_common.lua'), encoding='utf-8') as f:
+            common = f.read()
+        sha = {}
+        for name in SCRIPTS:
+            with open(os.path.join(lua_dir, name + '.lua'), encoding='utf-8') as f:
+                sha[name] = r.cmd('SCRIPT', 'LOAD', script_source(common, f.read()))
+        # A stored workflow version, as workflow_put.lua leaves it.
+        wf = str(uuidlib.uuid4())
+        doc = json.dumps({'name': 'bench-noop-1', 'version': '1.0.0', 'uuid': wf,
+                          'chain': [{'name': 'n', 'task': 'core.noop'}]})
+        r.cmd('HSET', 'tern:wf:' + wf, 'doc', doc, 'name', 'bench-noop-1', 'version', '1.0.0')
+        r.cmd('SET', 'tern:wfdoc:' + wf, doc)
+        # Stream caps, retention (7 days), how long a success keeps its stream (60 s).
+        common_args = ['1000', '100000', str(7 * 86400000), '60000']
+        spent = dict.fromkeys(SCRIPTS, 0)
+
+        def call(name, *args):
+            t0 = r.evalsha_usec()
+            reply = r.cmd('EVALSHA', sha[name], 0, *common_args, *args)
+            spent[name] += r.evalsha_usec() - t0
+            return reply
+
+        now = int(time.time() * 1000)
+        for _ in range(rounds):
+            items = []
+            for _ in range(batch):
+                u = str(uuidlib.uuid4())
+                ev = json.dumps({'type': 'created', 'job': u, 'workflow': 'bench-noop-1',
+                                 'time': now})
+                item = [wf, wf, u, 'default', '0', '', '0', '', ev, 'name', 'bench-noop-1',
+                        'version', '1.0.0', 'workflow_uuid', wf, 'params', '{}']
+                items += [len(item)] + item
+            reply = call('job_create', batch, *items)
+            if any(x[0] != 'OK' for x in reply):
+                raise RuntimeError('job_create: %r' % reply[0])
+            claimed = call('job_claim', 'runner-1', 'default', batch)
+            if len(claimed) != batch:
+                raise RuntimeError('job_claim took %d of %d jobs' % (len(claimed), batch))
+            items = []
+            for job in claimed:
+                u, fence = job[0], job[1]
+                entry = json.dumps({'name': 'n', 'result': {}, 'started_at': now, 'ms': 0})
+                ev = json.dumps({'type': 'step', 'job': u, 'phase': 'chain', 'idx': 0,
+                                 'name': 'n', 'task': 'core.noop', 'time': now, 'ms': 0,
+                                 'result': {}})
+                item = [u, 'runner-1', fence, '0', '0', 'finish', entry, ev, '', '0',
+                        'succeeded', '']
+                items += [len(item)] + item
+            reply = call('step_commit', batch, *items)
+            if any(x[0] != 'OK' for x in reply):
+                raise RuntimeError('step_commit: %r' % reply[0])
+        return {name: spent[name] / (batch * rounds) for name in SCRIPTS}
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('-b', type=int, default=76, help='jobs per call (76: the suite\'s mean)')
+    ap.add_argument('-n', type=int, default=100, help='rounds per repetition')
+    ap.add_argument('-r', type=int, default=3, help='repetitions')
+    ap.add_argument('--lua', default=os.path.join(ROOT, 'engine', 'lua'))
+    a = ap.parse_args()
+    if not (1 <= a.b <= 128 and 1 <= a.n <= 10000 and 1 <= a.r <= 20):
+        ap.error('expected -b 1..128, -n 1..10000, -r 1..20')
+    reps = []
+    for rep in range(1, a.r + 1):
+        cost = one_rep(a.lua, a.b, a.n)
+        reps.append(cost)
+        for name, us in cost.items():
+            print(json.dumps({'script': name, 'us_per_job': round(us, 2), 'rep': rep}))
+    total = [sum(c.values()) for c in reps]
+    for name in SCRIPTS:
+        print('%-12s %6.1f us per job (median of %d)' %
+              (name, statistics.median(c[name] for c in reps), a.r))
+    print('%-12s %6.1f us per job' % ('all three', statistics.median(total)))
+
+
+if __name__ == '__main__':
+    main()
