@@ -31,11 +31,16 @@ local out = {}
 local docs = {}
 for _, uuid in ipairs(candidates) do
     local k = jkey(uuid)
-    local f = redis.call('HMGET', k, 'execution', 'runner', 'inflight', 'phase', 'idx', 'cancel',
-                         'timed_out', 'holds', 'started_at', 'timeout_ms', 'deadline', 'fence',
-                         'created_at', 'xk', 'lv')
-    local ex = f[1]
-    local adopt = explicit[uuid] and ex == 'running' and f[2] == runner
+    -- The job read once: the reply carries these fields, updated below where the
+    -- claim changes them (pos: where each field is in the flat list).
+    local fields = redis.call('HGETALL', k)
+    local f, pos = {}, {}
+    for i = 1, #fields, 2 do
+        f[fields[i]] = fields[i + 1]
+        pos[fields[i]] = i + 1
+    end
+    local ex = f.execution
+    local adopt = explicit[uuid] and ex == 'running' and f.runner == runner
     if adopt then
         ex = 'queued'
         -- A runner restarted under the same id finds the job it held: if it had begun
@@ -43,42 +48,57 @@ for _, uuid in ipairs(candidates) do
         -- work, so the job fails with StepInterrupted, as tick.lua fails the same job
         -- of a runner that died for good. (A live runner that lost a claim's answer
         -- has begun no step under that claim, so this never stops it.)
-        if f[3] and f[3] == f[4] .. ':' .. f[5] then
-            interrupt(uuid, runner, 'restarted', f[3], now)
+        if f.inflight and f.inflight == f.phase .. ':' .. f.idx then
+            interrupt(uuid, runner, 'restarted', f.inflight, now)
             ex = 'failed'
         end
     end
     if ex ~= 'queued' and ex ~= 'retried' then
         -- Canceled, finished or deleted while queued: not ours to run.
-        redis.call('LREM', rlist, 0, uuid)
-    elseif f[6] == '1' or f[7] == '1' or not f[8] or f[8] == '' or
+        runner_list_rem(runner, uuid)
+    elseif f.cancel == '1' or f.timed_out == '1' or not f.holds or f.holds == '' or
         take_job_holds(uuid, runner, now) then
-        local fence = (tonumber(f[12]) or 0) + 1
+        -- Taking holds writes to the job (xk): it is read again after the claim's write.
+        local reread = f.holds and f.holds ~= '' and f.cancel ~= '1' and f.timed_out ~= '1'
+        local fence = tostring((tonumber(f.fence) or 0) + 1)
         local set = {'fence', fence, 'runner', runner, 'execution', 'running'}
-        if not f[9] then
+        if not f.started_at then
             set[#set + 1] = 'started_at'
-            set[#set + 1] = now
+            set[#set + 1] = now_text()
         end
-        local tmo = tonumber(f[10] or '0')
-        if tmo > 0 and not f[11] then
+        local tmo = tonumber(f.timeout_ms or '0')
+        if tmo > 0 and not f.deadline then
             set[#set + 1] = 'deadline'
-            set[#set + 1] = now + tmo
+            set[#set + 1] = string.format('%d', now + tmo)
             redis.call('ZADD', P .. 'deadlines', now + tmo, uuid)
         end
         redis.call('HSET', k, unpack(set))
+        if reread then
+            fields = redis.call('HGETALL', k)
+        else
+            for i = 1, #set, 2 do
+                local at = pos[set[i]]
+                if at then
+                    fields[at] = set[i + 1]
+                else
+                    fields[#fields + 1] = set[i]
+                    fields[#fields + 1] = set[i + 1]
+                end
+            end
+        end
         if adopt then
             -- Still indexed as running: only the claim changed.
-        elseif f[1] ~= 'running' then
-            move_index(uuid, f[1], 'running', f[13])
+        elseif f.execution ~= 'running' then
+            move_index(uuid, f.execution, 'running', f.created_at)
         end
-        event(uuid, {type = 'running', runner = runner, fence = fence}, now)
-        local fields = redis.call('HGETALL', k)
+        event(uuid, {type = 'running', runner = runner, fence = tonumber(fence)}, now)
         local doc = job_doc(fields, docs)
-        if not f[9] then
+        if not f.started_at then
             -- It never ran: no results and no state yet.
-            out[#out + 1] = {uuid, fence, fields, {}, {}, {}, {}, now, doc}
+            out[#out + 1] = {uuid, tonumber(fence), fields, {}, {}, {}, {}, now, doc}
         else
-            out[#out + 1] = {uuid, fence, fields, redis.call('LRANGE', k .. ':res:0', 0, -1),
+            out[#out + 1] = {uuid, tonumber(fence), fields,
+                             redis.call('LRANGE', k .. ':res:0', 0, -1),
                              redis.call('LRANGE', k .. ':res:1', 0, -1),
                              redis.call('LRANGE', k .. ':res:2', 0, -1),
                              redis.call('HGETALL', k .. ':state'), now, doc}

@@ -22,7 +22,7 @@ if ARGV[9] ~= '' then
         local cap, res = string.match(line, '^(%d+) (.+)$')
         if not hold_try(uuid, res, tonumber(cap)) then
             redis.call('HSET', k, 'blocked_on', res)
-            redis.call('LREM', P .. 'r:' .. runner .. ':jobs', 0, uuid)
+            runner_list_rem(runner, uuid)
             redis.call('HDEL', k, 'runner')
             set_execution(uuid, 'queued')
             rearm_deadline(uuid)

@@ -80,12 +80,12 @@ a = a + 2 * nstate
 -- A resumed step's outcome is used once: the commit consumes it.
 if cur[8] or cur[9] then
     redis.call('HDEL', k, 'inflight', 'resume')
+    cur[8], cur[9] = nil, nil
 end
 event_raw(uuid, ARGV[10])
-local rlist = P .. 'r:' .. runner .. ':jobs'
 -- Leaves the runner: off its list, no runner, queued again somewhere.
 local function leave_runner()
-    redis.call('LREM', rlist, 0, uuid)
+    runner_list_rem(runner, uuid)
     redis.call('HDEL', k, 'runner')
     become('queued')
     rearm_deadline(uuid)
@@ -99,9 +99,9 @@ if action == 'next' or action == 'release' then
     step_holds_release()
     put('phase', ARGV[a])
     put('idx', ARGV[a + 1])
-    put('attempt', 0)
+    put('attempt', '0')
     if cur[18] and cur[18] ~= '0' then
-        put('polls', 0)
+        put('polls', '0')
     end
     if action == 'next' and ARGV[a + 2] and ARGV[a + 2] ~= '' then
         put('failed_at', ARGV[a + 2])
@@ -127,20 +127,18 @@ elseif action == 'finish' then
     if ARGV[a + 1] ~= '' then
         put('failed_at', ARGV[a + 1])
     end
-    if #set > 0 then
-        redis.call('HSET', k, unpack(set))
-        set = {}
-    end
     finish(uuid, ARGV[a], now, {execution = cur[5], created_at = cur[10], runner = cur[1],
                                 unique = cur[11], locks = cur[12], deadline = cur[13],
-                                post_back_urls = cur[14], xk = xk,
-                                lv = cur[16], blocked_on = cur[17]})
+                                post_back_urls = cur[14], xk = xk, lv = cur[16],
+                                blocked_on = cur[17], cancel = cur[6], inflight = cur[8],
+                                resume = cur[9]}, set)
+    set = {}
 elseif action == 'wait' then
     if canceling then
         leave_runner()
         push_front(uuid)
     else
-        redis.call('LREM', rlist, 0, uuid)
+        runner_list_rem(runner, uuid)
         redis.call('HDEL', k, 'runner')
         put('wait_info', ARGV[a])
         become('waiting')
