@@ -452,6 +452,13 @@ static double redis_info_num(const bench_t *b, const char *section, const char *
     return v;
 }
 
+/* Redis's CPU seconds so far (user + system, its main thread and its I/O threads; a
+ * child rewriting the append-only file counts apart). */
+static double redis_cpu_s(const bench_t *b)
+{
+    return redis_info_num(b, "cpu", "used_cpu_user:") + redis_info_num(b, "cpu", "used_cpu_sys:");
+}
+
 /* A process's figures from /proc: CPU seconds (user + system) and peak RSS in KiB. */
 static double proc_cpu_s(pid_t pid)
 {
@@ -526,8 +533,16 @@ static char *noop_chain_json(int steps)
 
 /* ---- the scenarios --------------------------------------------------------------- */
 
+/* Redis's CPU per job since `rcpu0` (redis_cpu_s): what bounds (a) and (b), since
+ * Redis runs on one core (README "Where (a) stops"). */
+static void emit_redis_us_per_job(const bench_t *b, const char *scen, double rcpu0)
+{
+    emit(scen, "redis_us_per_job", (redis_cpu_s(b) - rcpu0) * 1e6 / n_jobs);
+}
+
 static void run_bulk(bench_t *b, const char *workflow, int steps, const char *scen)
 {
+    double rcpu0 = redis_cpu_s(b);
     double t0 = now_s();
     submit_bulk(b, workflow, n_jobs);
     wait_finished(b, n_jobs, t0);
@@ -535,6 +550,7 @@ static void run_bulk(bench_t *b, const char *workflow, int steps, const char *sc
     emit(scen, "jobs_per_s", n_jobs / el);
     if (steps > 1)
         emit(scen, "steps_per_s", (double)n_jobs * steps / el);
+    emit_redis_us_per_job(b, scen, rcpu0);
 }
 
 static void run_a_api(bench_t *b)
@@ -543,6 +559,7 @@ static void run_a_api(bench_t *b)
                  .post = true,
                  .n = n_jobs,
                  .body = "{\"workflow\": \"bench-noop-1\"}"};
+    double rcpu0 = redis_cpu_s(b);
     double t0 = now_s();
     pthread_t th;
     pthread_create(&th, NULL, blast_run, &h);
@@ -552,6 +569,7 @@ static void run_a_api(bench_t *b)
     if (atomic_load(&h.bad) > 0)
         fail_msg("%d HTTP creates failed", atomic_load(&h.bad));
     emit("a-api", "jobs_per_s", n_jobs / el);
+    emit_redis_us_per_job(b, "a-api", rcpu0);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -671,8 +689,7 @@ static void run_scale(bench_t *b)
      * depends only on how full it was before the run, so it is left out of the bytes a
      * job keeps. */
     long long mem0 = used_memory(b), ev0 = global_stream_bytes(b);
-    double rcpu0 =
-        redis_info_num(b, "cpu", "used_cpu_user:") + redis_info_num(b, "cpu", "used_cpu_sys:");
+    double rcpu0 = redis_cpu_s(b);
     /* The world's own follower would only duplicate the thread's work on the loop. */
     events_follow_stop(b->follow);
     b->follow = NULL;
@@ -699,8 +716,7 @@ static void run_scale(bench_t *b)
                  bound, tl->err[0] ? tl->err : "the thread did not end");
     double el = tl->t_done - t0;
     double ccpu = self_cpu_s() - ccpu0, tcpu = ternds_cpu_s(b) - tcpu0;
-    double rcpu = redis_info_num(b, "cpu", "used_cpu_user:") +
-                  redis_info_num(b, "cpu", "used_cpu_sys:") - rcpu0;
+    double rcpu = redis_cpu_s(b) - rcpu0;
     long long mem1 = used_memory(b), ev1 = global_stream_bytes(b);
     long rss = itest_peak_rss_kb(b->t.pid);
     for (int i = 0; i < b->n_more; i++) {

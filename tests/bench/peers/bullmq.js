@@ -37,8 +37,15 @@ async function oneRep(rep) {
     await worker.waitUntilReady();
     const mode = 'library, worker concurrency ' + CONC + ', one node process';
 
+    // Redis's CPU per job of a scenario that started at CPU `cpu0` (seconds).
+    const redisUsPerJob = async (scen, cpu0, n, m) => {
+        const us = ((await c.redisCpuSeconds(admin)) - cpu0) * 1e6 / n;
+        out(scen, 'redis_us_per_job', us, rep, m, n);
+    };
+
     // a-api: one queue.add per job, at most 1,000 in flight at a time.
     done = 0;
+    let cpu0 = await c.redisCpuSeconds(admin);
     let t0 = performance.now();
     for (let i = 0; i < N_A; i += 1000) {
         const batch = [];
@@ -47,9 +54,11 @@ async function oneRep(rep) {
     }
     await c.waitFor(() => done >= N_A, LIMIT_MS, 2, 'a-api');
     out('a-api', 'jobs_per_s', N_A / ((performance.now() - t0) / 1000), rep, 'queue.add, ' + mode, N_A);
+    await redisUsPerJob('a-api', cpu0, N_A, 'queue.add, ' + mode);
 
     // a-bulk: addBulk in batches of 1,000.
     done = 0;
+    cpu0 = await c.redisCpuSeconds(admin);
     t0 = performance.now();
     for (let i = 0; i < N_A; i += 1000) {
         const batch = [];
@@ -58,6 +67,7 @@ async function oneRep(rep) {
     }
     await c.waitFor(() => done >= N_A, LIMIT_MS, 2, 'a-bulk');
     out('a-bulk', 'jobs_per_s', N_A / ((performance.now() - t0) / 1000), rep, 'addBulk x1000, ' + mode, N_A);
+    await redisUsPerJob('a-bulk', cpu0, N_A, 'addBulk x1000, ' + mode);
 
     // b and e: 10-deep FlowProducer chains; the root is the last step to run.
     const flow = new FlowProducer({ connection: c.redisClient(args) });
@@ -68,6 +78,7 @@ async function oneRep(rep) {
     }
     done = 0;
     const mem0 = await c.usedMemory(admin);
+    cpu0 = await c.redisCpuSeconds(admin);
     t0 = performance.now();
     for (let i = 0; i < N_B; i += 100) {
         const batch = [];
@@ -79,6 +90,7 @@ async function oneRep(rep) {
     const bmode = '10-deep FlowProducer chain, ' + mode;
     out('b', 'jobs_per_s', N_B / secs, rep, bmode, N_B);
     out('b', 'steps_per_s', (N_B * 10) / secs, rep, bmode, N_B);
+    await redisUsPerJob('b', cpu0, N_B, bmode);
     await c.sleep(200);
     const mem1 = await c.usedMemory(admin);
     out('e', 'bytes_per_job', (mem1 - mem0) / N_B, rep,

@@ -32,6 +32,13 @@ function redisClient(args, extra) {
                                        maxRetriesPerRequest: null }, extra || {}));
 }
 
+// Redis's CPU seconds so far (user + system, as INFO cpu counts them).
+async function redisCpuSeconds(client) {
+    const info = await client.info('cpu');
+    const num = (name) => parseFloat((info.match(new RegExp('^' + name + ':([0-9.]+)', 'm')) || [0, 0])[1]);
+    return num('used_cpu_user') + num('used_cpu_sys');
+}
+
 // Reads used_memory from INFO memory.
 async function usedMemory(client) {
     const info = await client.info('memory');
@@ -78,5 +85,5 @@ async function waitFor(check, limitMs, every, what) {
     }
 }
 
-module.exports = { parseArgs, redisClient, usedMemory, emit, log, percentile, freePort,
+module.exports = { parseArgs, redisClient, redisCpuSeconds, usedMemory, emit, log, percentile, freePort,
                    sleep, waitFor };
