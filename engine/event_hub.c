@@ -45,7 +45,7 @@ struct event_hub_watch {
 struct event_hub {
     uv_loop_t *loop;
     redis_conn_t *blocking; /* XREAD BLOCK only */
-    redis_conn_t *reads;    /* XRANGE and EXISTS of job streams */
+    redis_conn_t *reads;    /* XRANGE of job streams */
     event_hub_watch_t *buckets[NBUCKETS];
     event_hub_watch_t *all;
     event_hub_watch_t *graveyard;
@@ -64,7 +64,6 @@ struct event_hub {
 /* A read in flight. */
 typedef struct hub_read {
     event_hub_read_cb read_cb;
-    event_hub_exists_cb exists_cb;
     void *data;
 } hub_read_t;
 
@@ -283,17 +282,7 @@ static void on_read(redis_conn_t *c, redisReply *reply, void *data)
     if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
         if (reply != NULL)
             log_msg(TERN_LOG_WARN, "events", NULL, "reading a job's events: %s", reply->str);
-        if (rd->read_cb != NULL)
-            rd->read_cb(rd->data, TERN_EIO, NULL, 0);
-        else
-            rd->exists_cb(rd->data, TERN_EIO, false, false);
-        free(rd);
-        return;
-    }
-    if (rd->exists_cb != NULL) {
-        /* The stream never outlives its job, so 1 is the job alone, 2 both. */
-        long long n = reply->type == REDIS_REPLY_INTEGER ? reply->integer : 0;
-        rd->exists_cb(rd->data, 0, n > 0, n > 1);
+        rd->read_cb(rd->data, TERN_EIO, NULL, 0);
         free(rd);
         return;
     }
@@ -340,24 +329,6 @@ int event_hub_read(event_hub_t *h, const char *uuid, const char *id, bool inclus
     const char *argv[] = {"XRANGE", key, start, "+", "COUNT", cnt};
     int rc = redis_conn_command(h->reads, on_read, rd, 6, argv, NULL);
     if (rc != 0) {
-        free(rd);
-        return TERN_ENOTCONN;
-    }
-    return 0;
-}
-
-int event_hub_job_exists(event_hub_t *h, const char *uuid, event_hub_exists_cb cb, void *data)
-{
-    if (h->closing)
-        return TERN_ENOTCONN;
-    char key[64], events[80];
-    snprintf(key, sizeof key, "tern:job:%s", uuid);
-    snprintf(events, sizeof events, "tern:job:%s:events", uuid);
-    hub_read_t *rd = xcalloc(1, sizeof *rd);
-    rd->exists_cb = cb;
-    rd->data = data;
-    const char *argv[] = {"EXISTS", key, events};
-    if (redis_conn_command(h->reads, on_read, rd, 3, argv, NULL) != 0) {
         free(rd);
         return TERN_ENOTCONN;
     }

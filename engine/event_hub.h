@@ -51,10 +51,6 @@ typedef struct event_hub_entry {
 typedef void (*event_hub_read_cb)(void *data, int status, const event_hub_entry_t *entries,
                                   size_t n);
 
-/* status 0, whether the job exists and whether its event stream does (a succeeded job
- * keeps its events for a while only: see events_keep_ms in config.h), or TERN_EIO. */
-typedef void (*event_hub_exists_cb)(void *data, int status, bool exists, bool has_events);
-
 /* Creates the hub and starts connecting (the address is copied). Never returns NULL. */
 event_hub_t *event_hub_new(uv_loop_t *loop, const redis_addr_t *addr);
 
@@ -77,9 +73,5 @@ size_t event_hub_watchers(const event_hub_t *h);
  * returns non-zero (TERN_ENOTCONN: not sent). */
 int event_hub_read(event_hub_t *h, const char *uuid, const char *id, bool inclusive, size_t count,
                    event_hub_read_cb cb, void *data);
-
-/* Whether the job (its hash) and its event stream exist. Same callback contract as
- * event_hub_read. */
-int event_hub_job_exists(event_hub_t *h, const char *uuid, event_hub_exists_cb cb, void *data);
 
 #endif /* TERN_EVENT_HUB_H */

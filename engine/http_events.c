@@ -426,8 +426,10 @@ static char *header_value(h2o_req_t *req, const char *name, size_t nlen)
     return xstrndup(v.base, v.len);
 }
 
-static void on_exists(void *data, int status, bool exists, bool has_events)
+static void on_opened(void *data, int status, const json_t *res, const char *message)
 {
+    (void)res;
+    (void)message;
     ev_stream_t *s = data;
     api_req_t *r = s->r;
     s->r = NULL;
@@ -436,17 +438,18 @@ static void on_exists(void *data, int status, bool exists, bool has_events)
         stream_free(s);
         return;
     }
+    if (status == TERN_ENOENT) {
+        api_reply_error(r, 404, "ResourceNotFound", "job %s does not exist", s->uuid);
+        stream_free(s);
+        return;
+    }
     if (status != 0) {
         api_reply_error(r, 503, "ServiceUnavailable", "Redis is not reachable");
         stream_free(s);
         return;
     }
-    if (!exists) {
-        api_reply_error(r, 404, "ResourceNotFound", "job %s does not exist", s->uuid);
-        stream_free(s);
-        return;
-    }
-    s->from_record = !has_events;
+    /* The job's stream exists now (a finished job's may still expire before the first
+     * read, which then tells the job from its record: see on_read). */
     /* From here on h2o's request is driven by the generator. */
     s->req = r->req;
     s->hub = api_event_hub(r);
@@ -501,10 +504,7 @@ static void get_events(api_req_t *r)
     free(accept);
     uint32_t hb = api_opts(r)->stream_heartbeat_ms;
     s->heartbeat_ms = hb > 0 ? hb : DEFAULT_HB_MS;
-    if (event_hub_job_exists(hub, uuid, on_exists, s) != 0) {
-        api_reply_error(r, 503, "ServiceUnavailable", "Redis is not reachable");
-        stream_free(s);
-    }
+    job_ops_events_open(s->ops, uuid, on_opened, s);
 }
 
 const api_route_t http_routes_events[] = {

@@ -73,7 +73,11 @@ json_t *job_history_from_view(const json_t *view)
             }
             if (failed)
                 json_object_set(ev, "error", error);
-            add(out, ev, view_ms(json_object_get(r, "finished_at")), &last);
+            uint64_t begun = view_ms(json_object_get(r, "started_at")),
+                     done = view_ms(json_object_get(r, "finished_at"));
+            if (begun > 0 && done >= begun)
+                json_object_set_new(ev, "duration_ms", json_integer((json_int_t)(done - begun)));
+            add(out, ev, done, &last);
         }
     }
     uint64_t finished = view_ms(json_object_get(view, "finished_at"));

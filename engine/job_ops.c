@@ -728,6 +728,29 @@ void job_ops_get(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data)
     op_send(op, SCRIPT_JOB_GET, &a, on_job_get);
 }
 
+static void on_events_open(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (store_op_failed(&op->base, status, errmsg))
+        return;
+    if (store_reply_int(reply, 0) != 1) {
+        store_op_done(&op->base, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
+        return;
+    }
+    store_op_done(&op->base, 0, NULL, NULL);
+}
+
+void job_ops_events_open(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data)
+{
+    op_t *op = op_for_job(ops, uuid, cb, data);
+    if (op == NULL)
+        return;
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, uuid);
+    op_send(op, SCRIPT_JOB_EVENTS_OPEN, &a, on_events_open);
+}
+
 static json_t *history_entry(const char *action, const char *caller, const json_t *changes)
 {
     char iso[32];

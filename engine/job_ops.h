@@ -67,6 +67,12 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
 /* Reads a job in node-workflow's shape plus tern's fields (see job_view.h). */
 void job_ops_get(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data);
 
+/* Makes sure the job has its own event stream before a watcher reads it: a job whose
+ * record tells its whole story has none, and gets one started from that record, under
+ * the ids job_history.c gives the same events (job_events_open.lua). Result: NULL;
+ * TERN_ENOENT when there is no such job. */
+void job_ops_events_open(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data);
+
 /* Operator actions. `caller` names who acted (recorded in the job's history). */
 void job_ops_cancel(job_ops_t *ops, const char *uuid, const char *caller, job_ops_cb cb,
                     void *data);

@@ -193,6 +193,18 @@ static bool on_run_event(void *data, const char *id, const json_t *ev)
     return true;
 }
 
+static void on_run_opened(void *data, int status, const json_t *res, const char *message)
+{
+    (void)res;
+    ternd_t *t = data;
+    if (status != 0) {
+        fprintf(stderr, "ternd: cannot follow job %s: %s\n", t->run_uuid, message);
+        shutdown_begin(t, 1);
+        return;
+    }
+    t->follow = events_follow(t->loop, &t->addr, t->run_uuid, "0", on_run_event, t);
+}
+
 static void on_run_created(void *data, int status, const json_t *res, const char *message)
 {
     ternd_t *t = data;
@@ -207,7 +219,8 @@ static void on_run_created(void *data, int status, const json_t *res, const char
            json_string_value(json_object_get(res, "name")),
            json_string_value(json_object_get(res, "version")));
     fflush(stdout);
-    t->follow = events_follow(t->loop, &t->addr, t->run_uuid, "0", on_run_event, t);
+    /* The job's story is followed in its own stream, which a new job gets on demand. */
+    job_ops_events_open(t->ops, t->run_uuid, on_run_opened, t);
 }
 
 static void run_start(ternd_t *t)

@@ -18,9 +18,11 @@
 #include "store_lua.h"
 
 static const char *const script_names[SCRIPT_COUNT] = {
+    [SCRIPT_EVENT_ADD] = "event_add",
     [SCRIPT_JOB_CANCEL] = "job_cancel",
     [SCRIPT_JOB_CLAIM] = "job_claim",
     [SCRIPT_JOB_CREATE] = "job_create",
+    [SCRIPT_JOB_EVENTS_OPEN] = "job_events_open",
     [SCRIPT_JOB_GET] = "job_get",
     [SCRIPT_JOB_REDRIVE] = "job_redrive",
     [SCRIPT_JOB_RESUME] = "job_resume",
@@ -426,22 +428,13 @@ int store_command(store_t *s, const store_args_t *args, store_reply_cb cb, void 
 
 int store_event_append(store_t *s, const char *uuid, const char *json_text)
 {
-    char key[96];
-    snprintf(key, sizeof key, "tern:job:%s:events", uuid);
+    /* A script, not two XADDs: the job's stream may have to be started first (see
+     * job_stream_open in _common.lua). */
     store_args_t a;
     store_args_init(&a);
-    const char *parts[] = {"XADD", key, "MAXLEN", "~", s->cap_job, "*", "e", json_text};
-    for (size_t i = 0; i < TERN_ARRAY_SIZE(parts); i++)
-        store_args_push(&a, parts[i]);
-    int rc = store_command(s, &a, NULL, NULL);
-    free(a.v[1]);
-    a.v[1] = xstrdup("tern:events");
-    a.len[1] = strlen(a.v[1]);
-    free(a.v[4]);
-    a.v[4] = xstrdup(s->cap_global);
-    a.len[4] = strlen(a.v[4]);
-    if (rc == 0)
-        rc = store_command(s, &a, NULL, NULL);
+    store_args_push(&a, uuid);
+    store_args_push(&a, json_text);
+    int rc = store_eval(s, SCRIPT_EVENT_ADD, &a, NULL, NULL);
     store_args_dispose(&a);
     return rc;
 }

@@ -110,9 +110,11 @@ typedef struct store_opts {
 
 /* The scripts of engine/lua/, by file stem. */
 typedef enum store_script {
+    SCRIPT_EVENT_ADD,
     SCRIPT_JOB_CANCEL,
     SCRIPT_JOB_CLAIM,
     SCRIPT_JOB_CREATE,
+    SCRIPT_JOB_EVENTS_OPEN,
     SCRIPT_JOB_GET,
     SCRIPT_JOB_INFO_ADD,
     SCRIPT_JOB_INFO_GET,
@@ -180,8 +182,9 @@ int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_re
  * be NULL when nobody needs the answer. */
 int store_command(store_t *s, const store_args_t *args, store_reply_cb cb, void *data);
 
-/* Appends an event (JSON text) to a job's stream and the global one, capped, without
- * waiting for the answer (progress reports). Returns 0 or TERN_ENOTCONN. */
+/* Appends an event (JSON text) the job's record does not tell to the job's stream
+ * (started if need be) and the global one, capped, without waiting for the answer
+ * (progress reports). Returns 0 or TERN_ENOTCONN. */
 int store_event_append(store_t *s, const char *uuid, const char *json_text);
 
 /* Round-trip time of the last reply in microseconds (for metrics). */

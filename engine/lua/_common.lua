@@ -197,21 +197,168 @@ local function run_gathered(body)
     return r
 end
 
--- Appends an event (a table of plain fields) to the job's stream and the global one.
--- The job and the time are spliced into cjson's text rather than encoded with it (the
--- time as an integer: cjson would format it as a float).
-local function event(uuid, ev, now)
-    local s = cjson.encode(ev)
-    s = string.sub(s, 1, -2) .. ',"job":' .. cjson.encode(uuid) .. ',"time":' ..
-            string.format('%d', now) .. '}'
-    redis.call('XADD', jkey(uuid) .. ':events', 'MAXLEN', '~', MAXLEN_JOB, '*', 'e', s)
+-- True when the job may have keys beyond its hash, res:0 and events; see JOB_KEY_SUFFIXES (fields xk, lv).
+local function has_extra_keys(xk, lv)
+    return xk == '1' or not lv
+end
+
+-- A job's own event stream (job:<uuid>:events) starts with the first event its record
+-- cannot tell. Until then the record tells the job's story: "created", "running" when it
+-- first started, one "step" per result entry, "finished" (job_history.c tells the same
+-- to GET /jobs/:uuid/events; job_stream_open below writes it into a new stream). Most
+-- jobs never need a stream of their own, which spares Redis four XADD per 1-step job,
+-- a quarter of its work for such a job, and about 4 KB per job for as long as a stream
+-- was kept. An event the record cannot tell (a retry, progress, a wait, a cancel...), or
+-- a watcher (job_events_open.lua), starts the stream: the record's events first, under
+-- the ids job_history.c gives them, then every event after, as before.
+local STREAMS = {} -- uuid -> whether the job's stream exists, as known in this call
+
+local function job_has_stream(uuid)
+    local has = STREAMS[uuid]
+    if has == nil then
+        has = redis.call('EXISTS', jkey(uuid) .. ':events') == 1
+        STREAMS[uuid] = has
+    end
+    return has
+end
+
+local function job_xadd(uuid, id, s)
+    redis.call('XADD', jkey(uuid) .. ':events', 'MAXLEN', '~', MAXLEN_JOB, id, 'e', s)
+end
+
+-- How long a finished job's event stream is kept: a success's story is in its record
+-- (results, times, history), so its events are kept a short while for watchers
+-- (SUCCESS_EVENTS_MS); a failure's events (retries, progress) as long as the job. 0:
+-- no expiry.
+local function events_keep_ms(execution)
+    if execution == 'succeeded' and SUCCESS_EVENTS_MS > 0 and
+        (RETENTION_MS == 0 or SUCCESS_EVENTS_MS < RETENTION_MS) then
+        return SUCCESS_EVENTS_MS
+    end
+    return RETENTION_MS
+end
+
+-- The step a result entry names, looked up in the workflow document, for its task.
+local WF_PARSED = {}
+local function step_task(f, phase, name)
+    local doc = f.workflow
+    local wf_uuid = f.workflow_uuid or ''
+    local wf = WF_PARSED[wf_uuid]
+    if wf == nil or doc then
+        doc = doc or redis.call('GET', P .. 'wfdoc:' .. wf_uuid)
+        local ok, d = pcall(cjson.decode, doc or '')
+        wf = ok and type(d) == 'table' and d or false
+        if not f.workflow then
+            WF_PARSED[wf_uuid] = wf
+        end
+    end
+    for _, st in ipairs(wf and type(wf[phase]) == 'table' and wf[phase] or {}) do
+        if type(st) == 'table' and st.name == name and st.task then
+            return st.task
+        end
+    end
+    return cjson.null
+end
+
+-- Starts the job's stream if it has none: writes the events its record tells, as
+-- job_history.c tells them (same order, same times, ids "<ms>-<n>", marked
+-- "from_record"), so a reader that was told them from the record goes on in the
+-- stream after the same id. A finished job's new stream expires as its events would
+-- have. Returns false when the job does not exist.
+local function job_stream_open(uuid)
+    if job_has_stream(uuid) then
+        return true
+    end
+    local k = jkey(uuid)
+    local all = redis.call('HGETALL', k)
+    if #all == 0 then
+        return false
+    end
+    local f = {}
+    for i = 1, #all, 2 do
+        f[all[i]] = all[i + 1]
+    end
+    local last, n = 0, 0
+    local function add(ev, ms)
+        ms = math.max(tonumber(ms) or 0, last)
+        last = ms
+        n = n + 1
+        ev.job = uuid
+        local t = string.sub(cjson.encode(ev), 1, -2) .. ',"time":' .. string.format('%d', ms) ..
+                      ',"from_record":true}'
+        job_xadd(uuid, string.format('%d-%d', ms, n), t)
+    end
+    add({type = 'created', workflow = f.name or cjson.null}, f.created_at)
+    if f.started_at then
+        add({type = 'running', runner = f.started_by}, f.started_at)
+    end
+    local phases = {'chain', 'onerror', 'oncancel'}
+    for p = 0, 2 do
+        local entries = (p == 0 or has_extra_keys(f.xk, f.lv)) and
+                            redis.call('LRANGE', k .. ':res:' .. p, 0, -1) or {}
+        for i, text in ipairs(entries) do
+            local ok, e = pcall(cjson.decode, text)
+            if ok and type(e) == 'table' then
+                local failed = e.error ~= nil and e.error ~= cjson.null
+                local ev = {type = 'step', status = failed and 'failed' or 'succeeded',
+                            phase = phases[p + 1], index = i - 1, name = e.name or cjson.null,
+                            task = e.task or step_task(f, phases[p + 1], e.name),
+                            attempt = e.attempts or 1}
+                if failed then
+                    ev.error = e.error
+                end
+                local done = 0
+                if type(e.started_at) == 'number' and type(e.ms) == 'number' then
+                    done = e.started_at + e.ms
+                    ev.duration_ms = e.ms
+                end
+                add(ev, done)
+            end
+        end
+    end
+    if f.finished_at then
+        add({type = 'finished', execution = f.execution}, f.finished_at)
+        local keep = events_keep_ms(f.execution)
+        local ttl = redis.call('PTTL', k)
+        if ttl > 0 and (keep == 0 or ttl < keep) then
+            keep = ttl
+        end
+        if keep > 0 then
+            redis.call('PEXPIRE', k .. ':events', keep)
+        end
+    end
+    STREAMS[uuid] = true
+    return true
+end
+
+-- An event the job's record tells (see STREAMS): to the job's stream only if it has
+-- one, and to the global one.
+local function event_told(uuid, s)
+    if job_has_stream(uuid) then
+        job_xadd(uuid, '*', s)
+    end
     global_event(s)
 end
 
--- Appends an event whose JSON text C built (it may carry results or progress).
+-- An event whose JSON text C built (it may carry results or progress) that the record
+-- does not tell: to the job's stream, started if need be, and to the global one.
 local function event_raw(uuid, s)
-    redis.call('XADD', jkey(uuid) .. ':events', 'MAXLEN', '~', MAXLEN_JOB, '*', 'e', s)
+    if job_stream_open(uuid) then
+        job_xadd(uuid, '*', s)
+    end
     global_event(s)
+end
+
+-- The same for an event given as a table of plain fields. The job and the time are
+-- spliced into cjson's text rather than encoded with it (the time as an integer: cjson
+-- would format it as a float).
+local function event_text(uuid, ev, now)
+    return string.sub(cjson.encode(ev), 1, -2) .. ',"job":' .. cjson.encode(uuid) ..
+               ',"time":' .. string.format('%d', now) .. '}'
+end
+
+local function event(uuid, ev, now)
+    event_raw(uuid, event_text(uuid, ev, now))
 end
 
 -- Moves the job between the per-execution indexes (old: its execution, false for a
@@ -396,10 +543,6 @@ local JOB_KEY_SUFFIXES = {'', ':res:0', ':events', ':res:1', ':res:2', ':state',
                           ':info', ':held', ':postbacks'}
 local COMMON_KEYS = 3
 
--- True when the job may have keys beyond its hash, res:0 and events (fields xk, lv).
-local function has_extra_keys(xk, lv)
-    return xk == '1' or not lv
-end
 
 -- Gives every key of a finished job the expiry `ms` from now (its event stream
 -- `events_ms`), and records when the job expires so that tick.lua can take it out of
@@ -410,7 +553,11 @@ local function expire_job(uuid, ms, now, extra, events_ms)
         if i > COMMON_KEYS and not extra then
             break
         end
-        redis.call('PEXPIRE', k .. suffix, suffix == ':events' and events_ms or ms)
+        if suffix ~= ':events' then
+            redis.call('PEXPIRE', k .. suffix, ms)
+        elseif job_has_stream(uuid) then
+            redis.call('PEXPIRE', k .. suffix, events_ms)
+        end
     end
     zset_add(P .. 'expiring', now + ms, uuid)
 end
@@ -498,7 +645,7 @@ local function finish(uuid, execution, now, f, set)
     set[#set + 1] = 'execution'
     set[#set + 1] = execution
     redis.call('HSET', k, unpack(set))
-    event(uuid, {type = 'finished', execution = execution}, now)
+    event_told(uuid, event_text(uuid, {type = 'finished', execution = execution}, now))
     -- Post-backs: one delivery per URL, due now; every ternd's deliverer is woken and
     -- one claims each (postback_claim.lua). A job that ends again after a retry from
     -- failure starts a new round of attempts.
@@ -512,17 +659,11 @@ local function finish(uuid, execution, now, f, set)
             redis.call('PUBLISH', P .. 'postbacks:wake', tostring(now))
         end
     end
-    -- A success's story is in its record (results, times, history): its events are
-    -- kept a short while for watchers, then GET /jobs/:uuid/events tells it from the
-    -- record. A failure keeps its events (retries, progress) for whoever looks into it.
-    local events_ms = RETENTION_MS
-    if execution == 'succeeded' and SUCCESS_EVENTS_MS > 0 and
-        (RETENTION_MS == 0 or SUCCESS_EVENTS_MS < RETENTION_MS) then
-        events_ms = SUCCESS_EVENTS_MS
-    end
+    -- Once the stream expires, GET /jobs/:uuid/events tells the job from its record.
+    local events_ms = events_keep_ms(execution)
     if RETENTION_MS > 0 then
         expire_job(uuid, RETENTION_MS, now, extra, events_ms)
-    elseif events_ms > 0 then
+    elseif events_ms > 0 and job_has_stream(uuid) then
         redis.call('PEXPIRE', k .. ':events', events_ms)
     end
 end

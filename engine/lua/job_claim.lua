@@ -63,8 +63,12 @@ for _, uuid in ipairs(candidates) do
         local fence = tostring((tonumber(f.fence) or 0) + 1)
         local set = {'fence', fence, 'runner', runner, 'execution', 'running'}
         if not f.started_at then
+            -- started_by: the runner of the first start, for the "running" event the
+            -- record tells (see STREAMS in _common.lua).
             set[#set + 1] = 'started_at'
             set[#set + 1] = now_text()
+            set[#set + 1] = 'started_by'
+            set[#set + 1] = runner
         end
         local tmo = tonumber(f.timeout_ms or '0')
         if tmo > 0 and not f.deadline then
@@ -91,7 +95,14 @@ for _, uuid in ipairs(candidates) do
         elseif f.execution ~= 'running' then
             move_index(uuid, f.execution, 'running', f.created_at)
         end
-        event(uuid, {type = 'running', runner = runner, fence = tonumber(fence)}, now)
+        -- The record tells a job's first start (started_at), not a later one.
+        local running = event_text(uuid, {type = 'running', runner = runner,
+                                          fence = tonumber(fence)}, now)
+        if f.started_at then
+            event_raw(uuid, running)
+        else
+            event_told(uuid, running)
+        end
         local doc = job_doc(fields, docs)
         if not f.started_at then
             -- It never ran: no results and no state yet.

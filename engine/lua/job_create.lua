@@ -111,7 +111,9 @@ if not QUEUES_SEEN[queue] then
     redis.call('SADD', P .. 'queues', queue) -- queue names, for GET /metrics
     QUEUES_SEEN[queue] = true
 end
-event_raw(uuid, ARGV[11])
+-- A new job has no stream of its own yet: its record tells "created" (see STREAMS).
+STREAMS[uuid] = false
+event_told(uuid, ARGV[11])
 if exec_after > now then
     delay(uuid, exec_after)
 else

@@ -82,7 +82,12 @@ if cur[8] or cur[9] then
     redis.call('HDEL', k, 'inflight', 'resume')
     cur[8], cur[9] = nil, nil
 end
-event_raw(uuid, ARGV[10])
+-- The step's event: its record tells a step that left a result entry.
+if ARGV[9] ~= '' then
+    event_told(uuid, ARGV[10])
+else
+    event_raw(uuid, ARGV[10])
+end
 -- Leaves the runner: off its list, no runner, queued again somewhere.
 local function leave_runner()
     runner_list_rem(runner, uuid)

@@ -586,10 +586,20 @@ static bool on_event(void *data, const char *id, const json_t *ev)
     return false;
 }
 
+/* Starts the job's own stream if it has none (a job whose record tells its whole story
+ * has none: see job_ops_events_open), as every watcher does before reading it. */
+static void events_open(itest_client_t *c, const char *uuid)
+{
+    itest_answer_t a = {0};
+    job_ops_events_open(c->ops, uuid, itest_on_answer, &a);
+    itest_answer_wait(c, &a, NULL, NULL, 0);
+}
+
 json_t *itest_wait_event_nth(itest_client_t *c, const char *uuid, const char *type,
                              const char *status, long long index, int nth, unsigned timeout_ms)
 {
     event_wait_t w = {.type = type, .status = status, .index = index, .nth = nth};
+    events_open(c, uuid);
     events_follow_t *f = events_follow(&c->loop, &c->addr, uuid, "0", on_event, &w);
     if (!itest_client_run_until(c, &w.done, timeout_ms)) {
         events_follow_stop(f);
@@ -615,6 +625,7 @@ json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeou
 
 json_t *itest_events(itest_client_t *c, const char *uuid)
 {
+    events_open(c, uuid);
     struct timeval tv = {2, 0};
     redisContext *rc = c->addr.path != NULL
                            ? redisConnectUnixWithTimeout(c->addr.path, tv)

@@ -18,8 +18,10 @@
 #include <curl/curl.h>
 
 #include "common.h"
+#include "events.h"
 #include "harness.h"
 #include "http_sync.h"
+#include "job_history.h"
 
 static itest_world_t W;
 
@@ -504,6 +506,120 @@ static void test_history_from_the_record(void **state)
     assert_true(kept == job_ttl || kept > 60000 || kept == -1);
 }
 
+/* Waits for a job's "finished" event in the global stream, which (unlike a wait on the
+ * job's own stream) starts no stream for the job. */
+typedef struct global_wait {
+    const char *uuid;
+    bool done;
+} global_wait_t;
+
+static bool on_global(void *data, const char *id, const json_t *ev)
+{
+    (void)id;
+    global_wait_t *w = data;
+    if (strcmp(type_of(ev), "finished") == 0 &&
+        strcmp(json_string_value(json_object_get(ev, "job")), w->uuid) == 0) {
+        w->done = true;
+        return false;
+    }
+    return true;
+}
+
+static void wait_finished_unwatched(const char *uuid)
+{
+    global_wait_t w = {.uuid = uuid};
+    events_follow_t *f = events_follow(&W.client.loop, &W.client.addr, NULL, "0", on_global, &w);
+    /* on_global's false stops the follower when it found the event. */
+    if (!itest_client_run_until(&W.client, &w.done, 15000)) {
+        events_follow_stop(f);
+        fail_msg("job %s did not finish within 15 s", uuid);
+    }
+}
+
+static json_t *sse_events(const char *uuid)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
+    const char *sse[] = {"Accept: text/event-stream", NULL};
+    stream_t s;
+    stream_whole(&s, path, sse, 10000);
+    assert_int_equal(s.result, CURLE_OK);
+    assert_int_equal(s.status, 200);
+    json_t *told = parse_sse(s.body);
+    free(s.body);
+    return told;
+}
+
+static void test_streams_start_on_demand(void **state)
+{
+    (void)state;
+    char msg[1024];
+    const char *quick = "{\"name\": \"stream-quick\", \"chain\": ["
+                        " {\"name\": \"a\", \"task\": \"core.log\", \"args\": {\"msg\": \"a\"}},"
+                        " {\"name\": \"b\", \"task\": \"core.log\", \"args\": {\"msg\": \"b\"}}]}";
+    const char *flaky =
+        itest_fmt("{\"name\": \"stream-flaky\", \"chain\": [{\"name\": \"f\", "
+                  "\"task\": \"itest.flaky\", \"retry\": {\"max_attempts\": 3, "
+                  "\"backoff\": \"constant\", \"initial_ms\": 10, \"jitter\": false}, "
+                  "\"args\": {\"file\": \"%s\", \"fail_times\": 1}}]}",
+                  W.side);
+    if (itest_workflow_put(&W.client, quick, NULL, msg, sizeof msg) != 0 ||
+        itest_workflow_put(&W.client, flaky, NULL, msg, sizeof msg) != 0)
+        fail_msg("workflow refused: %s", msg);
+
+    /* A job whose record tells its whole story gets no stream of its own. */
+    char uuid[40];
+    create("stream-quick", uuid);
+    wait_finished_unwatched(uuid);
+    assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:job:%s:events", uuid), 0);
+    /* Its watcher is told the same story, with the ids job_history.c gives the record's
+     * events (the ids a reader told from the record resumes from). */
+    json_t *job = itest_job_get(&W.client, uuid);
+    json_t *want = job_history_from_view(job);
+    json_decref(job);
+    json_t *told = sse_events(uuid);
+    assert_int_equal(json_array_size(told), 5); /* created, running, a, b, finished */
+    assert_int_equal(json_array_size(told), json_array_size(want));
+    for (size_t i = 0; i < json_array_size(told); i++) {
+        json_t *t = json_array_get(told, i), *w = json_array_get(want, i);
+        assert_string_equal(json_string_value(json_object_get(t, "id")),
+                            json_string_value(json_object_get(w, "id")));
+        json_t *te = json_object_get(t, "event"), *we = json_object_get(w, "event");
+        assert_string_equal(type_of(te), type_of(we));
+        assert_true(json_is_true(json_object_get(te, "from_record")));
+        assert_true(json_equal(json_object_get(te, "time"), json_object_get(we, "time")));
+    }
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(told, 1), "event"), "runner")),
+                        "s1");
+    json_decref(want);
+    json_decref(told);
+    /* Reading started the stream; it expires as a success's events do. */
+    long long ttl = itest_redis_int(&W.redis, "PTTL tern:job:%s:events", uuid);
+    assert_true(ttl > 0 && ttl <= 60000);
+
+    /* A retry is not in the record: the stream starts then, with the story so far from
+     * the record, and goes on with the events as they happen. */
+    char retried[40];
+    create("stream-flaky", retried);
+    wait_finished_unwatched(retried);
+    assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:job:%s:events", retried), 1);
+    json_t *ev = itest_events(&W.client, retried);
+    /* The retry waits on the runner (its delay is short): no second "running". */
+    static const char *const types[] = {"created", "running", "step", "step", "finished"};
+    assert_int_equal(json_array_size(ev), TERN_ARRAY_SIZE(types));
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(types); i++)
+        assert_string_equal(type_of(json_array_get(ev, i)), types[i]);
+    assert_true(json_is_true(json_object_get(json_array_get(ev, 0), "from_record")));
+    assert_true(json_is_true(json_object_get(json_array_get(ev, 1), "from_record")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ev, 2), "status")),
+                        "retry");
+    assert_null(json_object_get(json_array_get(ev, 2), "from_record"));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ev, 3), "status")),
+                        "succeeded");
+    json_decref(ev);
+}
+
 static void test_unknown_job_and_bad_ids(void **state)
 {
     (void)state;
@@ -637,6 +753,7 @@ int main(void)
         cmocka_unit_test(test_ndjson_history_then_live),
         cmocka_unit_test(test_sse_and_resume),
         cmocka_unit_test(test_history_from_the_record),
+        cmocka_unit_test(test_streams_start_on_demand),
         cmocka_unit_test(test_unknown_job_and_bad_ids),
         cmocka_unit_test(test_vanished_clients_are_freed),
         cmocka_unit_test(test_shutdown_ends_streams),
