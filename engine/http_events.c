@@ -3,8 +3,9 @@
  * newline-delimited JSON (application/x-ndjson, one event per line) or, when the
  * request accepts text/event-stream, as server-sent events ("id: <stream id>" and
  * "data: <event JSON>" per event). The response ends with its final chunk once the
- * job's "finished" event has been sent and nothing follows it (a job retried after it
- * finished keeps its stream going to the next "finished").
+ * job's "finished" event has been sent and nothing but info posted about the job
+ * follows it (a job retried after it finished keeps its stream going to the next
+ * "finished").
  *
  * Resuming: `Last-Event-ID` (what EventSource sends when it reconnects) or
  * `?from=<stream id>` starts after that entry; the header wins, since a reconnecting
@@ -70,7 +71,7 @@ typedef struct ev_stream {
     bool sending;         /* an h2o_send awaits proceed */
     bool reading;         /* a read of the job's stream is in flight */
     bool read_wanted;     /* events may be waiting in Redis */
-    bool last_finished;   /* the last event sent was the job's "finished" */
+    bool last_finished;   /* the job had ended as of the last event sent (see below) */
     bool from_record;     /* the job's stream is gone: its record tells its events */
     bool ending;          /* send the final chunk once `pending` is out */
     bool done;            /* final chunk sent or stopped: h2o is not touched again */
@@ -219,11 +220,15 @@ static void flush(ev_stream_t *s)
 
 /* ---- Redis side ---------------------------------------------------------------- */
 
-static bool event_is_finished(const event_hub_entry_t *e)
+/* Whether the job has ended as of event `e`, given whether it had before: "finished"
+ * ends it, info posted about it later leaves it ended, anything else (a redrive, a
+ * new start) means it goes on. */
+static bool event_leaves_finished(const event_hub_entry_t *e, bool was_finished)
 {
     json_t *ev = json_loadb(e->json, e->len, 0, NULL);
     const char *type = json_string_value(json_object_get(ev, "type"));
-    bool finished = type != NULL && strcmp(type, "finished") == 0;
+    bool finished = type != NULL &&
+                    (strcmp(type, "finished") == 0 || (was_finished && strcmp(type, "info") == 0));
     json_decref(ev);
     return finished;
 }
@@ -241,7 +246,7 @@ static void append_event(ev_stream_t *s, const event_hub_entry_t *e)
         buf_add(&s->pending, e->json, e->len);
         buf_adds(&s->pending, "\n");
     }
-    s->last_finished = event_is_finished(e);
+    s->last_finished = event_leaves_finished(e, s->last_finished);
     snprintf(s->last_id, sizeof s->last_id, "%s", e->id);
     s->events++;
 }
@@ -256,9 +261,10 @@ static void on_read(void *data, int status, const event_hub_entry_t *entries, si
     }
     bool first = !s->first_read_done;
     s->first_read_done = true;
-    if (status == 0 && n == 0 && first && strcmp(s->last_id, "0") == 0) {
-        /* A job's stream holds at least its "created" event: this one expired since
-         * the check (a success keeps its stream a while only); tell it from the record. */
+    if (status == 0 && n == 0 && first) {
+        /* The stream was there when the job was opened and holds at least its
+         * "created" event (and, when resuming, the entry resumed after): it expired
+         * since (a success keeps its stream a while only); tell it from the record. */
         s->from_record = true;
         s->read_wanted = true;
         pump(s);
@@ -276,7 +282,7 @@ static void on_read(void *data, int status, const event_hub_entry_t *entries, si
          * got the "finished" event already must see the stream end, not wait. */
         s->resuming = false;
         if (n > 0 && strcmp(entries[0].id, s->last_id) == 0) {
-            s->last_finished = event_is_finished(&entries[0]);
+            s->last_finished = event_leaves_finished(&entries[0], false);
             i = 1;
         }
     }
@@ -312,14 +318,23 @@ static void on_record(void *data, int status, const json_t *view, const char *me
         return;
     }
     s->first_read_done = true;
-    s->ending = true;
     if (status != 0) {
         log_msg(TERN_LOG_WARN, "api", NULL, "event stream of job %s: reading its record: %s",
                 s->uuid, message ? message : "?");
+        s->ending = true;
         s->why = "job record unreadable";
         pump(s);
         return;
     }
+    /* Only a finished job's stream expires. A live one with none (a client resuming
+     * after the stream's last entry reads nothing) goes on reading its stream. */
+    if (json_is_null(json_object_get(view, "finished_at"))) {
+        s->from_record = false;
+        s->read_wanted = true;
+        pump(s);
+        return;
+    }
+    s->ending = true;
     unsigned long long from_ms = 0, from_seq = 0;
     bool skip = strcmp(s->last_id, "0") != 0 && stream_id_parse(s->last_id, &from_ms, &from_seq);
     json_t *history = job_history_from_view(view);

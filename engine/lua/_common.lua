@@ -260,6 +260,31 @@ local function step_task(f, phase, name)
     return cjson.null
 end
 
+-- A time of a result entry: ms since the epoch, or, in entries written before times
+-- were stored as numbers, ISO text as tern wrote it (UTC, "Z"); 0 when neither.
+local function entry_ms(v)
+    if type(v) == 'number' then
+        return v
+    end
+    local y, mo, d, h, mi, s, frac = string.match(type(v) == 'string' and v or '',
+        '^(%d%d%d%d)-(%d%d)-(%d%d)T(%d%d):(%d%d):(%d%d)%.?(%d*)Z$')
+    if not y then
+        return 0
+    end
+    -- Days from 1970-01-01 to a date of the proleptic Gregorian calendar.
+    y, mo = tonumber(y), tonumber(mo)
+    if mo <= 2 then
+        y = y - 1
+    end
+    local era = math.floor(y / 400)
+    local yoe = y - era * 400
+    local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
+    local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy -
+                     719468
+    local ms = frac ~= '' and tonumber(string.sub(frac .. '00', 1, 3)) or 0
+    return ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60000 + tonumber(s) * 1000 + ms
+end
+
 -- Starts the job's stream if it has none: writes the events its record tells, as
 -- job_history.c tells them (same order, same times, ids "<ms>-<n>", marked
 -- "from_record"), so a reader that was told them from the record goes on in the
@@ -298,7 +323,10 @@ local function job_stream_open(uuid)
                             redis.call('LRANGE', k .. ':res:' .. p, 0, -1) or {}
         for i, text in ipairs(entries) do
             local ok, e = pcall(cjson.decode, text)
-            if ok and type(e) == 'table' then
+            if not ok or type(e) ~= 'table' then
+                -- Shown as the text it is (job_view.c), told with no name or time.
+                add({type = 'step', status = 'succeeded', phase = phases[p + 1], index = i - 1}, 0)
+            else
                 local failed = e.error ~= nil and e.error ~= cjson.null
                 local ev = {type = 'step', status = failed and 'failed' or 'succeeded',
                             phase = phases[p + 1], index = i - 1, name = e.name or cjson.null,
@@ -307,10 +335,13 @@ local function job_stream_open(uuid)
                 if failed then
                     ev.error = e.error
                 end
-                local done = 0
+                -- Entries store the duration ("ms"); older ones the end itself.
+                local begun, done = entry_ms(e.started_at), entry_ms(e.finished_at)
                 if type(e.started_at) == 'number' and type(e.ms) == 'number' then
                     done = e.started_at + e.ms
-                    ev.duration_ms = e.ms
+                end
+                if begun > 0 and done >= begun then
+                    ev.duration_ms = done - begun
                 end
                 add(ev, done)
             end

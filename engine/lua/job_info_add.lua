@@ -14,12 +14,8 @@ if n >= max then
 end
 n = redis.call('RPUSH', k .. ':info', entry)
 redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
--- A finished job whose stream expired is told from its record (job_history.c): a new
--- stream holding only this event would hide that story, so it goes to the global one.
-if redis.call('EXISTS', k .. ':events') == 1 or not redis.call('HGET', k, 'finished_at') then
-    event(uuid, {type = 'info', index = n - 1}, now_ms())
-else
-    global_event(cjson.encode({type = 'info', index = n - 1, job = uuid, time = now_ms()}))
-end
+-- The record does not tell info: the job's stream starts (with the story the record
+-- tells first) if it has none, and expires as a finished job's events do.
+event(uuid, {type = 'info', index = n - 1}, now_ms())
 follow_job_expiry(uuid)
 return {'OK', n}

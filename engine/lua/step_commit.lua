@@ -82,8 +82,13 @@ if cur[8] or cur[9] then
     redis.call('HDEL', k, 'inflight', 'resume')
     cur[8], cur[9] = nil, nil
 end
--- The step's event: its record tells a step that left a result entry.
-if ARGV[9] ~= '' then
+-- The step's event (none for a release, or a job ending with no step to run): the
+-- record tells a step that left a result entry, unless a fallback ran (the event names
+-- the fallback, the entry the step). A canceled step's entry would be told as failed,
+-- but a cancel's own event (cancel_requested) has started the stream by then.
+if ARGV[10] == '' then
+    -- nothing to tell
+elseif ARGV[9] ~= '' and not string.find(ARGV[9], '"fallback":', 1, true) then
     event_told(uuid, ARGV[10])
 else
     event_raw(uuid, ARGV[10])
