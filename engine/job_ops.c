@@ -717,7 +717,9 @@ static op_t *op_for_job(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *d
     return op;
 }
 
-void job_ops_get(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data)
+/* Runs `script` with the job's uuid as its one argument; on_reply answers. */
+static void send_for_job(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data,
+                         store_script_t script, store_reply_cb on_reply)
 {
     op_t *op = op_for_job(ops, uuid, cb, data);
     if (op == NULL)
@@ -725,7 +727,12 @@ void job_ops_get(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data)
     store_args_t a;
     store_args_init(&a);
     store_args_push(&a, uuid);
-    op_send(op, SCRIPT_JOB_GET, &a, on_job_get);
+    op_send(op, script, &a, on_reply);
+}
+
+void job_ops_get(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data)
+{
+    send_for_job(ops, uuid, cb, data, SCRIPT_JOB_GET, on_job_get);
 }
 
 static void on_events_open(void *data, int status, const redisReply *reply, const char *errmsg)
@@ -742,13 +749,7 @@ static void on_events_open(void *data, int status, const redisReply *reply, cons
 
 void job_ops_events_open(job_ops_t *ops, const char *uuid, job_ops_cb cb, void *data)
 {
-    op_t *op = op_for_job(ops, uuid, cb, data);
-    if (op == NULL)
-        return;
-    store_args_t a;
-    store_args_init(&a);
-    store_args_push(&a, uuid);
-    op_send(op, SCRIPT_JOB_EVENTS_OPEN, &a, on_events_open);
+    send_for_job(ops, uuid, cb, data, SCRIPT_JOB_EVENTS_OPEN, on_events_open);
 }
 
 static json_t *history_entry(const char *action, const char *caller, const json_t *changes)

@@ -428,6 +428,21 @@ static void test_sse_and_resume(void **state)
  * here); after that its events are told from its record: the same story (created,
  * running, each step with its name and task, finished), marked "from_record", and
  * resumable by id like a stream. */
+/* The whole event stream of a finished job, as server-sent events. */
+static json_t *sse_events(const char *uuid)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
+    const char *sse[] = {"Accept: text/event-stream", NULL};
+    stream_t s;
+    stream_whole(&s, path, sse, 10000);
+    assert_int_equal(s.result, CURLE_OK);
+    assert_int_equal(s.status, 200);
+    json_t *told = parse_sse(s.body);
+    free(s.body);
+    return told;
+}
+
 static void test_history_from_the_record(void **state)
 {
     (void)state;
@@ -455,15 +470,7 @@ static void test_history_from_the_record(void **state)
     http_sync_close(&hc);
     assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:job:%s:events", uuid), 1);
 
-    char path[160];
-    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
-    const char *sse[] = {"Accept: text/event-stream", NULL};
-    stream_t s;
-    stream_whole(&s, path, sse, 10000);
-    assert_int_equal(s.result, CURLE_OK);
-    assert_int_equal(s.status, 200);
-    json_t *told = parse_sse(s.body);
-    free(s.body);
+    json_t *told = sse_events(uuid);
     /* The stored stream had exactly these events: created, running, 4 steps, finished;
      * then came the info. */
     assert_int_equal(json_array_size(told), json_array_size(stored) + 1);
@@ -487,6 +494,9 @@ static void test_history_from_the_record(void **state)
     char hdr[96];
     snprintf(hdr, sizeof hdr, "Last-Event-ID: %s", third);
     const char *resume[] = {"Accept: text/event-stream", hdr, NULL};
+    char path[160];
+    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
+    stream_t s;
     stream_whole(&s, path, resume, 10000);
     json_t *rest = parse_sse(s.body);
     free(s.body);
@@ -538,20 +548,6 @@ static void wait_finished_unwatched(const char *uuid)
         events_follow_stop(f);
         fail_msg("job %s did not finish within 15 s", uuid);
     }
-}
-
-static json_t *sse_events(const char *uuid)
-{
-    char path[160];
-    snprintf(path, sizeof path, "/jobs/%s/events", uuid);
-    const char *sse[] = {"Accept: text/event-stream", NULL};
-    stream_t s;
-    stream_whole(&s, path, sse, 10000);
-    assert_int_equal(s.result, CURLE_OK);
-    assert_int_equal(s.status, 200);
-    json_t *told = parse_sse(s.body);
-    free(s.body);
-    return told;
 }
 
 static void test_streams_start_on_demand(void **state)
