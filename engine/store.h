@@ -21,7 +21,8 @@
  *   job:<uuid>:held         set   resources the job holds
  *   job:<uuid>:postbacks    list  post-back attempts {url, attempt, time, status|error,
  *                                 delivered, ...} (JSON), the last 200
- *   job:<uuid>:events       stream  the job's events, capped (field "e": JSON)
+ *   job:<uuid>:events       stream  the job's events, capped (field "e": JSON); only once
+ *                                 the job needs one (see STREAMS in lua/_common.lua)
  *   events                  stream  every job's events, capped (about N events: an entry
  *                                 holds one, field "e", or many, field "a")
  *   events:avg              string  moving average of events per entry of `events`
@@ -51,7 +52,8 @@
  *
  * Job fields: uuid, name, version, workflow_uuid (its document is wfdoc:<uuid>; jobs
  * stored before that carry it in a field `workflow`), params (JSON), target, queue, execution,
- * created_at, exec_after, started_at, finished_at, timeout_ms, deadline, runner, fence (claim
+ * created_at, exec_after, started_at, started_by (the runner of the first start),
+ * finished_at, timeout_ms, deadline, runner, fence (claim
  * counter: a runner's writes carry the fence it claimed with, so a runner that lost its lease
  * cannot write; bumped also when a claim is revoked: the job re-queued or failed with
  * StepInterrupted), phase, idx (the cursor: the step to run next), attempt (failed attempts of that
