@@ -206,9 +206,9 @@ end
 -- cannot tell. Until then the record tells the job's story: "created", "running" when it
 -- first started, one "step" per result entry, "finished" (job_history.c tells the same
 -- to GET /jobs/:uuid/events; job_stream_open below writes it into a new stream). Most
--- jobs never need a stream of their own, which spares Redis four XADD per 1-step job,
--- a quarter of its work for such a job, and about 4 KB per job for as long as a stream
--- was kept. An event the record cannot tell (a retry, progress, a wait, a cancel...), or
+-- jobs never need a stream of their own, which spares Redis four XADD per 1-step job
+-- (about a sixth of its CPU for such a job: README "Where (a) stops") and about 4 KB
+-- per job for as long as a stream was kept. An event the record cannot tell (a retry, progress, a wait, a cancel...), or
 -- a watcher (job_events_open.lua), starts the stream: the record's events first, under
 -- the ids job_history.c gives them, then every event after, as before.
 local STREAMS = {} -- uuid -> whether the job's stream exists, as known in this call
