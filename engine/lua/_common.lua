@@ -197,9 +197,21 @@ local function run_gathered(body)
     return r
 end
 
--- True when the job may have keys beyond its hash, res:0 and events; see JOB_KEY_SUFFIXES (fields xk, lv).
+-- True when the job may have keys beyond its hash, res:0 and events (fields xk, lv;
+-- see JOB_KEY_SUFFIXES).
 local function has_extra_keys(xk, lv)
     return xk == '1' or not lv
+end
+
+-- A hash as HGETALL answers it (a flat list) as a table of field -> value, and where
+-- each value is in that list.
+local function hash_fields(flat)
+    local f, pos = {}, {}
+    for i = 1, #flat, 2 do
+        f[flat[i]] = flat[i + 1]
+        pos[flat[i]] = i + 1
+    end
+    return f, pos
 end
 
 -- A job's own event stream (job:<uuid>:events) starts with the first event its record
@@ -208,9 +220,10 @@ end
 -- to GET /jobs/:uuid/events; job_stream_open below writes it into a new stream). Most
 -- jobs never need a stream of their own, which spares Redis four XADD per 1-step job
 -- (about a sixth of its CPU for such a job: README "Where (a) stops") and about 4 KB
--- per job for as long as a stream was kept. An event the record cannot tell (a retry, progress, a wait, a cancel...), or
--- a watcher (job_events_open.lua), starts the stream: the record's events first, under
--- the ids job_history.c gives them, then every event after, as before.
+-- per job for as long as a stream was kept. An event the record cannot tell (a retry,
+-- progress, a wait, a cancel...), or a watcher (job_events_open.lua), starts the
+-- stream: the record's events first, under the ids job_history.c gives them, then
+-- every event after, as before.
 local STREAMS = {} -- uuid -> whether the job's stream exists, as known in this call
 
 local function job_has_stream(uuid)
@@ -299,10 +312,7 @@ local function job_stream_open(uuid)
     if #all == 0 then
         return false
     end
-    local f = {}
-    for i = 1, #all, 2 do
-        f[all[i]] = all[i + 1]
-    end
+    local f = hash_fields(all)
     local last, n = 0, 0
     local function add(ev, ms)
         ms = math.max(tonumber(ms) or 0, last)

@@ -1,10 +1,11 @@
--- gathered (see run_gathered). job_claim.lua: starts jobs on a runner. Jobs named explicitly are already in the
--- runner's list (moved there by BLMOVE, or found there after a lost reply); up to
--- `more` further jobs are moved from the queue here. Each is checked (a job canceled
--- while queued is skipped), takes its job-level holds (or is parked), gets a new
--- fence token, and is returned whole. An explicitly named job that already runs on
--- this runner is adopted again with a new fence (its claim reply was lost, or the
--- runner restarted under the same id), unless an irreversible step was in flight.
+-- gathered (see run_gathered). job_claim.lua: starts jobs on a runner. Jobs named
+-- explicitly are already in the runner's list (moved there by BLMOVE, or found there
+-- after a lost reply); up to `more` further jobs are moved from the queue here. Each
+-- is checked (a job canceled while queued is skipped), takes its job-level holds (or
+-- is parked), gets a new fence token, and is returned whole. An explicitly named job
+-- that already runs on this runner is adopted again with a new fence (its claim reply
+-- was lost, or the runner restarted under the same id), unless an irreversible step
+-- was in flight.
 -- ARGV: 3 runner, 4 queue, 5 more (count), 6.. explicit uuids.
 -- Returns a list of jobs, each {uuid, fence, job fields (HGETALL), chain results,
 -- onerror results, oncancel results, state (HGETALL), server now, workflow document
@@ -34,11 +35,7 @@ for _, uuid in ipairs(candidates) do
     -- The job read once: the reply carries these fields, updated below where the
     -- claim changes them (pos: where each field is in the flat list).
     local fields = redis.call('HGETALL', k)
-    local f, pos = {}, {}
-    for i = 1, #fields, 2 do
-        f[fields[i]] = fields[i + 1]
-        pos[fields[i]] = i + 1
-    end
+    local f, pos = hash_fields(fields)
     local ex = f.execution
     local adopt = explicit[uuid] and ex == 'running' and f.runner == runner
     if adopt then
