@@ -64,8 +64,11 @@
  * wait_info, requeue_info, unique, locks, has_oncancel, post_back_urls (JSON array of
  * http(s) URLs given at creation, to be told when the job ends), pb_attempt:<i> and
  * pb_fence:<i> (attempts made and claims taken of the post-back to URL i), lv (layout
- * version, 2) and xk (set once the job has a key beyond its hash, res:0 and events: its
- * end then looks for holds and expires every key; see has_extra_keys in _common.lua).
+ * version, 3: fence, phase, idx and attempt are not stored while 0; a missing one reads
+ * as 0), xk (set once the job has a key beyond its hash, res:0 and events: its end
+ * then looks for holds and expires every key; see has_extra_keys in _common.lua) and es
+ * (set when the job's own event stream starts: a job of layout 3 without it has none;
+ * see stream_seen in _common.lua).
  *
  * Every multi-key change is one Lua script (engine/lua/), loaded with SCRIPT LOAD on
  * each connect and called with EVALSHA (EVAL when Redis answers NOSCRIPT); creates and

@@ -36,6 +36,7 @@ for _, uuid in ipairs(candidates) do
     -- claim changes them (pos: where each field is in the flat list).
     local fields = redis.call('HGETALL', k)
     local f, pos = hash_fields(fields)
+    stream_seen(uuid, f.es, f.lv)
     local ex = f.execution
     local adopt = explicit[uuid] and ex == 'running' and f.runner == runner
     if adopt then
@@ -45,7 +46,7 @@ for _, uuid in ipairs(candidates) do
         -- work, so the job fails with StepInterrupted, as tick.lua fails the same job
         -- of a runner that died for good. (A live runner that lost a claim's answer
         -- has begun no step under that claim, so this never stops it.)
-        if f.inflight and f.inflight == f.phase .. ':' .. f.idx then
+        if f.inflight and f.inflight == cursor_text(f.phase, f.idx) then
             interrupt(uuid, runner, 'restarted', f.inflight, now)
             ex = 'failed'
         end
@@ -100,7 +101,7 @@ for _, uuid in ipairs(candidates) do
         else
             event_told(uuid, running)
         end
-        local doc = job_doc(fields, docs)
+        local doc = job_doc(fields, docs, f)
         if not f.started_at then
             -- It never ran: no results and no state yet.
             out[#out + 1] = {uuid, tonumber(fence), fields, {}, {}, {}, {}, now, doc}

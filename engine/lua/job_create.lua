@@ -80,9 +80,9 @@ if not doc then
     WF_DOCS[actual] = doc
 end
 local now = now_ms()
--- lv: this layout (shared document, xk; see has_extra_keys).
-local fields = {'queue', queue, 'created_at', tostring(now), 'fence', '0', 'phase', '0', 'idx',
-                '0', 'attempt', '0', 'execution', 'queued', 'lv', '2'}
+-- lv: this layout (3: shared document, xk and es; see has_extra_keys and stream_seen).
+-- fence, phase, idx and attempt are 0 until set (see cursor_text).
+local fields = {'queue', queue, 'created_at', tostring(now), 'execution', 'queued', 'lv', '3'}
 for i = 12, #ARGV do
     fields[#fields + 1] = ARGV[i]
 end

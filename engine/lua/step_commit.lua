@@ -21,17 +21,18 @@ local k = jkey(uuid)
 -- Every field this commit reads, in one call (FINISH_FIELDS for finish()).
 local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel',
                        'step_holds', 'inflight', 'resume', 'created_at', 'unique', 'locks',
-                       'deadline', 'post_back_urls', 'xk', 'lv', 'blocked_on', 'polls')
+                       'deadline', 'post_back_urls', 'xk', 'lv', 'blocked_on', 'polls', 'es')
 if not cur[5] then
     return {'STALE', 'job deleted'}
 end
+stream_seen(uuid, cur[19], cur[16])
 if cur[1] ~= runner or cur[2] ~= fence then
     if cur[2] == fence and cur[5] ~= 'running' then
         return {'DUP'} -- this very fence ended the job already (a retried finish/wait)
     end
     return {'STALE', 'owned by ' .. tostring(cur[1]) .. ' fence ' .. tostring(cur[2])}
 end
-if cur[3] ~= phase or cur[4] ~= idx then
+if cursor_text(cur[3], cur[4]) ~= phase .. ':' .. idx then
     return {'DUP'} -- the cursor already moved past this step under this fence
 end
 local now = now_ms()

@@ -22,7 +22,7 @@ if reap == '1' then
                 local f = redis.call('HMGET', k, 'execution', 'runner', 'inflight', 'phase', 'idx')
                 if f[1] == 'running' and f[2] == d then
                     reaped = reaped + 1
-                    if f[3] and f[3] == f[4] .. ':' .. f[5] then
+                    if f[3] and f[3] == cursor_text(f[4], f[5]) then
                         -- An irreversible step was in flight: do not run it again.
                         interrupt(uuid, d, 'died', f[3], now)
                     else
