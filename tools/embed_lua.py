@@ -24,11 +24,14 @@ def script_source(common, text):
     """The source Redis runs for a script: _common.lua, then the script, wrapped as its
     first line asks (see the module's docstring)."""
     if text.startswith('-- batched'):
-        # run_batch (_common.lua) calls the body once per item of the batch.
-        text = 'local function batch_item()\n%s\nend\nreturn run_batch(batch_item)\n' % text
+        # run_batch (_common.lua) calls the body once per item of the batch, with the
+        # item's own arguments as ARGV.
+        text = 'local function batch_item(ARGV)\n%s\nend\nreturn run_batch(batch_item)\n' % text
     elif text.startswith('-- gathered'):
         # run_gathered (_common.lua) sends the writes to shared keys at the end.
-        text = 'local function body()\n%s\nend\nreturn run_gathered(body)\n' % text
+        text = 'shift_common_args()\nlocal function body()\n%s\nend\nreturn run_gathered(body)\n' % text
+    else:
+        text = 'shift_common_args()\n' + text
     return common + '\n' + text
 
 

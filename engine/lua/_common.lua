@@ -4,8 +4,9 @@
 -- Conventions of every script: ARGV[1] and ARGV[2] are the caps of the per-job and
 -- the global event streams, ARGV[3] the retention of finished jobs in ms (0: kept
 -- forever), ARGV[4] how long a succeeded job keeps its event stream (0: as long as
--- the job); this file takes those two out of ARGV, so script arguments start at
--- ARGV[3] as seen by each script. Times come from the
+-- the job); those two are taken out of what each script sees (shift_common_args, or
+-- run_batch for each item of a batch), so script arguments start at ARGV[3] as seen
+-- by each script. Times come from the
 -- Redis server's clock (TIME), so leases and due times compare on one clock whatever
 -- the runners' clocks say. Payloads that C built (results, params, workflow documents)
 -- are stored as opaque strings and never decoded here: cjson would turn [] into {}
@@ -14,8 +15,14 @@
 local P = 'tern:'
 local MAXLEN_JOB = ARGV[1]
 local MAXLEN_ALL = ARGV[2]
-local RETENTION_MS = tonumber(table.remove(ARGV, 3)) or 0
-local SUCCESS_EVENTS_MS = tonumber(table.remove(ARGV, 3)) or 0
+local RETENTION_MS = tonumber(ARGV[3]) or 0
+local SUCCESS_EVENTS_MS = tonumber(ARGV[4]) or 0
+
+-- tools/embed_lua.py calls this first in every script but the batched ones.
+local function shift_common_args()
+    table.remove(ARGV, 3)
+    table.remove(ARGV, 3)
+end
 
 -- The server's time, read once per script call: every item of a batch and every
 -- write of one call carry the same time, as if they happened at once (they do).
@@ -910,31 +917,25 @@ end
 
 -- Scripts whose first line says "-- batched" (tools/embed_lua.py wraps their body in a
 -- function) take many calls at once, so that many jobs' creates or step commits share
--- one round trip and one script call: ARGV[3] is the number of items, then each item is
--- its argument count followed by its arguments. Each item sees its own arguments as
--- ARGV[3]... (the global ARGV cannot be replaced, so its contents are) and answers one
--- element of the reply; an item that raises an error answers that error and the others
--- still run. Items run in order, so a later item sees what an earlier one wrote (but
--- for the gathered writes, which no script reads: see GATHER).
+-- one round trip and one script call: ARGV[5] is the number of items, then each item is
+-- its argument count followed by its arguments. Each item gets a table of its own
+-- arguments as ARGV[3]... (the body's parameter ARGV, which hides the global: one
+-- table built by one unpack per item cost Redis 1 us less per item than rewriting the
+-- global's contents) and answers one element of the reply; an item that raises an
+-- error answers that error and the others still run. Items run in order, so a later
+-- item sees what an earlier one wrote (but for the gathered writes, which no script
+-- reads: see GATHER).
 local function run_batch(one)
     GATHER = true
-    local all = {}
-    for i = 1, #ARGV do
-        all[i] = ARGV[i]
-    end
-    local n = tonumber(all[3]) or 0
+    local all = ARGV
+    local n = tonumber(all[5]) or 0
     local out = {}
-    local pos = 4
+    local pos = 6
     for i = 1, n do
         local cnt = tonumber(all[pos])
-        for j = #ARGV, 3, -1 do
-            ARGV[j] = nil
-        end
-        for j = 1, cnt do
-            ARGV[j + 2] = all[pos + j]
-        end
+        local args = {MAXLEN_JOB, MAXLEN_ALL, unpack(all, pos + 1, pos + cnt)}
         pos = pos + cnt + 1
-        local ok, r = pcall(one)
+        local ok, r = pcall(one, args)
         if not ok then
             r = {err = type(r) == 'table' and r.err or tostring(r)}
         elseif r == nil then
