@@ -27,8 +27,11 @@
  *                                 holds one, field "e", or many, field "a")
  *   events:avg              string  moving average of events per entry of `events`
  *                                 (how many entries the cap in events means)
- *   jobs                    zset  every job by creation time (ms)
- *   jobs:<execution>        zset  jobs in that execution by creation time
+ *   jobs:<execution>        zset  jobs in that execution by creation time; each job is in
+ *                                 one, so listing every job merges them (job_list.lua;
+ *                                 a separate index of every job cost each job a ZADD)
+ *   jobs                    zset  every job by creation time: jobs of layout 2 only, kept
+ *                                 until they expire (tick.lua takes them out)
  *   q:<queue>               list  ready job uuids; new work LPUSHed, runners pop RIGHT
  *   r:<runner>:jobs         list  jobs a runner has claimed (the reliable-queue list)
  *   runners                 zset  runner id -> lease expiry (ms, server clock)

@@ -659,6 +659,9 @@ local FINISH_FIELDS = {'execution', 'created_at', 'runner', 'unique', 'locks', '
                        'post_back_urls', 'xk', 'lv', 'blocked_on', 'cancel', 'inflight',
                        'resume'}
 
+-- Fields a finished job no longer has (its runner is set to '': see finish).
+local FINISH_GONE = {'cancel', 'inflight', 'resume'}
+
 local function finish_fields(uuid)
     local v = redis.call('HMGET', jkey(uuid), unpack(FINISH_FIELDS))
     local f = {}
@@ -687,7 +690,7 @@ local function finish(uuid, execution, now, f, set)
         redis.call('INCR', P .. 'locks:version')
     end
     local gone = {}
-    for _, name in ipairs({'runner', 'cancel', 'inflight', 'resume'}) do
+    for _, name in ipairs(FINISH_GONE) do
         if f[name] then
             gone[#gone + 1] = name
         end
@@ -695,8 +698,13 @@ local function finish(uuid, execution, now, f, set)
     if #gone > 0 then
         redis.call('HDEL', k, unpack(gone))
     end
+    set = set or {}
     if f.runner and f.runner ~= '' then
         runner_list_rem(f.runner, uuid)
+        -- No runner: '' (readers take it as none), written with the other fields
+        -- rather than deleted by one more call per job.
+        set[#set + 1] = 'runner'
+        set[#set + 1] = ''
     end
     if f.execution ~= 'running' then
         -- A running job is in no delayed set: claims take jobs from queues only.
@@ -708,7 +716,6 @@ local function finish(uuid, execution, now, f, set)
     if f.execution ~= execution then
         move_index(uuid, f.execution, execution, f.created_at)
     end
-    set = set or {}
     set[#set + 1] = 'finished_at'
     set[#set + 1] = string.format('%d', now)
     set[#set + 1] = 'execution'
@@ -855,59 +862,93 @@ local function bytes_before(a, b)
     return #a < #b
 end
 
+-- The entries of the sorted sets `keys` with a score of at most `max`, as one
+-- sequence, highest score first and ties by member, descending: the order
+-- ZREVRANGEBYSCORE gives one set, kept across sets by merging them (a job is in one
+-- jobs:<execution> index at a time, so every job is met once). Each set is read
+-- `batch` entries at a time as the merge needs them. Returns a function answering the
+-- next member and its score, or nil after the last.
+local function merged_desc(keys, max, batch)
+    local src = {}
+    for i, key in ipairs(keys) do
+        src[i] = {key = key, items = {}, at = 1, pos = 0, done = false}
+    end
+    local function ready(s)
+        if s.at > #s.items and not s.done then
+            s.items = redis.call('ZREVRANGEBYSCORE', s.key, max, '-inf', 'WITHSCORES', 'LIMIT',
+                                 s.pos, batch)
+            s.at, s.pos = 1, s.pos + batch
+            s.done = #s.items < 2 * batch
+        end
+        return s.at <= #s.items
+    end
+    return function()
+        local best, best_t = nil, nil
+        for _, s in ipairs(src) do
+            if ready(s) then
+                local t = tonumber(s.items[s.at + 1])
+                if not best or t > best_t or
+                    (t == best_t and bytes_before(best.items[best.at], s.items[s.at])) then
+                    best, best_t = s, t
+                end
+            end
+        end
+        if not best then
+            return nil
+        end
+        local uuid, t = best.items[best.at], best.items[best.at + 1]
+        best.at = best.at + 2
+        return uuid, t
+    end
+end
+
 -- One page of a listing (job_list.lua, workflow_list.lua), newest first from the
--- sorted set `key` scored by creation time. The page starts after the marker (the
--- time `mtime` and uuid `muuid` of the last entry the previous page examined; mtime
--- '' for the first page): ties in time are ordered by uuid, descending, the order
--- ZREVRANGEBYSCORE gives them. At most `budget` entries are examined so that a filter
+-- sorted sets `keys` scored by creation time, merged (see merged_desc). The page
+-- starts after the marker (the time `mtime` and uuid `muuid` of the last entry the
+-- previous page examined; mtime '' for the first page): ties in time are ordered by
+-- uuid, descending. At most `budget` entries are examined so that a filter
 -- matching few entries never blocks Redis for long; such a page may hold fewer than
 -- `limit` entries and still have a next marker. A full page looks for one more match
 -- (within the budget) so that the last page has no marker.
 -- `match(uuid)` returns a true value for an entry the listing wants; while the page is
 -- not full, `take(uuid, that value)` returns what to list for it, or nil for nothing.
 -- Returns the listed values and the next marker's time and uuid ('' on the last page).
-local function list_page(key, limit, mtime, muuid, budget, match, take)
-    local max = mtime == '' and '+inf' or mtime
+local function list_page(keys, limit, mtime, muuid, budget, match, take)
     local mnum = tonumber(mtime)
     local out, examined = {}, 0
     -- The marker: the last entry examined, or, once a full page has seen one more
     -- match, the last entry listed (the next page starts right after it).
     local last_time, last_uuid, page_time, page_uuid = '', '', '', ''
     local more = false
-    local pos, batch = 0, math.min(limit + 1, 500)
-    while not more do
-        local items = redis.call('ZREVRANGEBYSCORE', key, max, '-inf', 'WITHSCORES', 'LIMIT',
-                                 pos, batch)
-        for i = 1, #items, 2 do
-            local uuid, t = items[i], items[i + 1]
-            -- Entries at the marker's time up to the marker itself were on earlier pages.
-            if mtime == '' or tonumber(t) < mnum or bytes_before(uuid, muuid) then
-                if examined == budget then
-                    more = true
-                    break
-                end
-                examined = examined + 1
-                local m = match(uuid)
-                if m then
-                    if #out == limit then
-                        -- A match beyond a full page: there is a next page.
-                        more = true
-                        last_time, last_uuid = page_time, page_uuid
-                        break
-                    end
-                    local v = take(uuid, m)
-                    if v ~= nil then
-                        out[#out + 1] = v
-                    end
-                    page_time, page_uuid = t, uuid
-                end
-                last_time, last_uuid = t, uuid
-            end
-        end
-        if #items < 2 * batch then
+    local next_entry = merged_desc(keys, mtime == '' and '+inf' or mtime, math.min(limit + 1, 500))
+    while true do
+        local uuid, t = next_entry()
+        if not uuid then
             break
         end
-        pos = pos + batch
+        -- Entries at the marker's time up to the marker itself were on earlier pages.
+        if mtime == '' or tonumber(t) < mnum or bytes_before(uuid, muuid) then
+            if examined == budget then
+                more = true
+                break
+            end
+            examined = examined + 1
+            local m = match(uuid)
+            if m then
+                if #out == limit then
+                    -- A match beyond a full page: there is a next page.
+                    more = true
+                    last_time, last_uuid = page_time, page_uuid
+                    break
+                end
+                local v = take(uuid, m)
+                if v ~= nil then
+                    out[#out + 1] = v
+                end
+                page_time, page_uuid = t, uuid
+            end
+            last_time, last_uuid = t, uuid
+        end
     end
     if not more then
         last_time, last_uuid = '', ''

@@ -105,7 +105,6 @@ redis.call('HSET', k, unpack(fields))
 -- The uuid is the key's; readers get it with the fields (see job_snapshot).
 table.insert(fields, 1, uuid)
 table.insert(fields, 1, 'uuid')
-zset_add(P .. 'jobs', now, uuid)
 move_index(uuid, false, 'queued', now)
 if not QUEUES_SEEN[queue] then
     redis.call('SADD', P .. 'queues', queue) -- queue names, for GET /metrics

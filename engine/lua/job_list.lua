@@ -10,7 +10,11 @@
 --         {snapshot, ...}}
 local ex, limit, mtime, muuid = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local offset, budget = tonumber(ARGV[7]), tonumber(ARGV[8])
-local key = ex == '' and P .. 'jobs' or P .. 'jobs:' .. ex
+-- Every job is in the index of its execution; listing them all merges those indexes.
+local keys = {}
+for _, e in ipairs(ex == '' and EXECUTIONS or {ex}) do
+    keys[#keys + 1] = P .. 'jobs:' .. e
+end
 local filters = {}
 for i = 9, #ARGV, 2 do
     filters[#filters + 1] = {ARGV[i], ARGV[i + 1]}
@@ -53,7 +57,7 @@ end
 local now = now_ms()
 local skipped = 0
 local docs = {} -- workflow documents, read once per call
-local out, last_time, last_uuid = list_page(key, limit, mtime, muuid, budget, matches,
+local out, last_time, last_uuid = list_page(keys, limit, mtime, muuid, budget, matches,
     function(uuid)
         if skipped < offset then
             skipped = skipped + 1
@@ -61,4 +65,8 @@ local out, last_time, last_uuid = list_page(key, limit, mtime, muuid, budget, ma
         end
         return job_snapshot(uuid, now, docs)
     end)
-return {redis.call('ZCARD', key), last_time, last_uuid, out}
+local total = 0
+for _, key in ipairs(keys) do
+    total = total + redis.call('ZCARD', key)
+end
+return {total, last_time, last_uuid, out}

@@ -8,10 +8,13 @@
 --          live runners, jobs in flight on them, post-backs pending, post-backs leased}
 local now = now_ms()
 local execs = {}
+local stored = 0 -- every job is in the index of its execution
 for _, e in ipairs({'queued', 'running', 'waiting', 'succeeded', 'failed', 'canceled',
                     'retried'}) do
+    local n = redis.call('ZCARD', P .. 'jobs:' .. e)
     execs[#execs + 1] = e
-    execs[#execs + 1] = redis.call('ZCARD', P .. 'jobs:' .. e)
+    execs[#execs + 1] = n
+    stored = stored + n
 end
 local names = {}
 for _, q in ipairs(redis.call('SMEMBERS', P .. 'queues')) do
@@ -38,6 +41,6 @@ for q in pairs(names) do
     queues[#queues + 1] = q
     queues[#queues + 1] = redis.call('LLEN', qkey(q))
 end
-return {execs, redis.call('ZCARD', P .. 'jobs'), redis.call('ZCARD', P .. 'delayed'), queues,
+return {execs, stored, redis.call('ZCARD', P .. 'delayed'), queues,
         #live, in_flight, redis.call('ZCARD', P .. 'postbacks'),
         redis.call('ZCARD', P .. 'postbacks:lease')}

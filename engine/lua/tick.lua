@@ -95,7 +95,7 @@ for _, uuid in ipairs(expired) do
     local ttl = redis.call('PTTL', jkey(uuid))
     if ttl == -2 then
         redis.call('ZREM', P .. 'expiring', uuid)
-        redis.call('ZREM', P .. 'jobs', uuid)
+        redis.call('ZREM', P .. 'jobs', uuid) -- the index of every job, before lv 3
         for _, ex in ipairs(EXECUTIONS) do
             redis.call('ZREM', P .. 'jobs:' .. ex, uuid)
         end

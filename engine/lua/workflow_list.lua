@@ -7,7 +7,7 @@
 -- Returns {next marker time ('' last page), next marker uuid, {doc, ...}}
 local limit, mtime, muuid, budget = tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
 local name, version = ARGV[7], ARGV[8]
-local out, last_time, last_uuid = list_page(P .. 'wf:all', limit, mtime, muuid, budget,
+local out, last_time, last_uuid = list_page({P .. 'wf:all'}, limit, mtime, muuid, budget,
     function(uuid)
         local f = redis.call('HMGET', P .. 'wf:' .. uuid, 'doc', 'name', 'version')
         if f[1] and (name == '' or f[2] == name) and (version == '' or f[3] == version) then

@@ -162,6 +162,15 @@ static redisReply *redis_vcommand(const itest_redis_t *r, const char *fmt, va_li
     return reply;
 }
 
+static redisReply *redis_command(const itest_redis_t *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *reply = redis_vcommand(r, fmt, ap);
+    va_end(ap);
+    return reply;
+}
+
 long long itest_redis_int(const itest_redis_t *r, const char *fmt, ...)
 {
     va_list ap;
@@ -176,6 +185,35 @@ long long itest_redis_int(const itest_redis_t *r, const char *fmt, ...)
     if (reply != NULL)
         freeReplyObject(reply);
     return v;
+}
+
+long long itest_jobs_indexed(const itest_redis_t *r)
+{
+    static const char *const executions[] = {"queued",    "running", "waiting", "retried",
+                                             "succeeded", "failed",  "canceled"};
+    long long n = 0;
+    for (size_t i = 0; i < sizeof executions / sizeof executions[0]; i++) {
+        long long k = itest_redis_int(r, "ZCARD tern:jobs:%s", executions[i]);
+        if (k < 0)
+            return -1;
+        n += k;
+    }
+    return n;
+}
+
+long long itest_job_hashes(const itest_redis_t *r)
+{
+    redisReply *keys = redis_command(r, "KEYS tern:job:*");
+    if (keys == NULL || keys->type != REDIS_REPLY_ARRAY) {
+        if (keys != NULL)
+            freeReplyObject(keys);
+        return -1;
+    }
+    long long n = 0;
+    for (size_t i = 0; i < keys->elements; i++)
+        n += keys->element[i]->len == strlen("tern:job:") + 36;
+    freeReplyObject(keys);
+    return n;
 }
 
 char *itest_redis_str(const itest_redis_t *r, const char *fmt, ...)

@@ -51,6 +51,11 @@ void itest_redis_restart(itest_redis_t *r);
 /* Runs a command on a fresh synchronous connection; returns the reply's integer, or
  * -1. For INFO-style checks. */
 long long itest_redis_int(const itest_redis_t *r, const char *fmt, ...);
+/* The number of jobs in the per-execution indexes (tern:jobs:<execution>): every job
+ * stored and not yet expired is in exactly one. */
+long long itest_jobs_indexed(const itest_redis_t *r);
+/* The number of jobs stored: keys tern:job:<uuid> (KEYS: for small test databases). */
+long long itest_job_hashes(const itest_redis_t *r);
 /* Returns the reply of a command as a malloc'd string (or NULL). */
 char *itest_redis_str(const itest_redis_t *r, const char *fmt, ...);
 

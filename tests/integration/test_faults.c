@@ -315,15 +315,10 @@ static long long batch_check_redis(batch_t *b, const char *queue)
         freeReplyObject(ex);
         freeReplyObject(len);
     }
-    redisReply *keys = redisCommand(c, "KEYS tern:job:*");
-    assert_non_null(keys);
-    long long hashes = 0;
-    for (size_t i = 0; i < keys->elements; i++)
-        hashes += strlen(keys->element[i]->str) == strlen("tern:job:") + 36;
-    freeReplyObject(keys);
     redisFree(c);
+    long long hashes = itest_job_hashes(&W.redis);
     assert_int_equal(hashes, b->n);
-    assert_int_equal(itest_redis_int(&W.redis, "ZCARD tern:jobs"), b->n);
+    assert_int_equal(itest_jobs_indexed(&W.redis), b->n);
     assert_int_equal(zcard("succeeded"), b->n);
     assert_int_equal(itest_redis_int(&W.redis, "LLEN tern:q:%s", queue), 0);
     assert_int_equal(itest_redis_int(&W.redis, "ZCARD tern:delayed"), 0);

@@ -800,7 +800,7 @@ static void test_bad_jobs_are_refused_or_fail_visibly(void **state)
                   "\"itest.record\", \"retry\": {\"max_attempts\": 3, \"initial_ms\": 10}, "
                   "\"args\": {\"file\": \"%s\", \"ms\": \"${params.missing}\"}}]}",
                   W.side));
-    long long jobs = itest_redis_int(&W.redis, "ZCARD tern:jobs");
+    long long jobs = itest_jobs_indexed(&W.redis);
     char uuid[40], msg[1024];
     assert_int_equal(
         itest_job_create(&W.client, "no-such-workflow", NULL, NULL, 0, NULL, uuid, msg, sizeof msg),
@@ -822,7 +822,7 @@ static void test_bad_jobs_are_refused_or_fail_visibly(void **state)
     free(params);
     assert_int_equal(rc, TERN_E2BIG);
     assert_non_null(strstr(msg, "params"));
-    assert_int_equal(itest_redis_int(&W.redis, "ZCARD tern:jobs"), jobs);
+    assert_int_equal(itest_jobs_indexed(&W.redis), jobs);
 
     /* A template naming a param the job lacks: the step fails once, not retried, and
      * the job fails with the reason on record. */
