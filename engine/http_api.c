@@ -221,11 +221,22 @@ void api_reply_json(api_req_t *r, int status, const json_t *body)
         if (body == NULL) {
             send_body(req, status, "application/json", NULL, 0);
         } else {
-            size_t n = json_dumpb(body, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
-            char *buf = h2o_mem_alloc_pool(&req->pool, n + 1);
-            json_dumpb(body, buf, n, JSON_COMPACT | JSON_ENCODE_ANY);
-            buf[n] = '\n';
-            send_body(req, status, "application/json", buf, n + 1);
+            /* One pass of the encoder, then a copy into the request's pool: sizing the
+             * text first with json_dumpb encoded every answer twice, which was a
+             * quarter of ternd's CPU while answering POST /jobs at full speed. */
+            char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+            if (text == NULL) {
+                static const char failed[] =
+                    "{\"code\":\"InternalError\",\"message\":\"cannot encode the answer\"}\n";
+                send_body(req, 500, "application/json", failed, sizeof failed - 1);
+            } else {
+                size_t n = strlen(text);
+                char *buf = h2o_mem_alloc_pool(&req->pool, n + 1);
+                memcpy(buf, text, n);
+                buf[n] = '\n';
+                free(text);
+                send_body(req, status, "application/json", buf, n + 1);
+            }
         }
     }
     api_req_free(r);
