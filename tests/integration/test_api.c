@@ -606,6 +606,8 @@ static void test_job_get_and_run(void **state)
     json_decref(done);
     json_t *job = get_json(itest_fmt("/jobs/%s", uuid));
     assert_string_equal(str_of(job, "execution"), "succeeded");
+    /* A finished job has no runner (node-workflow drops runner_id when a job ends). */
+    assert_true(json_is_null(json_object_get(job, "runner_id")));
     assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 1);
     assert_string_equal(str_of(json_array_get(json_object_get(job, "chain_results"), 0), "name"),
                         "n");
