@@ -130,7 +130,8 @@ struct runner {
     uint64_t due_at_mono; /* when due_timer fires, 0 when not armed */
     uint64_t up_since_mono;
     bool tick_busy;
-    bool tick_again; /* a due-time tick came while another tick was in flight */
+    bool tick_again; /* a due-time tick came while another tick was in flight, or the
+                      * last tick left finished jobs due for deletion */
     /* Cancels heard for jobs this runner does not hold (yet): a claim answer built
      * before the cancel flag was set may still be on its way. Kept a few seconds. */
     struct {
@@ -1563,6 +1564,9 @@ static void on_tick_reply(void *data, int status, const redisReply *reply, const
     long long due = store_reply_int(store_reply_at(reply, 1), -1);
     long long deadline = store_reply_int(store_reply_at(reply, 2), -1);
     long long reaped = store_reply_int(store_reply_at(reply, 3), 0);
+    /* More finished jobs are due for deletion than one tick deletes: go on at once. */
+    if (store_reply_int(store_reply_at(reply, 4), 0) == 1)
+        r->tick_again = true;
     r->clock_offset = now - (long long)tern_now_ms();
     if (reaped > 0)
         log_msg(TERN_LOG_INFO, "runner", NULL, "re-queued %lld jobs of dead runners", reaped);

@@ -49,8 +49,10 @@
  *                                 post-back attempt (filled by finish() in _common.lua)
  *   postbacks:lease         zset  deliveries claimed by a ternd -> lease expiry
  *   postbacks:wake          channel  a post-back became due at <ms> (deliverers re-arm)
- *   expiring                zset  finished job uuid -> when its keys expire (ms); tick.lua
- *                                 takes expired jobs out of jobs and jobs:<execution>
+ *   expiring                zset  finished job uuid -> when its keys are deleted (ms):
+ *                                 tick.lua deletes them and takes the job out of jobs and
+ *                                 jobs:<execution> (the keys have no expiry of their own,
+ *                                 but a succeeded job's event stream)
  *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
  *
  * Job fields: uuid, name, version, workflow_uuid (its document is wfdoc:<uuid>; jobs

@@ -605,33 +605,25 @@ local function leave_step_holds(uuid, now)
 end
 
 -- Every key of a job (the job hash first), for retention: see store.h. Only the first
--- three exist for most jobs: a job records in its field `xk` that it got any of the
--- others (scripts that create one set it), and a job without the field `lv` (stored
--- before `xk` existed) is taken to have them all.
+-- three exist for most jobs (a job records in its field `xk` that it got any of the
+-- others); tick.lua deletes them all when the job's retention has run out.
 local JOB_KEY_SUFFIXES = {'', ':res:0', ':events', ':res:1', ':res:2', ':state', ':history',
                           ':info', ':held', ':postbacks'}
-local COMMON_KEYS = 3
 
-
--- Gives every key of a finished job the expiry `ms` from now (its event stream
--- `events_ms`), and records when the job expires so that tick.lua can take it out of
--- the indexes afterwards.
-local function expire_job(uuid, ms, now, extra, events_ms)
-    local k = jkey(uuid)
-    for i, suffix in ipairs(JOB_KEY_SUFFIXES) do
-        if i > COMMON_KEYS and not extra then
-            break
-        end
-        if suffix ~= ':events' then
-            redis.call('PEXPIRE', k .. suffix, ms)
-        elseif job_has_stream(uuid) then
-            redis.call('PEXPIRE', k .. suffix, events_ms)
-        end
+-- Schedules the deletion of a finished job's keys, `ms` from now: tick.lua deletes them
+-- then (at its next tick), with the job's place in the listings. The keys get no expiry
+-- of their own: two PEXPIRE per job cost 8 % of Redis's instructions for a 1-step job
+-- (tests/bench/script_cost.py --callgrind), and an expiry costs memory per key. Only a
+-- succeeded job's event stream, kept a shorter while (`events_ms`), expires by itself.
+local function expire_job(uuid, ms, now, events_ms)
+    if events_ms < ms and job_has_stream(uuid) then
+        redis.call('PEXPIRE', jkey(uuid) .. ':events', events_ms)
     end
     zset_add(P .. 'expiring', now + ms, uuid)
 end
 
--- Removes the expiry of a job's keys: it is live again (redrive).
+-- Cancels the deletion of a job's keys: it is live again (redrive). Jobs finished by
+-- earlier versions had an expiry on each key: it is removed.
 local function persist_job(uuid)
     local k = jkey(uuid)
     for _, suffix in ipairs(JOB_KEY_SUFFIXES) do
@@ -641,7 +633,9 @@ local function persist_job(uuid)
 end
 
 -- After a write to a key of a job that may have finished (info, post-back attempts):
--- a key the write created has no expiry yet, so it gets the job's remaining time.
+-- a job finished by an earlier version has an expiry on each key, and a key the write
+-- created gets the job's remaining time. (Jobs finished now have none: tick.lua deletes
+-- every key of theirs, new ones included.)
 local function follow_job_expiry(uuid)
     local ttl = redis.call('PTTL', jkey(uuid))
     if ttl > 0 then
@@ -738,7 +732,7 @@ local function finish(uuid, execution, now, f, set)
     -- Once the stream expires, GET /jobs/:uuid/events tells the job from its record.
     local events_ms = events_keep_ms(execution)
     if RETENTION_MS > 0 then
-        expire_job(uuid, RETENTION_MS, now, extra, events_ms)
+        expire_job(uuid, RETENTION_MS, now, events_ms)
     elseif events_ms > 0 and job_has_stream(uuid) then
         redis.call('PEXPIRE', k .. ':events', events_ms)
     end

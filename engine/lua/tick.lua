@@ -1,9 +1,10 @@
 -- tick.lua: a runner's periodic work, one round trip: renew its lease, re-queue the
 -- jobs of runners whose lease expired, promote delayed jobs that are due, and hand
 -- jobs whose workflow timeout passed while no runner held them back to a runner, and
--- take finished jobs whose retention ran out out of the indexes.
+-- delete finished jobs whose retention ran out.
 -- ARGV: 3 runner ('' : promote only), 4 lease ms, 5 runner info JSON, 6 reap 0|1
--- Returns {server now, next delayed due (-1 none), next deadline (-1 none), reaped jobs}
+-- Returns {server now, next delayed due (-1 none), next deadline (-1 none), reaped jobs,
+--          1 when more finished jobs are due for deletion than one tick deletes}
 local runner, lease, info, reap = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local now = now_ms()
 if runner ~= '' then
@@ -87,25 +88,39 @@ for _, uuid in ipairs(late) do
     end
 end
 
--- Retention: finished jobs whose keys expired leave the listings' indexes, at most
--- 1000 a tick. A job still there was given a later expiry (finished again after a
--- redrive) or none: its entry follows its keys.
-local expired = redis.call('ZRANGEBYSCORE', P .. 'expiring', '-inf', now, 'LIMIT', 0, 1000)
-for _, uuid in ipairs(expired) do
-    local ttl = redis.call('PTTL', jkey(uuid))
-    if ttl == -2 then
-        redis.call('ZREM', P .. 'expiring', uuid)
-        redis.call('ZREM', P .. 'jobs', uuid) -- the index of every job, before lv 3
-        for _, ex in ipairs(EXECUTIONS) do
-            redis.call('ZREM', P .. 'jobs:' .. ex, uuid)
+-- Retention: finished jobs whose time ran out (see expire_job) are deleted, every key
+-- of theirs, and leave the listings' indexes, at most SWEEP_MAX a tick; a full sweep
+-- asks the runner for another tick at once, so deletion keeps up with any rate of jobs
+-- ending. A job still there was given a later time (finished again after a redrive) or
+-- none (redriven): ZRANGEBYSCORE does not see it.
+local SWEEP_MAX = 1000
+local expired = redis.call('ZRANGEBYSCORE', P .. 'expiring', '-inf', now, 'LIMIT', 0, SWEEP_MAX)
+if #expired > 0 then
+    local by_execution = {}
+    for _, uuid in ipairs(expired) do
+        local k = jkey(uuid)
+        -- A job of an earlier version may have expired by itself: then it leaves every
+        -- index.
+        local ex = redis.call('HGET', k, 'execution')
+        for _, e in ipairs(ex and {ex} or EXECUTIONS) do
+            local list = by_execution[e] or {}
+            by_execution[e] = list
+            list[#list + 1] = uuid
         end
-    elseif ttl >= 0 then
-        redis.call('ZADD', P .. 'expiring', now + ttl + 1, uuid)
-    else
-        redis.call('ZREM', P .. 'expiring', uuid)
+        local keys = {}
+        for i, suffix in ipairs(JOB_KEY_SUFFIXES) do
+            keys[i] = k .. suffix
+        end
+        redis.call('UNLINK', unpack(keys))
     end
+    for e, list in pairs(by_execution) do
+        redis.call('ZREM', P .. 'jobs:' .. e, unpack(list))
+    end
+    redis.call('ZREM', P .. 'jobs', unpack(expired)) -- the index of every job, before lv 3
+    redis.call('ZREM', P .. 'expiring', unpack(expired))
 end
 
 local nd = redis.call('ZRANGE', P .. 'delayed', 0, 0, 'WITHSCORES')
 local ndl = redis.call('ZRANGE', P .. 'deadlines', 0, 0, 'WITHSCORES')
-return {now, nd[2] and tonumber(nd[2]) or -1, ndl[2] and tonumber(ndl[2]) or -1, reaped}
+return {now, nd[2] and tonumber(nd[2]) or -1, ndl[2] and tonumber(ndl[2]) or -1, reaped,
+        #expired == SWEEP_MAX and 1 or 0}

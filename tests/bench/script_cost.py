@@ -9,7 +9,13 @@ spent in each script per job (INFO commandstats, usec of EVALSHA), so a change t
 script can be judged in seconds without ternd or a client: these are the microseconds
 that bound (a) of the suite (README "Speed").
 
-Usage: tests/bench/script_cost.py [-b BATCH] [-n ROUNDS] [-r REPS] [--lua DIR]
+With --callgrind, Redis runs under valgrind's callgrind and the figure is the number
+of instructions Redis executes per job (scripts, replies and the append-only file's
+formatting; not the kernel's part): slow (a minute), but the same count run after run
+whatever else the machine does, so changes of a few percent can be told apart on a
+shared machine where the times above move by 20 %.
+
+Usage: tests/bench/script_cost.py [-b BATCH] [-n ROUNDS] [-r REPS] [--lua DIR] [--callgrind]
 Prints one JSON line per script and repetition, then the medians.
 """
 import argparse
@@ -86,14 +92,35 @@ def process_cpu_us(pid):
     return (int(fields[11]) + int(fields[12])) * 1e6 / os.sysconf('SC_CLK_TCK')
 
 
-def one_rep(lua_dir, batch, rounds):
+def callgrind_instructions(pid, out_file):
+    """Dumps callgrind's counts of process `pid` since the last dump or zeroing and
+    returns the instructions counted."""
+    subprocess.run(['callgrind_control', '-d', str(pid)], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    total = 0
+    # Dumps are numbered files next to out_file; the newest holds this interval.
+    dumps = sorted((f for f in os.listdir(os.path.dirname(out_file))
+                    if f.startswith(os.path.basename(out_file) + '.')),
+                   key=lambda f: int(f.rsplit('.', 1)[1]))
+    with open(os.path.join(os.path.dirname(out_file), dumps[-1]), encoding='ascii') as f:
+        for line in f:
+            if line.startswith('summary:') or line.startswith('totals:'):
+                total = int(line.split()[1])
+    return total
+
+
+def one_rep(lua_dir, batch, rounds, callgrind=False):
     port, tmp = free_port(), tempfile.mkdtemp(prefix='tern-script-cost.')
-    proc = subprocess.Popen(['redis-server', '--bind', '127.0.0.1', '--port', str(port),
-                             '--dir', tmp, '--appendonly', 'yes', '--appendfsync', 'everysec',
-                             '--save', '', '--logfile', os.path.join(tmp, 'redis.log')])
+    cg_out = os.path.join(tmp, 'callgrind.out')
+    wrap = ['valgrind', '--tool=callgrind', '--callgrind-out-file=' + cg_out] if callgrind else []
+    proc = subprocess.Popen(wrap + ['redis-server', '--bind', '127.0.0.1', '--port', str(port),
+                                    '--dir', tmp, '--appendonly', 'yes', '--appendfsync',
+                                    'everysec', '--save', '', '--logfile',
+                                    os.path.join(tmp, 'redis.log')],
+                            stderr=subprocess.DEVNULL if callgrind else None)
     try:
         r = None
-        for _ in range(100):
+        for _ in range(600 if callgrind else 100):
             try:
                 r = Redis(port)
                 r.cmd('PING')
@@ -119,14 +146,24 @@ def one_rep(lua_dir, batch, rounds):
         spent = dict.fromkeys(SCRIPTS, 0)
 
         def call(name, *args):
+            if callgrind:
+                # Redis's instructions from the end of the previous call to the end of
+                # this one: this call's, and the little it did while idle.
+                reply = r.cmd('EVALSHA', sha[name], 0, *common_args, *args)
+                spent[name] += callgrind_instructions(proc.pid, cg_out)
+                return reply
             t0 = r.evalsha_usec()
             reply = r.cmd('EVALSHA', sha[name], 0, *common_args, *args)
             spent[name] += r.evalsha_usec() - t0
             return reply
 
-        cpu0 = process_cpu_us(proc.pid)
         now = int(time.time() * 1000)
-        for _ in range(rounds):
+
+        def rounds_of(count):
+            for _ in range(count):
+                one_round()
+
+        def one_round():
             items = []
             for _ in range(batch):
                 u = str(uuidlib.uuid4())
@@ -154,6 +191,17 @@ def one_rep(lua_dir, batch, rounds):
             reply = call('step_commit', batch, *items)
             if any(x[0] != 'OK' for x in reply):
                 raise RuntimeError('step_commit: %r' % reply[0])
+
+        if callgrind:
+            # Two rounds first, so that what happens once (script compilation, the first
+            # allocations of each key kind) is not counted.
+            rounds_of(2)
+            for name in SCRIPTS:
+                spent[name] = 0
+            rounds_of(rounds)
+            return {name: spent[name] / (batch * rounds) for name in SCRIPTS}
+        cpu0 = process_cpu_us(proc.pid)
+        rounds_of(rounds)
         cost = {name: spent[name] / (batch * rounds) for name in SCRIPTS}
         # Everything Redis did for these jobs, parsing calls, writing replies and the
         # append-only file included (commandstats counts the scripts' bodies only).
@@ -171,9 +219,17 @@ def main():
     ap.add_argument('-n', type=int, default=100, help='rounds per repetition')
     ap.add_argument('-r', type=int, default=3, help='repetitions')
     ap.add_argument('--lua', default=os.path.join(ROOT, 'engine', 'lua'))
+    ap.add_argument('--callgrind', action='store_true',
+                    help='count Redis\'s instructions per job (valgrind; -n 20 is plenty)')
     a = ap.parse_args()
     if not (1 <= a.b <= 128 and 1 <= a.n <= 10000 and 1 <= a.r <= 20):
         ap.error('expected -b 1..128, -n 1..10000, -r 1..20')
+    if a.callgrind:
+        cost = one_rep(a.lua, a.b, a.n, callgrind=True)
+        for name in SCRIPTS:
+            print('%-12s %9.0f instructions per job' % (name, cost[name]))
+        print('%-12s %9.0f instructions per job' % ('all three', sum(cost.values())))
+        return
     reps = []
     for rep in range(1, a.r + 1):
         cost = one_rep(a.lua, a.b, a.n)
