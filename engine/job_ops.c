@@ -10,6 +10,7 @@
  */
 #include "job_ops.h"
 
+#include <inttypes.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,9 @@ typedef struct op {
     bool asking;            /* this create asked for wfc's workflow; others wait on it */
     workflow_t *wf;         /* the workflow of a workflow put */
     json_t *post_back_urls; /* array, or NULL when none */
+    store_args_t fields;    /* the new job's fields as job_create.lua stores them, but for
+                             * created_at and exec_after, which its answer decides (the
+                             * view of the job is made from them: job_view_new) */
     /* redrive and others */
     char *caller;
     char *from_step;
@@ -157,6 +161,7 @@ static void op_dispose(store_op_t *base)
     free(op->locks);
     workflow_free(op->wf);
     json_decref(op->post_back_urls);
+    store_args_dispose(&op->fields);
     free(op->caller);
     free(op->from_step);
     json_decref(op->extra);
@@ -476,7 +481,22 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         store_op_done(&op->base, TERN_EEXIST, NULL, "uuid: job %s already exists", op->uuid);
         return;
     }
-    json_t *view = job_view_from_reply(store_reply_at(reply, 2));
+    /* A new job is shown from what was sent; the same create repeated gets the job as
+     * it is now. */
+    const redisReply *now_r = store_reply_at(reply, 1), *snapshot = store_reply_at(reply, 2);
+    json_t *view = NULL;
+    if (snapshot != NULL) {
+        view = job_view_from_reply(snapshot);
+    } else if (now_r != NULL && op->wfc != NULL && op->wfc->wf != NULL) {
+        long long now = store_reply_int(now_r, 0);
+        store_args_push(&op->fields, "created_at");
+        store_args_push_u64(&op->fields, (uint64_t)now);
+        if (op->exec_after_ms > (uint64_t)now) {
+            store_args_push(&op->fields, "exec_after");
+            store_args_push_u64(&op->fields, op->exec_after_ms);
+        }
+        view = job_view_new(&op->fields, now, op->wfc->wf->doc);
+    }
     if (view == NULL) {
         store_op_done(&op->base, TERN_EIO, NULL, "job %s: job_create.lua answered without the job",
                       op->uuid);
@@ -484,6 +504,15 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     }
     store_op_done(&op->base, 0, view, NULL);
     json_decref(view);
+}
+
+/* A field of the job a create stores: sent (`a`) and kept for the view (`op->fields`). */
+static void field_push(op_t *op, store_args_t *a, const char *name, const char *value)
+{
+    store_args_push(a, name);
+    store_args_push(a, value);
+    store_args_push(&op->fields, name);
+    store_args_push(&op->fields, value);
 }
 
 static void create_send(op_t *op)
@@ -549,36 +578,37 @@ static void create_send(op_t *op)
     store_args_push(&a, op->locks != NULL ? op->locks : "");
     store_args_push_json(&a, event);
     json_decref(event);
-    store_args_push(&a, "name");
-    store_args_push(&a, wf->name);
-    store_args_push(&a, "version");
-    store_args_push(&a, wf->version);
-    store_args_push(&a, "workflow_uuid");
-    store_args_push(&a, op->wfc->uuid);
-    store_args_push(&a, "params");
-    store_args_push(&a, op->params_text);
+    /* What job_create.lua stores beside the fields sent (it adds unique, locks and lv too,
+     * which the view does not show). */
+    store_args_dispose(&op->fields);
+    store_args_push(&op->fields, "uuid");
+    store_args_push(&op->fields, op->uuid);
+    store_args_push(&op->fields, "queue");
+    store_args_push(&op->fields, wf->queue);
+    store_args_push(&op->fields, "execution");
+    store_args_push(&op->fields, "queued");
+    field_push(op, &a, "name", wf->name);
+    field_push(op, &a, "version", wf->version);
+    field_push(op, &a, "workflow_uuid", op->wfc->uuid);
+    field_push(op, &a, "params", op->params_text);
     /* Fields at their default (no target, no timeout, no holds, no oncancel) are not
      * stored: every finished job keeps its hash, and readers take a missing field for
      * the default. */
-    if (op->target != NULL) {
-        store_args_push(&a, "target");
-        store_args_push(&a, op->target);
-    }
+    if (op->target != NULL)
+        field_push(op, &a, "target", op->target);
     if (wf->timeout_ms > 0) {
-        store_args_push(&a, "timeout_ms");
-        store_args_push_u64(&a, wf->timeout_ms);
+        char ms[24];
+        snprintf(ms, sizeof ms, "%" PRIu64, wf->timeout_ms);
+        field_push(op, &a, "timeout_ms", ms);
     }
-    if (holds[0] != '\0') {
-        store_args_push(&a, "holds");
-        store_args_push(&a, holds);
-    }
-    if (wf->n_steps[WF_ONCANCEL] > 0) {
-        store_args_push(&a, "has_oncancel");
-        store_args_push(&a, "1");
-    }
+    if (holds[0] != '\0')
+        field_push(op, &a, "holds", holds);
+    if (wf->n_steps[WF_ONCANCEL] > 0)
+        field_push(op, &a, "has_oncancel", "1");
     if (op->post_back_urls != NULL) {
-        store_args_push(&a, "post_back_urls");
-        store_args_push_json(&a, op->post_back_urls);
+        char *urls = json_dumps(op->post_back_urls, JSON_COMPACT);
+        field_push(op, &a, "post_back_urls", urls != NULL ? urls : "");
+        free(urls);
     }
     free(holds);
     op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);

@@ -22,30 +22,51 @@ bool job_execution_valid(const char *s)
     return false;
 }
 
-static json_t *field_json(const redisReply *fields, const char *name)
+/* A job's stored fields, looked up by name: a store reply's flat [name, value, ...]
+ * array, or the field/value pairs of a job just created (job_view_new). */
+typedef struct job_fields {
+    const redisReply *reply; /* NULL: use args */
+    const store_args_t *args;
+} job_fields_t;
+
+static const char *field_get(const job_fields_t *f, const char *name, size_t *len)
+{
+    if (f->reply != NULL)
+        return store_reply_hash_get(f->reply, name, len);
+    for (size_t i = 0; i + 1 < f->args->n; i += 2) {
+        if (strcmp(f->args->v[i], name) == 0) {
+            if (len != NULL)
+                *len = f->args->len[i + 1];
+            return f->args->v[i + 1];
+        }
+    }
+    return NULL;
+}
+
+static json_t *field_json(const job_fields_t *fields, const char *name)
 {
     size_t len = 0;
-    const char *s = store_reply_hash_get(fields, name, &len);
+    const char *s = field_get(fields, name, &len);
     if (s == NULL || len == 0)
         return json_null();
     json_t *v = json_loadb(s, len, JSON_DECODE_ANY, NULL);
     return v != NULL ? v : json_stringn(s, len);
 }
 
-static json_t *field_str(const redisReply *fields, const char *name)
+static json_t *field_str(const job_fields_t *fields, const char *name)
 {
     size_t len = 0;
-    const char *s = store_reply_hash_get(fields, name, &len);
+    const char *s = field_get(fields, name, &len);
     return s != NULL && len > 0 ? json_stringn(s, len) : json_null();
 }
 
-static long long field_ll(const redisReply *fields, const char *name, long long def)
+static long long field_ll(const job_fields_t *fields, const char *name, long long def)
 {
-    const char *s = store_reply_hash_get(fields, name, NULL);
+    const char *s = field_get(fields, name, NULL);
     return s != NULL ? atoll(s) : def;
 }
 
-static json_t *field_time(const redisReply *fields, const char *name)
+static json_t *field_time(const job_fields_t *fields, const char *name)
 {
     long long ms = field_ll(fields, name, 0);
     if (ms <= 0)
@@ -131,20 +152,19 @@ static json_t *results_view(const redisReply *list, const json_t *steps)
     return a;
 }
 
-json_t *job_view_from_reply(const redisReply *reply)
+/* The lists of a job beside its fields (results of each phase, state, history,
+ * post-back attempts: store replies, NULL when empty) and the server's time. */
+typedef struct job_lists {
+    const redisReply *results[3], *state, *history, *postbacks;
+    long long now;
+} job_lists_t;
+
+/* The view of a job: its fields `f`, its lists `l`, and its workflow document `wf`
+ * (borrowed; NULL: none). */
+static json_t *view_build(const job_fields_t *f, const job_lists_t *l, const json_t *wf)
 {
-    const redisReply *f = store_reply_at(reply, 0);
-    if (f == NULL || f->elements == 0)
-        return NULL;
-    /* The frozen workflow: shared (element 8), or in the fields of older jobs. */
-    json_t *wf = field_json(f, "workflow");
-    const redisReply *doc = store_reply_at(reply, 8);
-    if (json_is_null(wf) && doc != NULL && doc->type == REDIS_REPLY_STRING) {
-        json_decref(wf);
-        wf = json_loadb(doc->str, doc->len, 0, NULL);
-    }
     json_t *state = json_object();
-    const redisReply *st = store_reply_at(reply, 4);
+    const redisReply *st = l->state;
     for (size_t i = 0; st != NULL && i + 1 < st->elements; i += 2) {
         char key[256];
         snprintf(key, sizeof key, "%.*s", (int)st->element[i]->len, st->element[i]->str);
@@ -154,7 +174,7 @@ json_t *job_view_from_reply(const redisReply *reply)
     }
     long long started = field_ll(f, "started_at", 0);
     long long finished = field_ll(f, "finished_at", 0);
-    long long now = store_reply_int(store_reply_at(reply, 6), 0);
+    long long now = l->now;
     json_t *elapsed = json_null();
     if (started > 0)
         elapsed = json_real((double)((finished > 0 ? finished : now) - started) / 1000.0);
@@ -182,11 +202,11 @@ json_t *job_view_from_reply(const redisReply *reply)
         json_object_set_new(v, chains[i], c != NULL ? json_incref(c) : json_array());
     }
     json_object_set_new(v, "chain_results",
-                        results_view(store_reply_at(reply, 1), json_object_get(wf, "chain")));
+                        results_view(l->results[0], json_object_get(wf, "chain")));
     json_object_set_new(v, "onerror_results",
-                        results_view(store_reply_at(reply, 2), json_object_get(wf, "onerror")));
+                        results_view(l->results[1], json_object_get(wf, "onerror")));
     json_object_set_new(v, "oncancel_results",
-                        results_view(store_reply_at(reply, 3), json_object_get(wf, "oncancel")));
+                        results_view(l->results[2], json_object_get(wf, "oncancel")));
     json_object_set_new(v, "created_at", field_time(f, "created_at"));
     json_object_set_new(v, "exec_after", field_time(f, "exec_after"));
     json_object_set_new(v, "started", started > 0 ? json_integer(started) : json_null());
@@ -197,7 +217,7 @@ json_t *job_view_from_reply(const redisReply *reply)
     json_object_set_new(v, "runner_id", field_str(f, "runner"));
     json_object_set_new(v, "state", state);
     json_object_set_new(v, "error", field_json(f, "error"));
-    json_object_set_new(v, "history", json_list(store_reply_at(reply, 5)));
+    json_object_set_new(v, "history", json_list(l->history));
     json_object_set_new(v, "retried", json_integer(field_ll(f, "retried", 0)));
     json_object_set_new(v, "cursor",
                         json_pack("{s:s, s:I, s:o, s:I}", "phase",
@@ -209,7 +229,37 @@ json_t *job_view_from_reply(const redisReply *reply)
     json_object_set_new(v, "cancel_requested", json_boolean(field_ll(f, "cancel", 0) == 1));
     json_object_set_new(v, "post_back_urls", field_json(f, "post_back_urls"));
     /* Every delivery attempt of the job's outcome, so a failing receiver is visible. */
-    json_object_set_new(v, "post_backs", json_list(store_reply_at(reply, 7)));
+    json_object_set_new(v, "post_backs", json_list(l->postbacks));
+    return v;
+}
+
+json_t *job_view_from_reply(const redisReply *reply)
+{
+    const redisReply *fr = store_reply_at(reply, 0);
+    if (fr == NULL || fr->elements == 0)
+        return NULL;
+    job_fields_t f = {.reply = fr};
+    /* The frozen workflow: shared (element 8), or in the fields of older jobs. */
+    json_t *wf = field_json(&f, "workflow");
+    const redisReply *doc = store_reply_at(reply, 8);
+    if (json_is_null(wf) && doc != NULL && doc->type == REDIS_REPLY_STRING) {
+        json_decref(wf);
+        wf = json_loadb(doc->str, doc->len, 0, NULL);
+    }
+    job_lists_t l = {
+        .results = {store_reply_at(reply, 1), store_reply_at(reply, 2), store_reply_at(reply, 3)},
+        .state = store_reply_at(reply, 4),
+        .history = store_reply_at(reply, 5),
+        .now = store_reply_int(store_reply_at(reply, 6), 0),
+        .postbacks = store_reply_at(reply, 7)};
+    json_t *v = view_build(&f, &l, wf);
     json_decref(wf);
     return v;
+}
+
+json_t *job_view_new(const store_args_t *fields, long long now, const json_t *wf)
+{
+    job_fields_t f = {.args = fields};
+    job_lists_t l = {.now = now};
+    return view_build(&f, &l, wf);
 }

@@ -489,11 +489,14 @@ static void test_job_create_shape(void **state)
         "http://127.0.0.1:9/done");
     assert_non_null(json_object_get(job, "created_at"));
 
-    /* GET shows the same job. */
+    /* GET shows the same job, member for member (it is delayed: nothing changed since):
+     * the create's answer is made from what was sent, the GET's from what is stored. */
     json_t *again = get_json(itest_fmt("/jobs/%s", uuid));
-    assert_true(json_equal(json_object_get(again, "params"), params));
-    assert_string_equal(str_of(again, "created_at"), str_of(job, "created_at"));
-    assert_string_equal(str_of(again, "execution"), "queued");
+    if (!json_equal(again, job)) {
+        char *a = json_dumps(job, JSON_COMPACT | JSON_SORT_KEYS),
+             *b = json_dumps(again, JSON_COMPACT | JSON_SORT_KEYS);
+        fail_msg("the create answered\n%s\nGET answers\n%s", a, b);
+    }
     json_decref(again);
     json_decref(job);
 
