@@ -430,6 +430,40 @@ local function event(uuid, ev, now)
     event_raw(uuid, event_text(uuid, ev, now))
 end
 
+-- The two events every job has, "running" and "finished", written out by hand: with
+-- cjson (a table, an encoder per call, every number printed as a float) they cost 5 % of
+-- Redis's instructions for a 1-step job, this a fifth of that. Strings that may need
+-- escaping (a uuid or runner id given by a client) go through cjson; the texts are the
+-- ones event_text makes, members in another order.
+local QUOTED = {} -- string -> its JSON text, for the strings of this call
+local function quoted(s)
+    local q = QUOTED[s]
+    if not q then
+        q = string.find(s, '^[%w%-%.:_]*$') and ('"' .. s .. '"') or cjson.encode(s)
+        QUOTED[s] = q
+    end
+    return q
+end
+
+-- A job's uuid as JSON text (uuids differ: not worth keeping in QUOTED).
+local function quoted_uuid(uuid)
+    return string.find(uuid, '^[%x%-]*$') and ('"' .. uuid .. '"') or cjson.encode(uuid)
+end
+
+local function time_text(now)
+    return now == NOW and now_text() or string.format('%d', now)
+end
+
+local function event_running_text(uuid, runner, fence, now)
+    return '{"type":"running","runner":' .. quoted(runner) .. ',"fence":' .. fence ..
+               ',"job":' .. quoted_uuid(uuid) .. ',"time":' .. time_text(now) .. '}'
+end
+
+local function event_finished_text(uuid, execution, now)
+    return '{"type":"finished","execution":' .. quoted(execution) .. ',"job":' ..
+               quoted_uuid(uuid) .. ',"time":' .. time_text(now) .. '}'
+end
+
 -- Moves the job between the per-execution indexes (old: its execution, false for a
 -- new job; created: its creation time) without touching the job's own fields.
 local function move_index(uuid, old, new, created)
@@ -715,7 +749,7 @@ local function finish(uuid, execution, now, f, set)
     set[#set + 1] = 'execution'
     set[#set + 1] = execution
     redis.call('HSET', k, unpack(set))
-    event_told(uuid, event_text(uuid, {type = 'finished', execution = execution}, now))
+    event_told(uuid, event_finished_text(uuid, execution, now))
     -- Post-backs: one delivery per URL, due now; every ternd's deliverer is woken and
     -- one claims each (postback_claim.lua). A job that ends again after a retry from
     -- failure starts a new round of attempts.

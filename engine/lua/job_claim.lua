@@ -94,8 +94,7 @@ for _, uuid in ipairs(candidates) do
             move_index(uuid, f.execution, 'running', f.created_at)
         end
         -- The record tells a job's first start (started_at), not a later one.
-        local running = event_text(uuid, {type = 'running', runner = runner,
-                                          fence = tonumber(fence)}, now)
+        local running = event_running_text(uuid, runner, fence, now)
         if f.started_at then
             event_raw(uuid, running)
         else
