@@ -98,6 +98,7 @@ static const setting_t settings[] = {
     {"retention_days", "--retention-days", K_U32, OFF(retention_days), 0, 36500},
     {"retention_ms", NULL, K_U32, OFF(retention_ms), 0, UINT32_MAX},
     {"success_events_s", "--success-events-s", K_U32, OFF(success_events_s), 0, 3650u * 86400},
+    {"direct_start", "--direct-start", K_U32, OFF(direct_start), 0, 1},
 };
 
 static const char usage_text[] =
@@ -108,7 +109,8 @@ static const char usage_text[] =
     "             [--lease-ms N] [--heartbeat-ms N] [--shutdown-grace-ms N]\n"
     "             [--log-level LEVEL] [--redis-server PATH] [--api-token-file FILE]\n"
     "             [--tls-cert FILE --tls-key FILE] [--max-body-bytes N]\n"
-    "             [--retention-days N] [--success-events-s N] [--help] [--version]\n"
+    "             [--retention-days N] [--success-events-s N] [--direct-start 0|1]\n"
+    "             [--help] [--version]\n"
     "\n"
     "  --config FILE          JSON file with the settings below (flags win over it)\n"
     "  --role ROLE            api, runner or both (default both)\n"
@@ -136,6 +138,8 @@ static const char usage_text[] =
     "  --success-events-s N   a job that succeeded keeps its event stream N seconds after\n"
     "                         it ends (60; its record keeps results and times); 0 keeps\n"
     "                         it as long as the job\n"
+    "  --direct-start 0|1     with both roles, start a job created here at once on this\n"
+    "                         runner when it has a free slot and the queue is empty (1)\n"
     "  --help                 print this text\n"
     "  --version              print the version\n"
     "\n"
@@ -613,6 +617,7 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->retention_days = 30;
     c->retention_ms = 0;
     c->success_events_s = 60;
+    c->direct_start = 1;
     c->plugins = json_object();
     c->config_file = NULL;
 }

@@ -36,6 +36,10 @@
  *                                event stream N s after it ends: its record tells the
  *                                rest; failed and canceled jobs keep theirs as long as
  *                                the job; 0 keeps every stream as long as its job)
+ *   "direct_start": 1            --direct-start 0|1  (with both roles, a job created
+ *                                through this ternd starts at once on its runner when it
+ *                                has a free slot and the job's queue is empty: README
+ *                                "Direct start"; 0: every job goes through its queue)
  *
  * Unknown keys in the file and unknown flags are refused with a message naming them.
  */
@@ -85,6 +89,7 @@ typedef struct tern_config {
     uint32_t retention_days;   /* 0: finished jobs are kept forever */
     uint32_t retention_ms;     /* for tests: when > 0, overrides retention_days */
     uint32_t success_events_s; /* 0: a succeeded job's events live as long as the job */
+    uint32_t direct_start;     /* 1: creates may start jobs on this ternd's runner */
     char *config_file;         /* or NULL */
 } tern_config_t;
 

@@ -46,8 +46,10 @@ struct op;
 typedef struct wf_cached {
     int refs; /* one for the cache slot, one per create holding it */
     char *ref;
-    char *uuid;         /* "" while loading */
-    workflow_t *wf;     /* NULL while loading */
+    char *uuid;     /* "" while loading */
+    workflow_t *wf; /* NULL while loading */
+    char *doc;      /* its stored document (for a local runner), NULL while loading */
+    size_t doc_len;
     bool asked;         /* a create has asked for it (loading only) */
     struct op *waiters; /* creates waiting for the answer (linked by next_waiter) */
 } wf_cached_t;
@@ -56,6 +58,7 @@ typedef struct wf_cached {
 
 struct job_ops {
     job_ops_opts_t opts;
+    job_ops_local_runner_t local; /* reserve is NULL when there is none */
     char locks_version[32];
     lock_entry_t *locks;
     size_t n_locks;
@@ -81,6 +84,8 @@ typedef struct op {
     bool asking;            /* this create asked for wfc's workflow; others wait on it */
     workflow_t *wf;         /* the workflow of a workflow put */
     json_t *post_back_urls; /* array, or NULL when none */
+    bool direct;            /* a slot of the local runner is reserved for the job */
+    bool direct_lost;       /* ... and the create's answer was lost */
     store_args_t fields;    /* the new job's fields as job_create.lua stores them, but for
                              * created_at and exec_after, which its answer decides (the
                              * view of the job is made from them: job_view_new) */
@@ -97,6 +102,7 @@ static void wf_cached_put(wf_cached_t *c)
     free(c->ref);
     free(c->uuid);
     workflow_free(c->wf);
+    free(c->doc);
     free(c);
 }
 
@@ -116,13 +122,17 @@ static wf_cached_t *wf_cache_get(job_ops_t *ops, const char *ref)
 /* Caches `wf` (taken) as what `ref` names, replacing an older entry for `ref` or the
  * oldest slot; returns the entry with a reference for the caller. */
 static wf_cached_t *wf_cache_add(job_ops_t *ops, const char *ref, const char *uuid, size_t uuid_len,
-                                 workflow_t *wf)
+                                 workflow_t *wf, const redisReply *doc)
 {
     wf_cached_t *c = xcalloc(1, sizeof *c);
     c->refs = 2;
     c->ref = xstrdup(ref);
     c->uuid = xstrndup(uuid, uuid_len);
     c->wf = wf;
+    if (doc != NULL) {
+        c->doc = xstrndup(doc->str, doc->len);
+        c->doc_len = doc->len;
+    }
     size_t slot = ops->wf_cache_next;
     for (size_t i = 0; i < WF_CACHE_SLOTS; i++)
         if (ops->wf_cache[i] != NULL && strcmp(ops->wf_cache[i]->ref, ref) == 0)
@@ -162,6 +172,8 @@ static void op_dispose(store_op_t *base)
     workflow_free(op->wf);
     json_decref(op->post_back_urls);
     store_args_dispose(&op->fields);
+    if (op->direct)
+        op->ops->local.release(op->ops->local.data, op->direct_lost);
     free(op->caller);
     free(op->from_step);
     json_decref(op->extra);
@@ -177,6 +189,14 @@ static op_t *op_new(job_ops_t *ops, job_ops_cb cb, void *data)
 static void op_send(op_t *op, store_script_t script, store_args_t *a, store_reply_cb cb)
 {
     store_op_send(&op->base, op->ops->opts.store, script, a, cb);
+}
+
+void job_ops_set_local_runner(job_ops_t *ops, const job_ops_local_runner_t *local)
+{
+    if (local != NULL)
+        ops->local = *local;
+    else
+        memset(&ops->local, 0, sizeof ops->local);
 }
 
 job_ops_t *job_ops_new(const job_ops_opts_t *opts)
@@ -404,12 +424,27 @@ static void wake_waiters(op_t *op)
     send_waiters(take_waiters(op));
 }
 
+/* Sets the value of field `name` in `fields` (it must be there). */
+static void replace_field(store_args_t *fields, const char *name, const char *value)
+{
+    for (size_t i = 0; i + 1 < fields->n; i += 2) {
+        if (strcmp(fields->v[i], name) == 0) {
+            free(fields->v[i + 1]);
+            fields->v[i + 1] = xstrdup(value);
+            fields->len[i + 1] = strlen(value);
+            return;
+        }
+    }
+}
+
 static void on_job_create(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
     const redisReply *kind = status == 0 ? store_reply_at(reply, 0) : NULL;
     if (!store_reply_is(kind, "WF"))
         wake_waiters(op);
+    if (status == TERN_EIO)
+        op->direct_lost = true;
     if (store_op_failed(&op->base, status, errmsg))
         return;
     if (store_reply_is(kind, "NOWF")) {
@@ -442,10 +477,12 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
             free(c->uuid);
             c->uuid = xstrndup(uuid->str, uuid->len);
             c->wf = wf;
+            c->doc = xstrndup(doc->str, doc->len);
+            c->doc_len = doc->len;
         } else {
             /* The reference names another version now: a new entry. */
             wf_cached_put(c);
-            op->wfc = wf_cache_add(op->ops, op->workflow_ref, uuid->str, uuid->len, wf);
+            op->wfc = wf_cache_add(op->ops, op->workflow_ref, uuid->str, uuid->len, wf, doc);
             op->tries++; /* only a change counts: the first answer is the expected one */
         }
         if (op->tries >= CREATE_TRIES) {
@@ -489,13 +526,34 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         view = job_view_from_reply(snapshot);
     } else if (now_r != NULL && op->wfc != NULL && op->wfc->wf != NULL) {
         long long now = store_reply_int(now_r, 0);
+        bool started = store_reply_is(kind, "RUN") && op->direct;
         store_args_push(&op->fields, "created_at");
         store_args_push_u64(&op->fields, (uint64_t)now);
         if (op->exec_after_ms > (uint64_t)now) {
             store_args_push(&op->fields, "exec_after");
             store_args_push_u64(&op->fields, op->exec_after_ms);
         }
+        /* The answer shows the job as created, queued, even when it started in the
+         * same step: node-workflow's clients require it (wf-client asserts that a new
+         * job is queued); a read shows it running. */
         view = job_view_new(&op->fields, now, op->wfc->wf->doc);
+        if (started) {
+            /* The runner runs it from its fields as job_create.lua started it. */
+            replace_field(&op->fields, "execution", "running");
+            const char *id = op->ops->local.id;
+            const char *more[] = {"fence", "1", "runner", id, "started_by", id};
+            for (size_t i = 0; i < TERN_ARRAY_SIZE(more); i++)
+                store_args_push(&op->fields, more[i]);
+            store_args_push(&op->fields, "started_at");
+            store_args_push_u64(&op->fields, (uint64_t)now);
+            if (op->wfc->wf->timeout_ms > 0) {
+                store_args_push(&op->fields, "deadline");
+                store_args_push_u64(&op->fields, (uint64_t)now + op->wfc->wf->timeout_ms);
+            }
+            op->direct = false;
+            op->ops->local.start(op->ops->local.data, op->uuid, &op->fields, op->wfc->doc,
+                                 op->wfc->doc_len, now);
+        }
     }
     if (view == NULL) {
         store_op_done(&op->base, TERN_EIO, NULL, "job %s: job_create.lua answered without the job",
@@ -578,6 +636,12 @@ static void create_send(op_t *op)
     store_args_push(&a, op->locks != NULL ? op->locks : "");
     store_args_push_json(&a, event);
     json_decref(event);
+    /* Direct start: a slot of the local runner, taken once per create (this may be a
+     * second send, after the workflow or the locks were read). */
+    if (!op->direct && ops->local.reserve != NULL && holds[0] == '\0' &&
+        op->exec_after_ms <= tern_now_ms() && op->wfc->doc != NULL)
+        op->direct = ops->local.reserve(ops->local.data, wf->queue);
+    store_args_push(&a, op->direct ? ops->local.id : "");
     /* What job_create.lua stores beside the fields sent (it adds unique, locks and lv too,
      * which the view does not show). */
     store_args_dispose(&op->fields);
@@ -708,7 +772,7 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
     op->exec_after_ms = req->exec_after_ms;
     wf_cached_t *c = wf_cache_get(ops, op->workflow_ref);
     if (c == NULL)
-        c = wf_cache_add(ops, op->workflow_ref, "", 0, NULL);
+        c = wf_cache_add(ops, op->workflow_ref, "", 0, NULL, NULL);
     op->wfc = c;
     if (c->wf == NULL && c->asked) {
         op->next_waiter = c->waiters;

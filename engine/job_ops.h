@@ -13,6 +13,7 @@
 #ifndef TERN_JOB_OPS_H
 #define TERN_JOB_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,27 @@ typedef struct job_ops_opts {
 
 job_ops_t *job_ops_new(const job_ops_opts_t *opts);
 void job_ops_free(job_ops_t *ops);
+
+/* A runner in the same process (ternd with both roles) that new jobs may start on at
+ * once: a create it has a free slot for asks job_create.lua to start the job on it in
+ * the create's own step, when that takes no other job's turn (README "Direct start").
+ * Each reserve that answered true is followed by exactly one start or release. */
+typedef struct job_ops_local_runner {
+    const char *id; /* the runner's id (borrowed: lives as long as the runner) */
+    /* Takes a slot for a new job of `queue`; false when there is none to take. */
+    bool (*reserve)(void *data, const char *queue);
+    /* The job was started on the runner (fence 1): `fields` (borrowed) are its stored
+     * fields, `doc` its workflow document, `server_now` the server's time. */
+    void (*start)(void *data, const char *uuid, const store_args_t *fields, const char *doc,
+                  size_t doc_len, long long server_now);
+    /* The slot was not used: the job was queued, or not created. `lost`: the answer
+     * was lost, so the job may have started on the runner unseen. */
+    void (*release)(void *data, bool lost);
+    void *data;
+} job_ops_local_runner_t;
+
+/* Sets (copied) or clears (NULL) the local runner. */
+void job_ops_set_local_runner(job_ops_t *ops, const job_ops_local_runner_t *local);
 
 /* Validates and stores a workflow definition (borrowed). Result:
  * {"uuid", "name", "version", "status": "created"|"unchanged", "workflow": the stored
@@ -58,9 +80,9 @@ typedef struct job_create_req {
 #define JOB_POST_BACK_URLS_MAX 16   /* URLs per job */
 #define JOB_POST_BACK_URL_MAX  2048 /* bytes per URL */
 
-/* Creates a job. Result: the new job as job_ops_get shows it (execution "queued"),
- * read in the same atomic step that created it. A job with the same workflow, target
- * and params that has not finished, or a target matching an active job's locks, is
+/* Creates a job. Result: the new job as job_ops_get shows it, as created (execution
+ * "queued", also when it started at once on the local runner in the same step). A job with the same
+ * workflow, target and params that has not finished, or a target matching an active job's locks, is
  * TERN_EEXIST and names the other job; so is a `uuid` that is already a job's. */
 void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, void *data);
 

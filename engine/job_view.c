@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "job_fields.h"
 #include "store.h"
 
 const char *const job_executions[] = {"queued",  "failed",  "succeeded", "canceled",
@@ -22,31 +23,10 @@ bool job_execution_valid(const char *s)
     return false;
 }
 
-/* A job's stored fields, looked up by name: a store reply's flat [name, value, ...]
- * array, or the field/value pairs of a job just created (job_view_new). */
-typedef struct job_fields {
-    const redisReply *reply; /* NULL: use args */
-    const store_args_t *args;
-} job_fields_t;
-
-static const char *field_get(const job_fields_t *f, const char *name, size_t *len)
-{
-    if (f->reply != NULL)
-        return store_reply_hash_get(f->reply, name, len);
-    for (size_t i = 0; i + 1 < f->args->n; i += 2) {
-        if (strcmp(f->args->v[i], name) == 0) {
-            if (len != NULL)
-                *len = f->args->len[i + 1];
-            return f->args->v[i + 1];
-        }
-    }
-    return NULL;
-}
-
 static json_t *field_json(const job_fields_t *fields, const char *name)
 {
     size_t len = 0;
-    const char *s = field_get(fields, name, &len);
+    const char *s = job_fields_get(fields, name, &len);
     if (s == NULL || len == 0)
         return json_null();
     json_t *v = json_loadb(s, len, JSON_DECODE_ANY, NULL);
@@ -56,13 +36,13 @@ static json_t *field_json(const job_fields_t *fields, const char *name)
 static json_t *field_str(const job_fields_t *fields, const char *name)
 {
     size_t len = 0;
-    const char *s = field_get(fields, name, &len);
+    const char *s = job_fields_get(fields, name, &len);
     return s != NULL && len > 0 ? json_stringn(s, len) : json_null();
 }
 
 static long long field_ll(const job_fields_t *fields, const char *name, long long def)
 {
-    const char *s = field_get(fields, name, NULL);
+    const char *s = job_fields_get(fields, name, NULL);
     return s != NULL ? atoll(s) : def;
 }
 

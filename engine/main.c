@@ -399,9 +399,27 @@ static void on_part_stopped(void *data)
         finish_shutdown(t);
 }
 
+/* The runner as job_ops sees it (job_ops_local_runner_t). */
+static bool local_reserve(void *data, const char *queue)
+{
+    return runner_direct_reserve(data, queue);
+}
+
+static void local_start(void *data, const char *uuid, const store_args_t *fields, const char *doc,
+                        size_t doc_len, long long server_now)
+{
+    runner_direct_start(data, uuid, fields, doc, doc_len, server_now);
+}
+
+static void local_release(void *data, bool lost)
+{
+    runner_direct_release(data, lost);
+}
+
 static void on_runner_stopped(void *data)
 {
     ternd_t *t = data;
+    job_ops_set_local_runner(t->ops, NULL);
     t->runner = NULL;
     on_part_stopped(t);
 }
@@ -659,6 +677,15 @@ int main(int argc, char **argv)
             .redis_url = t.redis_url,
         };
         t.runner = runner_new(t.loop, t.store, &ro);
+    }
+    if (t.runner != NULL && t.cfg.direct_start) {
+        /* The API's creates may start jobs on this runner at once (direct start). */
+        job_ops_local_runner_t lr = {.id = t.cfg.runner_id,
+                                     .reserve = local_reserve,
+                                     .start = local_start,
+                                     .release = local_release,
+                                     .data = t.runner};
+        job_ops_set_local_runner(t.ops, &lr);
     }
     free(exe);
     postback_opts_t po = {

@@ -21,6 +21,7 @@
 #include "backoff.h"
 #include "common.h"
 #include "holds.h"
+#include "job_fields.h"
 #include "log.h"
 #include "metrics.h"
 #include "plugin_redis.h"
@@ -144,7 +145,8 @@ struct runner {
     bool resync_busy;
     run_job_t *jobs; /* in flight */
     size_t in_flight;
-    size_t reserved;        /* slots promised to claims in flight */
+    size_t reserved;        /* slots promised to claims and direct starts in flight */
+    size_t direct_pending;  /* creates in flight that may start a job here (direct start) */
     size_t allocated;       /* run_job_t not yet freed (some may be closing) */
     long long clock_offset; /* server clock minus ours, ms, from the last tick */
     wf_entry_t *wf_cache;
@@ -159,6 +161,7 @@ struct runner {
     bool freed_conns;
     /* counters */
     uint64_t n_claimed, n_steps, n_finished, n_retries, n_stale;
+    uint64_t n_direct; /* jobs started straight from a create (direct start) */
 };
 
 static void job_run_step(run_job_t *j);
@@ -1127,28 +1130,37 @@ static json_t *results_to_steps(json_t *steps, const redisReply *list)
     return steps;
 }
 
-static void job_from_claim(runner_t *r, const redisReply *item)
+/* A job started on this runner, from the job's fields `f`, its result lists of each
+ * phase and its state (replies; NULL when empty), the server's time and the workflow
+ * document (`doc`, used when the fields do not carry one). One reserved slot is taken.
+ */
+typedef struct job_start {
+    const char *uuid;
+    long long fence;
+    job_fields_t f;
+    const redisReply *results[WF_NPHASES], *state;
+    long long server_now;
+    const char *doc;
+    size_t doc_len;
+} job_start_t;
+
+static void job_adopt(runner_t *r, const job_start_t *st)
 {
-    const redisReply *uuid = store_reply_at(item, 0);
-    const redisReply *fence = store_reply_at(item, 1);
-    const redisReply *f = store_reply_at(item, 2);
-    long long server_now = store_reply_int(store_reply_at(item, 7), 0);
-    if (uuid == NULL || uuid->type != REDIS_REPLY_STRING || f == NULL)
-        return;
+    const job_fields_t *f = &st->f;
+    long long server_now = st->server_now;
     r->reserved = r->reserved > 0 ? r->reserved - 1 : 0;
-    run_job_t *existing = job_find(r, uuid->str);
+    run_job_t *existing = job_find(r, st->uuid);
     if (existing != NULL) {
         /* Re-adopted after a lost claim answer while we still run it: keep the newest
          * fence, whatever order the two answers arrive in. */
-        long long f_new = store_reply_int(fence, 0);
-        if (f_new > atoll(existing->fence))
-            snprintf(existing->fence, sizeof existing->fence, "%lld", f_new);
+        if (st->fence > atoll(existing->fence))
+            snprintf(existing->fence, sizeof existing->fence, "%lld", st->fence);
         return;
     }
     run_job_t *j = xcalloc(1, sizeof *j);
     j->r = r;
-    snprintf(j->uuid, sizeof j->uuid, "%s", uuid->str);
-    snprintf(j->fence, sizeof j->fence, "%lld", store_reply_int(fence, 0));
+    snprintf(j->uuid, sizeof j->uuid, "%s", st->uuid);
+    snprintf(j->fence, sizeof j->fence, "%lld", st->fence);
     uv_timer_init(r->loop, &j->step_timer);
     uv_timer_init(r->loop, &j->job_timer);
     uv_timer_init(r->loop, &j->wait_timer);
@@ -1168,15 +1180,14 @@ static void job_from_claim(runner_t *r, const redisReply *item)
     /* The frozen workflow: shared by the version's jobs (element 8), or in the fields
      * of jobs stored before that. */
     size_t len = 0;
-    const char *s = store_reply_hash_get(f, "workflow", &len);
-    const redisReply *doc = store_reply_at(item, 8);
-    if (s == NULL && doc != NULL && doc->type == REDIS_REPLY_STRING) {
-        s = doc->str;
-        len = doc->len;
+    const char *s = job_fields_get(f, "workflow", &len);
+    if (s == NULL && st->doc != NULL) {
+        s = st->doc;
+        len = st->doc_len;
     }
     char err[512] = "missing workflow document";
     j->wfe = s != NULL ? wf_cache_get(r, s, len, err, sizeof err) : NULL;
-    j->state = store_reply_hash(store_reply_at(item, 6));
+    j->state = st->state != NULL ? store_reply_hash(st->state) : json_object();
     /* State values are JSON texts. */
     const char *key;
     json_t *value;
@@ -1187,27 +1198,27 @@ static void job_from_claim(runner_t *r, const redisReply *item)
     }
     j->steps = json_object();
     for (int p = 0; p < WF_NPHASES; p++)
-        results_to_steps(j->steps, store_reply_at(item, 3 + (size_t)p));
-    s = store_reply_hash_get(f, "params", &len);
+        results_to_steps(j->steps, st->results[p]);
+    s = job_fields_get(f, "params", &len);
     j->params = s != NULL ? json_loadb(s, len, 0, NULL) : NULL;
     if (j->params == NULL)
         j->params = json_object();
-    s = store_reply_hash_get(f, "target", &len);
+    s = job_fields_get(f, "target", &len);
     j->target = s != NULL && len > 0 ? xstrndup(s, len) : NULL;
     const char *v;
-    if ((v = store_reply_hash_get(f, "phase", NULL)) != NULL)
+    if ((v = job_fields_get(f, "phase", NULL)) != NULL)
         j->phase = atoi(v);
-    if ((v = store_reply_hash_get(f, "idx", NULL)) != NULL)
+    if ((v = job_fields_get(f, "idx", NULL)) != NULL)
         j->idx = (size_t)strtoull(v, NULL, 10);
-    if ((v = store_reply_hash_get(f, "attempt", NULL)) != NULL)
+    if ((v = job_fields_get(f, "attempt", NULL)) != NULL)
         j->attempt = (uint32_t)strtoul(v, NULL, 10);
-    if ((v = store_reply_hash_get(f, "error", &len)) != NULL && len > 0)
+    if ((v = job_fields_get(f, "error", &len)) != NULL && len > 0)
         j->error = json_loadb(v, len, 0, NULL);
-    if ((v = store_reply_hash_get(f, "resume", &len)) != NULL && len > 0)
+    if ((v = job_fields_get(f, "resume", &len)) != NULL && len > 0)
         j->resume = json_loadb(v, len, 0, NULL);
-    v = store_reply_hash_get(f, "cancel", NULL);
+    v = job_fields_get(f, "cancel", NULL);
     bool cancel = (v != NULL && strcmp(v, "1") == 0) || early_cancel_take(r, j->uuid);
-    v = store_reply_hash_get(f, "timed_out", NULL);
+    v = job_fields_get(f, "timed_out", NULL);
     j->timed_out = v != NULL && strcmp(v, "1") == 0;
     j->job_scope = json_pack("{s:s, s:s?, s:s?}", "uuid", j->uuid, "target", j->target, "workflow",
                              j->wfe ? j->wfe->wf->name : NULL);
@@ -1228,7 +1239,7 @@ static void job_from_claim(runner_t *r, const redisReply *item)
     JLOG(j, TERN_LOG_DEBUG, "claimed (fence %s)", j->fence);
 
     /* Workflow deadline, on this machine's monotonic clock. */
-    if ((v = store_reply_hash_get(f, "deadline", NULL)) != NULL && j->phase == WF_CHAIN) {
+    if ((v = job_fields_get(f, "deadline", NULL)) != NULL && j->phase == WF_CHAIN) {
         long long deadline = atoll(v);
         long long left = deadline - server_now;
         if (left <= 0 || j->timed_out) {
@@ -1245,6 +1256,28 @@ static void job_from_claim(runner_t *r, const redisReply *item)
     }
     j->stage = STAGE_IDLE;
     job_run_step(j);
+}
+
+/* A job of a claim's answer: {uuid, fence, fields, results of each phase, state,
+ * server now, workflow document} (job_claim.lua). */
+static void job_from_claim(runner_t *r, const redisReply *item)
+{
+    const redisReply *uuid = store_reply_at(item, 0);
+    const redisReply *f = store_reply_at(item, 2);
+    const redisReply *doc = store_reply_at(item, 8);
+    if (uuid == NULL || uuid->type != REDIS_REPLY_STRING || f == NULL)
+        return;
+    bool has_doc = doc != NULL && doc->type == REDIS_REPLY_STRING;
+    job_start_t st = {
+        .uuid = uuid->str,
+        .fence = store_reply_int(store_reply_at(item, 1), 0),
+        .f = {.reply = f},
+        .results = {store_reply_at(item, 3), store_reply_at(item, 4), store_reply_at(item, 5)},
+        .state = store_reply_at(item, 6),
+        .server_now = store_reply_int(store_reply_at(item, 7), 0),
+        .doc = has_doc ? doc->str : NULL,
+        .doc_len = has_doc ? doc->len : 0};
+    job_adopt(r, &st);
 }
 
 /* ---- claimers ----------------------------------------------------------------- */
@@ -1372,6 +1405,54 @@ static void on_claimer_conn(redis_conn_t *c, bool up, const char *why, void *dat
         claimer_pump(cl);
 }
 
+/* ---- direct start (job_ops_local_runner_t) ------------------------------------ */
+
+bool runner_direct_reserve(runner_t *r, const char *queue)
+{
+    /* A claimer blocked in BLMOVE holds a slot: the job it gets will be claimed. */
+    size_t blocking = 0;
+    for (size_t i = 0; i < r->n_claimers; i++)
+        blocking += r->claimers[i].blocking ? 1 : 0;
+    if (r->stopping || !r->up || free_slots(r) <= blocking)
+        return false;
+    bool serves = false;
+    for (size_t i = 0; i < r->n_claimers && !serves; i++)
+        serves = strcmp(r->claimers[i].queue, queue) == 0;
+    if (!serves)
+        return false;
+    r->reserved++;
+    r->direct_pending++;
+    return true;
+}
+
+void runner_direct_start(runner_t *r, const char *uuid, const store_args_t *fields, const char *doc,
+                         size_t doc_len, long long server_now)
+{
+    r->direct_pending--;
+    r->n_direct++;
+    job_start_t st = {.uuid = uuid,
+                      .fence = 1,
+                      .f = {.args = fields},
+                      .server_now = server_now,
+                      .doc = doc,
+                      .doc_len = doc_len};
+    job_adopt(r, &st);
+    if (r->stopping)
+        runner_maybe_stopped(r);
+}
+
+void runner_direct_release(runner_t *r, bool lost)
+{
+    r->direct_pending--;
+    r->reserved = r->reserved > 0 ? r->reserved - 1 : 0;
+    if (lost)
+        r->resync = true; /* the job may sit in our list, started: adopt it */
+    if (r->stopping)
+        runner_maybe_stopped(r);
+    else
+        pump_all(r);
+}
+
 /* ---- adopting jobs left in our list ------------------------------------------- */
 
 static void on_resync_list(void *data, int status, const redisReply *reply, const char *errmsg)
@@ -1427,8 +1508,10 @@ static void resync(runner_t *r)
 {
     if (!r->resync || r->resync_busy || !r->up || r->stopping)
         return;
-    /* Jobs of a claim still in flight sit in our list without being in memory yet;
-     * adopting them now would claim them twice. */
+    /* Jobs of a claim or a direct start still in flight sit in our list without being
+     * in memory yet; adopting them now would claim them twice. */
+    if (r->direct_pending > 0)
+        return;
     for (size_t i = 0; i < r->n_claimers; i++)
         if (r->claimers[i].claiming)
             return;
@@ -1602,9 +1685,9 @@ static void tick(runner_t *r, bool heartbeat)
     bool reap = heartbeat && !r->stopping && tern_mono_ms() - r->up_since_mono >= r->opts.lease_ms;
     store_args_push(&a, heartbeat ? r->id : "");
     store_args_push_u64(&a, r->opts.lease_ms);
-    json_t *info = json_pack("{s:s, s:I, s:I, s:o}", "id", r->id, "concurrency",
+    json_t *info = json_pack("{s:s, s:I, s:I, s:I, s:o}", "id", r->id, "concurrency",
                              (json_int_t)r->opts.concurrency, "in_flight", (json_int_t)r->in_flight,
-                             "queues", json_array());
+                             "started_direct", (json_int_t)r->n_direct, "queues", json_array());
     for (size_t i = 0; i < r->n_claimers; i++)
         json_array_append_new(json_object_get(info, "queues"), json_string(r->claimers[i].queue));
     store_args_push_json(&a, info);
@@ -1745,7 +1828,8 @@ static void on_lease_given_up(void *data, int status, const redisReply *reply, c
  * runner, at once) and close. */
 static void runner_maybe_stopped(runner_t *r)
 {
-    if (!r->stopping || r->in_flight > 0 || r->allocated > 0 || r->freed_conns)
+    if (!r->stopping || r->in_flight > 0 || r->allocated > 0 || r->freed_conns ||
+        r->direct_pending > 0)
         return;
     for (size_t i = 0; i < r->n_claimers; i++)
         if (r->claimers[i].claiming)

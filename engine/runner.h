@@ -61,6 +61,18 @@ void runner_store_state(runner_t *r, bool up);
  * the runner is freed after that call. */
 void runner_stop(runner_t *r, uint32_t grace_ms, void (*on_stopped)(void *data), void *data);
 
+/* Direct start (job_ops_local_runner_t, README "Direct start"): takes a slot for a new
+ * job of `queue` that a create of this process may start here at once; false when the
+ * runner does not serve the queue, is stopping or not connected, or is full. Each true
+ * is followed by exactly one runner_direct_start (the job started: `fields`, borrowed,
+ * are its stored fields) or runner_direct_release (`lost`: the create's answer was lost,
+ * so the job may have started unseen: the runner adopts what its list holds). The
+ * runner is not freed while reservations are open. */
+bool runner_direct_reserve(runner_t *r, const char *queue);
+void runner_direct_start(runner_t *r, const char *uuid, const store_args_t *fields, const char *doc,
+                         size_t doc_len, long long server_now);
+void runner_direct_release(runner_t *r, bool lost);
+
 /* Counters for logs and metrics. New reference:
  * {"in_flight", "claimed", "steps", "finished", "retries", "stale"} */
 json_t *runner_stats(const runner_t *r);

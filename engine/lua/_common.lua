@@ -492,6 +492,9 @@ local WF_REFS = {}
 -- be in the set of queues.
 local WF_DOCS = {}
 local QUEUES_SEEN = {}
+-- Queues a job was queued to in this call (job_create.lua: a later job of the call may
+-- not start at once, ahead of it).
+local QUEUED_IN_CALL = {}
 local function resolve_workflow(ref)
     local uuid = WF_REFS[ref]
     if uuid ~= nil then

@@ -3,10 +3,12 @@
 -- ARGV: 3 workflow reference (uuid, name@version or name), 4 the workflow uuid the
 --       caller parsed for it ('' none yet), 5 uuid, 6 queue, 7 exec_after ms (0: now),
 --       8 unique key ('' none), 9 locks version the caller checked the target against,
---       10 locks regex ('' none), 11 caller-built 'created' event JSON,
---       12.. field/value pairs stored as they are.
--- Answers {'OK', created_at} for a new job, {'OK', now, snapshot (see job_snapshot)} for
---         the same create repeated
+--       10 locks regex ('' none), 11 caller-built 'created' event JSON, 12 runner that
+--       may start the job at once ('' none: see below), 13.. field/value pairs stored as
+--       they are.
+-- Answers {'OK', created_at} for a new job, {'RUN', created_at} for a new job started at
+--         once on the runner of ARGV 12 (fence 1), {'OK', now, snapshot (see
+--         job_snapshot)} for the same create repeated
 --       | {'WF', uuid, document} (the reference names this workflow, not the one the
 --         caller parsed: parse it and send again) | {'NOWF'} (no such workflow)
 --       | {'EXISTS'} (a job with this uuid is already stored, made by another create;
@@ -16,12 +18,17 @@
 -- workflow_put.lua, or here for workflows stored before it did).
 local ref, wf_uuid, uuid, queue = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local exec_after, unique, seen, locks = tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
-local target, params = '', ''
-for i = 12, #ARGV, 2 do
+local runner = ARGV[12]
+local target, params, holds, timeout_ms = '', '', nil, nil
+for i = 13, #ARGV, 2 do
     if ARGV[i] == 'target' then
         target = ARGV[i + 1]
     elseif ARGV[i] == 'params' then
         params = ARGV[i + 1]
+    elseif ARGV[i] == 'holds' then
+        holds = ARGV[i + 1]
+    elseif ARGV[i] == 'timeout_ms' then
+        timeout_ms = tonumber(ARGV[i + 1])
     end
 end
 local actual = resolve_workflow(ref)
@@ -81,11 +88,34 @@ if not doc then
     WF_DOCS[actual] = doc
 end
 local now = now_ms()
+-- Direct start: a ternd that serves the API and runs jobs asks, for a create it has a
+-- free slot for, that the job start at once on its runner, as if claimed in the same
+-- step (fence 1, on the runner's list): no trip through the queue, no claim. Only when
+-- that takes no job's turn (the queue is empty, and no earlier job of this call was
+-- queued), the job is due now and needs no job-level holds (those are taken in line,
+-- by the claim). Anything else is queued as usual, and the caller gives its slot back.
+local start = runner ~= '' and exec_after <= now and not holds and not QUEUED_IN_CALL[queue]
+if start and redis.call('LLEN', qkey(queue)) > 0 then
+    start = false
+end
 -- lv: this layout (3: shared document, xk and es; see has_extra_keys and stream_seen).
 -- fence, phase, idx and attempt are 0 until set (see cursor_text).
-local fields = {'queue', queue, 'created_at', tostring(now), 'execution', 'queued', 'lv', '3'}
-for i = 12, #ARGV do
+local fields = {'queue', queue, 'created_at', now_text(), 'execution',
+                start and 'running' or 'queued', 'lv', '3'}
+for i = 13, #ARGV do
     fields[#fields + 1] = ARGV[i]
+end
+if start then
+    -- What job_claim.lua writes when it starts a job (started_by: see STREAMS).
+    for _, v in ipairs({'fence', '1', 'runner', runner, 'started_at', now_text(), 'started_by',
+                        runner}) do
+        fields[#fields + 1] = v
+    end
+    if timeout_ms and timeout_ms > 0 then
+        fields[#fields + 1] = 'deadline'
+        fields[#fields + 1] = string.format('%d', now + timeout_ms)
+        redis.call('ZADD', P .. 'deadlines', now + timeout_ms, uuid)
+    end
 end
 if unique ~= '' then
     fields[#fields + 1] = 'unique'
@@ -103,7 +133,7 @@ if exec_after > now then
     fields[#fields + 1] = tostring(exec_after)
 end
 redis.call('HSET', k, unpack(fields))
-move_index(uuid, false, 'queued', now)
+move_index(uuid, false, start and 'running' or 'queued', now_text())
 if not QUEUES_SEEN[queue] then
     redis.call('SADD', P .. 'queues', queue) -- queue names, for GET /metrics
     QUEUES_SEEN[queue] = true
@@ -111,9 +141,15 @@ end
 -- A new job has no stream of its own yet: its record tells "created" (see STREAMS).
 STREAMS[uuid] = false
 event_told(uuid, ARGV[11])
-if exec_after > now then
+if start then
+    -- At the head of the runner's list, as a claim leaves it (see runner_list_rem).
+    tail_push(P .. 'r:' .. runner .. ':jobs', uuid)
+    event_told(uuid, event_running_text(uuid, runner, '1', now))
+    return {'RUN', now}
+elseif exec_after > now then
     delay(uuid, exec_after)
 else
+    QUEUED_IN_CALL[queue] = true
     tail_push(qkey(queue), uuid)
 end
 -- The caller shows the new job from what it sent (job_view_new): answering with it cost

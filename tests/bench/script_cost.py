@@ -15,7 +15,10 @@ formatting; not the kernel's part): slow (a minute), but the same count run afte
 whatever else the machine does, so changes of a few percent can be told apart on a
 shared machine where the times above move by 20 %.
 
+--direct measures jobs that creates start at once (README "Direct start"): no claim.
+
 Usage: tests/bench/script_cost.py [-b BATCH] [-n ROUNDS] [-r REPS] [--lua DIR] [--callgrind]
+                                  [--direct]
 Prints one JSON line per script and repetition, then the medians.
 """
 import argparse
@@ -109,7 +112,7 @@ def callgrind_instructions(pid, out_file):
     return total
 
 
-def one_rep(lua_dir, batch, rounds, callgrind=False):
+def one_rep(lua_dir, batch, rounds, callgrind=False, direct=False):
     port, tmp = free_port(), tempfile.mkdtemp(prefix='tern-script-cost.')
     cg_out = os.path.join(tmp, 'callgrind.out')
     wrap = ['valgrind', '--tool=callgrind', '--callgrind-out-file=' + cg_out] if callgrind else []
@@ -163,19 +166,31 @@ def one_rep(lua_dir, batch, rounds, callgrind=False):
             for _ in range(count):
                 one_round()
 
+        def uuids_of(items):
+            out, i = [], 0
+            while i < len(items):
+                out.append(items[i + 3])
+                i += items[i] + 1
+            return out
+
         def one_round():
             items = []
             for _ in range(batch):
                 u = str(uuidlib.uuid4())
                 ev = json.dumps({'type': 'created', 'job': u, 'workflow': 'bench-noop-1',
                                  'time': now})
-                item = [wf, wf, u, 'default', '0', '', '0', '', ev, 'name', 'bench-noop-1',
+                item = [wf, wf, u, 'default', '0', '', '0', '', ev,
+                        'runner-1' if direct else '', 'name', 'bench-noop-1',
                         'version', '1.0.0', 'workflow_uuid', wf, 'params', '{}']
                 items += [len(item)] + item
             reply = call('job_create', batch, *items)
-            if any(x[0] != 'OK' for x in reply):
+            if any(x[0] != ('RUN' if direct else 'OK') for x in reply):
                 raise RuntimeError('job_create: %r' % reply[0])
-            claimed = call('job_claim', 'runner-1', 'default', batch)
+            if direct:
+                # Started by the creates (fence 1): no claim.
+                claimed = [[u, '1'] for u in uuids_of(items)]
+            else:
+                claimed = call('job_claim', 'runner-1', 'default', batch)
             if len(claimed) != batch:
                 raise RuntimeError('job_claim took %d of %d jobs' % (len(claimed), batch))
             items = []
@@ -219,20 +234,22 @@ def main():
     ap.add_argument('-n', type=int, default=100, help='rounds per repetition')
     ap.add_argument('-r', type=int, default=3, help='repetitions')
     ap.add_argument('--lua', default=os.path.join(ROOT, 'engine', 'lua'))
+    ap.add_argument('--direct', action='store_true',
+                    help='creates start their jobs at once (direct start): no claim')
     ap.add_argument('--callgrind', action='store_true',
                     help='count Redis\'s instructions per job (valgrind; -n 20 is plenty)')
     a = ap.parse_args()
     if not (1 <= a.b <= 128 and 1 <= a.n <= 10000 and 1 <= a.r <= 20):
         ap.error('expected -b 1..128, -n 1..10000, -r 1..20')
     if a.callgrind:
-        cost = one_rep(a.lua, a.b, a.n, callgrind=True)
+        cost = one_rep(a.lua, a.b, a.n, callgrind=True, direct=a.direct)
         for name in SCRIPTS:
             print('%-12s %9.0f instructions per job' % (name, cost[name]))
         print('%-12s %9.0f instructions per job' % ('all three', sum(cost.values())))
         return
     reps = []
     for rep in range(1, a.r + 1):
-        cost = one_rep(a.lua, a.b, a.n)
+        cost = one_rep(a.lua, a.b, a.n, direct=a.direct)
         reps.append(cost)
         for name, us in cost.items():
             print(json.dumps({'script': name, 'us_per_job': round(us, 2), 'rep': rep}))

@@ -17,9 +17,11 @@
 #include "common.h"
 #include "harness.h"
 #include "http_sync.h"
+#include "iso8601.h"
 
 static itest_world_t W;
 static http_sync_t http;    /* a client of W's API */
+static itest_fleet_t fleet; /* further ternds a test starts (stopped by the teardown too) */
 static char quick_uuid[40]; /* workflow api-quick: one core.noop step */
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -151,6 +153,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     http_sync_close(&http);
+    itest_fleet_stop(&fleet, 10000);
     itest_world_stop(&W, 10000);
     return 0;
 }
@@ -627,6 +630,140 @@ static void test_job_get_and_run(void **state)
 }
 
 /* ---- GET /jobs ---------------------------------------------------------------- */
+
+/* ---- direct start ------------------------------------------------------------ */
+
+/* POST /jobs on another ternd's API (`h`); returns the answer (new reference). */
+static json_t *create_on(http_sync_t *h, const char *body)
+{
+    http_sync_resp_t r;
+    call_on(h, &r, "POST", "/jobs", body);
+    expect_status(&r, 201);
+    json_t *job = json_incref(r.json);
+    http_sync_resp_dispose(&r);
+    return job;
+}
+
+/* Waits (bounded) until the job's execution is `want`, read over W's API. */
+static void wait_execution(const char *uuid, const char *want)
+{
+    for (int i = 0; i < 400; i++) {
+        json_t *job = get_json(itest_fmt("/jobs/%s", uuid));
+        bool there = strcmp(str_of(job, "execution"), want) == 0;
+        json_decref(job);
+        if (there)
+            return;
+        itest_pause_ms(50);
+    }
+    fail_msg("job %s did not become %s within 20 s", uuid, want);
+}
+
+/* The number of jobs runner `id` started straight from creates, as GET /runners shows
+ * it in a heartbeat sent after `after` (an ISO time of a job's): waits (bounded) for
+ * such a heartbeat. */
+static long long started_direct_after(const char *id, const char *after)
+{
+    uint64_t t0 = 0;
+    if (iso8601_parse_ms(after, &t0) != 0)
+        fail_msg("not a time: %s", after);
+    for (int i = 0; i < 200; i++) {
+        json_t *runners = get_json("/runners");
+        long long n = -1;
+        size_t k;
+        json_t *r;
+        json_array_foreach(runners, k, r)
+        {
+            uint64_t seen = 0;
+            if (strcmp(str_of(r, "id"), id) == 0 &&
+                iso8601_parse_ms(str_of(r, "last_seen_at"), &seen) == 0 && seen > t0)
+                n = json_integer_value(
+                    json_object_get(json_object_get(r, "info"), "started_direct"));
+        }
+        json_decref(runners);
+        if (n >= 0)
+            return n;
+        itest_pause_ms(50);
+    }
+    fail_msg("runner %s sent no heartbeat after %s within 10 s", id, after);
+    return -1;
+}
+
+/* A ternd with both roles starts a job created through it at once, on its own runner,
+ * when it has a free slot and the queue is empty: the job never waits in the queue
+ * (its runner counts it in GET /runners), and it has started when the create is
+ * answered. The answer still shows the job as created, queued: node-workflow's clients
+ * require that. With no free slot the job is queued and runs when one frees; with
+ * --direct-start 0 every job goes through its queue. */
+static void test_direct_start(void **state)
+{
+    (void)state;
+    char ignored[40];
+    put_workflow("{\"name\": \"api-solo\", \"queue\": \"solo\", \"chain\": ["
+                 "{\"name\": \"s\", \"task\": \"core.sleep\", \"args\": {\"ms\": 60000}}]}",
+                 ignored);
+    put_workflow("{\"name\": \"api-solo-quick\", \"queue\": \"solo\", \"chain\": ["
+                 "{\"name\": \"n\", \"task\": \"core.noop\"}]}",
+                 ignored);
+    /* Two slots: one for a direct start, one for the claimer waiting on the queue. */
+    const char *two[] = {"--concurrency", "2", NULL};
+    itest_ternd_t *solo = itest_fleet_start(&fleet, &W.redis, &W.dir, "solo1", "solo", two);
+    http_sync_t h;
+    http_sync_open(&h, itest_fmt("http://127.0.0.1:%d", solo->api_port));
+
+    json_t *a = create_on(&h, "{\"workflow\": \"api-solo\"}");
+    assert_string_equal(str_of(a, "execution"), "queued");
+    json_t *got = get_json(itest_fmt("/jobs/%s", str_of(a, "uuid")));
+    assert_string_equal(str_of(got, "execution"), "running");
+    assert_string_equal(str_of(got, "runner_id"), "solo1");
+    /* Started in the create's own step: at the very time it was created. */
+    uint64_t created = 0;
+    assert_int_equal(iso8601_parse_ms(str_of(got, "created_at"), &created), 0);
+    assert_int_equal(json_integer_value(json_object_get(got, "started")), (long long)created);
+    assert_int_equal(started_direct_after("solo1", str_of(got, "created_at")), 1);
+    json_decref(got);
+
+    /* The other slot is the claimer's: the next job goes through the queue to it, and
+     * the one after that waits in the queue, until a slot frees. */
+    json_t *b = create_on(&h, "{\"workflow\": \"api-solo\"}");
+    wait_execution(str_of(b, "uuid"), "running");
+    json_t *c = create_on(&h, "{\"workflow\": \"api-solo-quick\"}");
+    got = get_json(itest_fmt("/jobs/%s", str_of(c, "uuid")));
+    assert_string_equal(str_of(got, "execution"), "queued");
+    json_decref(got);
+    char msg[1024];
+    assert_int_equal(itest_job_cancel(&W.client, str_of(a, "uuid"), msg, sizeof msg), 0);
+    wait_execution(str_of(a, "uuid"), "canceled");
+    json_t *done = itest_wait_finished(&W.client, str_of(c, "uuid"), 20000);
+    if (done == NULL)
+        fail_msg("queued job %s did not finish within 20 s", str_of(c, "uuid"));
+    assert_string_equal(itest_execution(done), "succeeded");
+    /* b and c were claimed from the queue, not started directly. */
+    assert_int_equal(started_direct_after("solo1", str_of(done, "finished_at")), 1);
+    json_decref(done);
+    assert_int_equal(itest_job_cancel(&W.client, str_of(b, "uuid"), msg, sizeof msg), 0);
+    wait_execution(str_of(b, "uuid"), "canceled");
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    http_sync_close(&h);
+
+    /* Turned off: the job goes through the queue (and still runs). */
+    itest_ternd_signal(solo, SIGTERM, 10000);
+    solo->pid = 0;
+    const char *off[] = {"--direct-start", "0", NULL};
+    itest_ternd_t *queued = itest_fleet_start(&fleet, &W.redis, &W.dir, "solo2", "solo", off);
+    http_sync_open(&h, itest_fmt("http://127.0.0.1:%d", queued->api_port));
+    json_t *d = create_on(&h, "{\"workflow\": \"api-solo-quick\"}");
+    done = itest_wait_finished(&W.client, str_of(d, "uuid"), 20000);
+    if (done == NULL)
+        fail_msg("job %s did not finish within 20 s", str_of(d, "uuid"));
+    assert_string_equal(itest_execution(done), "succeeded");
+    assert_int_equal(started_direct_after("solo2", str_of(done, "finished_at")), 0);
+    json_decref(done);
+    json_decref(d);
+    http_sync_close(&h);
+    itest_fleet_stop(&fleet, 10000);
+}
 
 static void test_job_list_pages(void **state)
 {
@@ -1233,6 +1370,7 @@ int main(void)
         cmocka_unit_test(test_job_create_refusals_change_nothing),
         cmocka_unit_test(test_job_conflicts),
         cmocka_unit_test(test_job_get_and_run),
+        cmocka_unit_test(test_direct_start),
         cmocka_unit_test(test_job_list_pages),
         cmocka_unit_test(test_job_list_ties),
         cmocka_unit_test(test_job_cancel),

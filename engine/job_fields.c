@@ -1,0 +1,20 @@
+/*
+ * job_fields.c -- see job_fields.h.
+ */
+#include "job_fields.h"
+
+#include <string.h>
+
+const char *job_fields_get(const job_fields_t *f, const char *name, size_t *len)
+{
+    if (f->reply != NULL)
+        return store_reply_hash_get(f->reply, name, len);
+    for (size_t i = 0; f->args != NULL && i + 1 < f->args->n; i += 2) {
+        if (strcmp(f->args->v[i], name) == 0) {
+            if (len != NULL)
+                *len = f->args->len[i + 1];
+            return f->args->v[i + 1];
+        }
+    }
+    return NULL;
+}
