@@ -43,6 +43,22 @@ static char log_name[64] = "ternd";
 static char log_hostname[256];
 static int log_min_level = TERN_LOG_INFO;
 static int log_fd = 2;
+/* The process id, read once (getpid is a system call, made for every line before); a
+ * forked child reads its own (see log_forked). */
+static long log_pid;
+static pthread_once_t log_pid_once = PTHREAD_ONCE_INIT;
+
+static void log_forked(void)
+{
+    log_pid = (long)getpid();
+}
+
+static void log_pid_init(void)
+{
+    log_pid = (long)getpid();
+    if (pthread_atfork(NULL, NULL, log_forked) != 0)
+        log_pid = 0; /* read per line then */
+}
 
 /* ---- a growable byte buffer private to one call ---------------------------------- */
 
@@ -351,7 +367,8 @@ void log_vmsg(int level, const char *component, const json_t *fields, const char
     lb_key(&b, "hostname");
     lb_json_str(&b, hostname, strlen(hostname));
     lb_key(&b, "pid");
-    lb_fmt(&b, "%ld", (long)getpid());
+    pthread_once(&log_pid_once, log_pid_init);
+    lb_fmt(&b, "%ld", log_pid != 0 ? log_pid : (long)getpid());
     lb_key(&b, "level");
     lb_fmt(&b, "%d", level);
     if (component != NULL) {
@@ -369,6 +386,18 @@ void log_vmsg(int level, const char *component, const json_t *fields, const char
                 skip = strcmp(key, core[i]) == 0;
             if (skip)
                 continue;
+            /* Plain values written here: an encoder run and an allocation per field cost
+             * a tenth of ternd's CPU in its access log at full speed. */
+            if (json_is_string(value)) {
+                lb_key(&b, key);
+                lb_json_str(&b, json_string_value(value), json_string_length(value));
+                continue;
+            }
+            if (json_is_integer(value)) {
+                lb_key(&b, key);
+                lb_fmt(&b, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
+                continue;
+            }
             char *enc = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
             if (enc == NULL)
                 continue;
