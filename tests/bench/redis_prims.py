@@ -12,16 +12,12 @@ Usage: tests/bench/redis_prims.py [-r REPS] [PROBE...]
 """
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 import uuid as uuidlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from script_cost import Redis, free_port, process_cpu_us  # noqa: E402
+from script_cost import private_redis, process_cpu_us  # noqa: E402
 
 # A job hash as job_create.lua leaves it, for probes that read or change one.
 JOB_FIELDS = ('queue default created_at 1700000000000 execution queued lv 3 name bench-noop-1 '
@@ -55,21 +51,7 @@ PROBES = {
 
 
 def one_rep(names, batch, calls):
-    port, tmp = free_port(), tempfile.mkdtemp(prefix='tern-redis-prims.')
-    proc = subprocess.Popen(['redis-server', '--bind', '127.0.0.1', '--port', str(port),
-                             '--dir', tmp, '--appendonly', 'yes', '--appendfsync', 'everysec',
-                             '--save', '', '--logfile', os.path.join(tmp, 'redis.log')])
-    try:
-        r = None
-        for _ in range(100):
-            try:
-                r = Redis(port)
-                r.cmd('PING')
-                break
-            except OSError:
-                time.sleep(0.05)
-        if r is None:
-            raise RuntimeError('redis-server did not start')
+    with private_redis('tern-redis-prims.') as (proc, r, _, _):
         for i in range(500):
             r.cmd('HSET', 'h:%d' % i, *JOB_FIELDS)
         r.cmd('EVAL', "for i = 1, 200000 do redis.call('ZADD', 'bigz', i, 'm' .. i) end", 0)
@@ -83,10 +65,6 @@ def one_rep(names, batch, calls):
                 r.cmd('EVALSHA', sha, 0, *[str(uuidlib.uuid4()) for _ in range(batch)])
             cost[name] = (process_cpu_us(proc.pid) - cpu0) / (batch * calls)
         return cost
-    finally:
-        proc.terminate()
-        proc.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():

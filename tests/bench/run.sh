@@ -1,9 +1,10 @@
 #!/bin/sh
 # run.sh -- the benchmark suite (README "Speed"): builds tern in release mode, starts one
 # private redis-server (append-only, fsync every second) on a free loopback port, runs
-# every tern scenario REPS times, then the peers' side (tests/bench/peers/run.sh) and
-# redis-benchmark's ceiling against the same Redis, collects every JSON line into the
-# results file and prints the table of medians and ratios (tests/bench/report.py).
+# every tern scenario, redis-benchmark's ceiling and the peers' side
+# (tests/bench/peers/run.sh) against the same Redis, one repetition of each in turn,
+# REPS times, collects every JSON line into the results file and prints the table of
+# medians and ratios (tests/bench/report.py).
 #
 # Usage: tests/bench/run.sh [-r REPS] [-o results.json] [--only tern|peers]
 # Environment: BENCH_QUICK=1 shrinks the job counts (a smoke run, not a measurement).
@@ -45,9 +46,15 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
 fi
 ulimit -n 65536 2>/dev/null || true
 
-if [ "$only" != peers ]; then
-    rep=1
-    while [ "$rep" -le "$reps" ]; do
+# One repetition of tern's scenarios, then of Redis's ceiling, then of the peers, in
+# turn, REPS times: the machine is shared and its speed drifts over minutes, and a
+# drift then falls on every system alike instead of on whichever ran last.
+sha=$(redis-cli -p "$port" script load "$(cat "$here/g_step_commit.lua")")
+# A 200-byte argument like a step event (no commas: they would split the CSV).
+ev=$(printf '%0200d' 0)
+rep=1
+while [ "$rep" -le "$reps" ]; do
+    if [ "$only" != peers ]; then
         echo "tern rep $rep of $reps" >&2
         for s in a-api:$n_a a-bulk:$n_a b:$n_b c:$n_c e:$n_e f-create:$n_f f-read:$n_f; do
             # Memory is measured on a quiet Redis: the jobs of earlier scenarios (tern's
@@ -59,17 +66,10 @@ if [ "$only" != peers ]; then
         done
         timeout 600 "$build/tests/bench/bench_sleepers" "$n_d" 5000 "$url" "$rep" \
             2>"$tmp/bench.err" | collect
-        rep=$((rep + 1))
-    done
 
-    # The ceiling: redis-benchmark on the Redis work of one step commit (a Lua script
-    # like step_commit.lua), unpipelined and with 16 in flight per connection, in a DB
-    # of its own (3) that is flushed afterwards.
-    sha=$(redis-cli -p "$port" script load "$(cat "$here/g_step_commit.lua")")
-    # A 200-byte argument like a step event (no commas: they would split the CSV).
-    ev=$(printf '%0200d' 0)
-    rep=1
-    while [ "$rep" -le "$reps" ]; do
+        # The ceiling: redis-benchmark on the Redis work of one step commit (a Lua
+        # script like step_commit.lua), unpipelined and with 16 in flight per
+        # connection, in a DB of its own (3) that is flushed afterwards.
         for p in 1 16; do
             rps=$(redis-benchmark -p "$port" --dbnum 3 -c 50 -n 200000 -r 100000 -P "$p" --csv \
                 evalsha "$sha" 1 'bench:g:__rand_int__' "$ev" 4 | tail -n 1 | cut -d, -f2 | tr -d '"')
@@ -78,13 +78,12 @@ if [ "$only" != peers ]; then
         rps=$(redis-benchmark -p "$port" --dbnum 3 -c 50 -n 200000 -P 1 --csv -t ping_mbulk | tail -n 1 | cut -d, -f2 | tr -d '"')
         echo "{\"system\": \"redis\", \"scenario\": \"g-ping\", \"metric\": \"ops_per_s\", \"value\": $rps, \"rep\": $rep}" | collect
         redis-cli -p "$port" -n 3 flushdb >/dev/null
-        rep=$((rep + 1))
-    done
-fi
-
-if [ "$only" != tern ] && [ -x "$here/peers/run.sh" ]; then
-    quiet_db0 # the same for the peers' memory figures
-    "$here/peers/run.sh" --redis "$url" --reps "$reps" | collect
-fi
+    fi
+    if [ "$only" != tern ] && [ -x "$here/peers/run.sh" ]; then
+        quiet_db0 # the same for the peers' memory figures
+        "$here/peers/run.sh" --redis "$url" --reps 1 --first-rep "$rep" | collect
+    fi
+    rep=$((rep + 1))
+done
 
 python3 "$here/report.py" "$out"

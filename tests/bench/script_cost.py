@@ -22,6 +22,7 @@ Usage: tests/bench/script_cost.py [-b BATCH] [-n ROUNDS] [-r REPS] [--lua DIR] [
 Prints one JSON line per script and repetition, then the medians.
 """
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -112,8 +113,13 @@ def callgrind_instructions(pid, out_file):
     return total
 
 
-def one_rep(lua_dir, batch, rounds, callgrind=False, direct=False):
-    port, tmp = free_port(), tempfile.mkdtemp(prefix='tern-script-cost.')
+@contextlib.contextmanager
+def private_redis(prefix, callgrind=False):
+    """A redis-server of its own (append-only, fsync every second, a free loopback
+    port, a temporary directory), under callgrind if asked: yields (process, client,
+    directory, callgrind's output file), and stops it (by its PID) and removes the
+    directory afterwards."""
+    port, tmp = free_port(), tempfile.mkdtemp(prefix=prefix)
     cg_out = os.path.join(tmp, 'callgrind.out')
     wrap = ['valgrind', '--tool=callgrind', '--callgrind-out-file=' + cg_out] if callgrind else []
     proc = subprocess.Popen(wrap + ['redis-server', '--bind', '127.0.0.1', '--port', str(port),
@@ -132,100 +138,110 @@ def one_rep(lua_dir, batch, rounds, callgrind=False, direct=False):
                 time.sleep(0.05)
         if r is None:
             raise RuntimeError('redis-server did not start')
-        with open(os.path.join(lua_dir, '_common.lua'), encoding='utf-8') as f:
-            common = f.read()
-        sha = {}
-        for name in SCRIPTS:
-            with open(os.path.join(lua_dir, name + '.lua'), encoding='utf-8') as f:
-                sha[name] = r.cmd('SCRIPT', 'LOAD', script_source(common, f.read()))
-        # A stored workflow version, as workflow_put.lua leaves it.
-        wf = str(uuidlib.uuid4())
-        doc = json.dumps({'name': 'bench-noop-1', 'version': '1.0.0', 'uuid': wf,
-                          'chain': [{'name': 'n', 'task': 'core.noop'}]})
-        r.cmd('HSET', 'tern:wf:' + wf, 'doc', doc, 'name', 'bench-noop-1', 'version', '1.0.0')
-        r.cmd('SET', 'tern:wfdoc:' + wf, doc)
-        # Stream caps, retention (7 days), how long a success keeps its stream (60 s).
-        common_args = ['1000', '100000', str(7 * 86400000), '60000']
-        spent = dict.fromkeys(SCRIPTS, 0)
-
-        def call(name, *args):
-            if callgrind:
-                # Redis's instructions from the end of the previous call to the end of
-                # this one: this call's, and the little it did while idle.
-                reply = r.cmd('EVALSHA', sha[name], 0, *common_args, *args)
-                spent[name] += callgrind_instructions(proc.pid, cg_out)
-                return reply
-            t0 = r.evalsha_usec()
-            reply = r.cmd('EVALSHA', sha[name], 0, *common_args, *args)
-            spent[name] += r.evalsha_usec() - t0
-            return reply
-
-        now = int(time.time() * 1000)
-
-        def rounds_of(count):
-            for _ in range(count):
-                one_round()
-
-        def uuids_of(items):
-            out, i = [], 0
-            while i < len(items):
-                out.append(items[i + 3])
-                i += items[i] + 1
-            return out
-
-        def one_round():
-            items = []
-            for _ in range(batch):
-                u = str(uuidlib.uuid4())
-                ev = json.dumps({'type': 'created', 'job': u, 'workflow': 'bench-noop-1',
-                                 'time': now})
-                item = [wf, wf, u, 'default', '0', '', '0', '', ev,
-                        'runner-1' if direct else '', 'name', 'bench-noop-1',
-                        'version', '1.0.0', 'workflow_uuid', wf, 'params', '{}']
-                items += [len(item)] + item
-            reply = call('job_create', batch, *items)
-            if any(x[0] != ('RUN' if direct else 'OK') for x in reply):
-                raise RuntimeError('job_create: %r' % reply[0])
-            if direct:
-                # Started by the creates (fence 1): no claim.
-                claimed = [[u, '1'] for u in uuids_of(items)]
-            else:
-                claimed = call('job_claim', 'runner-1', 'default', batch)
-            if len(claimed) != batch:
-                raise RuntimeError('job_claim took %d of %d jobs' % (len(claimed), batch))
-            items = []
-            for job in claimed:
-                u, fence = job[0], job[1]
-                entry = json.dumps({'name': 'n', 'result': {}, 'started_at': now, 'ms': 0})
-                ev = json.dumps({'type': 'step', 'job': u, 'phase': 'chain', 'idx': 0,
-                                 'name': 'n', 'task': 'core.noop', 'time': now, 'ms': 0,
-                                 'result': {}})
-                item = [u, 'runner-1', fence, '0', '0', 'finish', entry, ev, '', '0',
-                        'succeeded', '']
-                items += [len(item)] + item
-            reply = call('step_commit', batch, *items)
-            if any(x[0] != 'OK' for x in reply):
-                raise RuntimeError('step_commit: %r' % reply[0])
-
-        if callgrind:
-            # Two rounds first, so that what happens once (script compilation, the first
-            # allocations of each key kind) is not counted.
-            rounds_of(2)
-            for name in SCRIPTS:
-                spent[name] = 0
-            rounds_of(rounds)
-            return {name: spent[name] / (batch * rounds) for name in SCRIPTS}
-        cpu0 = process_cpu_us(proc.pid)
-        rounds_of(rounds)
-        cost = {name: spent[name] / (batch * rounds) for name in SCRIPTS}
-        # Everything Redis did for these jobs, parsing calls, writing replies and the
-        # append-only file included (commandstats counts the scripts' bodies only).
-        cost['redis_cpu'] = (process_cpu_us(proc.pid) - cpu0) / (batch * rounds)
-        return cost
+        yield proc, r, tmp, cg_out
     finally:
         proc.terminate()
         proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def one_rep(lua_dir, batch, rounds, callgrind=False, direct=False):
+    with private_redis('tern-script-cost.', callgrind) as (proc, r, tmp, cg_out):
+        return measure(proc, r, cg_out, lua_dir, batch, rounds, callgrind, direct)
+
+
+def measure(proc, r, cg_out, lua_dir, batch, rounds, callgrind, direct):
+    """The costs of one repetition against Redis `proc` (client `r`)."""
+    with open(os.path.join(lua_dir, '_common.lua'), encoding='utf-8') as f:
+        common = f.read()
+    sha = {}
+    for name in SCRIPTS:
+        with open(os.path.join(lua_dir, name + '.lua'), encoding='utf-8') as f:
+            sha[name] = r.cmd('SCRIPT', 'LOAD', script_source(common, f.read()))
+    # A stored workflow version, as workflow_put.lua leaves it.
+    wf = str(uuidlib.uuid4())
+    doc = json.dumps({'name': 'bench-noop-1', 'version': '1.0.0', 'uuid': wf,
+                      'chain': [{'name': 'n', 'task': 'core.noop'}]})
+    r.cmd('HSET', 'tern:wf:' + wf, 'doc', doc, 'name', 'bench-noop-1', 'version', '1.0.0')
+    r.cmd('SET', 'tern:wfdoc:' + wf, doc)
+    # Stream caps, retention (7 days), how long a success keeps its stream (60 s).
+    common_args = ['1000', '100000', str(7 * 86400000), '60000']
+    spent = dict.fromkeys(SCRIPTS, 0)
+
+    def call(name, *args):
+        if callgrind:
+            # Redis's instructions from the end of the previous call to the end of
+            # this one: this call's, and the little it did while idle.
+            reply = r.cmd('EVALSHA', sha[name], 0, *common_args, *args)
+            spent[name] += callgrind_instructions(proc.pid, cg_out)
+            return reply
+        t0 = r.evalsha_usec()
+        reply = r.cmd('EVALSHA', sha[name], 0, *common_args, *args)
+        spent[name] += r.evalsha_usec() - t0
+        return reply
+
+    now = int(time.time() * 1000)
+
+    def rounds_of(count):
+        for _ in range(count):
+            one_round()
+
+    def uuids_of(items):
+        out, i = [], 0
+        while i < len(items):
+            out.append(items[i + 3])
+            i += items[i] + 1
+        return out
+
+    def one_round():
+        items = []
+        for _ in range(batch):
+            u = str(uuidlib.uuid4())
+            ev = json.dumps({'type': 'created', 'job': u, 'workflow': 'bench-noop-1',
+                             'time': now})
+            item = [wf, wf, u, 'default', '0', '', '0', '', ev,
+                    'runner-1' if direct else '', 'name', 'bench-noop-1',
+                    'version', '1.0.0', 'workflow_uuid', wf, 'params', '{}']
+            items += [len(item)] + item
+        reply = call('job_create', batch, *items)
+        if any(x[0] != ('RUN' if direct else 'OK') for x in reply):
+            raise RuntimeError('job_create: %r' % reply[0])
+        if direct:
+            # Started by the creates (fence 1): no claim.
+            claimed = [[u, '1'] for u in uuids_of(items)]
+        else:
+            claimed = call('job_claim', 'runner-1', 'default', batch)
+        if len(claimed) != batch:
+            raise RuntimeError('job_claim took %d of %d jobs' % (len(claimed), batch))
+        items = []
+        for job in claimed:
+            u, fence = job[0], job[1]
+            entry = json.dumps({'name': 'n', 'result': {}, 'started_at': now, 'ms': 0})
+            ev = json.dumps({'type': 'step', 'job': u, 'phase': 'chain', 'idx': 0,
+                             'name': 'n', 'task': 'core.noop', 'time': now, 'ms': 0,
+                             'result': {}})
+            item = [u, 'runner-1', fence, '0', '0', 'finish', entry, ev, '', '0',
+                    'succeeded', '']
+            items += [len(item)] + item
+        reply = call('step_commit', batch, *items)
+        if any(x[0] != 'OK' for x in reply):
+            raise RuntimeError('step_commit: %r' % reply[0])
+
+    if callgrind:
+        # Two rounds first, so that what happens once (script compilation, the first
+        # allocations of each key kind) is not counted.
+        rounds_of(2)
+        for name in SCRIPTS:
+            spent[name] = 0
+        rounds_of(rounds)
+        return {name: spent[name] / (batch * rounds) for name in SCRIPTS}
+    cpu0 = process_cpu_us(proc.pid)
+    rounds_of(rounds)
+    cost = {name: spent[name] / (batch * rounds) for name in SCRIPTS}
+    # Everything Redis did for these jobs, parsing calls, writing replies and the
+    # append-only file included (commandstats counts the scripts' bodies only).
+    cost['redis_cpu'] = (process_cpu_us(proc.pid) - cpu0) / (batch * rounds)
+    return cost
 
 
 def main():

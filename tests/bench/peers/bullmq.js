@@ -120,7 +120,7 @@ async function oneRep(rep) {
 }
 
 (async () => {
-    for (let rep = 1; rep <= args.reps; rep++) {
+    for (let rep = args.firstRep; rep < args.firstRep + args.reps; rep++) {
         c.log('bullmq rep', rep);
         await oneRep(rep);
     }

@@ -8,10 +8,13 @@ const IORedis = require('ioredis');
 // The drivers only ever talk to a Redis on the loopback interface, because
 // they flush their own database number between repetitions.
 function parseArgs(argv) {
-    const args = { redis: null, reps: 3, db: null, quick: false };
+    // --first-rep K numbers the repetitions from K: run.sh runs one repetition of each
+    // system in turn, so that a change of the shared machine's speed falls on all.
+    const args = { redis: null, reps: 3, firstRep: 1, db: null, quick: false };
     for (let i = 2; i < argv.length; i++) {
         if (argv[i] === '--redis') args.redis = argv[++i];
         else if (argv[i] === '--reps') args.reps = parseInt(argv[++i], 10);
+        else if (argv[i] === '--first-rep') args.firstRep = parseInt(argv[++i], 10);
         else if (argv[i] === '--db') args.db = parseInt(argv[++i], 10);
         else if (argv[i] === '--quick') args.quick = true;
         else throw new Error('unknown argument ' + argv[i]);
@@ -24,6 +27,7 @@ function parseArgs(argv) {
     args.host = '127.0.0.1';
     args.port = parseInt(u.port || '6379', 10);
     if (!(args.reps >= 1 && args.reps <= 20)) throw new Error('--reps must be 1..20');
+    if (!(args.firstRep >= 1 && args.firstRep <= 20)) throw new Error('--first-rep must be 1..20');
     return args;
 }
 

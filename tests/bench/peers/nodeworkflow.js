@@ -159,7 +159,7 @@ async function oneRep(mode, rep, tmp) {
     const only = process.env.WF_MODES ? process.env.WF_MODES.split(',') : null;
     for (const mode of MODES) {
         if (only && !only.includes(mode.name)) continue;
-        for (let rep = 1; rep <= args.reps; rep++) {
+        for (let rep = args.firstRep; rep < args.firstRep + args.reps; rep++) {
             c.log('node-workflow', mode.name, 'rep', rep, '(logs in ' + tmp + ')');
             await oneRep(mode, rep, tmp);
         }

@@ -3,7 +3,7 @@
 # against a private Redis that the caller started, and prints one JSON line per
 # measurement on stdout. Progress goes to stderr.
 #
-# Usage: tests/bench/peers/run.sh --redis redis://127.0.0.1:PORT --reps N
+# Usage: tests/bench/peers/run.sh --redis redis://127.0.0.1:PORT --reps N [--first-rep K]
 # node-workflow uses Redis DB 1 and BullMQ DB 2; each driver flushes only its
 # own DB, and only on a loopback Redis. PEERS_QUICK=1 shrinks the job counts;
 # WF_MODES=inproc skips node-workflow's slow fork-per-task mode.
@@ -11,11 +11,13 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 redis=""
 reps=3
+first=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --redis) redis="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
-    *) echo "usage: $0 --redis redis://127.0.0.1:PORT --reps N" >&2; exit 2 ;;
+    --first-rep) first="$2"; shift 2 ;;
+    *) echo "usage: $0 --redis redis://127.0.0.1:PORT --reps N [--first-rep K]" >&2; exit 2 ;;
     esac
 done
 [ -n "$redis" ] || { echo "$0: --redis is required" >&2; exit 2; }
@@ -31,6 +33,8 @@ quick=""
 [ "${PEERS_QUICK:-0}" = 1 ] && quick="--quick"
 status=0
 # Each system is bounded in time; a failure of one still lets the other run.
-timeout 900 node "$here/bullmq.js" --redis "$redis" --db 2 --reps "$reps" $quick || status=1
-timeout 1200 node "$here/nodeworkflow.js" --redis "$redis" --db 1 --reps "$reps" $quick || status=1
+timeout 900 node "$here/bullmq.js" --redis "$redis" --db 2 --reps "$reps" --first-rep "$first" \
+    $quick || status=1
+timeout 1200 node "$here/nodeworkflow.js" --redis "$redis" --db 1 --reps "$reps" \
+    --first-rep "$first" $quick || status=1
 exit $status
