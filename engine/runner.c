@@ -412,7 +412,9 @@ static void on_commit_reply(void *data, int status, const redisReply *reply, con
         job_leave(j);
         return;
     }
-    bool cancel = store_reply_int(store_reply_at(reply, 1), 0) == 1;
+    /* Committed: 0, or 1 when a cancel was asked meanwhile (DUP: a repeat, committed
+     * before). */
+    bool cancel = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
     if (cancel && j->phase != WF_ONCANCEL)
         j->cancel_requested = true;
     switch (j->commit_then) {

@@ -13,8 +13,10 @@
 --   finish  <execution> <failed_at> end the job ('' failed_at: none)
 --   wait    <info JSON>             park in `waiting` until resumed
 --   requeue <delay ms> <info JSON>  run the same step again later, off the runner
--- Returns {'OK', cancel requested 0|1} | {'DUP'} (already committed: a retried call)
---       | {'STALE', why} (this runner no longer owns the job: drop it)
+-- Returns 0 | 1 (committed; 1: a cancel was requested) | {'DUP'} (already committed: a
+--       retried call) | {'STALE', why} (this runner no longer owns the job: drop it).
+--       Committed is a number, not a table: a table per item cost Redis 1 % of its
+--       work for a 1-step job (Lua tables are looked at field by field when answered).
 local uuid, runner, fence = ARGV[3], ARGV[4], ARGV[5]
 local phase, idx, action = ARGV[6], ARGV[7], ARGV[8]
 local k = jkey(uuid)
@@ -171,4 +173,4 @@ end
 if #set > 0 then
     redis.call('HSET', k, unpack(set))
 end
-return {'OK', cur[6] == '1' and 1 or 0}
+return cur[6] == '1' and 1 or 0

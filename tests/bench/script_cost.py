@@ -224,7 +224,9 @@ def measure(proc, r, cg_out, lua_dir, batch, rounds, callgrind, direct):
                     'succeeded', '']
             items += [len(item)] + item
         reply = call('step_commit', batch, *items)
-        if any(x[0] != 'OK' for x in reply):
+        # Each item answers 0 or 1 (committed; whether a cancel was asked), or an array
+        # naming why not.
+        if any(x not in (0, 1) for x in reply):
             raise RuntimeError('step_commit: %r' % reply[0])
 
     if callgrind:
