@@ -46,6 +46,7 @@ struct redis_conn {
     uv_timer_t watchdog;
     int drop_pending;
     pending_cmd_t *head, *tail;
+    uint64_t last_reply_ms;           /* when the last answer came (the watchdog's progress) */
     redis_conn_message_cb on_message; /* pub/sub connections only */
     void *message_data;
     char why[256];
@@ -144,6 +145,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     pending_cmd_t *p = privdata;
     redis_conn_t *c = p->conn;
     unlink_pending(c, p);
+    c->last_reply_ms = tern_mono_ms();
     redisReply *reply = r;
     if (p->cb != NULL) {
         p->cb(c, reply, p->data);
@@ -273,7 +275,12 @@ static void on_watchdog(uv_timer_t *t)
     redis_conn_t *c = t->data;
     if (c->head == NULL || c->opts.command_timeout_ms == 0)
         return;
-    uint64_t waited = tern_mono_ms() - c->head->sent_ms;
+    /* Waited since the oldest command was sent or, in a long pipeline, since Redis last
+     * answered: a connection is stuck when answers stop coming, not when many commands
+     * were sent at once (5,000 creates of 100 KB each took longer than the bound to
+     * answer in all, every answer on time, and the connection was dropped). */
+    uint64_t since = c->head->sent_ms > c->last_reply_ms ? c->head->sent_ms : c->last_reply_ms;
+    uint64_t waited = tern_mono_ms() - since;
     if (waited > c->opts.command_timeout_ms) {
         log_msg(TERN_LOG_WARN, "redis", NULL,
                 "connection %s: no reply for %llu ms, dropping the connection", c->name,
@@ -326,6 +333,12 @@ int redis_conn_command(redis_conn_t *c, redis_conn_reply_cb cb, void *data, int 
         return -ENOTCONN;
     }
     return 0;
+}
+
+void redis_conn_flush(redis_conn_t *c)
+{
+    if (c->state == ST_UP && c->ac != NULL)
+        redisAsyncHandleWrite(c->ac);
 }
 
 int redis_conn_commandf(redis_conn_t *c, redis_conn_reply_cb cb, void *data, const char *fmt, ...)

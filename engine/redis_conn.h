@@ -47,6 +47,10 @@ typedef struct redis_conn_opts {
 /* Creates the connection and starts connecting. Never returns NULL. */
 redis_conn_t *redis_conn_new(uv_loop_t *loop, const redis_conn_opts_t *opts);
 
+/* Writes the commands sent so far to the socket now, rather than when the loop next
+ * polls (what cannot be written now still goes when the socket is writable). */
+void redis_conn_flush(redis_conn_t *c);
+
 /* Sends a command while up. Returns 0 (cb will run exactly once), or -ENOTCONN. The
  * arguments are copied by hiredis before this returns. */
 int redis_conn_command(redis_conn_t *c, redis_conn_reply_cb cb, void *data, int argc,

@@ -66,6 +66,8 @@ struct store {
     /* Calls of batched scripts waiting for the next turn of the loop, per script, and
      * the idle handle that sends them (allocated on first use, freed when closed). */
     struct batch_item *pending[SCRIPT_COUNT], **pending_tail[SCRIPT_COUNT];
+    size_t n_pending[SCRIPT_COUNT];
+    size_t n_sent[SCRIPT_COUNT]; /* batches sent and not answered yet, per script */
     uv_idle_t *flush;
 };
 
@@ -81,6 +83,8 @@ typedef struct batch_item {
 typedef struct batch {
     size_t n;
     batch_item_t *items;
+    store_t *store;
+    store_script_t id;
 } batch_t;
 
 /* One call in flight. argv/len point into `buf`. */
@@ -306,6 +310,7 @@ static void on_batch_reply(void *data, int status, const redisReply *reply, cons
 {
     batch_t *b = data;
     batch_item_t *it = b->items;
+    b->store->n_sent[b->id]--; /* first: an item's callback may free the store */
     if (status == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != b->n)) {
         status = TERN_EINVAL;
         errmsg = "a batched script answered with the wrong number of items";
@@ -340,6 +345,7 @@ static void on_flush(uv_idle_t *h)
         lists[id] = s->pending[id];
         s->pending[id] = NULL;
         s->pending_tail[id] = &s->pending[id];
+        s->n_pending[id] = 0;
     }
     bool down = false;
     for (int id = 0; id < SCRIPT_COUNT; id++) {
@@ -364,10 +370,14 @@ static void on_flush(uv_idle_t *h)
                         args_append_owned(&a, it->args.v[i], it->args.len[i]);
                     it->args.n = 0;
                 }
+                b->store = s;
+                b->id = (store_script_t)id;
                 int rc = eval_now(s, (store_script_t)id, &a, on_batch_reply, b);
                 store_args_dispose(&a);
-                if (rc == 0)
+                if (rc == 0) {
+                    s->n_sent[id]++;
                     continue;
+                }
                 down = true;
             }
             batch_items_fail(b->items, TERN_ENOTCONN, "Redis is not reachable");
@@ -379,6 +389,46 @@ static void on_flush(uv_idle_t *h)
 static void on_flush_closed(uv_handle_t *h)
 {
     free(h);
+}
+
+/* Sends the STORE_FLUSH_EARLY calls of script `id` that wait, at once, when no call of
+ * that script is in flight, and writes them to Redis now rather than when this turn of
+ * the loop polls. A ternd answering a burst of HTTP creates otherwise sent them all only
+ * after reading and parsing every one of them, and Redis and ternd took turns instead of
+ * working together: this lets an idle Redis start on the first ones while ternd reads
+ * the rest (the rest still go in one call at the turn's end: small calls cost Redis
+ * more per job). Nothing is answered here: when the send fails, the calls go back to
+ * wait for the turn's end (on_flush), so no caller's callback runs inside store_eval. */
+static void flush_early(store_t *s, store_script_t id)
+{
+    if (!s->up || !redis_conn_is_up(s->conn))
+        return;
+    batch_t *b = xcalloc(1, sizeof *b);
+    b->items = s->pending[id];
+    b->n = s->n_pending[id];
+    b->store = s;
+    b->id = id;
+    store_args_t a;
+    store_args_init(&a);
+    store_args_pushf(&a, "%zu", b->n);
+    for (batch_item_t *it = b->items; it != NULL; it = it->next) {
+        store_args_pushf(&a, "%zu", it->args.n);
+        for (size_t i = 0; i < it->args.n; i++)
+            store_args_pushb(&a, it->args.v[i], it->args.len[i]);
+    }
+    int rc = eval_now(s, id, &a, on_batch_reply, b);
+    store_args_dispose(&a);
+    if (rc != 0) {
+        free(b); /* the items stay where they were */
+        return;
+    }
+    s->n_sent[id]++;
+    for (batch_item_t *it = b->items; it != NULL; it = it->next)
+        store_args_dispose(&it->args);
+    s->pending[id] = NULL;
+    s->pending_tail[id] = &s->pending[id];
+    s->n_pending[id] = 0;
+    redis_conn_flush(s->conn);
 }
 
 /* Queues a call of a batched script for the next turn of the loop. */
@@ -395,6 +445,11 @@ static int eval_batched(store_t *s, store_script_t id, const store_args_t *args,
         s->pending_tail[id] = &s->pending[id];
     *s->pending_tail[id] = it;
     s->pending_tail[id] = &it->next;
+    if (++s->n_pending[id] >= STORE_FLUSH_EARLY && s->n_sent[id] == 0) {
+        flush_early(s, id);
+        if (s->n_pending[id] == 0)
+            return 0;
+    }
     if (s->flush == NULL) {
         s->flush = xcalloc(1, sizeof *s->flush);
         uv_idle_init(s->loop, s->flush);

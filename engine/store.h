@@ -187,6 +187,9 @@ int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_re
 
 /* Most calls of one batched script sent in one script call. */
 #define STORE_BATCH_MAX 128
+/* Calls of one batched script that are sent at once, without waiting for the end of the
+ * loop's turn (see flush_early in store.c). */
+#define STORE_FLUSH_EARLY 16
 
 /* Sends a plain command (argv copied). Same callback contract as store_eval; `cb` may
  * be NULL when nobody needs the answer. */

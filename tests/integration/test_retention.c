@@ -7,6 +7,8 @@
  *
  * Expiry has no event to wait on, so those waits poll Redis, bounded.
  */
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +46,20 @@ static int caps_setup(void **state)
     char *ok = itest_redis_str(&W.redis, "CONFIG SET stream-node-max-entries %d", NODE_ENTRIES);
     assert_non_null(ok);
     free(ok);
+    return 0;
+}
+
+/* A slow heartbeat, so that "at once" and "at the next heartbeat" are told apart. */
+#define SWEEP_HEARTBEAT_MS 4000
+#define SWEEP_JOBS         1100 /* more than tick.lua deletes in one call (1,000) */
+
+static int sweep_setup(void **state)
+{
+    (void)state;
+    char heartbeat[16];
+    snprintf(heartbeat, sizeof heartbeat, "%d", SWEEP_HEARTBEAT_MS);
+    const char *slow[] = {"--heartbeat-ms", heartbeat, "--lease-ms", "20000", NULL};
+    itest_world_start(&W, "sweep1", itest_fmt("{\"retention_ms\": %d}", RETENTION_MS), slow);
     return 0;
 }
 
@@ -272,6 +288,56 @@ static void test_redriven_job_loses_expiry(void **state)
         fail_msg("job %s still has keys long after its retention", uuid);
 }
 
+/* ---- deletion keeps up ------------------------------------------------------------- */
+
+/* How many jobs are due for deletion (in tern:expiring). */
+static long long due_for_deletion(void)
+{
+    return itest_redis_int(&W.redis, "ZCARD tern:expiring");
+}
+
+/* More finished jobs than one tick deletes: the runner deletes the rest at once, not a
+ * heartbeat later, so deletion keeps up with any rate of jobs ending. */
+static void test_deletion_goes_on_while_jobs_are_due(void **state)
+{
+    (void)state;
+    itest_workflow_put_ok(&W.client, "{\"name\": \"many\", \"chain\": [{\"name\": \"n\", "
+                                     "\"task\": \"core.noop\"}]}");
+    static itest_answer_t answers[SWEEP_JOBS];
+    memset(answers, 0, sizeof answers);
+    for (int i = 0; i < SWEEP_JOBS; i++) {
+        job_create_req_t req = {.workflow = "many"};
+        job_ops_create(W.client.ops, &req, itest_on_answer, &answers[i]);
+    }
+    for (int i = 0; i < SWEEP_JOBS; i++)
+        if (itest_answer_wait(&W.client, &answers[i], NULL, NULL, 0) != 0)
+            fail_msg("create %d refused: %s", i, answers[i].msg);
+    /* Every job ends (and is given its time of deletion) within the bound. */
+    uint64_t t0 = tern_mono_ms();
+    while (due_for_deletion() < SWEEP_JOBS && tern_mono_ms() - t0 < 30000)
+        itest_pause_ms(50);
+    assert_int_equal(due_for_deletion(), SWEEP_JOBS);
+    /* The runner is held still until every job is due, so that its next tick finds
+     * them all: it deletes 1,000, and the rest in the tick it asks for at once, well
+     * before its next heartbeat. */
+    assert_int_equal(kill(W.ternd.pid, SIGSTOP), 0);
+    long long last_due = itest_redis_int(&W.redis, "EVAL %s 0",
+                                         "local s = redis.call('ZRANGE', 'tern:expiring', -1, -1, "
+                                         "'WITHSCORES') return tonumber(s[2])");
+    t0 = tern_mono_ms();
+    while (itest_redis_int(&W.redis, "EVAL %s 0",
+                           "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + "
+                           "math.floor(tonumber(t[2]) / 1000)") <= last_due &&
+           tern_mono_ms() - t0 < RETENTION_MS + 5000)
+        itest_pause_ms(50);
+    assert_int_equal(kill(W.ternd.pid, SIGCONT), 0);
+    t0 = tern_mono_ms();
+    while (due_for_deletion() > 0 && tern_mono_ms() - t0 < SWEEP_HEARTBEAT_MS / 2)
+        itest_pause_ms(10);
+    assert_int_equal(due_for_deletion(), 0);
+    assert_int_equal(itest_job_hashes(&W.redis), 0);
+}
+
 /* ---- default retention and event caps ------------------------------------------------ */
 
 static void test_default_retention_is_30_days(void **state)
@@ -333,12 +399,16 @@ int main(void)
         cmocka_unit_test(test_finished_job_expires_unfinished_does_not),
         cmocka_unit_test(test_redriven_job_loses_expiry),
     };
+    const struct CMUnitTest sweep[] = {
+        cmocka_unit_test(test_deletion_goes_on_while_jobs_are_due),
+    };
     const struct CMUnitTest caps[] = {
         cmocka_unit_test(test_default_retention_is_30_days),
         cmocka_unit_test(test_event_streams_stay_within_caps),
     };
     int failed =
         cmocka_run_group_tests_name("retention", retention, retention_setup, group_teardown);
+    failed += cmocka_run_group_tests_name("sweep", sweep, sweep_setup, group_teardown);
     failed += cmocka_run_group_tests_name("event_caps", caps, caps_setup, group_teardown);
     return failed;
 }
