@@ -331,6 +331,13 @@ static void test_deletion_goes_on_while_jobs_are_due(void **state)
            tern_mono_ms() - t0 < RETENTION_MS + 5000)
         itest_pause_ms(50);
     assert_int_equal(kill(W.ternd.pid, SIGCONT), 0);
+    /* Its first tick comes within a heartbeat; from then on, the rest must go well
+     * before the next one. */
+    t0 = tern_mono_ms();
+    while (due_for_deletion() == SWEEP_JOBS && tern_mono_ms() - t0 < 2 * SWEEP_HEARTBEAT_MS)
+        itest_pause_ms(10);
+    if (due_for_deletion() == SWEEP_JOBS)
+        fail_msg("no job was deleted within %d ms of the runner going on", 2 * SWEEP_HEARTBEAT_MS);
     t0 = tern_mono_ms();
     while (due_for_deletion() > 0 && tern_mono_ms() - t0 < SWEEP_HEARTBEAT_MS / 2)
         itest_pause_ms(10);
