@@ -85,6 +85,7 @@ typedef struct op {
     workflow_t *wf;         /* the workflow of a workflow put */
     json_t *post_back_urls; /* array, or NULL when none */
     bool direct;            /* a slot of the local runner is reserved for the job */
+    char *direct_queue;     /* ... for a job of this queue */
     bool direct_lost;       /* ... and the create's answer was lost */
     store_args_t fields;    /* the new job's fields as job_create.lua stores them, but for
                              * created_at and exec_after, which its answer decides (the
@@ -174,6 +175,7 @@ static void op_dispose(store_op_t *base)
     store_args_dispose(&op->fields);
     if (op->direct)
         op->ops->local.release(op->ops->local.data, op->direct_lost);
+    free(op->direct_queue);
     free(op->caller);
     free(op->from_step);
     json_decref(op->extra);
@@ -443,7 +445,9 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     const redisReply *kind = status == 0 ? store_reply_at(reply, 0) : NULL;
     if (!store_reply_is(kind, "WF"))
         wake_waiters(op);
-    if (status == TERN_EIO)
+    /* Anything but "not sent" may have come after the script ran (a lost answer, an
+     * item's error after its writes): the job may have started unseen. */
+    if (status != 0 && status != TERN_ENOTCONN)
         op->direct_lost = true;
     if (store_op_failed(&op->base, status, errmsg))
         return;
@@ -638,9 +642,17 @@ static void create_send(op_t *op)
     json_decref(event);
     /* Direct start: a slot of the local runner, taken once per create (this may be a
      * second send, after the workflow or the locks were read). */
+    if (op->direct && strcmp(op->direct_queue, wf->queue) != 0) {
+        /* The workflow named is another version now, of another queue. */
+        ops->local.release(ops->local.data, false);
+        op->direct = false;
+    }
     if (!op->direct && ops->local.reserve != NULL && holds[0] == '\0' &&
-        op->exec_after_ms <= tern_now_ms() && op->wfc->doc != NULL)
+        op->exec_after_ms <= tern_now_ms() && op->wfc->doc != NULL) {
         op->direct = ops->local.reserve(ops->local.data, wf->queue);
+        free(op->direct_queue);
+        op->direct_queue = op->direct ? xstrdup(wf->queue) : NULL;
+    }
     store_args_push(&a, op->direct ? ops->local.id : "");
     /* What job_create.lua stores beside the fields sent (it adds unique, locks and lv too,
      * which the view does not show). */

@@ -337,8 +337,16 @@ int redis_conn_command(redis_conn_t *c, redis_conn_reply_cb cb, void *data, int 
 
 void redis_conn_flush(redis_conn_t *c)
 {
-    if (c->state == ST_UP && c->ac != NULL)
-        redisAsyncHandleWrite(c->ac);
+    if (c->state != ST_UP || c->ac == NULL)
+        return;
+    /* redisBufferWrite, not redisAsyncHandleWrite: on a write error the latter frees
+     * the context at once, running every pending callback here, inside the caller's
+     * call (and, from a reply callback, under hiredis's own feet). A failed write is
+     * left in the context (c->err) on purpose: the loop's writable event, still armed
+     * for what was queued, meets it and disconnects from the loop. */
+    int done = 0;
+    if (redisBufferWrite(&c->ac->c, &done) != REDIS_OK)
+        return; /* the loop disconnects: see above */
 }
 
 int redis_conn_commandf(redis_conn_t *c, redis_conn_reply_cb cb, void *data, const char *fmt, ...)

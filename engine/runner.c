@@ -1510,10 +1510,10 @@ static void resync(runner_t *r)
 {
     if (!r->resync || r->resync_busy || !r->up || r->stopping)
         return;
-    /* Jobs of a claim or a direct start still in flight sit in our list without being
-     * in memory yet; adopting them now would claim them twice. */
-    if (r->direct_pending > 0)
-        return;
+    /* Jobs of a claim still in flight sit in our list without being in memory yet;
+     * adopting them now would claim them twice. (A direct start needs no such wait:
+     * creates and this LRANGE share the store's one connection, so a create that ran
+     * before the LRANGE is answered, and its job taken in, before the list is.) */
     for (size_t i = 0; i < r->n_claimers; i++)
         if (r->claimers[i].claiming)
             return;

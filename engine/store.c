@@ -405,9 +405,16 @@ static void flush_early(store_t *s, store_script_t id)
         return;
     batch_t *b = xcalloc(1, sizeof *b);
     b->items = s->pending[id];
-    b->n = s->n_pending[id];
     b->store = s;
     b->id = id;
+    /* At most STORE_BATCH_MAX: more may have gathered while a call was in flight. */
+    batch_item_t **cut = &b->items;
+    while (*cut != NULL && b->n < STORE_BATCH_MAX) {
+        cut = &(*cut)->next;
+        b->n++;
+    }
+    batch_item_t *rest = *cut;
+    *cut = NULL;
     store_args_t a;
     store_args_init(&a);
     store_args_pushf(&a, "%zu", b->n);
@@ -419,15 +426,17 @@ static void flush_early(store_t *s, store_script_t id)
     int rc = eval_now(s, id, &a, on_batch_reply, b);
     store_args_dispose(&a);
     if (rc != 0) {
-        free(b); /* the items stay where they were */
+        *cut = rest; /* the items stay where they were */
+        free(b);
         return;
     }
     s->n_sent[id]++;
     for (batch_item_t *it = b->items; it != NULL; it = it->next)
         store_args_dispose(&it->args);
-    s->pending[id] = NULL;
-    s->pending_tail[id] = &s->pending[id];
-    s->n_pending[id] = 0;
+    s->pending[id] = rest;
+    s->n_pending[id] -= b->n;
+    if (rest == NULL)
+        s->pending_tail[id] = &s->pending[id];
     redis_conn_flush(s->conn);
 }
 

@@ -100,18 +100,21 @@ if #expired > 0 then
     for _, uuid in ipairs(expired) do
         local k = jkey(uuid)
         -- A job of an earlier version may have expired by itself: then it leaves every
-        -- index.
+        -- index. One that is unfinished (its uuid taken again by a new job since) keeps
+        -- its keys.
         local ex = redis.call('HGET', k, 'execution')
-        for _, e in ipairs(ex and {ex} or EXECUTIONS) do
-            local list = by_execution[e] or {}
-            by_execution[e] = list
-            list[#list + 1] = uuid
+        if not (ex and UNFINISHED[ex]) then
+            for _, e in ipairs(ex and {ex} or EXECUTIONS) do
+                local list = by_execution[e] or {}
+                by_execution[e] = list
+                list[#list + 1] = uuid
+            end
+            local keys = {}
+            for i, suffix in ipairs(JOB_KEY_SUFFIXES) do
+                keys[i] = k .. suffix
+            end
+            redis.call('UNLINK', unpack(keys))
         end
-        local keys = {}
-        for i, suffix in ipairs(JOB_KEY_SUFFIXES) do
-            keys[i] = k .. suffix
-        end
-        redis.call('UNLINK', unpack(keys))
     end
     for e, list in pairs(by_execution) do
         redis.call('ZREM', P .. 'jobs:' .. e, unpack(list))
