@@ -332,6 +332,50 @@ static void on_batch_reply(void *data, int status, const redisReply *reply, cons
     free(b);
 }
 
+/* Cuts the first STORE_BATCH_MAX items (at most) of *list into a new batch of script
+ * `id`; *list keeps the rest. */
+static batch_t *batch_cut(store_t *s, store_script_t id, batch_item_t **list)
+{
+    batch_t *b = xcalloc(1, sizeof *b);
+    b->store = s;
+    b->id = id;
+    b->items = *list;
+    batch_item_t **tail = &b->items;
+    while (*tail != NULL && b->n < STORE_BATCH_MAX) {
+        tail = &(*tail)->next;
+        b->n++;
+    }
+    *list = *tail;
+    *tail = NULL;
+    return b;
+}
+
+/* Sends batch `b` as one script call. `move`: the items' strings move into the call (no
+ * copy; the items cannot be sent again), else they are copied. Returns 0, or non-zero
+ * when it was not sent. */
+static int batch_send(store_t *s, batch_t *b, bool move)
+{
+    store_args_t a;
+    store_args_init(&a);
+    store_args_pushf(&a, "%zu", b->n);
+    for (batch_item_t *it = b->items; it != NULL; it = it->next) {
+        store_args_pushf(&a, "%zu", it->args.n);
+        for (size_t i = 0; i < it->args.n; i++) {
+            if (move)
+                args_append_owned(&a, it->args.v[i], it->args.len[i]);
+            else
+                store_args_pushb(&a, it->args.v[i], it->args.len[i]);
+        }
+        if (move)
+            it->args.n = 0;
+    }
+    int rc = eval_now(s, b->id, &a, on_batch_reply, b);
+    store_args_dispose(&a);
+    if (rc == 0)
+        s->n_sent[b->id]++;
+    return rc;
+}
+
 /* Sends what waits, at most STORE_BATCH_MAX items per script call: a long batch would
  * hold Redis's one thread (every other client waits behind it). Everything waiting is
  * taken first: once a send fails, the items' callbacks run, and one of them may free
@@ -350,34 +394,10 @@ static void on_flush(uv_idle_t *h)
     bool down = false;
     for (int id = 0; id < SCRIPT_COUNT; id++) {
         while (lists[id] != NULL) {
-            batch_t *b = xcalloc(1, sizeof *b);
-            b->items = lists[id];
-            batch_item_t **tail = &b->items;
-            while (*tail != NULL && b->n < STORE_BATCH_MAX) {
-                tail = &(*tail)->next;
-                b->n++;
-            }
-            lists[id] = *tail;
-            *tail = NULL;
+            batch_t *b = batch_cut(s, (store_script_t)id, &lists[id]);
             if (!down) {
-                store_args_t a;
-                store_args_init(&a);
-                store_args_pushf(&a, "%zu", b->n);
-                for (batch_item_t *it = b->items; it != NULL; it = it->next) {
-                    /* The item's strings move into the call's vector: no copy. */
-                    store_args_pushf(&a, "%zu", it->args.n);
-                    for (size_t i = 0; i < it->args.n; i++)
-                        args_append_owned(&a, it->args.v[i], it->args.len[i]);
-                    it->args.n = 0;
-                }
-                b->store = s;
-                b->id = (store_script_t)id;
-                int rc = eval_now(s, (store_script_t)id, &a, on_batch_reply, b);
-                store_args_dispose(&a);
-                if (rc == 0) {
-                    s->n_sent[id]++;
+                if (batch_send(s, b, true) == 0)
                     continue;
-                }
                 down = true;
             }
             batch_items_fail(b->items, TERN_ENOTCONN, "Redis is not reachable");
@@ -403,34 +423,17 @@ static void flush_early(store_t *s, store_script_t id)
 {
     if (!s->up || !redis_conn_is_up(s->conn))
         return;
-    batch_t *b = xcalloc(1, sizeof *b);
-    b->items = s->pending[id];
-    b->store = s;
-    b->id = id;
-    /* At most STORE_BATCH_MAX: more may have gathered while a call was in flight. */
-    batch_item_t **cut = &b->items;
-    while (*cut != NULL && b->n < STORE_BATCH_MAX) {
-        cut = &(*cut)->next;
-        b->n++;
-    }
-    batch_item_t *rest = *cut;
-    *cut = NULL;
-    store_args_t a;
-    store_args_init(&a);
-    store_args_pushf(&a, "%zu", b->n);
-    for (batch_item_t *it = b->items; it != NULL; it = it->next) {
-        store_args_pushf(&a, "%zu", it->args.n);
-        for (size_t i = 0; i < it->args.n; i++)
-            store_args_pushb(&a, it->args.v[i], it->args.len[i]);
-    }
-    int rc = eval_now(s, id, &a, on_batch_reply, b);
-    store_args_dispose(&a);
-    if (rc != 0) {
-        *cut = rest; /* the items stay where they were */
+    batch_item_t *rest = s->pending[id];
+    batch_t *b = batch_cut(s, id, &rest);
+    if (batch_send(s, b, false) != 0) {
+        /* The items stay where they were, linked again. */
+        batch_item_t *last = b->items;
+        while (last->next != NULL)
+            last = last->next;
+        last->next = rest;
         free(b);
         return;
     }
-    s->n_sent[id]++;
     for (batch_item_t *it = b->items; it != NULL; it = it->next)
         store_args_dispose(&it->args);
     s->pending[id] = rest;
