@@ -1134,8 +1134,7 @@ static json_t *results_to_steps(json_t *steps, const redisReply *list)
 
 /* A job started on this runner, from the job's fields `f`, its result lists of each
  * phase and its state (replies; NULL when empty), the server's time and the workflow
- * document (`doc`, used when the fields do not carry one). One reserved slot is taken.
- */
+ * document (`doc`, used when the fields do not carry one). One reserved slot is taken. */
 typedef struct job_start {
     const char *uuid;
     long long fence;
@@ -1189,7 +1188,7 @@ static void job_adopt(runner_t *r, const job_start_t *st)
     }
     char err[512] = "missing workflow document";
     j->wfe = s != NULL ? wf_cache_get(r, s, len, err, sizeof err) : NULL;
-    j->state = st->state != NULL ? store_reply_hash(st->state) : json_object();
+    j->state = store_reply_hash(st->state); /* {} for NULL */
     /* State values are JSON texts. */
     const char *key;
     json_t *value;
@@ -1413,14 +1412,12 @@ bool runner_direct_reserve(runner_t *r, const char *queue)
 {
     /* A claimer blocked in BLMOVE holds a slot: the job it gets will be claimed. */
     size_t blocking = 0;
-    for (size_t i = 0; i < r->n_claimers; i++)
-        blocking += r->claimers[i].blocking ? 1 : 0;
-    if (r->stopping || !r->up || free_slots(r) <= blocking)
-        return false;
     bool serves = false;
-    for (size_t i = 0; i < r->n_claimers && !serves; i++)
-        serves = strcmp(r->claimers[i].queue, queue) == 0;
-    if (!serves)
+    for (size_t i = 0; i < r->n_claimers; i++) {
+        blocking += r->claimers[i].blocking ? 1 : 0;
+        serves = serves || strcmp(r->claimers[i].queue, queue) == 0;
+    }
+    if (r->stopping || !r->up || !serves || free_slots(r) <= blocking)
         return false;
     r->reserved++;
     r->direct_pending++;

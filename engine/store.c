@@ -350,26 +350,30 @@ static batch_t *batch_cut(store_t *s, store_script_t id, batch_item_t **list)
     return b;
 }
 
-/* Sends batch `b` as one script call. `move`: the items' strings move into the call (no
- * copy; the items cannot be sent again), else they are copied. Returns 0, or non-zero
- * when it was not sent. */
-static int batch_send(store_t *s, batch_t *b, bool move)
+/* Sends batch `b` as one script call. The items' strings move into the call's vector
+ * (no copy); when the call is not sent they move back, and the items can be sent or
+ * failed later. Returns 0, or non-zero when it was not sent. */
+static int batch_send(store_t *s, batch_t *b)
 {
     store_args_t a;
     store_args_init(&a);
     store_args_pushf(&a, "%zu", b->n);
     for (batch_item_t *it = b->items; it != NULL; it = it->next) {
         store_args_pushf(&a, "%zu", it->args.n);
-        for (size_t i = 0; i < it->args.n; i++) {
-            if (move)
-                args_append_owned(&a, it->args.v[i], it->args.len[i]);
-            else
-                store_args_pushb(&a, it->args.v[i], it->args.len[i]);
-        }
-        if (move)
-            it->args.n = 0;
+        for (size_t i = 0; i < it->args.n; i++)
+            args_append_owned(&a, it->args.v[i], it->args.len[i]);
     }
     int rc = eval_now(s, b->id, &a, on_batch_reply, b);
+    size_t k = 1;
+    for (batch_item_t *it = b->items; it != NULL; it = it->next) {
+        k++; /* the item's count */
+        if (rc != 0) {
+            for (size_t i = 0; i < it->args.n; i++)
+                a.v[k++] = NULL; /* not sent: the strings stay the item's */
+        } else {
+            it->args.n = 0; /* sent: freed with the vector below */
+        }
+    }
     store_args_dispose(&a);
     if (rc == 0)
         s->n_sent[b->id]++;
@@ -396,7 +400,7 @@ static void on_flush(uv_idle_t *h)
         while (lists[id] != NULL) {
             batch_t *b = batch_cut(s, (store_script_t)id, &lists[id]);
             if (!down) {
-                if (batch_send(s, b, true) == 0)
+                if (batch_send(s, b) == 0)
                     continue;
                 down = true;
             }
@@ -425,7 +429,7 @@ static void flush_early(store_t *s, store_script_t id)
         return;
     batch_item_t *rest = s->pending[id];
     batch_t *b = batch_cut(s, id, &rest);
-    if (batch_send(s, b, false) != 0) {
+    if (batch_send(s, b) != 0) {
         /* The items stay where they were, linked again. */
         batch_item_t *last = b->items;
         while (last->next != NULL)
@@ -434,8 +438,6 @@ static void flush_early(store_t *s, store_script_t id)
         free(b);
         return;
     }
-    for (batch_item_t *it = b->items; it != NULL; it = it->next)
-        store_args_dispose(&it->args);
     s->pending[id] = rest;
     s->n_pending[id] -= b->n;
     if (rest == NULL)

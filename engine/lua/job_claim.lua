@@ -38,8 +38,8 @@ local out = {}
 local docs = {}
 for _, uuid in ipairs(candidates) do
     local k = jkey(uuid)
-    -- The job read once: the reply carries these fields, updated below where the
-    -- claim changes them (pos: where each field is in the flat list).
+    -- The job read once; the reply carries the fields the runner reads, as the claim
+    -- leaves them (see below).
     local f = hash_fields(redis.call('HGETALL', k))
     stream_seen(uuid, f.es, f.lv)
     local ex = f.execution
