@@ -71,6 +71,7 @@ typedef struct op {
     job_ops_t *ops;
     /* job create */
     char uuid[40];
+    bool uuid_made_here; /* by tern_uuid_v4, not given by the client */
     char *workflow_ref;
     json_t *params;
     char *params_text; /* its compact JSON, sized once and sent as it is */
@@ -654,6 +655,10 @@ static void create_send(op_t *op)
         op->direct_queue = op->direct ? xstrdup(wf->queue) : NULL;
     }
     store_args_push(&a, op->direct ? ops->local.id : "");
+    /* A uuid made here is new to Redis, so job_create.lua skips its lookup: a create is
+     * sent again only after an answer saying it stored nothing (WF, LOCKS); one whose
+     * answer was lost fails and is never sent again. */
+    store_args_push(&a, op->uuid_made_here ? "1" : "");
     /* What job_create.lua stores beside the fields sent (it adds unique, locks and lv too,
      * which the view does not show). */
     store_args_dispose(&op->fields);
@@ -769,6 +774,7 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
         snprintf(op->uuid, sizeof op->uuid, "%s", req->uuid);
     } else {
         tern_uuid_v4(op->uuid);
+        op->uuid_made_here = true;
     }
     if (req->post_back_urls != NULL) {
         char err[256];

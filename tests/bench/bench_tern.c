@@ -489,6 +489,8 @@ static void run_a_api(bench_t *b)
     http_blast_t h = {.port = b->t.api_port,
                       .post = true,
                       .n = n_jobs,
+                      .conns =
+                          env_int("BENCH_API_CONNS", HTTP_BLAST_CONNS, 1, HTTP_BLAST_CONNS_MAX),
                       .limit_s = WAIT_MS / 1000.0,
                       .body = "{\"workflow\": \"bench-noop-1\"}"};
     double rcpu0 = redis_cpu_s(b);

@@ -35,16 +35,15 @@
 #define REQUEST_TIMEOUT_S 30.0        /* as the curl client it replaced: one stuck request fails */
 #define POLL_MS           100         /* the longest epoll_wait, so that the bounds are seen */
 #define MAX_BODY          (1LL << 40) /* a longer Content-Length is taken as garbage */
-/* When a turn of the loop brought fewer than GATHER_MIN events, the client pauses
+/* When a turn of the loop brought fewer events than a quarter of the connections, the client pauses
  * GATHER_US before the next epoll_wait, so that answers gather: otherwise ternd, slower
  * than this client, wakes it for nearly every answer, and a sleep and a wake-up per
  * answer cost about as much as its send and read (on the 2-core VM of README "Speed",
  * GET /jobs/<uuid>: 21 to 24 us of CPU per request without the pause, 15 to 16 with it,
  * at the same requests/s). ternd keeps the other requests in flight meanwhile, so its
- * queue does not run dry; a ternd fast enough to answer GATHER_MIN per turn is never
+ * queue does not run dry; a ternd fast enough to answer that many per turn is never
  * paused for. */
-#define GATHER_MIN (HTTP_BLAST_CONNS / 4)
-#define GATHER_US  200
+#define GATHER_US 200
 
 enum conn_state {
     CONN_FREE,      /* no request; the socket, if open, is idle */
@@ -475,7 +474,7 @@ static void run_loop(run_t *r)
 {
     http_blast_t *b = r->b;
     double limit = b->t_start + b->limit_s, next_expire = r->now + POLL_MS / 1000.0;
-    struct epoll_event ev[HTTP_BLAST_CONNS];
+    struct epoll_event ev[HTTP_BLAST_CONNS_MAX];
     for (int i = 0; i < r->n_conns; i++)
         conn_next(r, &r->conns[i]);
     while (r->done < b->n) {
@@ -484,7 +483,7 @@ static void run_loop(run_t *r)
             return;
         }
         double left_ms = (limit - r->now) * 1000.0 + 1.0;
-        int k = epoll_wait(r->ep, ev, HTTP_BLAST_CONNS, left_ms < POLL_MS ? (int)left_ms : POLL_MS);
+        int k = epoll_wait(r->ep, ev, r->n_conns, left_ms < POLL_MS ? (int)left_ms : POLL_MS);
         if (k < 0 && errno != EINTR) {
             note(r, NULL, "epoll_wait: %s", strerror(errno));
             return;
@@ -504,7 +503,7 @@ static void run_loop(run_t *r)
                 conn_recv(r, c);
             conn_next(r, c);
         }
-        if (k > 0 && k < GATHER_MIN && r->done < b->n) {
+        if (k > 0 && k < r->n_conns / 4 && r->done < b->n) {
             struct timespec pause = {0, GATHER_US * 1000L};
             /* An interrupted pause is only a shorter one. */
             if (nanosleep(&pause, NULL) != 0 && errno != EINTR)
@@ -525,14 +524,17 @@ void *http_blast_run(void *arg)
     b->t_start = r.now = clock_s(CLOCK_MONOTONIC);
     if (b->n <= 0)
         goto Done;
+    int conns = b->conns != 0 ? b->conns : HTTP_BLAST_CONNS;
     if (b->port <= 0 || b->port > 65535 || b->limit_s <= 0 || (b->post && b->body == NULL) ||
-        (!b->post && (b->uuids == NULL || b->n_uuids <= 0))) {
-        note(&r, NULL, "bad arguments: port %d, limit_s %g, post %d, body %s, %d uuids", b->port,
-             b->limit_s, (int)b->post, b->body != NULL ? "set" : "NULL", b->n_uuids);
+        (!b->post && (b->uuids == NULL || b->n_uuids <= 0)) || conns < 1 ||
+        conns > HTTP_BLAST_CONNS_MAX) {
+        note(&r, NULL, "bad arguments: port %d, limit_s %g, post %d, body %s, %d uuids, %d conns",
+             b->port, b->limit_s, (int)b->post, b->body != NULL ? "set" : "NULL", b->n_uuids,
+             conns);
         goto Done;
     }
     r.body_len = b->post ? strlen(b->body) : 0;
-    r.n_conns = b->n < HTTP_BLAST_CONNS ? b->n : HTTP_BLAST_CONNS;
+    r.n_conns = b->n < conns ? b->n : conns;
     r.conns = calloc((size_t)r.n_conns, sizeof *r.conns);
     if (r.conns == NULL) {
         note(&r, NULL, "out of memory for %d connections", r.n_conns);

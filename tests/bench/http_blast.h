@@ -1,7 +1,8 @@
 /*
  * http_blast.h -- the load client of the benchmarks: a fixed number of HTTP/1.1
- * requests to ternd's API on 127.0.0.1, HTTP_BLAST_CONNS keep-alive connections, one
- * request in flight on each (no pipelining), all on one thread with epoll.
+ * requests to ternd's API on 127.0.0.1 over keep-alive connections (HTTP_BLAST_CONNS
+ * unless the run asks for another number), one request in flight on each (no
+ * pipelining), all on one thread with epoll.
  *
  * Why not libcurl: the suite runs on a 2-core machine where the client, ternd and Redis
  * share the cores, so every microsecond the client spends is taken from the server it
@@ -23,7 +24,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#define HTTP_BLAST_CONNS 64 /* connections, and so requests in flight */
+#define HTTP_BLAST_CONNS     64   /* connections, and so requests in flight, by default */
+#define HTTP_BLAST_CONNS_MAX 1024 /* the most a run may ask for */
 
 /* One run. The caller fills the first group of fields (the rest zeroed, e.g. by a
  * designated initializer) and owns the struct; `body` and `uuids` are borrowed until
@@ -36,6 +38,7 @@ typedef struct http_blast {
     char (*uuids)[40]; /* for GET: read round robin */
     int n_uuids;
     int n;          /* requests in all */
+    int conns;      /* connections (0: HTTP_BLAST_CONNS; at most HTTP_BLAST_CONNS_MAX) */
     double limit_s; /* the bound of the whole run, seconds */
 
     /* Each of the n requests ends in exactly one of the two counters, so that when the

@@ -200,7 +200,7 @@ def measure(proc, r, cg_out, lua_dir, batch, rounds, callgrind, direct):
             ev = json.dumps({'type': 'created', 'job': u, 'workflow': 'bench-noop-1',
                              'time': now})
             item = [wf, wf, u, 'default', '0', '', '0', '', ev,
-                    'runner-1' if direct else '', 'name', 'bench-noop-1',
+                    'runner-1' if direct else '', '1', 'name', 'bench-noop-1',
                     'version', '1.0.0', 'workflow_uuid', wf, 'params', '{}']
             items += [len(item)] + item
         reply = call('job_create', batch, *items)
