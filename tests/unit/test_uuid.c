@@ -1,0 +1,81 @@
+/*
+ * test_uuid.c -- unit tests of tern_uuid_v4 and tern_uuid_valid (engine/common.c): the
+ * uuids ternd gives new jobs are RFC 4122 version 4 in lowercase hex, every one
+ * different, and the check refuses what is not a uuid.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define N_UUIDS 2000
+
+static int cmp_uuid(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* Every uuid made is well formed (dashes at 8, 13, 18, 23; lowercase hex), says
+ * version 4 and the RFC variant, passes tern_uuid_valid, and none repeats. Each nibble
+ * that is random takes more than one value over the run (a byte stuck at 0 would show). */
+static void test_uuid_v4_form_and_uniqueness(void **state)
+{
+    (void)state;
+    char(*u)[37] = calloc(N_UUIDS, sizeof *u);
+    assert_non_null(u);
+    unsigned seen[36] = {0}; /* per position: a bit per hex digit value seen */
+    for (int i = 0; i < N_UUIDS; i++) {
+        tern_uuid_v4(u[i]);
+        assert_int_equal(strlen(u[i]), 36);
+        assert_true(tern_uuid_valid(u[i]));
+        for (int k = 0; k < 36; k++) {
+            char c = u[i][k];
+            if (k == 8 || k == 13 || k == 18 || k == 23) {
+                assert_int_equal(c, '-');
+                continue;
+            }
+            assert_true((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+            seen[k] |= 1u << (c <= '9' ? c - '0' : c - 'a' + 10);
+        }
+        assert_int_equal(u[i][14], '4');
+        assert_non_null(strchr("89ab", u[i][19]));
+    }
+    for (int k = 0; k < 36; k++) {
+        if (k == 8 || k == 13 || k == 18 || k == 23 || k == 14)
+            continue;
+        /* Position 19 holds 2 random bits (4 values); every other one 4 bits. */
+        assert_true(__builtin_popcount(seen[k]) >= (k == 19 ? 4 : 16) / 2);
+    }
+    qsort(u, N_UUIDS, sizeof *u, cmp_uuid);
+    for (int i = 1; i < N_UUIDS; i++)
+        assert_string_not_equal(u[i - 1], u[i]);
+    free(u);
+}
+
+static void test_uuid_valid_refuses(void **state)
+{
+    (void)state;
+    assert_true(tern_uuid_valid("0b9e5c8a-4f1d-4c2e-9a3b-7d6e5f4a3b2c"));
+    assert_false(tern_uuid_valid(NULL));
+    assert_false(tern_uuid_valid(""));
+    assert_false(tern_uuid_valid("0b9e5c8a-4f1d-4c2e-9a3b-7d6e5f4a3b2"));   /* short */
+    assert_false(tern_uuid_valid("0b9e5c8a-4f1d-4c2e-9a3b-7d6e5f4a3b2cc")); /* long */
+    assert_false(tern_uuid_valid("0b9e5c8a_4f1d-4c2e-9a3b-7d6e5f4a3b2c"));  /* dash */
+    assert_false(tern_uuid_valid("0b9e5c8a-4f1d-4c2e-9a3b-7d6e5f4a3b2g"));  /* not hex */
+    assert_false(tern_uuid_valid("../../../../../etc/passwd/x/y/z/w/1"));   /* a path */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_uuid_v4_form_and_uniqueness),
+        cmocka_unit_test(test_uuid_valid_refuses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
