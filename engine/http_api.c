@@ -213,6 +213,16 @@ static void send_body(h2o_req_t *req, int status, const char *content_type, cons
     h2o_send(req, &buf, len > 0 && !head ? 1 : 0, H2O_SEND_STATE_FINAL);
 }
 
+/* Sends `len` bytes of JSON text and a newline; the text is copied into the request's
+ * pool, which h2o frees with the request. */
+static void send_json(h2o_req_t *req, int status, const char *text, size_t len)
+{
+    char *buf = h2o_mem_alloc_pool(&req->pool, len + 1);
+    memcpy(buf, text, len);
+    buf[len] = '\n';
+    send_body(req, status, "application/json", buf, len + 1);
+}
+
 void api_reply_json(api_req_t *r, int status, const json_t *body)
 {
     log_request(r, status);
@@ -230,15 +240,19 @@ void api_reply_json(api_req_t *r, int status, const json_t *body)
                     "{\"code\":\"InternalError\",\"message\":\"cannot encode the answer\"}\n";
                 send_body(req, 500, "application/json", failed, sizeof failed - 1);
             } else {
-                size_t n = strlen(text);
-                char *buf = h2o_mem_alloc_pool(&req->pool, n + 1);
-                memcpy(buf, text, n);
-                buf[n] = '\n';
+                send_json(req, status, text, strlen(text));
                 free(text);
-                send_body(req, status, "application/json", buf, n + 1);
             }
         }
     }
+    api_req_free(r);
+}
+
+void api_reply_json_text(api_req_t *r, int status, const char *json, size_t len)
+{
+    log_request(r, status);
+    if (r->req != NULL)
+        send_json(r->req, status, json, len);
     api_req_free(r);
 }
 

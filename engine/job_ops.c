@@ -19,6 +19,7 @@
 #include "common.h"
 #include "holds.h"
 #include "job_view.h"
+#include "json_text.h"
 #include "store_op.h"
 #include "template.h"
 #include "workflow.h"
@@ -50,8 +51,9 @@ typedef struct wf_cached {
     workflow_t *wf; /* NULL while loading */
     char *doc;      /* its stored document (for a local runner), NULL while loading */
     size_t doc_len;
-    bool asked;         /* a create has asked for it (loading only) */
-    struct op *waiters; /* creates waiting for the answer (linked by next_waiter) */
+    job_view_wf_t *view; /* what new jobs' views show of it, NULL while loading */
+    bool asked;          /* a create has asked for it (loading only) */
+    struct op *waiters;  /* creates waiting for the answer (linked by next_waiter) */
 } wf_cached_t;
 
 #define WF_CACHE_SLOTS 32
@@ -89,7 +91,13 @@ typedef struct op {
     bool direct_lost;       /* ... and the create's answer was lost */
     store_args_t fields;    /* the new job's fields as job_create.lua stores them, but for
                              * created_at and exec_after, which its answer decides (the
-                             * view of the job is made from them: job_view_new) */
+                             * view of the job is made from them: job_view_new_text) */
+    json_text_t view;       /* the answer of a create: the job's view as JSON text */
+
+    /* The caller of a create (the store_op_t answers create_answered): one of */
+    job_ops_create_cb created_text; /* job_ops_create_text's, or */
+    job_ops_cb created_tree;        /* job_ops_create's */
+    void *created_data;
     /* redrive and others */
     char *caller;
     char *from_step;
@@ -104,6 +112,7 @@ static void wf_cached_put(wf_cached_t *c)
     free(c->uuid);
     workflow_free(c->wf);
     free(c->doc);
+    job_view_wf_free(c->view);
     free(c);
 }
 
@@ -130,6 +139,7 @@ static wf_cached_t *wf_cache_add(job_ops_t *ops, const char *ref, const char *uu
     c->ref = xstrdup(ref);
     c->uuid = xstrndup(uuid, uuid_len);
     c->wf = wf;
+    c->view = wf != NULL ? job_view_wf_new(wf->doc) : NULL;
     if (doc != NULL) {
         c->doc = xstrndup(doc->str, doc->len);
         c->doc_len = doc->len;
@@ -173,6 +183,7 @@ static void op_dispose(store_op_t *base)
     workflow_free(op->wf);
     json_decref(op->post_back_urls);
     store_args_dispose(&op->fields);
+    json_text_dispose(&op->view);
     if (op->direct)
         op->ops->local.release(op->ops->local.data, op->direct_lost);
     free(op->direct_queue);
@@ -481,6 +492,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
             free(c->uuid);
             c->uuid = xstrndup(uuid->str, uuid->len);
             c->wf = wf;
+            c->view = job_view_wf_new(wf->doc);
             c->doc = xstrndup(doc->str, doc->len);
             c->doc_len = doc->len;
         } else {
@@ -525,9 +537,14 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     /* A new job is shown from what was sent; the same create repeated gets the job as
      * it is now. */
     const redisReply *now_r = store_reply_at(reply, 1), *snapshot = store_reply_at(reply, 2);
-    json_t *view = NULL;
+    bool shown = false;
+    json_text_init(&op->view, 2048);
     if (snapshot != NULL) {
-        view = job_view_from_reply(snapshot);
+        json_t *view = job_view_from_reply(snapshot);
+        if (view != NULL)
+            json_text_value(&op->view, view);
+        shown = view != NULL;
+        json_decref(view);
     } else if (now_r != NULL && op->wfc != NULL && op->wfc->wf != NULL) {
         long long now = store_reply_int(now_r, 0);
         bool started = store_reply_is(kind, "RUN") && op->direct;
@@ -540,7 +557,8 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         /* The answer shows the job as created, queued, even when it started in the
          * same step: node-workflow's clients require it (wf-client asserts that a new
          * job is queued); a read shows it running. */
-        view = job_view_new(&op->fields, now, op->wfc->wf->doc);
+        job_view_new_text(&op->fields, now, op->wfc->view, &op->view);
+        shown = true;
         if (started) {
             /* The runner runs it from its fields as job_create.lua started it. */
             replace_field(&op->fields, "execution", "running");
@@ -559,13 +577,12 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
                                  op->wfc->doc_len, now);
         }
     }
-    if (view == NULL) {
+    if (!shown) {
         store_op_done(&op->base, TERN_EIO, NULL, "job %s: job_create.lua answered without the job",
                       op->uuid);
         return;
     }
-    store_op_done(&op->base, 0, view, NULL);
-    json_decref(view);
+    store_op_done(&op->base, 0, NULL, NULL); /* create_answered hands op->view over */
 }
 
 /* A field of the job a create stores: sent (`a`) and kept for the view (`op->fields`). */
@@ -721,9 +738,51 @@ static int check_post_back_urls(const json_t *urls, char *err, size_t errlen)
     return 0;
 }
 
+/* The answer of a create to its caller, in the form it asked for: the store_op_t's
+ * callback of every create, whose data is the operation itself. On success the view
+ * is op->view, made by on_job_create. */
+static void create_answered(void *data, int status, const json_t *result, const char *message)
+{
+    (void)result; /* always NULL: the view is op->view */
+    op_t *op = data;
+    const char *view = status == 0 ? op->view.p : NULL;
+    if (op->created_text != NULL) {
+        op->created_text(op->created_data, status, view, view != NULL ? op->view.len : 0,
+                         view != NULL ? op->uuid : NULL, message);
+        return;
+    }
+    json_t *tree = view != NULL ? json_loadb(view, op->view.len, 0, NULL) : NULL;
+    if (view != NULL && tree == NULL) {
+        op->created_tree(op->created_data, TERN_EIO, NULL, "the new job's view is not JSON");
+        return;
+    }
+    op->created_tree(op->created_data, status, tree, message);
+    json_decref(tree);
+}
+
+static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op);
+
+void job_ops_create_text(job_ops_t *ops, const job_create_req_t *req, job_ops_create_cb cb,
+                         void *data)
+{
+    op_t *op = op_new(ops, create_answered, NULL);
+    op->base.data = op;
+    op->created_text = cb;
+    op->created_data = data;
+    create_start(ops, req, op);
+}
+
 void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, void *data)
 {
-    op_t *op = op_new(ops, cb, data);
+    op_t *op = op_new(ops, create_answered, NULL);
+    op->base.data = op;
+    op->created_tree = cb;
+    op->created_data = data;
+    create_start(ops, req, op);
+}
+
+static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
+{
     if (req->workflow == NULL || req->workflow[0] == '\0') {
         store_op_done(&op->base, TERN_EINVAL, NULL, "workflow: required");
         return;
