@@ -74,8 +74,8 @@ typedef struct op {
     /* job create */
     char uuid[40];
     char *workflow_ref;
-    json_t *params;
-    char *params_text; /* its compact JSON, sized once and sent as it is */
+    char *params_text; /* the params' compact JSON, sized once and sent as it is */
+    json_t *params;    /* ... decoded again when needed (create_params), else NULL */
     char *target;
     char *locks;
     uint64_t exec_after_ms;
@@ -594,6 +594,57 @@ static void field_push(op_t *op, store_args_t *a, const char *name, const char *
     store_args_push(&op->fields, value);
 }
 
+/* The create's params as a tree (borrowed from op), decoded from their text the first
+ * time they are needed: only a target's uniqueness key and the templates of holds read
+ * them, so most creates never do. Decoding jansson's own compact text gives back the
+ * same values. NULL only if that text does not decode (cannot happen). */
+static const json_t *create_params(op_t *op)
+{
+    if (op->params == NULL)
+        op->params = json_loads(op->params_text, 0, NULL);
+    return op->params;
+}
+
+/* The workflow's holds for the new job, expanded against its params and job fields:
+ * 0 and *out the lines job_create.lua stores (malloc'd; NULL when they are empty), or
+ * TERN_EINVAL with the message in err. Only for a workflow with holds. */
+static int create_holds(op_t *op, char **out, char *err, size_t errlen)
+{
+    const workflow_t *wf = op->wfc->wf;
+    json_t *scope_job =
+        json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
+    template_scope_t sc = {.params = create_params(op), .job = scope_job};
+    char *holds = holds_expand(wf->holds, wf->n_holds, &sc, err, errlen);
+    json_decref(scope_job);
+    if (holds == NULL)
+        return TERN_EINVAL;
+    if (holds[0] == '\0') {
+        free(holds);
+        holds = NULL;
+    }
+    *out = holds;
+    return 0;
+}
+
+/* Pushes the "created" event of job `uuid` of workflow `name` (both borrowed), written
+ * as its JSON text: {"type":"created","job":...,"workflow":...,"time":ms}. */
+static void push_created_event(store_args_t *a, const char *uuid, const char *name)
+{
+    json_text_t ev;
+    json_text_init(&ev, 160);
+    static const char type[] = "{\"type\":\"created\",\"job\":", wf[] = ",\"workflow\":",
+                      time_key[] = ",\"time\":";
+    json_text_raw(&ev, type, sizeof type - 1);
+    json_text_str(&ev, uuid, strlen(uuid));
+    json_text_raw(&ev, wf, sizeof wf - 1);
+    json_text_str(&ev, name, strlen(name));
+    json_text_raw(&ev, time_key, sizeof time_key - 1);
+    json_text_int(&ev, (long long)tern_now_ms());
+    json_text_raw(&ev, "}", 1);
+    store_args_pushb(a, ev.p, ev.len);
+    json_text_dispose(&ev);
+}
+
 static void create_send(op_t *op)
 {
     job_ops_t *ops = op->ops;
@@ -632,13 +683,9 @@ static void create_send(op_t *op)
         }
     }
     const workflow_t *wf = op->wfc->wf;
-    json_t *scope_job =
-        json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
-    template_scope_t sc = {.params = op->params, .job = scope_job};
     char herr[512];
-    char *holds = holds_expand(wf->holds, wf->n_holds, &sc, herr, sizeof herr);
-    json_decref(scope_job);
-    if (holds == NULL) {
+    char *holds = NULL;
+    if (wf->n_holds > 0 && create_holds(op, &holds, herr, sizeof herr) != 0) {
         store_args_dispose(&a);
         store_op_done(&op->base, TERN_EINVAL, NULL, "%s", herr);
         return;
@@ -646,17 +693,14 @@ static void create_send(op_t *op)
 
     char unique[33] = "";
     if (op->target != NULL)
-        job_ops_unique_key(wf->name, op->target, op->params, unique);
-    json_t *event = json_pack("{s:s, s:s, s:s, s:I}", "type", "created", "job", op->uuid,
-                              "workflow", wf->name, "time", (json_int_t)tern_now_ms());
+        job_ops_unique_key(wf->name, op->target, create_params(op), unique);
     store_args_push(&a, op->uuid);
     store_args_push(&a, wf->queue);
     store_args_push_u64(&a, op->exec_after_ms);
     store_args_push(&a, unique);
     store_args_push(&a, ops->locks_version);
     store_args_push(&a, op->locks != NULL ? op->locks : "");
-    store_args_push_json(&a, event);
-    json_decref(event);
+    push_created_event(&a, op->uuid, wf->name);
     /* Direct start: a slot of the local runner, taken once per create (this may be a
      * second send, after the workflow or the locks were read). */
     if (op->direct && strcmp(op->direct_queue, wf->queue) != 0) {
@@ -664,7 +708,7 @@ static void create_send(op_t *op)
         ops->local.release(ops->local.data, false);
         op->direct = false;
     }
-    if (!op->direct && ops->local.reserve != NULL && holds[0] == '\0' &&
+    if (!op->direct && ops->local.reserve != NULL && holds == NULL &&
         op->exec_after_ms <= tern_now_ms() && op->wfc->doc != NULL) {
         op->direct = ops->local.reserve(ops->local.data, wf->queue);
         free(op->direct_queue);
@@ -694,7 +738,7 @@ static void create_send(op_t *op)
         snprintf(ms, sizeof ms, "%" PRIu64, wf->timeout_ms);
         field_push(op, &a, "timeout_ms", ms);
     }
-    if (holds[0] != '\0')
+    if (holds != NULL)
         field_push(op, &a, "holds", holds);
     if (wf->n_steps[WF_ONCANCEL] > 0)
         field_push(op, &a, "has_oncancel", "1");
@@ -791,8 +835,8 @@ static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
         store_op_done(&op->base, TERN_EINVAL, NULL, "params: expected an object");
         return;
     }
-    op->params = req->params != NULL ? json_deep_copy(req->params) : json_object();
-    op->params_text = json_dumps(op->params, JSON_COMPACT);
+    /* The text is what is stored and shown; the tree is decoded again only if needed. */
+    op->params_text = req->params != NULL ? json_dumps(req->params, JSON_COMPACT) : xstrdup("{}");
     if (op->params_text == NULL) {
         store_op_done(&op->base, TERN_EINVAL, NULL, "params: cannot be encoded as JSON");
         return;
