@@ -538,7 +538,9 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
      * it is now. */
     const redisReply *now_r = store_reply_at(reply, 1), *snapshot = store_reply_at(reply, 2);
     bool shown = false;
-    json_text_init(&op->view, 2048);
+    /* A 1-step job's view is about 800 bytes: a first size that malloc serves from its
+     * per-thread cache (up to 1 KiB); the text grows for bigger jobs. */
+    json_text_init(&op->view, 1024);
     if (snapshot != NULL) {
         json_t *view = job_view_from_reply(snapshot);
         if (view != NULL)

@@ -467,13 +467,20 @@ static void flush_early(store_t *s, store_script_t id)
 }
 
 /* Queues a call of a batched script for the next turn of the loop. */
-static int eval_batched(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
-                        void *data)
+/* Queues a call of batched script `id`. Its arguments are `args` copied, or `moved`
+ * (taken, left empty) when that is not NULL. */
+static int eval_batched(store_t *s, store_script_t id, const store_args_t *args,
+                        store_args_t *moved, store_reply_cb cb, void *data)
 {
     batch_item_t *it = xcalloc(1, sizeof *it);
-    store_args_init(&it->args);
-    for (size_t i = 0; i < args->n; i++)
-        store_args_pushb(&it->args, args->v[i], args->len[i]);
+    if (moved != NULL) {
+        it->args = *moved;
+        store_args_init(moved);
+    } else {
+        store_args_init(&it->args);
+        for (size_t i = 0; i < args->n; i++)
+            store_args_pushb(&it->args, args->v[i], args->len[i]);
+    }
     it->cb = cb;
     it->data = data;
     if (s->pending_tail[id] == NULL)
@@ -500,7 +507,18 @@ int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_re
     if (!s->up)
         return TERN_ENOTCONN;
     if (script_batched[id])
-        return eval_batched(s, id, args, cb, data);
+        return eval_batched(s, id, args, NULL, cb, data);
+    return eval_now(s, id, args, cb, data);
+}
+
+int store_eval_move(store_t *s, store_script_t id, store_args_t *args, store_reply_cb cb,
+                    void *data)
+{
+    if (!s->up)
+        return TERN_ENOTCONN;
+    if (script_batched[id])
+        return eval_batched(s, id, NULL, args, cb, data);
+    /* A call sent now copies its arguments into the command it writes. */
     return eval_now(s, id, args, cb, data);
 }
 
