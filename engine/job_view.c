@@ -2,6 +2,12 @@
  * job_view.c -- renders a stored job (job_get.lua's reply) as JSON; see job_view.h.
  * Stored fields are strings; numbers and JSON documents are decoded here, and a field
  * that does not decode is shown as the string it is rather than dropped.
+ *
+ * Two renderers read one table of the view's members (view_members): a stored job's
+ * view is a jansson tree, because its readers pick members out of it (a retry, the
+ * job list, the API's GET encodes it), while a job just created is written straight
+ * to text, because POST /jobs only sends it and building and encoding a tree was a
+ * third of ternd's CPU per create. test_api checks that the two give the same bytes.
  */
 #include "job_view.h"
 
