@@ -139,13 +139,25 @@ static void log_request(api_req_t *r, int status)
     double secs = (double)(uv_hrtime() - r->started_ns) / 1e9;
     metrics_http_observe(r->route != NULL ? r->route : "unmatched", r->method, status, secs);
     int level = status >= 500 ? TERN_LOG_ERROR : TERN_LOG_INFO;
-    if (!log_enabled(level))
-        return;
-    json_t *f =
-        json_pack("{s:s, s:s, s:s, s:i, s:f}", "method", r->method, "url", r->path, "route",
-                  r->route != NULL ? r->route : "", "status", status, "latency_ms", secs * 1000.0);
-    log_msg(level, "api", f, "%s %s %d", r->method, r->path, status);
-    json_decref(f);
+    /* One line per request: its members written as they are and the message put
+     * together here, without a jansson object or a printf format per request. */
+    const log_field_t f[] = {
+        {.key = "method", .type = LOG_FIELD_STR, .str = r->method},
+        {.key = "url", .type = LOG_FIELD_STR, .str = r->path},
+        {.key = "route", .type = LOG_FIELD_STR, .str = r->route != NULL ? r->route : ""},
+        {.key = "status", .type = LOG_FIELD_INT, .num = status},
+        {.key = "latency_ms", .type = LOG_FIELD_REAL, .real = secs * 1000.0},
+    };
+    char msg[sizeof r->method + sizeof r->path + 16];
+    size_t ml = strlen(r->method), pl = strlen(r->path), n = 0;
+    memcpy(msg, r->method, ml);
+    n += ml;
+    msg[n++] = ' ';
+    memcpy(msg + n, r->path, pl);
+    n += pl;
+    msg[n++] = ' ';
+    n += (size_t)snprintf(msg + n, sizeof msg - n, "%d", status);
+    log_line(level, "api", f, TERN_ARRAY_SIZE(f), msg, n);
 }
 
 /* ---- answers ------------------------------------------------------------------ */
@@ -213,6 +225,16 @@ static void send_body(h2o_req_t *req, int status, const char *content_type, cons
     h2o_send(req, &buf, len > 0 && !head ? 1 : 0, H2O_SEND_STATE_FINAL);
 }
 
+/* Sends `len` bytes of JSON text and a newline; the text is copied into the request's
+ * pool, which h2o frees with the request. */
+static void send_json(h2o_req_t *req, int status, const char *text, size_t len)
+{
+    char *buf = h2o_mem_alloc_pool(&req->pool, len + 1);
+    memcpy(buf, text, len);
+    buf[len] = '\n';
+    send_body(req, status, "application/json", buf, len + 1);
+}
+
 void api_reply_json(api_req_t *r, int status, const json_t *body)
 {
     log_request(r, status);
@@ -230,15 +252,19 @@ void api_reply_json(api_req_t *r, int status, const json_t *body)
                     "{\"code\":\"InternalError\",\"message\":\"cannot encode the answer\"}\n";
                 send_body(req, 500, "application/json", failed, sizeof failed - 1);
             } else {
-                size_t n = strlen(text);
-                char *buf = h2o_mem_alloc_pool(&req->pool, n + 1);
-                memcpy(buf, text, n);
-                buf[n] = '\n';
+                send_json(req, status, text, strlen(text));
                 free(text);
-                send_body(req, status, "application/json", buf, n + 1);
             }
         }
     }
+    api_req_free(r);
+}
+
+void api_reply_json_text(api_req_t *r, int status, const char *json, size_t len)
+{
+    log_request(r, status);
+    if (r->req != NULL)
+        send_json(r->req, status, json, len);
     api_req_free(r);
 }
 

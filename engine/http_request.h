@@ -75,6 +75,10 @@ int api_query_uint(const api_req_t *r, const char *name, uint64_t def, uint64_t 
  * body). Frees r. */
 void api_reply_json(api_req_t *r, int status, const json_t *body);
 
+/* Answers with `status` and `len` bytes of `json` (borrowed, copied): JSON text the
+ * caller encoded itself, sent as api_reply_json sends what it encodes. Frees r. */
+void api_reply_json_text(api_req_t *r, int status, const char *json, size_t len);
+
 /* Adds a response header before api_reply_json (e.g. Location). */
 void api_add_header(api_req_t *r, const char *name, const char *value);
 

@@ -112,7 +112,9 @@ static void list_jobs(api_req_t *r)
 
 /* ---- POST /jobs --------------------------------------------------------------- */
 
-static void on_job_created(void *data, int status, const json_t *result, const char *message)
+/* The new job's view comes as text (job_ops_create_text) and is sent as it is. */
+static void on_job_created(void *data, int status, const char *view, size_t len, const char *uuid,
+                           const char *message)
 {
     api_req_t *r = data;
     if (status != 0) {
@@ -120,10 +122,9 @@ static void on_job_created(void *data, int status, const json_t *result, const c
         return;
     }
     char location[80];
-    snprintf(location, sizeof location, "/jobs/%s",
-             json_string_value(json_object_get(result, "uuid")));
+    snprintf(location, sizeof location, "/jobs/%s", uuid);
     api_add_header(r, "Location", location);
-    api_reply_json(r, 201, result);
+    api_reply_json_text(r, 201, view, len);
 }
 
 static void create_job(api_req_t *r)
@@ -136,7 +137,7 @@ static void create_job(api_req_t *r)
     }
     /* The params are a new object made from the body (job_request.h). */
     json_t *params = (json_t *)req.params;
-    job_ops_create(api_ops(r), &req, on_job_created, r);
+    job_ops_create_text(api_ops(r), &req, on_job_created, r);
     json_decref(params);
 }
 

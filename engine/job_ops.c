@@ -19,6 +19,7 @@
 #include "common.h"
 #include "holds.h"
 #include "job_view.h"
+#include "json_text.h"
 #include "store_op.h"
 #include "template.h"
 #include "workflow.h"
@@ -50,8 +51,9 @@ typedef struct wf_cached {
     workflow_t *wf; /* NULL while loading */
     char *doc;      /* its stored document (for a local runner), NULL while loading */
     size_t doc_len;
-    bool asked;         /* a create has asked for it (loading only) */
-    struct op *waiters; /* creates waiting for the answer (linked by next_waiter) */
+    job_view_wf_t *view; /* what new jobs' views show of it, NULL while loading */
+    bool asked;          /* a create has asked for it (loading only) */
+    struct op *waiters;  /* creates waiting for the answer (linked by next_waiter) */
 } wf_cached_t;
 
 #define WF_CACHE_SLOTS 32
@@ -73,8 +75,8 @@ typedef struct op {
     char uuid[40];
     bool uuid_made_here; /* by tern_uuid_v4, not given by the client */
     char *workflow_ref;
-    json_t *params;
-    char *params_text; /* its compact JSON, sized once and sent as it is */
+    char *params_text; /* the params' compact JSON, sized once and sent as it is */
+    json_t *params;    /* ... decoded again when needed (create_params), else NULL */
     char *target;
     char *locks;
     uint64_t exec_after_ms;
@@ -90,7 +92,13 @@ typedef struct op {
     bool direct_lost;       /* ... and the create's answer was lost */
     store_args_t fields;    /* the new job's fields as job_create.lua stores them, but for
                              * created_at and exec_after, which its answer decides (the
-                             * view of the job is made from them: job_view_new) */
+                             * view of the job is made from them: job_view_new_text) */
+    json_text_t view;       /* the answer of a create: the job's view as JSON text */
+
+    /* The caller of a create (the store_op_t answers create_answered): one of */
+    job_ops_create_cb created_text; /* job_ops_create_text's, or */
+    job_ops_cb created_tree;        /* job_ops_create's */
+    void *created_data;
     /* redrive and others */
     char *caller;
     char *from_step;
@@ -105,6 +113,7 @@ static void wf_cached_put(wf_cached_t *c)
     free(c->uuid);
     workflow_free(c->wf);
     free(c->doc);
+    job_view_wf_free(c->view);
     free(c);
 }
 
@@ -131,6 +140,7 @@ static wf_cached_t *wf_cache_add(job_ops_t *ops, const char *ref, const char *uu
     c->ref = xstrdup(ref);
     c->uuid = xstrndup(uuid, uuid_len);
     c->wf = wf;
+    c->view = wf != NULL ? job_view_wf_new(wf->doc) : NULL;
     if (doc != NULL) {
         c->doc = xstrndup(doc->str, doc->len);
         c->doc_len = doc->len;
@@ -174,6 +184,7 @@ static void op_dispose(store_op_t *base)
     workflow_free(op->wf);
     json_decref(op->post_back_urls);
     store_args_dispose(&op->fields);
+    json_text_dispose(&op->view);
     if (op->direct)
         op->ops->local.release(op->ops->local.data, op->direct_lost);
     free(op->direct_queue);
@@ -482,6 +493,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
             free(c->uuid);
             c->uuid = xstrndup(uuid->str, uuid->len);
             c->wf = wf;
+            c->view = job_view_wf_new(wf->doc);
             c->doc = xstrndup(doc->str, doc->len);
             c->doc_len = doc->len;
         } else {
@@ -526,9 +538,16 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     /* A new job is shown from what was sent; the same create repeated gets the job as
      * it is now. */
     const redisReply *now_r = store_reply_at(reply, 1), *snapshot = store_reply_at(reply, 2);
-    json_t *view = NULL;
+    bool shown = false;
+    /* A 1-step job's view is about 800 bytes: a first size that malloc serves from its
+     * per-thread cache (up to 1 KiB); the text grows for bigger jobs. */
+    json_text_init(&op->view, 1024);
     if (snapshot != NULL) {
-        view = job_view_from_reply(snapshot);
+        json_t *view = job_view_from_reply(snapshot);
+        if (view != NULL)
+            json_text_value(&op->view, view);
+        shown = view != NULL;
+        json_decref(view);
     } else if (now_r != NULL && op->wfc != NULL && op->wfc->wf != NULL) {
         long long now = store_reply_int(now_r, 0);
         bool started = store_reply_is(kind, "RUN") && op->direct;
@@ -541,7 +560,8 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         /* The answer shows the job as created, queued, even when it started in the
          * same step: node-workflow's clients require it (wf-client asserts that a new
          * job is queued); a read shows it running. */
-        view = job_view_new(&op->fields, now, op->wfc->wf->doc);
+        job_view_new_text(&op->fields, now, op->wfc->view, &op->view);
+        shown = true;
         if (started) {
             /* The runner runs it from its fields as job_create.lua started it. */
             replace_field(&op->fields, "execution", "running");
@@ -560,13 +580,12 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
                                  op->wfc->doc_len, now);
         }
     }
-    if (view == NULL) {
+    if (!shown) {
         store_op_done(&op->base, TERN_EIO, NULL, "job %s: job_create.lua answered without the job",
                       op->uuid);
         return;
     }
-    store_op_done(&op->base, 0, view, NULL);
-    json_decref(view);
+    store_op_done(&op->base, 0, NULL, NULL); /* create_answered hands op->view over */
 }
 
 /* A field of the job a create stores: sent (`a`) and kept for the view (`op->fields`). */
@@ -576,6 +595,57 @@ static void field_push(op_t *op, store_args_t *a, const char *name, const char *
     store_args_push(a, value);
     store_args_push(&op->fields, name);
     store_args_push(&op->fields, value);
+}
+
+/* The create's params as a tree (borrowed from op), decoded from their text the first
+ * time they are needed: only a target's uniqueness key and the templates of holds read
+ * them, so most creates never do. Decoding jansson's own compact text gives back the
+ * same values. NULL only if that text does not decode (cannot happen). */
+static const json_t *create_params(op_t *op)
+{
+    if (op->params == NULL)
+        op->params = json_loads(op->params_text, 0, NULL);
+    return op->params;
+}
+
+/* The workflow's holds for the new job, expanded against its params and job fields:
+ * 0 and *out the lines job_create.lua stores (malloc'd; NULL when they are empty), or
+ * TERN_EINVAL with the message in err. Only for a workflow with holds. */
+static int create_holds(op_t *op, char **out, char *err, size_t errlen)
+{
+    const workflow_t *wf = op->wfc->wf;
+    json_t *scope_job =
+        json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
+    template_scope_t sc = {.params = create_params(op), .job = scope_job};
+    char *holds = holds_expand(wf->holds, wf->n_holds, &sc, err, errlen);
+    json_decref(scope_job);
+    if (holds == NULL)
+        return TERN_EINVAL;
+    if (holds[0] == '\0') {
+        free(holds);
+        holds = NULL;
+    }
+    *out = holds;
+    return 0;
+}
+
+/* Pushes the "created" event of job `uuid` of workflow `name` (both borrowed), written
+ * as its JSON text: {"type":"created","job":...,"workflow":...,"time":ms}. */
+static void push_created_event(store_args_t *a, const char *uuid, const char *name)
+{
+    json_text_t ev;
+    json_text_init(&ev, 160);
+    static const char type[] = "{\"type\":\"created\",\"job\":", wf[] = ",\"workflow\":",
+                      time_key[] = ",\"time\":";
+    json_text_raw(&ev, type, sizeof type - 1);
+    json_text_str(&ev, uuid, strlen(uuid));
+    json_text_raw(&ev, wf, sizeof wf - 1);
+    json_text_str(&ev, name, strlen(name));
+    json_text_raw(&ev, time_key, sizeof time_key - 1);
+    json_text_int(&ev, (long long)tern_now_ms());
+    json_text_raw(&ev, "}", 1);
+    store_args_pushb(a, ev.p, ev.len);
+    json_text_dispose(&ev);
 }
 
 static void create_send(op_t *op)
@@ -616,13 +686,9 @@ static void create_send(op_t *op)
         }
     }
     const workflow_t *wf = op->wfc->wf;
-    json_t *scope_job =
-        json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
-    template_scope_t sc = {.params = op->params, .job = scope_job};
     char herr[512];
-    char *holds = holds_expand(wf->holds, wf->n_holds, &sc, herr, sizeof herr);
-    json_decref(scope_job);
-    if (holds == NULL) {
+    char *holds = NULL;
+    if (wf->n_holds > 0 && create_holds(op, &holds, herr, sizeof herr) != 0) {
         store_args_dispose(&a);
         store_op_done(&op->base, TERN_EINVAL, NULL, "%s", herr);
         return;
@@ -630,17 +696,14 @@ static void create_send(op_t *op)
 
     char unique[33] = "";
     if (op->target != NULL)
-        job_ops_unique_key(wf->name, op->target, op->params, unique);
-    json_t *event = json_pack("{s:s, s:s, s:s, s:I}", "type", "created", "job", op->uuid,
-                              "workflow", wf->name, "time", (json_int_t)tern_now_ms());
+        job_ops_unique_key(wf->name, op->target, create_params(op), unique);
     store_args_push(&a, op->uuid);
     store_args_push(&a, wf->queue);
     store_args_push_u64(&a, op->exec_after_ms);
     store_args_push(&a, unique);
     store_args_push(&a, ops->locks_version);
     store_args_push(&a, op->locks != NULL ? op->locks : "");
-    store_args_push_json(&a, event);
-    json_decref(event);
+    push_created_event(&a, op->uuid, wf->name);
     /* Direct start: a slot of the local runner, taken once per create (this may be a
      * second send, after the workflow or the locks were read). */
     if (op->direct && strcmp(op->direct_queue, wf->queue) != 0) {
@@ -648,7 +711,7 @@ static void create_send(op_t *op)
         ops->local.release(ops->local.data, false);
         op->direct = false;
     }
-    if (!op->direct && ops->local.reserve != NULL && holds[0] == '\0' &&
+    if (!op->direct && ops->local.reserve != NULL && holds == NULL &&
         op->exec_after_ms <= tern_now_ms() && op->wfc->doc != NULL) {
         op->direct = ops->local.reserve(ops->local.data, wf->queue);
         free(op->direct_queue);
@@ -682,7 +745,7 @@ static void create_send(op_t *op)
         snprintf(ms, sizeof ms, "%" PRIu64, wf->timeout_ms);
         field_push(op, &a, "timeout_ms", ms);
     }
-    if (holds[0] != '\0')
+    if (holds != NULL)
         field_push(op, &a, "holds", holds);
     if (wf->n_steps[WF_ONCANCEL] > 0)
         field_push(op, &a, "has_oncancel", "1");
@@ -726,9 +789,51 @@ static int check_post_back_urls(const json_t *urls, char *err, size_t errlen)
     return 0;
 }
 
+/* The answer of a create to its caller, in the form it asked for: the store_op_t's
+ * callback of every create, whose data is the operation itself. On success the view
+ * is op->view, made by on_job_create. */
+static void create_answered(void *data, int status, const json_t *result, const char *message)
+{
+    (void)result; /* always NULL: the view is op->view */
+    op_t *op = data;
+    const char *view = status == 0 ? op->view.p : NULL;
+    if (op->created_text != NULL) {
+        op->created_text(op->created_data, status, view, view != NULL ? op->view.len : 0,
+                         view != NULL ? op->uuid : NULL, message);
+        return;
+    }
+    json_t *tree = view != NULL ? json_loadb(view, op->view.len, 0, NULL) : NULL;
+    if (view != NULL && tree == NULL) {
+        op->created_tree(op->created_data, TERN_EIO, NULL, "the new job's view is not JSON");
+        return;
+    }
+    op->created_tree(op->created_data, status, tree, message);
+    json_decref(tree);
+}
+
+static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op);
+
+void job_ops_create_text(job_ops_t *ops, const job_create_req_t *req, job_ops_create_cb cb,
+                         void *data)
+{
+    op_t *op = op_new(ops, create_answered, NULL);
+    op->base.data = op;
+    op->created_text = cb;
+    op->created_data = data;
+    create_start(ops, req, op);
+}
+
 void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, void *data)
 {
-    op_t *op = op_new(ops, cb, data);
+    op_t *op = op_new(ops, create_answered, NULL);
+    op->base.data = op;
+    op->created_tree = cb;
+    op->created_data = data;
+    create_start(ops, req, op);
+}
+
+static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
+{
     if (req->workflow == NULL || req->workflow[0] == '\0') {
         store_op_done(&op->base, TERN_EINVAL, NULL, "workflow: required");
         return;
@@ -737,8 +842,8 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
         store_op_done(&op->base, TERN_EINVAL, NULL, "params: expected an object");
         return;
     }
-    op->params = req->params != NULL ? json_deep_copy(req->params) : json_object();
-    op->params_text = json_dumps(op->params, JSON_COMPACT);
+    /* The text is what is stored and shown; the tree is decoded again only if needed. */
+    op->params_text = req->params != NULL ? json_dumps(req->params, JSON_COMPACT) : xstrdup("{}");
     if (op->params_text == NULL) {
         store_op_done(&op->base, TERN_EINVAL, NULL, "params: cannot be encoded as JSON");
         return;

@@ -50,8 +50,9 @@ static int body_exec_after(const json_t *body, uint64_t *out, char *err, size_t 
 /* node-workflow's mapping of a job body: its own members are taken as they are and
  * every other top-level member becomes a param. tern also takes a `params` object,
  * to which those members are added; a member given both ways with different values
- * is refused rather than one silently winning. Returns a new object, or NULL with the
- * message in err. */
+ * is refused rather than one silently winning. Returns a new reference, or NULL with
+ * the message in err: the body's own `params` object when nothing is added to it (not
+ * to be changed; most bodies), else a new object. */
 static json_t *body_params(const json_t *body, char *err, size_t errlen)
 {
     static const char *const members[] = {"workflow", "target", "exec_after",     "locks",
@@ -61,7 +62,8 @@ static json_t *body_params(const json_t *body, char *err, size_t errlen)
         tern_seterr(err, errlen, TERN_EINVAL, "params: expected an object");
         return NULL;
     }
-    json_t *params = json_is_object(given) ? json_deep_copy(given) : json_object();
+    json_t *params = json_is_object(given) ? json_incref(given) : json_object();
+    bool own = !json_is_object(given); /* params is a new object, ours to change */
     const char *key;
     json_t *value;
     /* json_object_foreach takes a non-const object; the loop only reads it. */
@@ -80,6 +82,13 @@ static json_t *body_params(const json_t *body, char *err, size_t errlen)
                         key);
             json_decref(params);
             return NULL;
+        }
+        if (!own) {
+            /* The body's object is left as it is: members are added to a copy. */
+            json_t *copy = json_deep_copy(params);
+            json_decref(params);
+            params = copy;
+            own = true;
         }
         json_object_set(params, key, value);
     }

@@ -17,8 +17,9 @@
 #include "job_ops.h"
 
 /* Reads `body` (a JSON object, borrowed; NULL when the request had no body) into
- * *out. Returns 0 with out->params a new reference the caller must json_decref
- * (strings and post_back_urls are borrowed from body), or TERN_EINVAL with the
+ * *out. Returns 0 with out->params a new reference the caller must json_decref and
+ * must not change (it may be body's own params object; strings and post_back_urls
+ * are borrowed from body), or TERN_EINVAL with the
  * message the API answers ("workflow: required (a workflow uuid or name)") in err;
  * then out->params is NULL. */
 int job_request_parse(const json_t *body, job_create_req_t *out, char *err, size_t errlen);

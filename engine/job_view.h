@@ -14,6 +14,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "json_text.h"
 #include "store.h"
 
 /* The executions a job can be in, in node-workflow's order; NULL-terminated. */
@@ -26,12 +27,23 @@ bool job_execution_valid(const char *s);
  * reply is empty (no such job). */
 json_t *job_view_from_reply(const redisReply *reply);
 
-/* Builds the view of a job just created, from the field/value pairs stored for it
- * (`fields`: names at even positions; borrowed), the server's time of the create and
- * its workflow's document (borrowed). A new job has no results, state, history or
- * post-back attempts yet, so these need no reply (job_create.lua answers without the
- * job: that answer cost Redis 7 % of its work for a 1-step job). Returns a new
- * reference. */
-json_t *job_view_new(const store_args_t *fields, long long now, const json_t *wf);
+/* What the view of a new job takes from its workflow version alone (its steps as
+ * text), made once per version and shared by the creates of its jobs. */
+typedef struct job_view_wf job_view_wf_t;
+
+/* Makes it from the workflow's document `wf` (a reference is kept). Free with
+ * job_view_wf_free. */
+job_view_wf_t *job_view_wf_new(const json_t *wf);
+void job_view_wf_free(job_view_wf_t *w);
+
+/* Appends to `out` the view of a job just created as compact JSON text: the bytes
+ * json_dumps(..., JSON_COMPACT) gives for the view job_view_from_reply makes of the
+ * same job once stored, written without building it. `fields` are the field/value
+ * pairs stored for the job (names at even positions; borrowed), `now` the server's
+ * time of the create, `w` its workflow's part. A new job has no results, state,
+ * history or post-back attempts yet, so these need no reply (job_create.lua answers
+ * without the job: that answer cost Redis 7 % of its work for a 1-step job). */
+void job_view_new_text(const store_args_t *fields, long long now, const job_view_wf_t *w,
+                       json_text_t *out);
 
 #endif /* TERN_JOB_VIEW_H */

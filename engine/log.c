@@ -21,6 +21,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -108,6 +109,34 @@ static void lb_fmt(linebuf_t *b, const char *fmt, ...)
     va_end(ap);
     if (n < 0 || (size_t)n >= sizeof tmp)
         n = 0; /* only used for numbers, which always fit */
+    lb_add(b, tmp, (size_t)n);
+}
+
+/* Appends a real as jansson's encoder writes it (17 significant digits, ".0" when
+ * that reads as an integer, no '+' or leading zeros in the exponent), so that a line
+ * of log_line reads as the same line of log_msg. */
+static void lb_real(linebuf_t *b, double v)
+{
+    char tmp[40];
+    int n = snprintf(tmp, sizeof tmp, "%.17g", v);
+    if (n < 0 || (size_t)n >= sizeof tmp - 3)
+        return;
+    if (strchr(tmp, '.') == NULL && strchr(tmp, 'e') == NULL) {
+        memcpy(tmp + n, ".0", 3);
+        n += 2;
+    }
+    char *e = strchr(tmp, 'e');
+    if (e != NULL) {
+        char *start = e + 1, *end = e + 2;
+        if (*start == '-')
+            start++;
+        while (*end == '0')
+            end++;
+        if (end != start) {
+            memmove(start, end, (size_t)(tmp + n + 1 - end));
+            n -= (int)(end - start);
+        }
+    }
     lb_add(b, tmp, (size_t)n);
 }
 
@@ -339,26 +368,109 @@ static size_t format_msg(char *small, size_t smallcap, char **out, const char *f
     return keep;
 }
 
-void log_vmsg(int level, const char *component, const json_t *fields, const char *fmt, va_list ap)
+/* True when a member named `key` may not be written: it would repeat a core field of
+ * the line (or the component, when one is given). */
+static bool core_key(const char *key, const char *component)
 {
+    static const char *const core[] = {"name", "hostname", "pid", "level", "msg", "time", "v"};
+    if (component != NULL && strcmp(key, "component") == 0)
+        return true;
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(core); i++)
+        if (strcmp(key, core[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Appends the members of `fields` (a jansson object) that are not core fields. */
+static void add_json_fields(linebuf_t *b, const char *component, const json_t *fields)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)fields, key, value)
+    {
+        if (core_key(key, component))
+            continue;
+        /* Plain values written here: an encoder run and an allocation per field cost
+         * a tenth of ternd's CPU in its access log at full speed. */
+        if (json_is_string(value)) {
+            lb_key(b, key);
+            lb_json_str(b, json_string_value(value), json_string_length(value));
+            continue;
+        }
+        if (json_is_integer(value)) {
+            lb_key(b, key);
+            lb_fmt(b, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
+            continue;
+        }
+        if (json_is_real(value)) {
+            lb_key(b, key);
+            lb_real(b, json_real_value(value));
+            continue;
+        }
+        char *enc = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (enc == NULL)
+            continue;
+        lb_key(b, key);
+        lb_str(b, enc);
+        free(enc); /* json_dumps' result is ours */
+    }
+}
+
+/* Appends the members of log_line's `fields` that are not core fields. */
+static void add_typed_fields(linebuf_t *b, const char *component, const log_field_t *fields,
+                             size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const log_field_t *fl = &fields[i];
+        if (core_key(fl->key, component))
+            continue;
+        lb_key(b, fl->key);
+        switch (fl->type) {
+        case LOG_FIELD_STR:
+            if (fl->str != NULL)
+                lb_json_str(b, fl->str, strlen(fl->str));
+            else
+                lb_str(b, "null");
+            break;
+        case LOG_FIELD_INT:
+            lb_fmt(b, "%lld", fl->num);
+            break;
+        case LOG_FIELD_REAL:
+            lb_real(b, fl->real);
+            break;
+        }
+    }
+}
+
+/* The settings a line is written with, read together. */
+typedef struct line_settings {
     char name[sizeof log_name], hostname[sizeof log_hostname];
     int fd;
+} line_settings_t;
 
+/* Reads the settings into *ls; false when lines of `level` are not written. */
+static bool line_settings(int level, line_settings_t *ls)
+{
     pthread_mutex_lock(&log_lock);
     if (level < log_min_level) {
         pthread_mutex_unlock(&log_lock);
-        return;
+        return false;
     }
     fill_hostname_locked();
-    memcpy(name, log_name, sizeof name);
-    memcpy(hostname, log_hostname, sizeof hostname);
-    fd = log_fd;
+    memcpy(ls->name, log_name, sizeof ls->name);
+    memcpy(ls->hostname, log_hostname, sizeof ls->hostname);
+    ls->fd = log_fd;
     pthread_mutex_unlock(&log_lock);
+    return true;
+}
 
-    char msgsmall[1024];
-    char *msg;
-    size_t msglen = format_msg(msgsmall, sizeof msgsmall, &msg, fmt, ap);
-
+/* Writes one line: the core fields, the members of `json_fields` (an object, or NULL)
+ * or of `fields[0..n)`, and the message `msg` (msglen bytes, already cut). */
+static void write_line(const line_settings_t *ls, int level, const char *component,
+                       const json_t *json_fields, const log_field_t *fields, size_t n,
+                       const char *msg, size_t msglen)
+{
+    const char *name = ls->name, *hostname = ls->hostname;
     char stack[4096];
     linebuf_t b = {.p = stack, .len = 0, .cap = sizeof stack, .heap = false};
 
@@ -375,37 +487,9 @@ void log_vmsg(int level, const char *component, const json_t *fields, const char
         lb_key(&b, "component");
         lb_json_str(&b, component, strlen(component));
     }
-    if (json_is_object(fields)) {
-        static const char *const core[] = {"name", "hostname", "pid", "level", "msg", "time", "v"};
-        const char *key;
-        json_t *value;
-        json_object_foreach((json_t *)fields, key, value)
-        {
-            bool skip = component != NULL && strcmp(key, "component") == 0;
-            for (size_t i = 0; !skip && i < TERN_ARRAY_SIZE(core); i++)
-                skip = strcmp(key, core[i]) == 0;
-            if (skip)
-                continue;
-            /* Plain values written here: an encoder run and an allocation per field cost
-             * a tenth of ternd's CPU in its access log at full speed. */
-            if (json_is_string(value)) {
-                lb_key(&b, key);
-                lb_json_str(&b, json_string_value(value), json_string_length(value));
-                continue;
-            }
-            if (json_is_integer(value)) {
-                lb_key(&b, key);
-                lb_fmt(&b, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
-                continue;
-            }
-            char *enc = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
-            if (enc == NULL)
-                continue;
-            lb_key(&b, key);
-            lb_str(&b, enc);
-            free(enc); /* json_dumps' result is ours */
-        }
-    }
+    if (json_is_object(json_fields))
+        add_json_fields(&b, component, json_fields);
+    add_typed_fields(&b, component, fields, n);
     lb_key(&b, "msg");
     lb_json_str(&b, msg, msglen);
     char when[32];
@@ -417,13 +501,56 @@ void log_vmsg(int level, const char *component, const json_t *fields, const char
     /* The kernel keeps a single write whole only up to PIPE_BUF on a pipe; a partial
      * write finished by a second call must not let another thread's line in between. */
     pthread_mutex_lock(&write_lock);
-    write_all(fd, b.p, b.len);
+    write_all(ls->fd, b.p, b.len);
     pthread_mutex_unlock(&write_lock);
 
     if (b.heap)
         free(b.p);
+}
+
+void log_vmsg(int level, const char *component, const json_t *fields, const char *fmt, va_list ap)
+{
+    line_settings_t ls;
+    if (!line_settings(level, &ls))
+        return;
+    char msgsmall[1024];
+    char *msg;
+    size_t msglen = format_msg(msgsmall, sizeof msgsmall, &msg, fmt, ap);
+    write_line(&ls, level, component, fields, NULL, 0, msg, msglen);
     if (msg != msgsmall)
         free(msg);
+}
+
+/* format_msg with the arguments given here. */
+static size_t cut_msg(char *small, size_t smallcap, char **out, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static size_t cut_msg(char *small, size_t smallcap, char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t n = format_msg(small, smallcap, out, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+void log_line(int level, const char *component, const log_field_t *fields, size_t n,
+              const char *msg, size_t msglen)
+{
+    line_settings_t ls;
+    if (!line_settings(level, &ls))
+        return;
+    if (msglen <= LOG_MSG_MAX) {
+        write_line(&ls, level, component, NULL, fields, n, msg, msglen);
+        return;
+    }
+    /* A long message is cut as log_msg cuts one (rare: messages here are short). */
+    char msgsmall[1024];
+    char *cut;
+    size_t cutlen = cut_msg(msgsmall, sizeof msgsmall, &cut, "%.*s",
+                            msglen < INT_MAX ? (int)msglen : INT_MAX, msg);
+    write_line(&ls, level, component, NULL, fields, n, cut, cutlen);
+    if (cut != msgsmall)
+        free(cut);
 }
 
 void log_msg(int level, const char *component, const json_t *fields, const char *fmt, ...)

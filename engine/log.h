@@ -34,4 +34,21 @@ void log_msg(int level, const char *component, const json_t *fields, const char 
     __attribute__((format(printf, 4, 5)));
 void log_vmsg(int level, const char *component, const json_t *fields, const char *fmt, va_list ap);
 
+/* One member of a line written by log_line: its value as it is, for lines written
+ * often enough (the access log, one per request) that a jansson object per line and
+ * an encoder run per member cost more than writing the line. */
+typedef struct log_field {
+    const char *key; /* borrowed */
+    enum { LOG_FIELD_STR, LOG_FIELD_INT, LOG_FIELD_REAL } type;
+    const char *str; /* LOG_FIELD_STR (borrowed) */
+    long long num;   /* LOG_FIELD_INT */
+    double real;     /* LOG_FIELD_REAL: written as jansson writes a real */
+} log_field_t;
+
+/* Writes one line as log_msg would with an object of the same members in the same
+ * order, the same bytes, but for the message: `msg` (borrowed, `msglen` bytes) is
+ * taken as it is, not as a format (cut at the same length as log_msg's). */
+void log_line(int level, const char *component, const log_field_t *fields, size_t n,
+              const char *msg, size_t msglen);
+
 #endif /* TERN_LOG_H */

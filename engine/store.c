@@ -107,14 +107,23 @@ void store_args_init(store_args_t *a)
     memset(a, 0, sizeof *a);
 }
 
+/* Makes room for `more` arguments beyond those in `a`. */
+static void args_reserve(store_args_t *a, size_t more)
+{
+    if (a->n + more <= a->cap)
+        return;
+    size_t cap = a->cap ? a->cap * 2 : 16;
+    while (cap < a->n + more)
+        cap *= 2;
+    a->cap = cap;
+    a->v = xrealloc(a->v, a->cap * sizeof *a->v);
+    a->len = xrealloc(a->len, a->cap * sizeof *a->len);
+}
+
 /* Appends `s` (len bytes, NUL-terminated, malloc'd), which `a` owns from now on. */
 static void args_append_owned(store_args_t *a, char *s, size_t len)
 {
-    if (a->n == a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 16;
-        a->v = xrealloc(a->v, a->cap * sizeof *a->v);
-        a->len = xrealloc(a->len, a->cap * sizeof *a->len);
-    }
+    args_reserve(a, 1);
     a->v[a->n] = s;
     a->len[a->n] = len;
     a->n++;
@@ -150,7 +159,15 @@ void store_args_pushf(store_args_t *a, const char *fmt, ...)
 
 void store_args_push_u64(store_args_t *a, uint64_t v)
 {
-    store_args_pushf(a, "%llu", (unsigned long long)v);
+    /* Digits written here: a create and a step push several numbers each, and
+     * vasprintf cost an allocation and a format per number. */
+    char digits[24];
+    size_t n = sizeof digits;
+    do {
+        digits[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    store_args_pushb(a, digits + n, sizeof digits - n);
 }
 
 void store_args_push_json(store_args_t *a, const json_t *v)
@@ -357,9 +374,13 @@ static int batch_send(store_t *s, batch_t *b)
 {
     store_args_t a;
     store_args_init(&a);
-    store_args_pushf(&a, "%zu", b->n);
+    size_t total = 1; /* the vector is sized once: batches carry hundreds of arguments */
+    for (batch_item_t *it = b->items; it != NULL; it = it->next)
+        total += 1 + it->args.n;
+    args_reserve(&a, total);
+    store_args_push_u64(&a, b->n);
     for (batch_item_t *it = b->items; it != NULL; it = it->next) {
-        store_args_pushf(&a, "%zu", it->args.n);
+        store_args_push_u64(&a, it->args.n);
         for (size_t i = 0; i < it->args.n; i++)
             args_append_owned(&a, it->args.v[i], it->args.len[i]);
     }
@@ -446,13 +467,20 @@ static void flush_early(store_t *s, store_script_t id)
 }
 
 /* Queues a call of a batched script for the next turn of the loop. */
-static int eval_batched(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
-                        void *data)
+/* Queues a call of batched script `id`. Its arguments are `args` copied, or `moved`
+ * (taken, left empty) when that is not NULL. */
+static int eval_batched(store_t *s, store_script_t id, const store_args_t *args,
+                        store_args_t *moved, store_reply_cb cb, void *data)
 {
     batch_item_t *it = xcalloc(1, sizeof *it);
-    store_args_init(&it->args);
-    for (size_t i = 0; i < args->n; i++)
-        store_args_pushb(&it->args, args->v[i], args->len[i]);
+    if (moved != NULL) {
+        it->args = *moved;
+        store_args_init(moved);
+    } else {
+        store_args_init(&it->args);
+        for (size_t i = 0; i < args->n; i++)
+            store_args_pushb(&it->args, args->v[i], args->len[i]);
+    }
     it->cb = cb;
     it->data = data;
     if (s->pending_tail[id] == NULL)
@@ -479,7 +507,18 @@ int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_re
     if (!s->up)
         return TERN_ENOTCONN;
     if (script_batched[id])
-        return eval_batched(s, id, args, cb, data);
+        return eval_batched(s, id, args, NULL, cb, data);
+    return eval_now(s, id, args, cb, data);
+}
+
+int store_eval_move(store_t *s, store_script_t id, store_args_t *args, store_reply_cb cb,
+                    void *data)
+{
+    if (!s->up)
+        return TERN_ENOTCONN;
+    if (script_batched[id])
+        return eval_batched(s, id, NULL, args, cb, data);
+    /* A call sent now copies its arguments into the command it writes. */
     return eval_now(s, id, args, cb, data);
 }
 

@@ -185,6 +185,12 @@ const redis_addr_t *store_addr(const store_t *s);
 int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
                void *data);
 
+/* store_eval taking the arguments instead of copying them: their strings move into
+ * the call and *args is left empty (and may be disposed of or reused). For callers
+ * that dispose of the arguments right after the call (store_op_send). */
+int store_eval_move(store_t *s, store_script_t id, store_args_t *args, store_reply_cb cb,
+                    void *data);
+
 /* Most calls of one batched script sent in one script call. */
 #define STORE_BATCH_MAX 128
 /* Calls of one batched script that are sent at once, without waiting for the end of the

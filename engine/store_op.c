@@ -40,7 +40,7 @@ void store_op_done(store_op_t *op, int status, const json_t *result, const char 
 void store_op_send(store_op_t *op, store_t *store, store_script_t script, store_args_t *a,
                    store_reply_cb on_reply)
 {
-    int rc = store_eval(store, script, a, on_reply, op);
+    int rc = store_eval_move(store, script, a, on_reply, op);
     store_args_dispose(a);
     if (rc != 0)
         store_op_done(op, rc, NULL, "Redis is not reachable");

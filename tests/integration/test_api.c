@@ -514,6 +514,61 @@ static void test_job_create_shape(void **state)
     json_decref(job);
 }
 
+/* The create's answer is written as text from what was sent, a GET's encoded from the
+ * tree of what is stored (job_view.c): the two must be the same bytes, whatever the job
+ * holds. Every job here waits (exec_after), so nothing changes between the two. */
+static void test_job_create_answer_is_get(void **state)
+{
+    (void)state;
+    char wf_uuid[40];
+    put_workflow("{\"name\": \"api-full\", \"version\": \"2.0.1-rc.1\", \"timeout\": 90,"
+                 " \"queue\": \"q-full\", \"description\": \"d \\\"q\\\" \\u00e9\","
+                 " \"chain\": [{\"name\": \"first\", \"task\": \"core.set_state\", \"timeout\": 30,"
+                 "   \"args\": {\"values\": {\"s\": \"a\\\"b\\\\c\\n\\u0001 \\u00e9 \\u2028 /\","
+                 "   \"r\": 0.1}}},"
+                 "  {\"name\": \"second\", \"task\": \"core.noop\"}],"
+                 " \"onerror\": [{\"name\": \"undo\", \"task\": \"core.noop\"}],"
+                 " \"oncancel\": [{\"name\": \"tidy\", \"task\": \"core.noop\"}]}",
+                 wf_uuid);
+    char when[32];
+    iso_in(3600, when);
+    /* Strings a client chose, with everything that needs escaping or may be mangled:
+     * quotes, backslashes, control characters, non-ASCII, U+2028, slashes; params of
+     * every JSON type, reals among them; a given uuid, post-back URLs, locks. */
+    static const char tricky[] =
+        "\"target\": \"/vms/\\\"a\\\"\\\\b\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f \\u00e9\\u2028 "
+        "x/y\","
+        " \"params\": {\"k\\\"ey\\n\": \"v\\\\\\u0002\", \"n\": -12, \"big\": 9007199254740993,"
+        " \"r\": 0.1, \"e\": 1e2, \"neg0\": -0.0, \"t\": true, \"f\": false, \"z\": null,"
+        " \"o\": {\"a\": [], \"b\": {}, \"c\": [1, \"\\u00fc\", {\"d\": 2.5}]}, \"u\": "
+        "\"\\ud83d\\ude00\"},"
+        " \"top\": \"level \\\"member\\\"\","
+        " \"post_back_urls\": [\"http://127.0.0.1:9/done?a=1&b=%22\", \"https://h.example/x\"],"
+        " \"locks\": \"^/vms/none$\"";
+    char *bodies[] = {
+        xasprintf("{\"workflow\": \"api-full\", \"exec_after\": \"%s\"}", when),
+        xasprintf("{\"workflow\": \"%s\", \"exec_after\": \"%s\", %s}", wf_uuid, when, tricky),
+        xasprintf("{\"workflow\": \"api-full@2.0.1-rc.1\", \"exec_after\": 4102444800000,"
+                  " \"uuid\": \"0b7a2bd2-8b47-4e7f-9a55-3d0f0c8a6e21\", \"target\": \"t\","
+                  " \"params\": {}}"),
+        xasprintf("{\"workflow\": \"api-quick\", \"exec_after\": \"%s\", \"target\": \"q\"}", when),
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(bodies); i++) {
+        char *body = bodies[i];
+        http_sync_resp_t created, got;
+        call(&created, "POST", "/jobs", body);
+        expect_status(&created, 201);
+        call(&got, "GET", itest_fmt("/jobs/%s", str_of(created.json, "uuid")), NULL);
+        expect_status(&got, 200);
+        if (created.body_len != got.body_len || memcmp(created.body, got.body, got.body_len) != 0)
+            fail_msg("body %zu: %s\nthe create answered\n%s\nGET answers\n%s", i, body,
+                     created.body, got.body);
+        http_sync_resp_dispose(&created);
+        http_sync_resp_dispose(&got);
+        free(body);
+    }
+}
+
 static void test_job_create_refusals_change_nothing(void **state)
 {
     (void)state;
@@ -1367,6 +1422,7 @@ int main(void)
         cmocka_unit_test(test_workflow_put),
         cmocka_unit_test(test_workflow_delete_keeps_jobs),
         cmocka_unit_test(test_job_create_shape),
+        cmocka_unit_test(test_job_create_answer_is_get),
         cmocka_unit_test(test_job_create_refusals_change_nothing),
         cmocka_unit_test(test_job_conflicts),
         cmocka_unit_test(test_job_get_and_run),

@@ -35,6 +35,29 @@ static void test_round_trip(void **state)
     assert_int_equal(parsed("2000-02-29T00:00:00.000Z"), 951782400000ull);
 }
 
+/* tern_iso_time keeps the text of the last second it wrote: times within that second,
+ * after it and back again each read as they should. */
+static void test_iso_time_text(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t ms;
+        const char *iso;
+    } cases[] = {
+        {1795240921000ull, "2026-11-21T06:02:01.000Z"},
+        {1795240921999ull, "2026-11-21T06:02:01.999Z"},
+        {1795240922005ull, "2026-11-21T06:02:02.005Z"},
+        {1795240921007ull, "2026-11-21T06:02:01.007Z"},
+        {0, "1970-01-01T00:00:00.000Z"},
+        {4102444800000ull, "2100-01-01T00:00:00.000Z"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char iso[32];
+        tern_iso_time(cases[i].ms, iso);
+        assert_string_equal(iso, cases[i].iso);
+    }
+}
+
 static void test_variants(void **state)
 {
     (void)state;
@@ -97,6 +120,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_iso_time_text),
         cmocka_unit_test(test_variants),
         cmocka_unit_test(test_refusals),
     };

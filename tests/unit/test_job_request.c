@@ -50,6 +50,10 @@ static void test_members_and_params(void **state)
     json_t *want = load("{\"who\": \"ops\", \"size\": 10}");
     assert_true(json_equal(req.params, want));
     json_decref(want);
+    /* The members were added to a copy: the body's params object is as it came. */
+    want = load("{\"who\": \"ops\"}");
+    assert_true(json_equal(json_object_get(body, "params"), want));
+    json_decref(want);
     json_decref((json_t *)req.params);
     json_decref(body);
 }

@@ -224,6 +224,54 @@ static void test_core_fields_not_overridable(void **state)
     json_decref(fields);
 }
 
+/* The line without its "time" member's value, which differs between two lines. */
+static void drop_time(char *line)
+{
+    char *t = strstr(line, "\"time\":\"");
+    assert_non_null(t);
+    char *end = strchr(t + 8, '"');
+    assert_non_null(end);
+    memmove(t + 8, end, strlen(end) + 1);
+}
+
+/* log_line writes the line log_msg writes for an object of the same members, byte for
+ * byte: the access log went from one to the other, and its readers must not notice. */
+static void test_typed_fields_same_line(void **state)
+{
+    fixture_t *f = *state;
+    static const double reals[] = {0.1, 12.0, 1e-7, 123456789012345678.0, 0.843123, 2.5e21};
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(reals); i++) {
+        json_t *fields = json_pack("{s:s, s:s, s:s, s:i, s:f, s:s}", "method", "POST", "url",
+                                   "/jobs/\"x\"\n\xc3\xa9", "route", "", "status", 201,
+                                   "latency_ms", reals[i], "msg", "core: skipped");
+        log_msg(TERN_LOG_INFO, "api", fields, "%s %s %d", "POST", "/jobs/\"x\"\n\xc3\xa9", 201);
+        json_decref(fields);
+        char *want = drain(f, NULL);
+        const log_field_t typed[] = {
+            {.key = "method", .type = LOG_FIELD_STR, .str = "POST"},
+            {.key = "url", .type = LOG_FIELD_STR, .str = "/jobs/\"x\"\n\xc3\xa9"},
+            {.key = "route", .type = LOG_FIELD_STR, .str = ""},
+            {.key = "status", .type = LOG_FIELD_INT, .num = 201},
+            {.key = "latency_ms", .type = LOG_FIELD_REAL, .real = reals[i]},
+            {.key = "msg", .type = LOG_FIELD_STR, .str = "core: skipped"},
+        };
+        static const char msg[] = "POST /jobs/\"x\"\n\xc3\xa9 201";
+        log_line(TERN_LOG_INFO, "api", typed, TERN_ARRAY_SIZE(typed), msg, sizeof msg - 1);
+        char *got = drain(f, NULL);
+        drop_time(want);
+        drop_time(got);
+        assert_string_equal(got, want);
+        free(want);
+        free(got);
+    }
+    /* Below the level, nothing. */
+    log_init("ternd-test", TERN_LOG_WARN, f->wr);
+    log_line(TERN_LOG_INFO, "api", NULL, 0, "quiet", 5);
+    char *none = drain(f, NULL);
+    assert_string_equal(none, "");
+    free(none);
+}
+
 static void test_escaping(void **state)
 {
     fixture_t *f = *state;
@@ -387,6 +435,7 @@ int main(void)
         cmocka_unit_test_setup(test_level_filtering, setup),
         cmocka_unit_test_setup(test_fields_merged, setup),
         cmocka_unit_test_setup(test_core_fields_not_overridable, setup),
+        cmocka_unit_test_setup(test_typed_fields_same_line, setup),
         cmocka_unit_test_setup(test_escaping, setup),
         cmocka_unit_test_setup(test_truncation, setup),
         cmocka_unit_test(test_level_parse),

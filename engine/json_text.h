@@ -1,0 +1,47 @@
+/*
+ * json_text.h -- JSON text written directly into a growable buffer, byte for byte as
+ * jansson's compact encoder (json_dumps with JSON_COMPACT) writes the same values.
+ *
+ * For answers made often enough that a jansson tree and json_dumps over it cost more
+ * than the work itself (a new job's view is made for every POST /jobs; json_dumps
+ * hashes every object and array it visits to detect loops). The caller writes the
+ * structure ("{", "\"name\":", ",", ...) with json_text_raw and the values with the
+ * writers below.
+ */
+#ifndef TERN_JSON_TEXT_H
+#define TERN_JSON_TEXT_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+typedef struct json_text {
+    char *p; /* owned (malloc'd); NUL-terminated after every write */
+    size_t len, cap;
+} json_text_t;
+
+/* Starts an empty text with room for `cap` bytes (it grows as needed). */
+void json_text_init(json_text_t *t, size_t cap);
+
+/* Frees the text; *t is empty (and may be initialised again). */
+void json_text_dispose(json_text_t *t);
+
+/* Appends n bytes as they are: structure, or text that is already JSON in jansson's
+ * compact encoding. */
+void json_text_raw(json_text_t *t, const char *s, size_t n);
+
+/* Appends s[0..n) as a JSON string, quotes included, escaped as jansson escapes: '"',
+ * '\\' and control characters (\b \f \n \r \t, others \u00XX); everything else,
+ * non-ASCII included, as it is. `s` must be valid UTF-8 (every string jansson decoded
+ * is). */
+void json_text_str(json_text_t *t, const char *s, size_t n);
+
+/* Appends an integer. */
+void json_text_int(json_text_t *t, long long v);
+
+/* Appends any value (borrowed) through jansson's encoder: for values rare enough
+ * that writing them here is not worth a second encoder (reals, objects). A value
+ * jansson cannot encode is written as null. */
+void json_text_value(json_text_t *t, const json_t *v);
+
+#endif /* TERN_JSON_TEXT_H */
