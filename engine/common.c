@@ -130,13 +130,14 @@ uint64_t tern_random_u64(void)
     return v;
 }
 
-void tern_uuid_v4(char out[37])
+bool tern_uuid_v4(char out[37])
 {
     /* One getrandom for both halves and the hex written by hand: every job create
      * makes one, and two system calls and a snprintf were 2 % of ternd's CPU per
      * HTTP create. */
     uint8_t b[16];
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+    bool kernel = getrandom(b, sizeof b, 0) == (ssize_t)sizeof b;
+    if (!kernel) {
         uint64_t a = tern_random_u64(), c = tern_random_u64();
         memcpy(b, &a, 8);
         memcpy(b + 8, &c, 8);
@@ -152,6 +153,7 @@ void tern_uuid_v4(char out[37])
         *p++ = hex[b[i] & 0x0f];
     }
     *p = '\0';
+    return kernel;
 }
 
 bool tern_uuid_valid(const char *s)

@@ -54,7 +54,10 @@ uint64_t tern_mono_ms(void);
 /* Formats ms since the epoch as ISO 8601 UTC with milliseconds: 24 chars + NUL. */
 void tern_iso_time(uint64_t ms, char out[32]);
 /* A fresh random (version 4) UUID in canonical lowercase form: 36 chars + NUL. */
-void tern_uuid_v4(char out[37]);
+/* Writes a random (version 4) uuid. Returns true when its bits came from the kernel's
+ * random source, false when getrandom failed and a clock mix stood in (unique enough
+ * for a name, not to be trusted as never made before: see job_ops.c). */
+bool tern_uuid_v4(char out[37]);
 /* True when s is a canonical lowercase or uppercase UUID. */
 bool tern_uuid_valid(const char *s);
 /* A uniformly random 64-bit value (not for secrets). */

@@ -135,7 +135,8 @@ static void create_job(api_req_t *r)
         api_reply_error(r, 409, "InvalidArgument", "%s", err);
         return;
     }
-    /* The params are a new object made from the body (job_request.h). */
+    /* A reference to the params the request holds (maybe the body's own object:
+     * job_request.h), released once the create has taken what it needs. */
     json_t *params = (json_t *)req.params;
     job_ops_create_text(api_ops(r), &req, on_job_created, r);
     json_decref(params);

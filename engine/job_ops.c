@@ -73,7 +73,7 @@ typedef struct op {
     job_ops_t *ops;
     /* job create */
     char uuid[40];
-    bool uuid_made_here; /* by tern_uuid_v4, not given by the client */
+    bool uuid_made_here; /* by tern_uuid_v4 from kernel randomness, not by the client */
     char *workflow_ref;
     char *params_text; /* the params' compact JSON, sized once and sent as it is */
     json_t *params;    /* ... decoded again when needed (create_params), else NULL */
@@ -544,10 +544,14 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     json_text_init(&op->view, 1024);
     if (snapshot != NULL) {
         json_t *view = job_view_from_reply(snapshot);
-        if (view != NULL)
-            json_text_value(&op->view, view);
+        int rc = view != NULL ? json_text_value(&op->view, view) : 0;
         shown = view != NULL;
         json_decref(view);
+        if (rc != 0) {
+            store_op_done(&op->base, TERN_EIO, NULL, "job %s: its view cannot be encoded as JSON",
+                          op->uuid);
+            return;
+        }
     } else if (now_r != NULL && op->wfc != NULL && op->wfc->wf != NULL) {
         long long now = store_reply_int(now_r, 0);
         bool started = store_reply_is(kind, "RUN") && op->direct;
@@ -758,6 +762,14 @@ static void create_send(op_t *op)
     op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);
 }
 
+/* True when s is valid UTF-8 (jansson refuses to make a string of anything else). */
+static bool utf8_valid(const char *s)
+{
+    json_t *v = json_string(s);
+    json_decref(v);
+    return v != NULL;
+}
+
 /* Post-back URLs are fetched by ternd later, so only http(s) URLs of a sane size and
  * without blanks or control characters (which would split a request line) are kept. */
 static int check_post_back_urls(const json_t *urls, char *err, size_t errlen)
@@ -858,6 +870,12 @@ static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
         store_op_done(&op->base, TERN_EINVAL, NULL, "target: expected 1 to 1024 characters");
         return;
     }
+    if (req->target != NULL && !utf8_valid(req->target)) {
+        /* A body's target is JSON and so valid already; `ternd run --target` is not.
+         * Every answer and listing shows the target as a JSON string. */
+        store_op_done(&op->base, TERN_EINVAL, NULL, "target: not valid UTF-8");
+        return;
+    }
     if (req->locks != NULL) {
         regex_t re;
         int rc = regcomp(&re, req->locks, REG_EXTENDED | REG_NOSUB);
@@ -878,8 +896,9 @@ static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
         }
         snprintf(op->uuid, sizeof op->uuid, "%s", req->uuid);
     } else {
-        tern_uuid_v4(op->uuid);
-        op->uuid_made_here = true;
+        /* Only kernel randomness makes it safe to skip the lookup (see create_send):
+         * the fallback's clock mix could repeat across processes. */
+        op->uuid_made_here = tern_uuid_v4(op->uuid);
     }
     if (req->post_back_urls != NULL) {
         char err[256];

@@ -444,8 +444,8 @@ static void member_text(json_text_t *t, const view_member_t *m, const job_fields
         const json_t *step = cursor_step_name(f, w->doc);
         if (json_is_string(step))
             json_text_str(t, json_string_value(step), json_string_length(step));
-        else
-            json_text_value(t, step != NULL ? step : json_null());
+        else if (json_text_value(t, step) != 0)
+            json_text_raw(t, "null", 4); /* a step without a name, as the tree shows it */
         json_text_raw(t, attempt_key, sizeof attempt_key - 1);
         json_text_int(t, field_ll(f, "attempt", 0));
         json_text_raw(t, "}", 1);
@@ -455,7 +455,8 @@ static void member_text(json_text_t *t, const view_member_t *m, const job_fields
         /* Not for a job that has not started (every job just created); the general
          * case through jansson's encoder of reals. */
         json_t *v = member_tree(m, f, &(job_lists_t){.now = now}, NULL);
-        json_text_value(t, v);
+        if (json_text_value(t, v) != 0)
+            json_text_raw(t, "null", 4); /* no time (member_tree gives null or a real) */
         json_decref(v);
         return;
     }

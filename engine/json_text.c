@@ -115,11 +115,13 @@ static int append_cb(const char *buffer, size_t size, void *data)
     return 0;
 }
 
-void json_text_value(json_text_t *t, const json_t *v)
+int json_text_value(json_text_t *t, const json_t *v)
 {
     size_t start = t->len;
     if (v == NULL || json_dump_callback(v, append_cb, t, JSON_COMPACT | JSON_ENCODE_ANY) != 0) {
         t->len = start; /* what a failed encoding wrote before it failed */
-        json_text_raw(t, "null", 4);
+        t->p[start] = '\0';
+        return TERN_EINVAL;
     }
+    return 0;
 }

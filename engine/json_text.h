@@ -40,8 +40,8 @@ void json_text_str(json_text_t *t, const char *s, size_t n);
 void json_text_int(json_text_t *t, long long v);
 
 /* Appends any value (borrowed) through jansson's encoder: for values rare enough
- * that writing them here is not worth a second encoder (reals, objects). A value
- * jansson cannot encode is written as null. */
-void json_text_value(json_text_t *t, const json_t *v);
+ * that writing them here is not worth a second encoder (reals, objects). Returns 0, or
+ * TERN_EINVAL when v is NULL or jansson cannot encode it (t is then as before). */
+int json_text_value(json_text_t *t, const json_t *v);
 
 #endif /* TERN_JSON_TEXT_H */

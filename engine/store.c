@@ -466,9 +466,8 @@ static void flush_early(store_t *s, store_script_t id)
     redis_conn_flush(s->conn);
 }
 
-/* Queues a call of a batched script for the next turn of the loop. */
-/* Queues a call of batched script `id`. Its arguments are `args` copied, or `moved`
- * (taken, left empty) when that is not NULL. */
+/* Queues a call of batched script `id` for the next turn of the loop. Its arguments
+ * are `args` copied, or `moved` (taken, left empty) when that is not NULL. */
 static int eval_batched(store_t *s, store_script_t id, const store_args_t *args,
                         store_args_t *moved, store_reply_cb cb, void *data)
 {

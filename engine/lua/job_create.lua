@@ -156,6 +156,6 @@ else
     QUEUED_IN_CALL[queue] = true
     tail_push(qkey(queue), uuid)
 end
--- The caller shows the new job from what it sent (job_view_new): answering with it cost
+-- The caller shows the new job from what it sent (job_view_new_text): answering with it cost
 -- Redis 7 % of its work for a 1-step job.
 return {'OK', now}

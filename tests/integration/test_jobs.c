@@ -433,6 +433,25 @@ static void test_repeated_create_is_answered(void **state)
     json_decref(params);
 }
 
+/* A target that is not valid UTF-8 (`ternd run --target` takes its bytes from the
+ * command line) is refused by name, and nothing is stored: every answer shows the
+ * target as a JSON string. */
+static void test_target_not_utf8_is_refused(void **state)
+{
+    (void)state;
+    put("{\"name\": \"utf8-target\", \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
+    char uuid[40];
+    tern_uuid_v4(uuid);
+    job_create_req_t req = {.workflow = "utf8-target", .uuid = uuid, .target = "vm-\xe9"};
+    itest_answer_t a = {0}, g = {0};
+    char msg[256];
+    job_ops_create(W.client.ops, &req, itest_on_answer, &a);
+    assert_int_equal(itest_answer_wait(&W.client, &a, NULL, msg, sizeof msg), TERN_EINVAL);
+    assert_string_equal(msg, "target: not valid UTF-8");
+    job_ops_get(W.client.ops, uuid, itest_on_answer, &g);
+    assert_int_equal(itest_answer_wait(&W.client, &g, NULL, msg, sizeof msg), TERN_ENOENT);
+}
+
 static void test_isolated_step_progress(void **state)
 {
     (void)state;
@@ -556,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_creates_in_one_turn_share_a_call),
         cmocka_unit_test(test_a_failing_item_fails_alone),
         cmocka_unit_test(test_repeated_create_is_answered),
+        cmocka_unit_test(test_target_not_utf8_is_refused),
         cmocka_unit_test(test_isolated_step_progress),
         cmocka_unit_test(test_plugin_redis_namespace),
         cmocka_unit_test(test_script_cache_lost),
