@@ -1259,13 +1259,19 @@ static void job_adopt(runner_t *r, const job_start_t *st)
     job_run_step(j);
 }
 
-/* A job of a claim's answer: {uuid, fence, fields, results of each phase, state,
- * server now, workflow document} (job_claim.lua). */
-static void job_from_claim(runner_t *r, const redisReply *item)
+/* Job `i` of a claim's answer: {uuid, fence, fields, results of each phase, state,
+ * server now, workflow document} (job_claim.lua). The document is text, false (the
+ * fields carry it), or the index of an earlier job of the same answer whose document
+ * it shares: an answer carries each document once. */
+static void job_from_claim(runner_t *r, const redisReply *reply, size_t i)
 {
+    const redisReply *item = reply->element[i];
     const redisReply *uuid = store_reply_at(item, 0);
     const redisReply *f = store_reply_at(item, 2);
     const redisReply *doc = store_reply_at(item, 8);
+    if (doc != NULL && doc->type == REDIS_REPLY_INTEGER && doc->integer >= 0 &&
+        (size_t)doc->integer < i)
+        doc = store_reply_at(reply->element[doc->integer], 8);
     if (uuid == NULL || uuid->type != REDIS_REPLY_STRING || f == NULL)
         return;
     bool has_doc = doc != NULL && doc->type == REDIS_REPLY_STRING;
@@ -1306,7 +1312,7 @@ static void on_claim_reply(void *data, int status, const redisReply *reply, cons
     }
     size_t n = reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0;
     for (size_t i = 0; i < n; i++)
-        job_from_claim(r, reply->element[i]);
+        job_from_claim(r, reply, i);
     /* Slots reserved for jobs that were not there are free again. */
     size_t unused = requested > n ? requested - n : 0;
     r->reserved = r->reserved >= unused ? r->reserved - unused : 0;

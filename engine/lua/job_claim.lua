@@ -10,7 +10,8 @@
 -- Returns a list of jobs, each {uuid, fence, the job fields the runner reads (flat
 -- name/value list: see RUNNER_FIELDS), chain results, onerror results, oncancel results,
 -- state (HGETALL), server now, workflow document (false when the fields carry it: see
--- job_doc)}.
+-- job_doc; the 0-based index of an earlier job of this answer when that job carries
+-- the same one: a document is sent once per answer, not once per job)}.
 local runner, queue, more = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local rlist = P .. 'r:' .. runner .. ':jobs'
 local now = now_ms()
@@ -36,6 +37,7 @@ local RUNNER_FIELDS = {'workflow', 'params', 'target', 'phase', 'idx', 'attempt'
                        'resume', 'cancel', 'timed_out', 'deadline'}
 local out = {}
 local docs = {}
+local doc_rows = {} -- document text -> the index (0-based) of the first job answered with it
 for _, uuid in ipairs(candidates) do
     local k = jkey(uuid)
     -- The job read once; the reply carries the fields the runner reads, as the claim
@@ -110,6 +112,16 @@ for _, uuid in ipairs(candidates) do
             event_told(uuid, running)
         end
         local doc = job_doc(nil, docs, now_f)
+        if doc then
+            -- A real workflow's document is kilobytes: 64 copies of it in one answer
+            -- cost Redis and ternd for nothing.
+            local row = doc_rows[doc]
+            if row then
+                doc = row
+            else
+                doc_rows[doc] = #out
+            end
+        end
         if not f.started_at then
             -- It never ran: no results and no state yet (false, not empty tables, which
             -- Redis turns into answers field by field: 2 % of its work for a 1-step job).
