@@ -43,16 +43,64 @@ void json_text_raw(json_text_t *t, const char *s, size_t n)
     t->p[t->len] = '\0';
 }
 
-void json_text_str(json_text_t *t, const char *s, size_t n)
+/* Length of the valid UTF-8 sequence starting at s (at most n bytes available), or 0
+ * when the bytes there are not one (bad lead byte, bad continuation, overlong form,
+ * surrogate, beyond U+10FFFF, or cut short). */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+size_t json_escape(char *out, const char *s, size_t n, bool repair)
 {
     static const char hex[] = "0123456789ABCDEF"; /* jansson writes \u001F, not \u001f */
     const unsigned char *u = (const unsigned char *)s;
-    /* The longest an escaped string can be: 6 bytes (\u00XX) per byte, and quotes. */
-    reserve(t, n * 6 + 2);
-    char *o = t->p + t->len;
+    char *o = out;
     *o++ = '"';
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    while (i < n) {
         unsigned c = u[i];
+        if (c >= 0x80 && repair) {
+            size_t len = utf8_seq_len(u + i, n - i);
+            if (len == 0) {
+                memcpy(o, "\\ufffd", 6); /* one replacement per invalid byte */
+                o += 6;
+                i++;
+            } else {
+                memcpy(o, s + i, len);
+                o += len;
+                i += len;
+            }
+            continue;
+        }
+        i++;
         if (c >= 0x20 && c != '"' && c != '\\') {
             *o++ = (char)c;
             continue;
@@ -87,7 +135,13 @@ void json_text_str(json_text_t *t, const char *s, size_t n)
         }
     }
     *o++ = '"';
-    t->len = (size_t)(o - t->p);
+    return (size_t)(o - out);
+}
+
+void json_text_str(json_text_t *t, const char *s, size_t n)
+{
+    reserve(t, JSON_ESCAPE_MAX(n));
+    t->len += json_escape(t->p + t->len, s, n, false);
     t->p[t->len] = '\0';
 }
 

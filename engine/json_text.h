@@ -11,6 +11,7 @@
 #ifndef TERN_JSON_TEXT_H
 #define TERN_JSON_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -30,10 +31,20 @@ void json_text_dispose(json_text_t *t);
  * compact encoding. */
 void json_text_raw(json_text_t *t, const char *s, size_t n);
 
-/* Appends s[0..n) as a JSON string, quotes included, escaped as jansson escapes: '"',
- * '\\' and control characters (\b \f \n \r \t, others \u00XX); everything else,
- * non-ASCII included, as it is. `s` must be valid UTF-8 (every string jansson decoded
- * is). */
+/* The most bytes json_escape writes for n bytes of input: 6 per byte (\u00XX, or
+ * \ufffd for a byte that is not UTF-8) and the quotes. */
+#define JSON_ESCAPE_MAX(n) ((n)*6 + 2)
+
+/* Writes s[0..n) as a JSON string, quotes included, into `out` (room for
+ * JSON_ESCAPE_MAX(n) bytes; no NUL added), escaped as jansson escapes: '"', '\\' and
+ * control characters (\b \f \n \r \t, others \u00XX); everything else, non-ASCII
+ * included, as it is. With `repair`, each byte that is not part of valid UTF-8 becomes
+ * \ufffd, so that text of any origin (a log message) makes valid JSON; without, `s` must
+ * be valid UTF-8 (every string jansson decoded is). Returns the bytes written. The one
+ * escaper of the engine: json_text_str and the log's lines use it. */
+size_t json_escape(char *out, const char *s, size_t n, bool repair);
+
+/* Appends s[0..n), valid UTF-8, as a JSON string (json_escape). */
 void json_text_str(json_text_t *t, const char *s, size_t n);
 
 /* Appends an integer. */

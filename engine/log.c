@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "json_text.h"
 
 /* Longest message kept, in bytes, before the truncation marker. */
 #define LOG_MSG_MAX (64u * 1024u)
@@ -140,99 +141,12 @@ static void lb_real(linebuf_t *b, double v)
     lb_add(b, tmp, (size_t)n);
 }
 
-/* Length of the valid UTF-8 sequence starting at s (at most n bytes available), or 0
- * when the bytes there are not one (bad lead byte, bad continuation, overlong form,
- * surrogate, beyond U+10FFFF, or cut short). */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
-/* Appends s[0..n) as a JSON string, quotes included. */
+/* Appends s[0..n) as a JSON string, quotes included; bytes that are not UTF-8 become
+ * \ufffd (json_escape). */
 static void lb_json_str(linebuf_t *b, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *u = (const unsigned char *)s;
-    lb_reserve(b, n + 2);
-    b->p[b->len++] = '"';
-    size_t i = 0;
-    while (i < n) {
-        /* Copy the longest run that needs no escape in one go. */
-        size_t run = i;
-        while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\')
-            run++;
-        if (run > i) {
-            lb_add(b, s + i, run - i);
-            i = run;
-            continue;
-        }
-        unsigned c = u[i];
-        if (c == '"' || c == '\\') {
-            char esc[2] = {'\\', (char)c};
-            lb_add(b, esc, 2);
-            i++;
-        } else if (c < 0x20) {
-            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xf]};
-            switch (c) {
-            case '\n':
-                lb_add(b, "\\n", 2);
-                break;
-            case '\r':
-                lb_add(b, "\\r", 2);
-                break;
-            case '\t':
-                lb_add(b, "\\t", 2);
-                break;
-            case '\b':
-                lb_add(b, "\\b", 2);
-                break;
-            case '\f':
-                lb_add(b, "\\f", 2);
-                break;
-            default:
-                lb_add(b, esc, 6);
-            }
-            i++;
-        } else {
-            size_t len = utf8_seq_len(u + i, n - i);
-            if (len == 0) {
-                lb_add(b, "\\ufffd", 6); /* one replacement per invalid byte */
-                i++;
-            } else {
-                lb_add(b, s + i, len);
-                i += len;
-            }
-        }
-    }
-    lb_reserve(b, 1);
-    b->p[b->len++] = '"';
+    lb_reserve(b, JSON_ESCAPE_MAX(n));
+    b->len += json_escape(b->p + b->len, s, n, true);
 }
 
 /* Appends `"key":` for a member name. */
