@@ -130,6 +130,17 @@ uint64_t tern_random_u64(void)
     return v;
 }
 
+char *tern_u64_text(uint64_t v, char buf[TERN_U64_DIGITS + 1])
+{
+    char *p = buf + TERN_U64_DIGITS;
+    *p = '\0';
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    return p;
+}
+
 bool tern_uuid_v4(char out[37])
 {
     /* One getrandom for both halves and the hex written by hand: every job create

@@ -53,11 +53,16 @@ uint64_t tern_now_ms(void);
 uint64_t tern_mono_ms(void);
 /* Formats ms since the epoch as ISO 8601 UTC with milliseconds: 24 chars + NUL. */
 void tern_iso_time(uint64_t ms, char out[32]);
-/* A fresh random (version 4) UUID in canonical lowercase form: 36 chars + NUL. */
-/* Writes a random (version 4) uuid. Returns true when its bits came from the kernel's
- * random source, false when getrandom failed and a clock mix stood in (unique enough
- * for a name, not to be trusted as never made before: see job_ops.c). */
+/* Writes a fresh random (version 4) UUID in canonical lowercase form: 36 chars + NUL.
+ * Returns true when its bits came from the kernel's random source, false when
+ * getrandom failed and a clock mix stood in (unique enough for a name, not to be
+ * trusted as never made before: see job_ops.c). */
 bool tern_uuid_v4(char out[37]);
+/* The decimal digits of v, written at the end of buf and NUL-terminated there; returns
+ * where they start (buf + TERN_U64_DIGITS - their count). For numbers written many
+ * times per job, where a printf format costs more than the rest of the work. */
+#define TERN_U64_DIGITS 20
+char *tern_u64_text(uint64_t v, char buf[TERN_U64_DIGITS + 1]);
 /* True when s is a canonical lowercase or uppercase UUID. */
 bool tern_uuid_valid(const char *s);
 /* A uniformly random 64-bit value (not for secrets). */

@@ -147,19 +147,16 @@ void json_text_str(json_text_t *t, const char *s, size_t n)
 
 void json_text_int(json_text_t *t, long long v)
 {
-    char digits[24];
-    size_t n = 0;
     /* Digits of the magnitude, computed unsigned so that LLONG_MIN has one too. */
-    unsigned long long m = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-    do {
-        digits[n++] = (char)('0' + m % 10);
-        m /= 10;
-    } while (m > 0);
+    uint64_t m = v < 0 ? 0ull - (uint64_t)v : (uint64_t)v;
+    char buf[TERN_U64_DIGITS + 1];
+    const char *digits = tern_u64_text(m, buf);
+    size_t n = (size_t)(buf + TERN_U64_DIGITS - digits);
     reserve(t, n + 1);
     if (v < 0)
         t->p[t->len++] = '-';
-    while (n > 0)
-        t->p[t->len++] = digits[--n];
+    memcpy(t->p + t->len, digits, n);
+    t->len += n;
     t->p[t->len] = '\0';
 }
 

@@ -159,15 +159,11 @@ void store_args_pushf(store_args_t *a, const char *fmt, ...)
 
 void store_args_push_u64(store_args_t *a, uint64_t v)
 {
-    /* Digits written here: a create and a step push several numbers each, and
+    /* Not through store_args_pushf: a create and a step push several numbers each, and
      * vasprintf cost an allocation and a format per number. */
-    char digits[24];
-    size_t n = sizeof digits;
-    do {
-        digits[--n] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v > 0);
-    store_args_pushb(a, digits + n, sizeof digits - n);
+    char buf[TERN_U64_DIGITS + 1];
+    const char *digits = tern_u64_text(v, buf);
+    store_args_pushb(a, digits, (size_t)(buf + TERN_U64_DIGITS - digits));
 }
 
 void store_args_push_json(store_args_t *a, const json_t *v)

@@ -1,7 +1,8 @@
 /*
- * test_uuid.c -- unit tests of tern_uuid_v4 and tern_uuid_valid (engine/common.c): the
- * uuids ternd gives new jobs are RFC 4122 version 4 in lowercase hex, every one
- * different, and the check refuses what is not a uuid.
+ * test_common.c -- unit tests of engine/common.c's helpers on the hot path: the uuids
+ * ternd gives new jobs (tern_uuid_v4: RFC 4122 version 4 in lowercase hex, every one
+ * different; tern_uuid_valid refuses what is not a uuid) and integers as text
+ * (tern_u64_text, as printf's %llu writes them).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,9 +73,24 @@ static void test_uuid_valid_refuses(void **state)
     assert_false(tern_uuid_valid("../../../../../etc/passwd/x/y/z/w/1"));   /* a path */
 }
 
+static void test_u64_text_as_printf(void **state)
+{
+    (void)state;
+    static const uint64_t values[] = {
+        0, 1, 9, 10, 99, 100, 1795548174557ull, UINT32_MAX, 10000000000000000000ull, UINT64_MAX};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        char want[32], buf[TERN_U64_DIGITS + 1];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)values[i]);
+        const char *got = tern_u64_text(values[i], buf);
+        assert_string_equal(got, want);
+        assert_ptr_equal(got + strlen(got), buf + TERN_U64_DIGITS);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_u64_text_as_printf),
         cmocka_unit_test(test_uuid_v4_form_and_uniqueness),
         cmocka_unit_test(test_uuid_valid_refuses),
     };
