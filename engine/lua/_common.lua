@@ -58,20 +58,24 @@ local UNFINISHED = {queued = true, running = true, waiting = true, retried = tru
 local EXECUTIONS = {'queued', 'running', 'waiting', 'retried', 'succeeded', 'failed', 'canceled'}
 
 -- Writes to keys that every job shares (the listings jobs and jobs:<execution>, the
--- retention index, a queue's tail, the global event stream) are gathered while a
+-- retention index, a queue's tail, the global event stream, removals from a runner's
+-- list of jobs) are gathered while a
 -- gathering script runs (job_create, step_commit, job_claim: see run_batch and
 -- run_gathered) and sent once at its end, one command per key: a call committing 100
 -- jobs then costs one ZADD per index instead of 100. Each redis.call costs about as
 -- much as the work it asks for, so this halves Redis's time per job. Other scripts
 -- write at once. What makes gathering safe: nothing in a gathering script reads these
 -- keys, a sorted set's member ends as its last write left it (kept per member below),
--- and a queue's tail is pushed to by creates only, in order.
+-- a queue's tail is pushed to by creates only, in order, and a job leaves a runner's
+-- list only after it was put there.
 local GATHER = false
 local ZSETS = {}        -- key -> {member -> score, or false for a removal}
 local ZSET_KEYS = {}    -- keys in the order first written
 local TAILS = {}        -- queue key -> uuids to LPUSH, in order
 local TAIL_KEYS = {}
 local GLOBAL_EVENTS = {} -- event texts for the global stream, in order
+local LIST_REMS = {}    -- runner list key -> uuids to take off it, in order
+local LIST_REM_KEYS = {}
 
 -- What was gathered for `key` in `by_key` (created empty, the key noted in `keys`).
 local function gathered(by_key, keys, key)
@@ -161,6 +165,37 @@ local function send_chunked(cmd, key, n, add)
     end
 end
 
+-- Takes the uuids `uuids` off list `key`, one occurrence each, the one nearest the tail
+-- (as LREM -1 per uuid would). The jobs that end in one call are mostly the oldest
+-- claims of their runner, at its list's tail: one LRANGE and one LTRIM take off the
+-- longest run of them that ends the list, and only the others cost an LREM each (one
+-- LREM per job cost Redis 3 % of its instructions for a 1-step job).
+local function list_rems_flush(key, uuids)
+    local want = {}
+    for _, u in ipairs(uuids) do
+        want[u] = (want[u] or 0) + 1
+    end
+    local tail = redis.call('LRANGE', key, -#uuids, -1)
+    local m = 0
+    for i = #tail, 1, -1 do
+        local u = tail[i]
+        if (want[u] or 0) == 0 then
+            break
+        end
+        want[u] = want[u] - 1
+        m = m + 1
+    end
+    if m > 0 then
+        redis.call('LTRIM', key, 0, -(m + 1))
+    end
+    for _, u in ipairs(uuids) do
+        if want[u] > 0 then
+            want[u] = want[u] - 1
+            redis.call('LREM', key, -1, u)
+        end
+    end
+end
+
 -- Sends what was gathered, in an order that gives each key its final state.
 local function gather_flush()
     for _, key in ipairs(ZSET_KEYS) do
@@ -183,11 +218,17 @@ local function gather_flush()
         local t = TAILS[key]
         send_chunked('LPUSH', key, #t, function(args, j) args[#args + 1] = t[j] end)
     end
+    -- After the pushes: no script takes a job off a runner's list before putting it there
+    -- in one call.
+    for _, key in ipairs(LIST_REM_KEYS) do
+        list_rems_flush(key, LIST_REMS[key])
+    end
     local n = #GLOBAL_EVENTS
     for from = 1, n, EVENTS_PER_ENTRY do
         global_xadd(GLOBAL_EVENTS, from, math.min(n, from + EVENTS_PER_ENTRY - 1))
     end
     ZSETS, ZSET_KEYS, TAILS, TAIL_KEYS, GLOBAL_EVENTS = {}, {}, {}, {}, {}
+    LIST_REMS, LIST_REM_KEYS = {}, {}
 end
 
 -- Runs a whole script gathering (see GATHER); what was gathered is sent even when the
@@ -215,6 +256,25 @@ end
 -- see JOB_KEY_SUFFIXES).
 local function has_extra_keys(xk, lv)
     return xk == '1' or not lv
+end
+
+-- Fields most jobs never get. From layout 4 on a job that may have any of them carries
+-- rf = '1', written with the field and never taken back, so that step_commit.lua, which
+-- must see them when they are there, asks for them only then: each field HMGET asks for
+-- and the hash lacks costs Redis a scan of the whole hash, and a 1-step job lacked 12 of
+-- the 19 fields its commit asked for (4 % of Redis's instructions per job:
+-- tests/bench/script_cost.py --callgrind). Every script that writes one of these also
+-- writes rf; jobs of earlier layouts count as having them.
+local RARE_FIELDS = {'step_holds', 'inflight', 'resume', 'unique', 'locks', 'deadline',
+                     'post_back_urls', 'xk', 'blocked_on', 'polls', 'es'}
+local LAYOUT = '4'
+local IS_RARE_FIELD = {}
+for _, name in ipairs(RARE_FIELDS) do
+    IS_RARE_FIELD[name] = true
+end
+
+local function may_have_rare_fields(rf, lv)
+    return rf == '1' or (tonumber(lv) or 0) < 4
 end
 
 -- A hash as HGETALL answers it (a flat list) as a table of field -> value.
@@ -393,7 +453,7 @@ local function job_stream_open(uuid)
             redis.call('PEXPIRE', k .. ':events', keep)
         end
     end
-    redis.call('HSET', k, 'es', '1')
+    redis.call('HSET', k, 'es', '1', 'rf', '1')
     STREAMS[uuid] = true
     return true
 end
@@ -520,9 +580,15 @@ end
 -- at the head, so the oldest claims are at the tail, and jobs mostly end in the order
 -- they started: searching from the tail and stopping at the first match costs a few
 -- comparisons where LREM 0 scanned the whole list, up to the runner's concurrency, once
--- per job.
+-- per job. A gathering script takes its jobs off at its end (see list_rems_flush).
 local function runner_list_rem(runner, uuid)
-    redis.call('LREM', P .. 'r:' .. runner .. ':jobs', -1, uuid)
+    local key = P .. 'r:' .. runner .. ':jobs'
+    if not GATHER then
+        redis.call('LREM', key, -1, uuid)
+        return
+    end
+    local t = gathered(LIST_REMS, LIST_REM_KEYS, key)
+    t[#t + 1] = uuid
 end
 
 -- Puts a job at the head of its queue (the end runners pop from): for re-queued and
@@ -566,7 +632,7 @@ local function hold_try(uuid, res, cap)
         end
         redis.call('SADD', hk .. ':h', uuid)
         redis.call('SADD', jkey(uuid) .. ':held', res)
-        redis.call('HSET', jkey(uuid), 'xk', '1')
+        redis.call('HSET', jkey(uuid), 'xk', '1', 'rf', '1')
         return true
     end
     if not redis.call('LPOS', hk .. ':w', uuid) then
@@ -596,7 +662,7 @@ local function hold_release(uuid, res, now)
             redis.call('HDEL', hk .. ':cap', w)
             redis.call('SADD', hk .. ':h', w)
             redis.call('SADD', wk .. ':held', res)
-            redis.call('HSET', wk, 'xk', '1')
+            redis.call('HSET', wk, 'xk', '1', 'rf', '1')
             redis.call('HDEL', wk, 'blocked_on')
             push_front(w)
             event(w, {type = 'hold_granted', resource = res}, now)
@@ -793,7 +859,7 @@ local function take_job_holds(uuid, runner, now)
     for line in string.gmatch(holds, '[^\n]+') do
         local cap, res = string.match(line, '^(%d+) (.+)$')
         if not hold_try(uuid, res, tonumber(cap)) then
-            redis.call('HSET', k, 'blocked_on', res)
+            redis.call('HSET', k, 'blocked_on', res, 'rf', '1')
             runner_list_rem(runner, uuid)
             set_execution(uuid, 'queued')
             rearm_deadline(uuid)

@@ -18,7 +18,7 @@ if not UNFINISHED[ex] then
 end
 local now = now_ms()
 redis.call('RPUSH', k .. ':history', ARGV[4])
-redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
+redis.call('HSET', k, 'xk', '1', 'rf', '1') -- see has_extra_keys, RARE_FIELDS
 if f[5] == '1' then
     return {'CANCELING'} -- already asked; the history records this request too
 end

@@ -79,6 +79,8 @@ for _, uuid in ipairs(candidates) do
         if tmo > 0 and not f.deadline then
             set[#set + 1] = 'deadline'
             set[#set + 1] = string.format('%d', now + tmo)
+            set[#set + 1] = 'rf' -- see RARE_FIELDS
+            set[#set + 1] = '1'
             redis.call('ZADD', P .. 'deadlines', now + tmo, uuid)
         end
         redis.call('HSET', k, unpack(set))

@@ -23,7 +23,11 @@ local ref, wf_uuid, uuid, queue = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local exec_after, unique, seen, locks = tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
 local runner, made_here = ARGV[12], ARGV[13] == '1'
 local target, params, holds, timeout_ms = '', '', nil, nil
+local rare = unique ~= '' or locks ~= '' -- see RARE_FIELDS
 for i = 14, #ARGV, 2 do
+    if IS_RARE_FIELD[ARGV[i]] then
+        rare = true
+    end
     if ARGV[i] == 'target' then
         target = ARGV[i + 1]
     elseif ARGV[i] == 'params' then
@@ -102,10 +106,10 @@ local start = runner ~= '' and exec_after <= now and not holds and not QUEUED_IN
 if start and redis.call('LLEN', qkey(queue)) > 0 then
     start = false
 end
--- lv: this layout (3: shared document, xk and es; see has_extra_keys and stream_seen).
--- fence, phase, idx and attempt are 0 until set (see cursor_text).
+-- lv: this layout (4: shared document, xk, es and rf; see has_extra_keys, stream_seen
+-- and RARE_FIELDS). fence, phase, idx and attempt are 0 until set (see cursor_text).
 local fields = {'queue', queue, 'created_at', now_text(), 'execution',
-                start and 'running' or 'queued', 'lv', '3'}
+                start and 'running' or 'queued', 'lv', LAYOUT}
 for i = 14, #ARGV do
     fields[#fields + 1] = ARGV[i]
 end
@@ -116,6 +120,7 @@ if start then
         fields[#fields + 1] = v
     end
     if timeout_ms and timeout_ms > 0 then
+        rare = true
         fields[#fields + 1] = 'deadline'
         fields[#fields + 1] = string.format('%d', now + timeout_ms)
         redis.call('ZADD', P .. 'deadlines', now + timeout_ms, uuid)
@@ -135,6 +140,10 @@ end
 if exec_after > now then
     fields[#fields + 1] = 'exec_after'
     fields[#fields + 1] = tostring(exec_after)
+end
+if rare then
+    fields[#fields + 1] = 'rf'
+    fields[#fields + 1] = '1'
 end
 redis.call('HSET', k, unpack(fields))
 move_index(uuid, false, start and 'running' or 'queued', now_text())

@@ -13,7 +13,7 @@ if n >= max then
     return {'FULL', n}
 end
 n = redis.call('RPUSH', k .. ':info', entry)
-redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
+redis.call('HSET', k, 'xk', '1', 'rf', '1') -- see has_extra_keys, RARE_FIELDS
 -- The record does not tell info: the job's stream starts (with the story the record
 -- tells first) if it has none, and expires as a finished job's events do.
 event(uuid, {type = 'info', index = n - 1}, now_ms())

@@ -33,7 +33,7 @@ else
     redis.call('LTRIM', k .. ':res:0', 0, idx - 1)
 end
 redis.call('DEL', k .. ':res:1', k .. ':res:2')
-redis.call('HSET', k, 'phase', 0, 'idx', idx, 'attempt', 0, 'polls', 0)
+redis.call('HSET', k, 'phase', 0, 'idx', idx, 'attempt', 0, 'polls', 0, 'rf', '1')
 redis.call('HDEL', k, 'error', 'failed_at', 'timed_out', 'deadline', 'cancel', 'resume',
            'wait_info', 'finished_at', 'runner', 'inflight', 'unique')
 if params ~= '' then
@@ -48,7 +48,7 @@ if f[2] then
     redis.call('INCR', P .. 'locks:version')
 end
 redis.call('RPUSH', k .. ':history', ARGV[7])
-redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
+redis.call('HSET', k, 'xk', '1', 'rf', '1') -- see has_extra_keys, RARE_FIELDS
 set_execution(uuid, 'queued')
 event(uuid, {type = 'redrive', index = idx}, now)
 push_front(uuid)

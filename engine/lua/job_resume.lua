@@ -13,10 +13,10 @@ if ex ~= 'waiting' then
     return {'NOTWAITING', ex}
 end
 local now = now_ms()
-redis.call('HSET', k, 'resume', ARGV[4])
+redis.call('HSET', k, 'resume', ARGV[4], 'rf', '1')
 redis.call('HDEL', k, 'wait_info')
 redis.call('RPUSH', k .. ':history', ARGV[5])
-redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
+redis.call('HSET', k, 'xk', '1', 'rf', '1') -- see has_extra_keys, RARE_FIELDS
 set_execution(uuid, 'queued')
 event(uuid, {type = 'resumed'}, now)
 push_front(uuid)

@@ -14,7 +14,7 @@ end
 local k = jkey(uuid)
 if ARGV[7] ~= '' then
     redis.call('RPUSH', k .. ':postbacks', ARGV[7])
-    redis.call('HSET', k, 'xk', '1') -- see has_extra_keys
+    redis.call('HSET', k, 'xk', '1', 'rf', '1') -- see has_extra_keys, RARE_FIELDS
     redis.call('LTRIM', k .. ':postbacks', -200, -1)
     follow_job_expiry(uuid)
 end

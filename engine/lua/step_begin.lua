@@ -21,22 +21,22 @@ if ARGV[9] ~= '' then
     for line in string.gmatch(ARGV[9], '[^\n]+') do
         local cap, res = string.match(line, '^(%d+) (.+)$')
         if not hold_try(uuid, res, tonumber(cap)) then
-            redis.call('HSET', k, 'blocked_on', res)
+            redis.call('HSET', k, 'blocked_on', res, 'rf', '1') -- see RARE_FIELDS
             runner_list_rem(runner, uuid)
             redis.call('HDEL', k, 'runner')
             set_execution(uuid, 'queued')
             rearm_deadline(uuid)
             event(uuid, {type = 'hold_wait', resource = res}, now)
             if #names > 0 then
-                redis.call('HSET', k, 'step_holds', table.concat(names, '\n'))
+                redis.call('HSET', k, 'step_holds', table.concat(names, '\n'), 'rf', '1')
             end
             return {'PARKED', res}
         end
         names[#names + 1] = res
     end
-    redis.call('HSET', k, 'step_holds', table.concat(names, '\n'))
+    redis.call('HSET', k, 'step_holds', table.concat(names, '\n'), 'rf', '1')
 end
 if ARGV[8] == '1' then
-    redis.call('HSET', k, 'inflight', ARGV[6] .. ':' .. ARGV[7])
+    redis.call('HSET', k, 'inflight', ARGV[6] .. ':' .. ARGV[7], 'rf', '1')
 end
 return {'GO'}

@@ -20,21 +20,29 @@
 local uuid, runner, fence = ARGV[3], ARGV[4], ARGV[5]
 local phase, idx, action = ARGV[6], ARGV[7], ARGV[8]
 local k = jkey(uuid)
--- Every field this commit reads, in one call (FINISH_FIELDS for finish()).
-local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel',
-                       'step_holds', 'inflight', 'resume', 'created_at', 'unique', 'locks',
-                       'deadline', 'post_back_urls', 'xk', 'lv', 'blocked_on', 'polls', 'es')
-if not cur[5] then
+-- Every field this commit reads (FINISH_FIELDS for finish()): the ones every job has,
+-- then RARE_FIELDS when the job may have them.
+local c = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel',
+                     'created_at', 'lv', 'rf')
+local cur = {runner = c[1], fence = c[2], phase = c[3], idx = c[4], execution = c[5],
+             cancel = c[6], created_at = c[7], lv = c[8]}
+if may_have_rare_fields(c[9], c[8]) then
+    local r = redis.call('HMGET', k, unpack(RARE_FIELDS))
+    for i, name in ipairs(RARE_FIELDS) do
+        cur[name] = r[i]
+    end
+end
+if not cur.execution then
     return {'STALE', 'job deleted'}
 end
-stream_seen(uuid, cur[19], cur[16])
-if cur[1] ~= runner or cur[2] ~= fence then
-    if cur[2] == fence and cur[5] ~= 'running' then
+stream_seen(uuid, cur.es, cur.lv)
+if cur.runner ~= runner or cur.fence ~= fence then
+    if cur.fence == fence and cur.execution ~= 'running' then
         return {'DUP'} -- this very fence ended the job already (a retried finish/wait)
     end
-    return {'STALE', 'owned by ' .. tostring(cur[1]) .. ' fence ' .. tostring(cur[2])}
+    return {'STALE', 'owned by ' .. tostring(cur.runner) .. ' fence ' .. tostring(cur.fence)}
 end
-if cursor_text(cur[3], cur[4]) ~= phase .. ':' .. idx then
+if cursor_text(cur.phase, cur.idx) ~= phase .. ':' .. idx then
     return {'DUP'} -- the cursor already moved past this step under this fence
 end
 local now = now_ms()
@@ -42,21 +50,23 @@ local now = now_ms()
 -- is never parked with the job: instead of waiting or sitting in the delayed set, it
 -- goes to the head of its queue, and the claim that takes it runs oncancel. (During
 -- oncancel the flag stays set and asks for nothing more.)
-local canceling = cur[6] == '1' and phase ~= '2'
+local canceling = cur.cancel == '1' and phase ~= '2'
 -- The job's own fields this commit sets, written in one call at the end.
 local set = {}
-local xk = cur[15]
 local function put(name, value)
     set[#set + 1] = name
     set[#set + 1] = value
-    if name == 'xk' then
-        xk = value
+    if IS_RARE_FIELD[name] and cur[name] == nil then
+        -- A rare field the job did not have (see RARE_FIELDS).
+        set[#set + 1] = 'rf'
+        set[#set + 1] = '1'
     end
+    cur[name] = value
 end
 -- Moves the job to another execution (indexes and field).
 local function become(execution)
-    if cur[5] ~= execution then
-        move_index(uuid, cur[5], execution, cur[10])
+    if cur.execution ~= execution then
+        move_index(uuid, cur.execution, execution, cur.created_at)
     end
     put('execution', execution)
 end
@@ -81,9 +91,9 @@ if nstate > 0 then
 end
 a = a + 2 * nstate
 -- A resumed step's outcome is used once: the commit consumes it.
-if cur[8] or cur[9] then
+if cur.inflight or cur.resume then
     redis.call('HDEL', k, 'inflight', 'resume')
-    cur[8], cur[9] = nil, nil
+    cur.inflight, cur.resume = nil, nil
 end
 -- The step's event (none for a release, or a job ending with no step to run): the
 -- record tells a step that left a result entry, unless a fallback ran (the event names
@@ -104,7 +114,7 @@ local function leave_runner()
     rearm_deadline(uuid)
 end
 local function step_holds_release()
-    if cur[7] then
+    if cur.step_holds then
         release_step_holds(uuid, now)
     end
 end
@@ -113,7 +123,7 @@ if action == 'next' or action == 'release' then
     put('phase', ARGV[a])
     put('idx', ARGV[a + 1])
     put('attempt', '0')
-    if cur[18] and cur[18] ~= '0' then
+    if cur.polls and cur.polls ~= '0' then
         put('polls', '0')
     end
     if action == 'next' and ARGV[a + 2] and ARGV[a + 2] ~= '' then
@@ -140,11 +150,8 @@ elseif action == 'finish' then
     if ARGV[a + 1] ~= '' then
         put('failed_at', ARGV[a + 1])
     end
-    finish(uuid, ARGV[a], now, {execution = cur[5], created_at = cur[10], runner = cur[1],
-                                unique = cur[11], locks = cur[12], deadline = cur[13],
-                                post_back_urls = cur[14], xk = xk, lv = cur[16],
-                                blocked_on = cur[17], cancel = cur[6], inflight = cur[8],
-                                resume = cur[9]}, set)
+    -- cur has every field finish() reads, as this commit leaves them but execution.
+    finish(uuid, ARGV[a], now, cur, set)
     set = {}
 elseif action == 'wait' then
     if canceling then
@@ -160,6 +167,9 @@ elseif action == 'wait' then
     end
 elseif action == 'requeue' then
     redis.call('HINCRBY', k, 'polls', 1)
+    if not cur.polls then
+        redis.call('HSET', k, 'rf', '1') -- see RARE_FIELDS
+    end
     put('requeue_info', ARGV[a + 1])
     leave_runner()
     if canceling then
@@ -173,4 +183,4 @@ end
 if #set > 0 then
     redis.call('HSET', k, unpack(set))
 end
-return cur[6] == '1' and 1 or 0
+return cur.cancel == '1' and 1 or 0

@@ -88,6 +88,24 @@ static json_t *finished(const char *uuid)
     return job;
 }
 
+/* The job once it has finished, found by reading it every 10 ms (up to 20 s) rather
+ * than by watching its events: a watcher starts the job's event stream, which writes
+ * to the job (field rf among others: see step_hold_covers_only_its_step). */
+static json_t *finished_unwatched(const char *uuid)
+{
+    for (int waited = 0; waited < 20000; waited += 10) {
+        json_t *job = itest_job_get(&W.client, uuid);
+        const char *ex = itest_execution(job);
+        if (strcmp(ex, "succeeded") == 0 || strcmp(ex, "failed") == 0 ||
+            strcmp(ex, "canceled") == 0)
+            return job;
+        json_decref(job);
+        uv_sleep(10);
+    }
+    fail_msg("job %s did not finish within 20 s", uuid);
+    return NULL;
+}
+
 /* Waits for the job's first event of `type` (and `status`) and returns its time. */
 static json_int_t wait_event_time(const char *uuid, const char *type, const char *status)
 {
@@ -407,9 +425,12 @@ static void test_holds_released_on_failure_and_cancel(void **state)
 
 /* ---- 4. step-level tickets ------------------------------------------------------------ */
 
-static void test_step_hold_covers_only_its_step(void **state)
+/* A step's hold is released by the step's commit, which reads the job's rare fields
+ * (step_holds) only when its field rf says it may have them: the first job is not
+ * watched, so nothing but its step's begin writes rf. `stored_before_rf`: the job is
+ * made to look as layout 3 left it (no rf), and the commit must read them still. */
+static void step_hold_covers_only_its_step(bool stored_before_rf)
 {
-    (void)state;
     put(itest_fmt("{\"name\": \"disk-op\", \"chain\": ["
                   "{\"name\": \"copy\", \"task\": \"itest.record\", \"holds\": "
                   "[\"disk:${params.d}\"], \"args\": {\"file\": \"%s\", \"ms\": 400}}, "
@@ -421,8 +442,14 @@ static void test_step_hold_covers_only_its_step(void **state)
     char key[64];
     snprintf(key, sizeof key, "%s/0/0", first);
     wait_side_start(key);
+    /* (Nothing may write to the first job until its step commits: it is not watched.) */
+    if (stored_before_rf) {
+        assert_int_equal(itest_redis_int(&W.redis, "HDEL tern:job:%s rf", first), 1);
+        assert_int_equal(itest_redis_int(&W.redis, "HSET tern:job:%s lv 3", first), 0);
+    }
     create("disk-op", "{\"d\": \"d1\"}", second);
-    json_t *j1 = finished(first), *j2 = finished(second);
+    json_t *j1 = finished_unwatched(first);
+    json_t *j2 = finished(second);
     assert_string_equal(itest_execution(j1), "succeeded");
     assert_string_equal(itest_execution(j2), "succeeded");
     json_t *e1 = itest_events(&W.client, first), *e2 = itest_events(&W.client, second);
@@ -449,6 +476,18 @@ static void test_step_hold_covers_only_its_step(void **state)
     json_decref(e2);
     json_decref(j1);
     json_decref(j2);
+}
+
+static void test_step_hold_covers_only_its_step(void **state)
+{
+    (void)state;
+    step_hold_covers_only_its_step(false);
+}
+
+static void test_step_hold_released_for_a_job_of_layout_3(void **state)
+{
+    (void)state;
+    step_hold_covers_only_its_step(true);
 }
 
 /* ---- 5. named queues --------------------------------------------------------------- */
@@ -870,6 +909,7 @@ int main(void)
         cmocka_unit_test_teardown(test_capacity_is_counted_and_fifo, test_teardown),
         cmocka_unit_test_teardown(test_holds_released_on_failure_and_cancel, test_teardown),
         cmocka_unit_test_teardown(test_step_hold_covers_only_its_step, test_teardown),
+        cmocka_unit_test_teardown(test_step_hold_released_for_a_job_of_layout_3, test_teardown),
         cmocka_unit_test_teardown(test_named_queue_needs_its_runner, test_teardown),
         cmocka_unit_test_teardown(test_exec_after_on_time_without_heartbeat, test_teardown),
         cmocka_unit_test_teardown(test_event_streams, test_teardown),
