@@ -48,15 +48,38 @@ ulimit -n 65536 2>/dev/null || true
 
 # One repetition of tern's scenarios, then of Redis's ceiling, then of the peers, in
 # turn, REPS times: the machine is shared and its speed drifts over minutes, and a
-# drift then falls on every system alike instead of on whichever ran last.
+# drift then falls on every system alike instead of on whichever ran last. (a), whose
+# target is closest to what is measured, goes first and in pairs: tern's a-api then
+# BullMQ's, tern's a-bulk then BullMQ's, each pair a few seconds apart, the order of
+# each pair swapped every repetition, so that a drift within minutes, or within a
+# repetition, favours neither.
 sha=$(redis-cli -p "$port" script load "$(cat "$here/g_step_commit.lua")")
 # A 200-byte argument like a step event (no commas: they would split the CSV).
 ev=$(printf '%0200d' 0)
+tern_a() {
+    [ "$only" != peers ] || return 0
+    timeout 600 "$build/tests/bench/bench_tern" "$1" "$url" "$n_a" "$rep" 2>"$tmp/bench.err" | collect
+}
+bullmq_a() {
+    [ "$only" != tern ] && [ -x "$here/peers/run.sh" ] || return 0
+    "$here/peers/run.sh" --redis "$url" --reps 1 --first-rep "$rep" --systems bullmq \
+        --bullmq-scenarios "$1" | collect
+}
 rep=1
 while [ "$rep" -le "$reps" ]; do
+    echo "rep $rep of $reps: (a) in pairs" >&2
+    for s in a-api a-bulk; do
+        if [ $((rep % 2)) = 1 ]; then
+            tern_a "$s"
+            bullmq_a "$s"
+        else
+            bullmq_a "$s"
+            tern_a "$s"
+        fi
+    done
     if [ "$only" != peers ]; then
         echo "tern rep $rep of $reps" >&2
-        for s in a-api:$n_a a-bulk:$n_a b:$n_b c:$n_c e:$n_e f-create:$n_f f-read:$n_f; do
+        for s in b:$n_b c:$n_c e:$n_e f-create:$n_f f-read:$n_f; do
             # Memory is measured on a quiet Redis: the jobs of earlier scenarios (tern's
             # DB 0 only) would otherwise give memory back while it is measured, as their
             # streams expire (a succeeded job keeps its own for 60 s).
@@ -81,7 +104,8 @@ while [ "$rep" -le "$reps" ]; do
     fi
     if [ "$only" != tern ] && [ -x "$here/peers/run.sh" ]; then
         quiet_db0 # the same for the peers' memory figures
-        "$here/peers/run.sh" --redis "$url" --reps 1 --first-rep "$rep" | collect
+        "$here/peers/run.sh" --redis "$url" --reps 1 --first-rep "$rep" \
+            --bullmq-scenarios b,c | collect
     fi
     rep=$((rep + 1))
 done

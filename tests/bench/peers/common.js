@@ -10,16 +10,20 @@ const IORedis = require('ioredis');
 function parseArgs(argv) {
     // --first-rep K numbers the repetitions from K: run.sh runs one repetition of each
     // system in turn, so that a change of the shared machine's speed falls on all.
-    const args = { redis: null, reps: 3, firstRep: 1, db: null, quick: false };
+    // --scenarios a-api,a-bulk runs those only (run.sh runs each system's (a) right
+    // after tern's, so that the two meet the same state of the shared machine).
+    const args = { redis: null, reps: 3, firstRep: 1, db: null, quick: false, scenarios: null };
     for (let i = 2; i < argv.length; i++) {
         if (argv[i] === '--redis') args.redis = argv[++i];
         else if (argv[i] === '--reps') args.reps = parseInt(argv[++i], 10);
         else if (argv[i] === '--first-rep') args.firstRep = parseInt(argv[++i], 10);
         else if (argv[i] === '--db') args.db = parseInt(argv[++i], 10);
         else if (argv[i] === '--quick') args.quick = true;
+        else if (argv[i] === '--scenarios') args.scenarios = argv[++i].split(',');
         else throw new Error('unknown argument ' + argv[i]);
     }
     if (!args.redis) throw new Error('--redis redis://127.0.0.1:PORT is required');
+    args.wants = (scenario) => args.scenarios === null || args.scenarios.includes(scenario);
     const u = new URL(args.redis);
     if (u.hostname !== '127.0.0.1' && u.hostname !== 'localhost') {
         throw new Error('refusing a Redis that is not on loopback: ' + u.hostname);

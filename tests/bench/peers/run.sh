@@ -4,6 +4,9 @@
 # measurement on stdout. Progress goes to stderr.
 #
 # Usage: tests/bench/peers/run.sh --redis redis://127.0.0.1:PORT --reps N [--first-rep K]
+#                                 [--systems bullmq,nodeworkflow] [--bullmq-scenarios LIST]
+# (--bullmq-scenarios a-api,a-bulk,b,c: BullMQ's scenarios to run, all by default; e comes
+# with b.)
 # node-workflow uses Redis DB 1 and BullMQ DB 2; each driver flushes only its
 # own DB, and only on a loopback Redis. PEERS_QUICK=1 shrinks the job counts;
 # WF_MODES=inproc skips node-workflow's slow fork-per-task mode.
@@ -12,12 +15,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 redis=""
 reps=3
 first=1
+systems=bullmq,nodeworkflow
+bullmq_scenarios=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --redis) redis="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
     --first-rep) first="$2"; shift 2 ;;
-    *) echo "usage: $0 --redis redis://127.0.0.1:PORT --reps N [--first-rep K]" >&2; exit 2 ;;
+    --systems) systems="$2"; shift 2 ;;
+    --bullmq-scenarios) bullmq_scenarios="$2"; shift 2 ;;
+    *) echo "usage: $0 --redis redis://127.0.0.1:PORT --reps N [--first-rep K] [--systems LIST] [--bullmq-scenarios LIST]" >&2; exit 2 ;;
     esac
 done
 [ -n "$redis" ] || { echo "$0: --redis is required" >&2; exit 2; }
@@ -32,9 +39,17 @@ fi
 quick=""
 [ "${PEERS_QUICK:-0}" = 1 ] && quick="--quick"
 status=0
+scen=""
+[ -n "$bullmq_scenarios" ] && scen="--scenarios $bullmq_scenarios"
 # Each system is bounded in time; a failure of one still lets the other run.
-timeout 900 node "$here/bullmq.js" --redis "$redis" --db 2 --reps "$reps" --first-rep "$first" \
-    $quick || status=1
-timeout 1200 node "$here/nodeworkflow.js" --redis "$redis" --db 1 --reps "$reps" \
-    --first-rep "$first" $quick || status=1
+case ",$systems," in
+*,bullmq,*)
+    timeout 900 node "$here/bullmq.js" --redis "$redis" --db 2 --reps "$reps" --first-rep "$first" \
+        $quick $scen || status=1 ;;
+esac
+case ",$systems," in
+*,nodeworkflow,*)
+    timeout 1200 node "$here/nodeworkflow.js" --redis "$redis" --db 1 --reps "$reps" \
+        --first-rep "$first" $quick || status=1 ;;
+esac
 exit $status
