@@ -34,6 +34,10 @@
 
 #define TERN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The queue of a workflow that names none, and the one a runner serves unless told
+ * otherwise (jobs of this queue store no queue field: job_create.lua). */
+#define TERN_DEFAULT_QUEUE "default"
+
 /* Allocation: abort with a message on out-of-memory, never return NULL. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t n);

@@ -598,7 +598,7 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->concurrency = 1000;
     c->runner_id = NULL; /* HOSTNAME-PID unless set */
     c->queues = xcalloc(2, sizeof *c->queues);
-    c->queues[0] = xstrdup("default");
+    c->queues[0] = xstrdup(TERN_DEFAULT_QUEUE);
     c->n_queues = 1;
     c->lease_ms = 10000;
     c->heartbeat_ms = 2000;

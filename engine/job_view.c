@@ -154,6 +154,8 @@ static const char *const phases[] = {"chain", "onerror", "oncancel"};
  * members or order them differently. */
 typedef enum member_kind {
     M_STR,      /* the field as a string; null when missing or empty */
+    M_QUEUE,    /* the field as a string; "default" when missing (job_create.lua stores
+                 * no queue for the default one) */
     M_JSON,     /* the field's JSON document; null when missing or empty */
     M_TIME,     /* the field, ms since the epoch, as ISO text; null when not positive */
     M_STEPS,    /* the workflow's steps of phase `which` ([] when none) */
@@ -184,7 +186,7 @@ static const view_member_t view_members[] = {
     {"execution", M_STR, "execution", 0},
     {"target", M_STR, "target", 0},
     {"params", M_JSON, "params", 0},
-    {"queue", M_STR, "queue", 0},
+    {"queue", M_QUEUE, "queue", 0},
     {"chain", M_STEPS, NULL, 0},
     {"onerror", M_STEPS, NULL, 1},
     {"oncancel", M_STEPS, NULL, 2},
@@ -239,6 +241,9 @@ static json_t *member_tree(const view_member_t *m, const job_fields_t *f, const 
     switch (m->kind) {
     case M_STR:
         return field_str(f, m->field);
+    case M_QUEUE:
+        return job_fields_get(f, m->field, NULL) != NULL ? field_str(f, m->field)
+                                                         : json_string(TERN_DEFAULT_QUEUE);
     case M_JSON:
         return field_json(f, m->field);
     case M_TIME:
@@ -382,6 +387,12 @@ static void member_text(json_text_t *t, const view_member_t *m, const job_fields
     switch (m->kind) {
     case M_STR:
         text_field_str(t, f, m->field);
+        return;
+    case M_QUEUE:
+        if (job_fields_get(f, m->field, NULL) != NULL)
+            text_field_str(t, f, m->field);
+        else
+            json_text_str(t, TERN_DEFAULT_QUEUE, strlen(TERN_DEFAULT_QUEUE));
         return;
     case M_JSON: {
         size_t len = 0;

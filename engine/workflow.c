@@ -703,7 +703,7 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
         return fail(ps, TERN_EINVAL, "queue: expected 1 to 64 of a-z, 0-9, '_' or '-', got %s",
                     DESCRIBE(queue));
     json_object_set_new(wf->doc, "queue",
-                        queue != NULL ? json_deep_copy(queue) : json_string("default"));
+                        queue != NULL ? json_deep_copy(queue) : json_string(TERN_DEFAULT_QUEUE));
 
     holds = json_object_get(doc, "holds");
     if (holds != NULL) {
