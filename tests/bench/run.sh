@@ -51,31 +51,39 @@ ulimit -n 65536 2>/dev/null || true
 # drift then falls on every system alike instead of on whichever ran last. (a), whose
 # target is closest to what is measured, goes first and in pairs: tern's a-api then
 # BullMQ's, tern's a-bulk then BullMQ's, each pair a few seconds apart, the order of
-# each pair swapped every repetition, so that a drift within minutes, or within a
-# repetition, favours neither.
+# each pair swapped every time, so that a drift within minutes, or within a repetition,
+# favours neither; and A_PAIRS times per repetition (numbered 1, 2, ... across the
+# run): each system's rate moves by a sixth between runs a minute apart here, and a
+# median of more runs moves less.
 sha=$(redis-cli -p "$port" script load "$(cat "$here/g_step_commit.lua")")
 # A 200-byte argument like a step event (no commas: they would split the CSV).
 ev=$(printf '%0200d' 0)
+a_pairs=${A_PAIRS:-2}
 tern_a() {
     [ "$only" != peers ] || return 0
-    timeout 600 "$build/tests/bench/bench_tern" "$1" "$url" "$n_a" "$rep" 2>"$tmp/bench.err" | collect
+    timeout 600 "$build/tests/bench/bench_tern" "$1" "$url" "$n_a" "$2" 2>"$tmp/bench.err" | collect
 }
 bullmq_a() {
     [ "$only" != tern ] && [ -x "$here/peers/run.sh" ] || return 0
-    "$here/peers/run.sh" --redis "$url" --reps 1 --first-rep "$rep" --systems bullmq \
+    "$here/peers/run.sh" --redis "$url" --reps 1 --first-rep "$2" --systems bullmq \
         --bullmq-scenarios "$1" | collect
 }
 rep=1
 while [ "$rep" -le "$reps" ]; do
-    echo "rep $rep of $reps: (a) in pairs" >&2
-    for s in a-api a-bulk; do
-        if [ $((rep % 2)) = 1 ]; then
-            tern_a "$s"
-            bullmq_a "$s"
-        else
-            bullmq_a "$s"
-            tern_a "$s"
-        fi
+    k=1
+    while [ "$k" -le "$a_pairs" ]; do
+        a_rep=$(((rep - 1) * a_pairs + k))
+        echo "rep $rep of $reps: (a) in pairs, run $a_rep" >&2
+        for s in a-api a-bulk; do
+            if [ $((a_rep % 2)) = 1 ]; then
+                tern_a "$s" "$a_rep"
+                bullmq_a "$s" "$a_rep"
+            else
+                bullmq_a "$s" "$a_rep"
+                tern_a "$s" "$a_rep"
+            fi
+        done
+        k=$((k + 1))
     done
     if [ "$only" != peers ]; then
         echo "tern rep $rep of $reps" >&2

@@ -8,7 +8,7 @@ const c = require('./common');
 const args = c.parseArgs(process.argv);
 if (args.db === null) args.db = 2;
 const CONC = 50;
-const N_A = args.quick ? 2000 : 20000;
+const N_A = args.jobsA !== null ? args.jobsA : args.quick ? 2000 : 20000;
 const N_B = args.quick ? 200 : 2000;
 const N_C = args.quick ? 100 : 1000;
 const LIMIT_MS = 120000;

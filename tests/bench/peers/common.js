@@ -12,7 +12,8 @@ function parseArgs(argv) {
     // system in turn, so that a change of the shared machine's speed falls on all.
     // --scenarios a-api,a-bulk runs those only (run.sh runs each system's (a) right
     // after tern's, so that the two meet the same state of the shared machine).
-    const args = { redis: null, reps: 3, firstRep: 1, db: null, quick: false, scenarios: null };
+    const args = { redis: null, reps: 3, firstRep: 1, db: null, quick: false, scenarios: null,
+                   jobsA: null };
     for (let i = 2; i < argv.length; i++) {
         if (argv[i] === '--redis') args.redis = argv[++i];
         else if (argv[i] === '--reps') args.reps = parseInt(argv[++i], 10);
@@ -20,6 +21,7 @@ function parseArgs(argv) {
         else if (argv[i] === '--db') args.db = parseInt(argv[++i], 10);
         else if (argv[i] === '--quick') args.quick = true;
         else if (argv[i] === '--scenarios') args.scenarios = argv[++i].split(',');
+        else if (argv[i] === '--jobs-a') args.jobsA = parseInt(argv[++i], 10);
         else throw new Error('unknown argument ' + argv[i]);
     }
     if (!args.redis) throw new Error('--redis redis://127.0.0.1:PORT is required');
@@ -31,6 +33,9 @@ function parseArgs(argv) {
     args.host = '127.0.0.1';
     args.port = parseInt(u.port || '6379', 10);
     if (!(args.reps >= 1 && args.reps <= 20)) throw new Error('--reps must be 1..20');
+    if (args.jobsA !== null && !(args.jobsA >= 100 && args.jobsA <= 1000000)) {
+        throw new Error('--jobs-a must be 100..1000000');
+    }
     if (!(args.firstRep >= 1 && args.firstRep <= 20)) throw new Error('--first-rep must be 1..20');
     return args;
 }

@@ -5,8 +5,9 @@
 #
 # Usage: tests/bench/peers/run.sh --redis redis://127.0.0.1:PORT --reps N [--first-rep K]
 #                                 [--systems bullmq,nodeworkflow] [--bullmq-scenarios LIST]
+#                                 [--jobs-a N]
 # (--bullmq-scenarios a-api,a-bulk,b,c: BullMQ's scenarios to run, all by default; e comes
-# with b.)
+# with b; --jobs-a N: BullMQ's jobs per (a) run, 20,000 by default.)
 # node-workflow uses Redis DB 1 and BullMQ DB 2; each driver flushes only its
 # own DB, and only on a loopback Redis. PEERS_QUICK=1 shrinks the job counts;
 # WF_MODES=inproc skips node-workflow's slow fork-per-task mode.
@@ -17,6 +18,7 @@ reps=3
 first=1
 systems=bullmq,nodeworkflow
 bullmq_scenarios=""
+jobs_a=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --redis) redis="$2"; shift 2 ;;
@@ -24,6 +26,7 @@ while [ $# -gt 0 ]; do
     --first-rep) first="$2"; shift 2 ;;
     --systems) systems="$2"; shift 2 ;;
     --bullmq-scenarios) bullmq_scenarios="$2"; shift 2 ;;
+    --jobs-a) jobs_a="$2"; shift 2 ;;
     *) echo "usage: $0 --redis redis://127.0.0.1:PORT --reps N [--first-rep K] [--systems LIST] [--bullmq-scenarios LIST]" >&2; exit 2 ;;
     esac
 done
@@ -41,6 +44,7 @@ quick=""
 status=0
 scen=""
 [ -n "$bullmq_scenarios" ] && scen="--scenarios $bullmq_scenarios"
+[ -n "$jobs_a" ] && scen="$scen --jobs-a $jobs_a"
 # Each system is bounded in time; a failure of one still lets the other run.
 case ",$systems," in
 *,bullmq,*)
