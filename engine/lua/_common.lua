@@ -53,6 +53,9 @@ local function qkey(queue)
     return P .. 'q:' .. queue
 end
 
+-- The queue of a workflow that names none (TERN_DEFAULT_QUEUE in C). A job of it stores
+-- no queue field: every reader takes none as this one.
+local DEFAULT_QUEUE = 'default'
 local UNFINISHED = {queued = true, running = true, waiting = true, retried = true}
 -- Every execution, as job_view.c lists them (each has an index jobs:<execution>).
 local EXECUTIONS = {'queued', 'running', 'waiting', 'retried', 'succeeded', 'failed', 'canceled'}
@@ -267,14 +270,15 @@ end
 -- writes rf; jobs of earlier layouts count as having them.
 local RARE_FIELDS = {'step_holds', 'inflight', 'resume', 'unique', 'locks', 'deadline',
                      'post_back_urls', 'xk', 'blocked_on', 'polls', 'es'}
-local LAYOUT = '4'
+local LAYOUT = 4
+local LAYOUT_TEXT = tostring(LAYOUT) -- as stored in lv
 local IS_RARE_FIELD = {}
 for _, name in ipairs(RARE_FIELDS) do
     IS_RARE_FIELD[name] = true
 end
 
 local function may_have_rare_fields(rf, lv)
-    return rf == '1' or (tonumber(lv) or 0) < 4
+    return rf == '1' or (tonumber(lv) or 0) < LAYOUT
 end
 
 -- A hash as HGETALL answers it (a flat list) as a table of field -> value.
@@ -594,7 +598,7 @@ end
 -- Puts a job at the head of its queue (the end runners pop from): for re-queued and
 -- overdue work, which should not wait behind jobs submitted after it.
 local function push_front(uuid)
-    local queue = redis.call('HGET', jkey(uuid), 'queue') or 'default'
+    local queue = redis.call('HGET', jkey(uuid), 'queue') or DEFAULT_QUEUE
     redis.call('RPUSH', qkey(queue), uuid)
 end
 

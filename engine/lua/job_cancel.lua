@@ -28,7 +28,7 @@ if ex == 'running' then
     event(uuid, {type = 'cancel_requested'}, now)
     return {'CANCELING'}
 end
-local queue = redis.call('HGET', k, 'queue') or 'default'
+local queue = redis.call('HGET', k, 'queue') or DEFAULT_QUEUE
 redis.call('LREM', qkey(queue), 0, uuid)
 redis.call('ZREM', P .. 'delayed', uuid)
 if f[2] and f[3] == '1' and f[4] ~= '2' then

@@ -108,11 +108,11 @@ if start and redis.call('LLEN', qkey(queue)) > 0 then
 end
 -- lv: this layout (4: shared document, xk, es and rf; see has_extra_keys, stream_seen
 -- and RARE_FIELDS). fence, phase, idx and attempt are 0 until set (see cursor_text), and
--- a job of the default queue stores no queue (job_view.c and every reader of the field
--- take none as 'default'): 1 % of Redis's instructions for a 1-step job.
+-- a job of the default queue stores no queue (see DEFAULT_QUEUE): 1 % of Redis's
+-- instructions for a 1-step job.
 local fields = {'created_at', now_text(), 'execution', start and 'running' or 'queued', 'lv',
-                LAYOUT}
-if queue ~= 'default' then
+                LAYOUT_TEXT}
+if queue ~= DEFAULT_QUEUE then
     fields[#fields + 1] = 'queue'
     fields[#fields + 1] = queue
 end

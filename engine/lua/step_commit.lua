@@ -25,8 +25,8 @@ local k = jkey(uuid)
 local c = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel',
                      'created_at', 'lv', 'rf')
 local cur = {runner = c[1], fence = c[2], phase = c[3], idx = c[4], execution = c[5],
-             cancel = c[6], created_at = c[7], lv = c[8]}
-if may_have_rare_fields(c[9], c[8]) then
+             cancel = c[6], created_at = c[7], lv = c[8], rf = c[9]}
+if may_have_rare_fields(cur.rf, cur.lv) then
     local r = redis.call('HMGET', k, unpack(RARE_FIELDS))
     for i, name in ipairs(RARE_FIELDS) do
         cur[name] = r[i]
@@ -56,12 +56,11 @@ local set = {}
 local function put(name, value)
     set[#set + 1] = name
     set[#set + 1] = value
-    if IS_RARE_FIELD[name] and cur[name] == nil then
-        -- A rare field the job did not have (see RARE_FIELDS).
-        set[#set + 1] = 'rf'
-        set[#set + 1] = '1'
-    end
     cur[name] = value
+    if IS_RARE_FIELD[name] and cur.rf ~= '1' then
+        -- The job may have a rare field from now on (see RARE_FIELDS).
+        put('rf', '1')
+    end
 end
 -- Moves the job to another execution (indexes and field).
 local function become(execution)
@@ -166,10 +165,8 @@ elseif action == 'wait' then
         event(uuid, {type = 'waiting'}, now)
     end
 elseif action == 'requeue' then
-    redis.call('HINCRBY', k, 'polls', 1)
-    if not cur.polls then
-        redis.call('HSET', k, 'rf', '1') -- see RARE_FIELDS
-    end
+    -- (cur.polls is read when the job may have it, and absent otherwise: see RARE_FIELDS.)
+    put('polls', tostring((tonumber(cur.polls) or 0) + 1))
     put('requeue_info', ARGV[a + 1])
     leave_runner()
     if canceling then

@@ -71,7 +71,7 @@ for _, uuid in ipairs(late) do
     local f = redis.call('HMGET', k, 'execution', 'timed_out')
     if f[1] and UNFINISHED[f[1]] and f[1] ~= 'running' and not f[2] then
         redis.call('HSET', k, 'timed_out', '1')
-        local queue = redis.call('HGET', k, 'queue') or 'default'
+        local queue = redis.call('HGET', k, 'queue') or DEFAULT_QUEUE
         -- Queue it only where nobody else will: a job already moved into a runner's
         -- list (BLMOVE, claim not answered yet) is timed out by that claim, and a
         -- second copy in the queue would run it twice.
