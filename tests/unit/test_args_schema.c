@@ -204,7 +204,10 @@ static void test_bad_schema_text(void **state)
                         "non-empty array of them, got an empty array");
     assert_string_equal(compile_err("{\"properties\": {\"a\": {\"typ\": \"string\"}}}"),
                         "task \"t.x\": args_schema: properties.a: unknown key \"typ\" (expected "
-                        "type, description)");
+                        "type, description, interpolation)");
+    assert_string_equal(compile_err("{\"properties\": {\"a\": {\"interpolation\": \"raw\"}}}"),
+                        "task \"t.x\": args_schema: properties.a.interpolation: expected "
+                        "\"text\" or \"parts\"");
     assert_string_equal(compile_err("{\"additional\": \"no\"}"),
                         "task \"t.x\": args_schema: additional: expected boolean, got string");
     assert_string_equal(compile_err("{\"required\": [\"b\"], \"properties\": {\"a\": {}},"
