@@ -580,12 +580,13 @@ typedef struct shell_lexer {
         enum shell_quote q;
         int parens;    /* open "(" at this level */
         bool backtick; /* this level was opened by "`" */
+        bool arith;    /* this level is an arithmetic expansion, $((...)) */
     } lv[SHELL_NEST_MAX];
     int depth;
     bool escaped;
 } shell_lexer_t;
 
-static void lexer_push(shell_lexer_t *lx, bool backtick)
+static void lexer_push(shell_lexer_t *lx, bool backtick, bool arith)
 {
     if (lx->depth + 1 >= SHELL_NEST_MAX)
         return;
@@ -593,6 +594,16 @@ static void lexer_push(shell_lexer_t *lx, bool backtick)
     lx->lv[lx->depth].q = SQ_NONE;
     lx->lv[lx->depth].parens = 0;
     lx->lv[lx->depth].backtick = backtick;
+    lx->lv[lx->depth].arith = arith;
+}
+
+/* True when the text that comes next is inside an arithmetic expansion at any level. */
+static bool lexer_in_arith(const shell_lexer_t *lx)
+{
+    for (int d = 0; d <= lx->depth; d++)
+        if (lx->lv[d].arith)
+            return true;
+    return false;
 }
 
 static void follow_quotes(shell_lexer_t *lx, const char *s, size_t n)
@@ -607,14 +618,17 @@ static void follow_quotes(shell_lexer_t *lx, const char *s, size_t n)
             lx->escaped = false;
         } else if (c == '\\') {
             lx->escaped = true;
+        } else if (c == '$' && i + 2 < n && s[i + 1] == '(' && s[i + 2] == '(') {
+            lexer_push(lx, false, true);
+            i += 2;
         } else if (c == '$' && i + 1 < n && s[i + 1] == '(') {
-            lexer_push(lx, false);
+            lexer_push(lx, false, false);
             i++;
         } else if (c == '`') {
             if (lx->depth > 0 && lx->lv[lx->depth].backtick && *q == SQ_NONE)
                 lx->depth--;
             else
-                lexer_push(lx, true);
+                lexer_push(lx, true, false);
         } else if (c == '"') {
             *q = *q == SQ_DOUBLE ? SQ_NONE : SQ_DOUBLE;
         } else if (*q == SQ_NONE && c == '\'') {
@@ -622,10 +636,13 @@ static void follow_quotes(shell_lexer_t *lx, const char *s, size_t n)
         } else if (*q == SQ_NONE && c == '(') {
             lx->lv[lx->depth].parens++;
         } else if (*q == SQ_NONE && c == ')') {
-            if (lx->lv[lx->depth].parens > 0)
+            if (lx->lv[lx->depth].parens > 0) {
                 lx->lv[lx->depth].parens--;
-            else if (lx->depth > 0 && !lx->lv[lx->depth].backtick)
+            } else if (lx->depth > 0 && !lx->lv[lx->depth].backtick) {
+                if (lx->lv[lx->depth].arith && i + 1 < n && s[i + 1] == ')')
+                    i++; /* the second ")" of "))" */
                 lx->depth--;
+            }
         }
     }
 }
@@ -652,6 +669,15 @@ static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t 
         enum shell_quote q = lx.lv[lx.depth].q;
         if (i + 1 == json_array_size(strings))
             break;
+        if (lexer_in_arith(&lx)) {
+            snprintf(msg, msglen,
+                     "argv: template %zu is inside $((...)), where the shell reads a value as an "
+                     "expression (bash runs the command substitutions in one); check the value "
+                     "in the script before any arithmetic",
+                     i + 1);
+            free(script);
+            return msg;
+        }
         if (lx.escaped) {
             snprintf(msg, msglen,
                      "argv: template %zu follows a backslash, which would quote the shell "

@@ -602,6 +602,24 @@ static void test_templates_never_reach_the_shell(void **state)
     harness_run_dispose(&r);
     json_decref(params);
 
+    /* Backticks, and an arithmetic expansion before a template, keep the count. */
+    params = json_pack("{s:s}", "v", "a  b;`touch x`");
+    shell_step(h, reg, "printf '<%s>' $((1 + (2))) \"`printf %s ${params.v}`\"", params, &r);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), "<3><a  b;`touch x`>");
+    harness_run_dispose(&r);
+    json_decref(params);
+
+    /* Inside $((...)) a value would be read as an expression: refused. */
+    params = json_pack("{s:s}", "v", "1");
+    shell_step(h, reg, "echo $(( ${params.v} + 1 ))", params, &r);
+    assert_failed(&r, "InvalidArgument",
+                  "argv: template 1 is inside $((...)), where the shell reads a value as an "
+                  "expression (bash runs the command substitutions in one); check the value in "
+                  "the script before any arithmetic");
+    harness_run_dispose(&r);
+    json_decref(params);
+
     /* A backslash right before a template is refused rather than guessed at. */
     params = json_pack("{s:s}", "v", "x");
     shell_step(h, reg, "echo \\${params.v}", params, &r);
