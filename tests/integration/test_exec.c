@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -28,7 +29,8 @@
 
 static itest_world_t W;
 static http_sync_t http;
-static itest_fleet_t fleet;
+static itest_fleet_t fleet;    /* the shell runner, once a test started it */
+static itest_fleet_t wf_fleet; /* a runner that loads a --workflows directory */
 static char shell_config[400]; /* a configuration file that allows the shell */
 
 static int group_setup(void **state)
@@ -48,6 +50,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     itest_fleet_stop(&fleet, 15000);
+    itest_fleet_stop(&wf_fleet, 15000);
     http_sync_close(&http);
     itest_world_stop(&W, 15000);
     return 0;
@@ -100,6 +103,31 @@ static void test_shell_refused_when_stored(void **state)
     http_sync_resp_dispose(&r);
     /* Nothing was stored. */
     assert_int_equal(http_sync_do(&http, "GET", "/workflows/exec-sh", NULL, 0, NULL, &r), 0);
+    assert_int_equal(r.status, 404);
+    http_sync_resp_dispose(&r);
+}
+
+/* The same refusal for a workflow file of --workflows DIR, logged with its path. */
+static void test_shell_refused_from_workflows_dir(void **state)
+{
+    (void)state;
+    char dir[400], file[480];
+    snprintf(dir, sizeof dir, "%s/wf", W.dir.path);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(file, sizeof file, "%s/sh.json", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("{\"name\": \"exec-sh-dir\", \"chain\": [{\"name\": \"s\", \"task\": \"exec.run\","
+          " \"args\": {\"argv\": \"echo hi\", \"shell\": true}}]}\n",
+          f);
+    assert_int_equal(fclose(f), 0);
+    const char *more[] = {"--workflows", dir, NULL};
+    itest_ternd_t *t = itest_fleet_start(&wf_fleet, &W.redis, &W.dir, "exec-wf", "wfq", more);
+    /* "ready" is logged once every file of the directory was stored or refused. */
+    assert_true(itest_ternd_log_has(t, "chain[0].args.shell: \\\"shell\\\": true is not allowed"));
+    itest_fleet_stop(&wf_fleet, 15000);
+    http_sync_resp_t r;
+    assert_int_equal(http_sync_do(&http, "GET", "/workflows/exec-sh-dir", NULL, 0, NULL, &r), 0);
     assert_int_equal(r.status, 404);
     http_sync_resp_dispose(&r);
 }
@@ -199,6 +227,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shell_refused_when_stored),
+        cmocka_unit_test(test_shell_refused_from_workflows_dir),
         cmocka_unit_test(test_shell_refused_at_run_time),
         cmocka_unit_test(test_values_reach_the_shell_as_parameters),
         cmocka_unit_test(test_steps_run_unprivileged),
