@@ -49,12 +49,13 @@
 
 #include <tern/task.h>
 
-#define DEFAULT_PATH   "PATH=/usr/local/bin:/usr/bin:/bin"
-#define DEFAULT_USER   "nobody" /* whom steps run as when ternd is root and no user is set */
-#define SHELL_PATH     "/bin/sh"
-#define MAX_TAIL_BYTES (1024 * 1024) /* results are stored in Redis */
-#define DEFAULT_TAIL   4096
-#define MAX_MSG_STDERR 2048 /* bytes of stderr quoted in a failure message */
+#define DEFAULT_PATH_DIRS "/usr/local/bin:/usr/bin:/bin"
+#define DEFAULT_PATH      "PATH=" DEFAULT_PATH_DIRS
+#define DEFAULT_USER      "nobody" /* whom steps run as when ternd is root and no user is set */
+#define SHELL_PATH        "/bin/sh"
+#define MAX_TAIL_BYTES    (1024 * 1024) /* results are stored in Redis */
+#define DEFAULT_TAIL      4096
+#define MAX_MSG_STDERR    2048 /* bytes of stderr quoted in a failure message */
 
 /* A NULL-terminated vector of strings whose elements are borrowed or owned per entry. */
 typedef struct strv {
@@ -205,25 +206,19 @@ typedef struct exec_config {
     bool allow_shell;  /* "allow_shell": shell steps may run */
     bool has_programs; /* "programs" was given: only those programs run */
     char **programs;   /* realpath of each allowed program */
-    char **as_written; /* each entry as configured, for messages */
     size_t n_programs;
     bool set_ids; /* run children as uid/gid (ternd is root) */
     uid_t uid;
     gid_t gid;
-    char *user; /* the user's name, for messages; NULL when ids are not set */
 } exec_config_t;
 
 static void config_free(exec_config_t *c)
 {
     if (c == NULL)
         return;
-    for (size_t i = 0; i < c->n_programs; i++) {
+    for (size_t i = 0; i < c->n_programs; i++)
         free(c->programs[i]);
-        free(c->as_written[i]);
-    }
     free(c->programs);
-    free(c->as_written);
-    free(c->user);
     free(c);
 }
 
@@ -286,8 +281,7 @@ static int config_programs(exec_config_t *c, const json_t *list, char *err, size
     }
     c->has_programs = true;
     c->programs = calloc(json_array_size(list) + 1, sizeof *c->programs);
-    c->as_written = calloc(json_array_size(list) + 1, sizeof *c->as_written);
-    if (c->programs == NULL || c->as_written == NULL) {
+    if (c->programs == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -304,13 +298,13 @@ static int config_programs(exec_config_t *c, const json_t *list, char *err, size
             snprintf(err, errlen,
                      "programs[%zu]: \"%s\" is a relative path; give a name (found in %s) or an "
                      "absolute path",
-                     i, name, DEFAULT_PATH + 5);
+                     i, name, DEFAULT_PATH_DIRS);
             return -1;
         }
         char found[PATH_MAX];
-        if (!resolve_program(name, DEFAULT_PATH + 5, "/", found, sizeof found)) {
+        if (!resolve_program(name, DEFAULT_PATH_DIRS, "/", found, sizeof found)) {
             snprintf(err, errlen, "programs[%zu]: \"%s\" is not an executable file%s%s", i, name,
-                     name[0] == '/' ? "" : " in ", name[0] == '/' ? "" : DEFAULT_PATH + 5);
+                     name[0] == '/' ? "" : " in ", name[0] == '/' ? "" : DEFAULT_PATH_DIRS);
             return -1;
         }
         char *real = realpath(found, NULL);
@@ -318,13 +312,7 @@ static int config_programs(exec_config_t *c, const json_t *list, char *err, size
             snprintf(err, errlen, "programs[%zu]: \"%s\": %s", i, found, strerror(errno));
             return -1;
         }
-        c->programs[c->n_programs] = real;
-        c->as_written[c->n_programs] = strdup(name);
-        c->n_programs++;
-        if (c->as_written[c->n_programs - 1] == NULL) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
+        c->programs[c->n_programs++] = real;
     }
     return 0;
 }
@@ -347,7 +335,10 @@ static int config_user(exec_config_t *c, const json_t *user, char *err, size_t e
     if (pw == NULL) {
         snprintf(err, errlen, "user \"%s\"%s: %s", name,
                  user == NULL ? " (the default when ternd runs as root)" : "",
-                 errno != 0 ? strerror(errno) : "no such user");
+                 /* getpwnam(3): these, or none, mean "not found" */
+                 errno == 0 || errno == ENOENT || errno == ESRCH || errno == EBADF || errno == EPERM
+                     ? "no such user"
+                     : strerror(errno));
         return -1;
     }
     if (geteuid() != 0) {
@@ -363,11 +354,6 @@ static int config_user(exec_config_t *c, const json_t *user, char *err, size_t e
     c->set_ids = true;
     c->uid = pw->pw_uid;
     c->gid = pw->pw_gid;
-    c->user = strdup(name);
-    if (c->user == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
     return 0;
 }
 
@@ -468,7 +454,7 @@ static const char *child_path(const json_t *args)
         return p;
     if (json_is_true(json_object_get(args, "inherit_env")))
         return getenv("PATH");
-    return DEFAULT_PATH + 5;
+    return DEFAULT_PATH_DIRS;
 }
 
 /* The store-time check (tern_task_def.check): the arguments as written, templates
