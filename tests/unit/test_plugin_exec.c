@@ -529,12 +529,12 @@ static void test_templates_never_reach_the_shell(void **state)
     snprintf(value, sizeof value, "x; touch %s", marker);
     json_t *params = json_pack("{s:s}", "name", value);
     shell_step(h, reg, "echo hello ${params.name}", params, &r);
+    assert_no_file(marker);
     assert_done(&r);
     snprintf(want, sizeof want, "hello %s\n", value);
     assert_string_equal(result_str(&r, "stdout"), want);
     harness_run_dispose(&r);
     json_decref(params);
-    assert_no_file(marker);
 
     /* Each value in each quoting context comes out as written, as one word. */
     static const char *const contexts[] = {
@@ -567,13 +567,12 @@ static void test_templates_never_reach_the_shell(void **state)
                 snprintf(text, sizeof text, "%s", values[v]);
             params = json_pack("{s:s}", "v", text);
             shell_step(h, reg, contexts[c], params, &r);
+            assert_no_file(marker);
             if (r.outcome.kind != TASK_DONE)
                 fail_msg("%s with %s: %s: %s", contexts[c], text, r.outcome.code,
                          r.outcome.message);
             if (c == 4)
                 snprintf(want, sizeof want, "<pre%spost>", text);
-            else if (c == 3)
-                snprintf(want, sizeof want, "<%s>", text);
             else
                 snprintf(want, sizeof want, "<%s>", text);
             /* $(...) strips trailing newlines, as command substitution always does. */
@@ -589,7 +588,6 @@ static void test_templates_never_reach_the_shell(void **state)
                          result_str(&r, "stdout"), want);
             harness_run_dispose(&r);
             json_decref(params);
-            assert_no_file(marker);
         }
     }
 
@@ -647,11 +645,11 @@ static void test_argv_values_stay_one_argument(void **state)
         run_step(h, reg, "{\"argv\": [\"printf\", \"<%s>\", \"${params.v}\", \"${params.n}\"]}",
                  params, &r),
         0);
+    assert_no_file(marker);
     assert_done(&r);
     snprintf(want, sizeof want, "<a b; touch %s><2>", marker);
     assert_string_equal(result_str(&r, "stdout"), want);
     harness_run_dispose(&r);
-    assert_no_file(marker);
 
     /* A value cannot add an option ... */
     assert_int_equal(
