@@ -39,6 +39,7 @@ typedef struct prop {
     const char *name; /* borrowed from doc */
     unsigned mask;
     const json_t *type; /* the "type" value as written, for messages; may be NULL */
+    bool parts;         /* "interpolation": "parts" */
 } prop_t;
 
 struct args_schema {
@@ -210,12 +211,22 @@ static int compile_doc(args_schema_t *s, const char *what, char *err, size_t err
         const json_t *v2;
         json_object_foreach((json_t *)v, k2, v2)
         {
-            if (strcmp(k2, "type") != 0 && strcmp(k2, "description") != 0)
+            if (strcmp(k2, "type") != 0 && strcmp(k2, "description") != 0 &&
+                strcmp(k2, "interpolation") != 0)
                 return tern_seterr(err, errlen, TERN_EINVAL,
                                    "%s: args_schema: properties.%s: unknown key \"%s\" "
-                                   "(expected type, description)",
+                                   "(expected type, description, interpolation)",
                                    what, key, k2);
         }
+        const json_t *interp = json_object_get(v, "interpolation");
+        const char *mode = json_string_value(interp);
+        if (interp != NULL &&
+            (mode == NULL || (strcmp(mode, "text") != 0 && strcmp(mode, "parts") != 0)))
+            return tern_seterr(err, errlen, TERN_EINVAL,
+                               "%s: args_schema: properties.%s.interpolation: expected \"text\" "
+                               "or \"parts\"",
+                               what, key);
+        p->parts = mode != NULL && strcmp(mode, "parts") == 0;
         p->type = json_object_get(v, "type");
         if (p->type != NULL) {
             int rc = compile_type(p->type, what, key, &p->mask, err, errlen);
@@ -322,6 +333,8 @@ int args_schema_check(const args_schema_t *s, const json_t *args, const char *pa
         }
         if (p->mask & json_type_bit(v))
             continue;
+        if ((flags & ARGS_SCHEMA_EXPANDED) && p->parts)
+            continue; /* {"strings", "values"} objects: the task checks their shape */
         if (!(flags & ARGS_SCHEMA_EXPANDED) && json_is_string(v) &&
             args_schema_is_template(json_string_value(v)))
             continue;
@@ -331,6 +344,13 @@ int args_schema_check(const args_schema_t *s, const json_t *args, const char *pa
                            json_type_name(v));
     }
     return 0;
+}
+
+/* See args_schema.h. */
+bool args_schema_prop_is_parts(const args_schema_t *s, const char *name)
+{
+    const prop_t *p = find_prop(s, name);
+    return p != NULL && p->parts;
 }
 
 /* See args_schema.h. */

@@ -9,6 +9,10 @@
  * object, array, null, any, or a non-empty array of them; a property without "type"
  * accepts anything. "additional" defaults to true (names not listed are accepted).
  * "description" is allowed at the top and in each property and is not interpreted.
+ * "interpolation": "parts" in a property asks the runner to hand every string inside
+ * that argument to the task as {"strings": [...], "values": [...]} rather than as
+ * interpolated text (see template_expand_parts and tern_task_def.args_schema);
+ * "text", the default, interpolates as usual.
  * Any other key is refused, so that a misspelt "requried" is found when the plugin
  * loads rather than never.
  *
@@ -20,6 +24,7 @@
 #ifndef TERN_ARGS_SCHEMA_H
 #define TERN_ARGS_SCHEMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -49,6 +54,9 @@ int args_schema_compile(const char *text, const char *what, args_schema_t **out,
  * Required names are checked first, in schema order, then each argument in order. */
 int args_schema_check(const args_schema_t *schema, const json_t *args, const char *path,
                       unsigned flags, char *err, size_t errlen);
+
+/* True when property `name` says "interpolation": "parts". */
+bool args_schema_prop_is_parts(const args_schema_t *schema, const char *name);
 
 /* The parsed schema document; borrowed, valid while the schema lives. */
 const json_t *args_schema_doc_get(const args_schema_t *schema);

@@ -504,6 +504,13 @@ child_process_t *child_process_spawn(uv_loop_t *loop, const tern_spawn_opts *opt
         .stdio_count = 3,
         .stdio = stdio,
     };
+    if (opts.flags & TERN_SPAWN_SET_IDS) {
+        /* With either flag libuv's child calls setgroups(0, NULL) before setgid and
+         * setuid, so no supplementary group of ternd (root's, typically) survives. */
+        po.flags |= UV_PROCESS_SETUID | UV_PROCESS_SETGID;
+        po.uid = (uv_uid_t)opts.uid;
+        po.gid = (uv_gid_t)opts.gid;
+    }
     cp->start_ns = uv_hrtime();
     int rc = uv_spawn(loop, &cp->proc, &po);
     cp->proc.data = cp; /* uv_spawn re-initialises the handle */

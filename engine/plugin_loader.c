@@ -27,11 +27,16 @@
 #include "args_schema.h"
 #include "common.h"
 #include "log.h"
+#include "template.h"
 
 /* The smallest descriptor and task definition this engine understands: those of ABI
  * 1.0. Later minors only append fields, so these never change within major 1. */
 #define PLUGIN_MIN_SIZE ((uint32_t)(offsetof(tern_plugin, tasks) + sizeof(void *)))
 #define TASK_MIN_SIZE   ((uint32_t)(offsetof(tern_task_def, cancel) + sizeof(void *)))
+
+/* True when a task definition compiled with t->size bytes has the field `member`: a
+ * plugin built against an older minor simply does not have the later hooks. */
+#define TASK_HAS(t, member) ((t)->size >= offsetof(tern_task_def, member) + sizeof((t)->member))
 
 #define NAME_RULE "[a-z][a-z0-9_]*"
 
@@ -462,7 +467,42 @@ int plugin_registry_check_task(void *data, const char *task, const json_t *args,
     const task_entry_t *e = resolve_for_check(reg, task, path, &rc, err, errlen);
     if (e == NULL)
         return rc;
-    return check_args(e, args, path, 0, err, errlen);
+    rc = check_args(e, args, path, 0, err, errlen);
+    if (rc != 0 || !TASK_HAS(e->def, check) || e->def->check == NULL)
+        return rc;
+    char why[512] = "";
+    if (e->def->check(e->plugin->state, args, why, sizeof why) == 0)
+        return 0;
+    why[sizeof why - 1] = '\0';
+    return tern_seterr(err, errlen, TERN_EINVAL, "%s.args%s%s", path, why[0] != '\0' ? "." : "",
+                       why[0] != '\0' ? why : ": refused by the plugin, with no message");
+}
+
+/* See plugin_loader.h. */
+json_t *plugin_registry_expand_args(const plugin_registry_t *reg, const char *task,
+                                    const json_t *args, const char *path,
+                                    const template_scope_t *scope, char *err, size_t errlen)
+{
+    const task_entry_t *e = find_task(reg, task);
+    if (e == NULL || e->schema == NULL || !json_is_object(args))
+        return template_expand(args, path, scope, err, errlen);
+    json_t *out = json_object();
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)args, key, v)
+    {
+        char kpath[512];
+        snprintf(kpath, sizeof kpath, "%s.%s", path, key);
+        json_t *x = args_schema_prop_is_parts(e->schema, key)
+                        ? template_expand_parts(v, kpath, scope, err, errlen)
+                        : template_expand(v, kpath, scope, err, errlen);
+        if (x == NULL) {
+            json_decref(out);
+            return NULL;
+        }
+        json_object_set_new_nocheck(out, key, x);
+    }
+    return out;
 }
 
 /* See plugin_loader.h. */

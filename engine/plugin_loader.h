@@ -21,6 +21,8 @@
 #include <jansson.h>
 #include <tern/task.h>
 
+#include "template.h"
+
 typedef struct plugin {
     char *name; /* file stem, equals desc->name */
     char *path; /* realpath of the .so */
@@ -53,8 +55,10 @@ const tern_task_def *plugin_registry_find(const plugin_registry_t *reg, const ch
                                           const plugin_t **plugin_out);
 
 /* Checks `args` against the task's args_schema (templates pass: they are checked after
- * expansion). Returns 0, TERN_ENOENT ("unknown task") or TERN_EINVAL with a message
- * about `path`. Suitable as a workflow_task_check_fn with reg as data. */
+ * expansion), then asks the task's check hook, if it has one (ABI 1.1), whether its
+ * plugin's configuration allows the step. Returns 0, TERN_ENOENT ("unknown task") or
+ * TERN_EINVAL with a message about `path` ("chain[0].args.shell: ..."). Suitable as a
+ * workflow_task_check_fn with reg as data. */
 int plugin_registry_check_task(void *reg, const char *task, const json_t *args, const char *path,
                                char *err, size_t errlen);
 
@@ -63,6 +67,14 @@ int plugin_registry_check_task(void *reg, const char *task, const json_t *args, 
  * was compiled when the plugin loaded, so this costs a lookup and a walk of `args`. */
 int plugin_registry_check_expanded(const plugin_registry_t *reg, const char *task,
                                    const json_t *args, const char *path, char *err, size_t errlen);
+
+/* Expands the templates of a step's `args` (borrowed) for `task`: as template_expand
+ * does, except that an argument whose schema property says "interpolation": "parts"
+ * is expanded with template_expand_parts. `path` is the args' path in messages
+ * ("chain[0].args"). Returns a new reference, or NULL with a message in err. */
+json_t *plugin_registry_expand_args(const plugin_registry_t *reg, const char *task,
+                                    const json_t *args, const char *path,
+                                    const template_scope_t *scope, char *err, size_t errlen);
 
 /* True when `code` is one of the task's fatal_codes. */
 int plugin_task_code_is_fatal(const tern_task_def *def, const char *code);

@@ -816,7 +816,8 @@ static void start_attempt(run_job_t *j)
 
     const json_t *error = j->in_fallback ? j->step_error : j->error;
     template_scope_t sc = job_scope(j, error);
-    json_t *args = template_expand(s->args, path, &sc, err, sizeof err);
+    json_t *args =
+        plugin_registry_expand_args(r->opts.plugins, s->task, s->args, path, &sc, err, sizeof err);
     if (args == NULL) {
         attempt_failed(j, "TemplateError", err, NULL, 0);
         return;

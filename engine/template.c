@@ -535,6 +535,105 @@ json_t *template_expand(const json_t *tmpl, const char *path, const template_sco
     return out;
 }
 
+/* {"strings": [...], "values": [...]} of one string: the literal pieces and, between
+ * each two of them, the value of a template. */
+static json_t *parts_of_string(const char *s, size_t len, const char *path,
+                               const template_scope_t *sc, char *err, size_t errlen)
+{
+    json_t *strings = json_array(), *values = json_array();
+    buf_t b;
+    size_t pos = 0;
+    piece_t pc;
+    buf_init(&b, NULL);
+    for (;;) {
+        if (next_piece(s, len, &pos, &pc, path, err, errlen) != 0)
+            goto Error;
+        if (pc.kind == PIECE_END)
+            break;
+        if (pc.kind == PIECE_TEXT) {
+            buf_append(&b, pc.text, pc.len);
+            continue;
+        }
+        json_t *v = ref_value(&pc.ref, sc, path, err, errlen);
+        if (v == NULL)
+            goto Error;
+        json_array_append_new(strings, json_stringn_nocheck(b.p, b.len));
+        json_array_append_new(values, v);
+        buf_truncate(&b, 0);
+    }
+    json_array_append_new(strings, json_stringn_nocheck(b.p, b.len));
+    free(b.p);
+    return json_pack("{s:o, s:o}", "strings", strings, "values", values);
+
+Error:
+    free(b.p);
+    json_decref(strings);
+    json_decref(values);
+    return NULL;
+}
+
+static json_t *parts_of_value(const json_t *v, buf_t *path, const template_scope_t *sc, char *err,
+                              size_t errlen)
+{
+    json_t *out = NULL;
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return parts_of_string(json_string_value(v), json_string_length(v), path->p, sc, err,
+                               errlen);
+    case JSON_OBJECT: {
+        const char *key;
+        json_t *val;
+        out = json_object();
+        json_object_foreach((json_t *)v, key, val)
+        {
+            size_t old = path_push_key(path, key);
+            json_t *x = parts_of_value(val, path, sc, err, errlen);
+            buf_truncate(path, old);
+            if (x == NULL) {
+                json_decref(out);
+                return NULL;
+            }
+            json_object_set_new_nocheck(out, key, x);
+        }
+        return out;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *val;
+        out = json_array();
+        json_array_foreach(v, i, val)
+        {
+            size_t old = path_push_index(path, i);
+            json_t *x = parts_of_value(val, path, sc, err, errlen);
+            buf_truncate(path, old);
+            if (x == NULL) {
+                json_decref(out);
+                return NULL;
+            }
+            json_array_append_new(out, x);
+        }
+        return out;
+    }
+    default:
+        return json_deep_copy(v);
+    }
+}
+
+json_t *template_expand_parts(const json_t *tmpl, const char *path, const template_scope_t *scope,
+                              char *err, size_t errlen)
+{
+    static const template_scope_t empty;
+    buf_t p;
+    if (tmpl == NULL) {
+        fail(err, errlen, path, "no value to expand");
+        return NULL;
+    }
+    buf_init(&p, path);
+    json_t *out = parts_of_value(tmpl, &p, scope != NULL ? scope : &empty, err, errlen);
+    free(p.p);
+    return out;
+}
+
 /* A syntax error also gives NULL, with its message in err. */
 char *template_expand_string(const char *s, const char *path, const template_scope_t *scope,
                              char *err, size_t errlen)

@@ -59,6 +59,16 @@ int template_check(const json_t *tmpl, const char *path, unsigned roots,
 json_t *template_expand(const json_t *tmpl, const char *path, const template_scope_t *scope,
                         char *err, size_t errlen);
 
+/* Like template_expand, but every string at any depth of `tmpl` becomes
+ *   {"strings": ["echo hello ", ""], "values": ["x; id"]}
+ * rather than interpolated text: the literal pieces as written ("$${" unescaped; one
+ * more than there are templates) and the value of each template with its JSON type.
+ * For tasks that hand text to an interpreter and must keep values out of the code (a
+ * shell's positional parameters, SQL placeholders). Returns a new reference, or NULL
+ * with a message in err as template_expand does. */
+json_t *template_expand_parts(const json_t *tmpl, const char *path, const template_scope_t *scope,
+                              char *err, size_t errlen);
+
 /* Expands one string (a hold name, a queue name) and returns it as a malloc'd string;
  * a whole-string template naming a non-string is spelled as compact JSON. NULL and a
  * message in err when a name resolves to nothing. */

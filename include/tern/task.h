@@ -48,7 +48,7 @@ extern "C" {
 
 #define TERN_PLUGIN_MAGIC 0x7465726eu /* "tern" */
 #define TERN_ABI_MAJOR    1           /* bump on any incompatible change */
-#define TERN_ABI_MINOR    0           /* bump on append-only additions */
+#define TERN_ABI_MINOR    1           /* bump on append-only additions */
 
 /* Bunyan's numeric levels, so Triton's log tools read the engine's output. */
 enum tern_log_level {
@@ -78,7 +78,18 @@ typedef struct tern_task_def {
     /** Optional JSON text describing the arguments, checked when a workflow is loaded:
      *  {"required": ["url"], "properties": {"url": {"type": "string"}, ...},
      *   "additional": false}. Types: string, integer, number, boolean, object, array,
-     *  any. A value that is a template is checked only after expansion, at run time. */
+     *  any. A value that is a template is checked only after expansion, at run time.
+     *
+     *  A property may say "interpolation": "parts" (ABI 1.1) when the task hands its text
+     *  to an interpreter (a shell, SQL). Every string inside that argument, at any depth,
+     *  then reaches start() not as interpolated text but as an object
+     *    {"strings": ["echo hello ", ""], "values": ["x; id"]}
+     *  of the literal pieces as written (n + 1 strings, "$${" already unescaped) and the
+     *  n values of its templates (JSON values, a string staying a string), so that the
+     *  task can pass each value out of band (positional parameters, SQL placeholders)
+     *  and no value is ever read as code. A string without templates arrives as
+     *  {"strings": [text], "values": []}. The type check after expansion skips such an
+     *  argument: start() checks its shape. */
     const char *args_schema;
     /** NULL-terminated error codes that end retries at once (NULL for none). */
     const char *const *fatal_codes;
@@ -88,6 +99,15 @@ typedef struct tern_task_def {
     /** Optional. Asks a running attempt to stop (timeout, job cancel, shutdown). The
      *  task stops its own handles before returning; its later report is ignored. */
     void (*cancel)(tern_ctx *ctx);
+    /** Optional (ABI 1.1). Checks a step's arguments when a workflow is stored (POST
+     *  /workflows, --workflows), after args_schema passed, so that a step the plugin's
+     *  configuration forbids is refused before any job runs it. `args` is the step's
+     *  arguments as written (templates unexpanded; borrowed for the call), `state` what
+     *  init produced. Returns 0, or non-zero with "<path below args>: <message>" in err
+     *  ("shell: ...", "argv[0]: ..."); the engine prefixes the step's path. The same
+     *  rules must be enforced again in start(): the configuration may change after a
+     *  workflow was stored. */
+    int (*check)(void *state, const json_t *args, char *err, size_t errlen);
 } tern_task_def;
 
 /** The descriptor a plugin returns from tern_plugin_entry(). */
@@ -155,7 +175,17 @@ typedef struct tern_spawn_opts {
     size_t tail_bytes;       /**< bytes of stdout/stderr kept; 0 means 4096 */
     const char *stdin_data;  /**< written to the child's stdin, then closed; or NULL */
     size_t stdin_len;
+    uint32_t flags; /**< ABI 1.1: enum tern_spawn_flags */
+    uint32_t uid;   /**< ABI 1.1: with TERN_SPAWN_SET_IDS, the child's user id */
+    uint32_t gid;   /**< ABI 1.1: with TERN_SPAWN_SET_IDS, the child's group id */
 } tern_spawn_opts;
+
+/** Flags of tern_spawn_opts. */
+enum tern_spawn_flags {
+    /** Run the child as uid/gid with no supplementary groups (the engine must be root,
+     *  or already be that user; otherwise the child does not start). */
+    TERN_SPAWN_SET_IDS = 1u << 0,
+};
 
 /** How a child ended. Valid only during the callback. */
 typedef struct tern_spawn_res {

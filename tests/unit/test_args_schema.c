@@ -94,6 +94,25 @@ static void test_valid_args_pass(void **state)
     args_schema_free(s);
 }
 
+/* An "interpolation": "parts" property is typed as written when stored, and after
+ * expansion it holds {"strings", "values"} objects, which the task checks itself. */
+static void test_parts_property(void **state)
+{
+    (void)state;
+    args_schema_t *s = compile_ok("{\"properties\": {\"cmd\": {\"type\": \"string\","
+                                  " \"interpolation\": \"parts\"},"
+                                  " \"n\": {\"type\": \"string\", \"interpolation\": \"text\"}}}");
+    assert_true(args_schema_prop_is_parts(s, "cmd"));
+    assert_false(args_schema_prop_is_parts(s, "n"));
+    assert_false(args_schema_prop_is_parts(s, "other"));
+    assert_check_fails(s, "{\"cmd\": 5}", 0, "chain[1].args.cmd: expected string, got integer");
+    assert_check_ok(s, "{\"cmd\": {\"strings\": [\"a\", \"\"], \"values\": [1]}}",
+                    ARGS_SCHEMA_EXPANDED);
+    assert_check_fails(s, "{\"n\": {}}", ARGS_SCHEMA_EXPANDED,
+                       "chain[1].args.n: expected string, got object");
+    args_schema_free(s);
+}
+
 static void test_type_mismatch_messages(void **state)
 {
     (void)state;
@@ -204,7 +223,10 @@ static void test_bad_schema_text(void **state)
                         "non-empty array of them, got an empty array");
     assert_string_equal(compile_err("{\"properties\": {\"a\": {\"typ\": \"string\"}}}"),
                         "task \"t.x\": args_schema: properties.a: unknown key \"typ\" (expected "
-                        "type, description)");
+                        "type, description, interpolation)");
+    assert_string_equal(compile_err("{\"properties\": {\"a\": {\"interpolation\": \"raw\"}}}"),
+                        "task \"t.x\": args_schema: properties.a.interpolation: expected "
+                        "\"text\" or \"parts\"");
     assert_string_equal(compile_err("{\"additional\": \"no\"}"),
                         "task \"t.x\": args_schema: additional: expected boolean, got string");
     assert_string_equal(compile_err("{\"required\": [\"b\"], \"properties\": {\"a\": {}},"
@@ -237,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_templates_pass_until_expanded),
         cmocka_unit_test(test_bad_schema_text),
         cmocka_unit_test(test_doc_get),
+        cmocka_unit_test(test_parts_property),
     };
     int failures = cmocka_run_group_tests_name("args_schema", tests, NULL, NULL);
     return failures == 0 ? 0 : 1;

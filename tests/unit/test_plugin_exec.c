@@ -17,14 +17,19 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "plugin_loader.h"
 #include "task_harness.h"
+#include "template.h"
 
 #define BOUND_MS 10000
 
@@ -42,17 +47,102 @@ static int group_teardown(void **state)
     return 0;
 }
 
-/* Runs exec.run with args given as JSON text. */
-static void run(void **state, const char *args_text, harness_run_t *out)
+static json_t *parse(const char *text)
 {
     json_error_t jerr;
-    json_t *args = json_loads(args_text, 0, &jerr);
-    if (args == NULL)
-        fail_msg("bad test JSON %s: %s", args_text, jerr.text);
-    int rc = task_harness_run(*state, "run", args, NULL, NULL, BOUND_MS, 0, out);
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &jerr);
+    if (v == NULL)
+        fail_msg("bad test JSON %s: %s", text, jerr.text);
+    return v;
+}
+
+/* A harness whose exec plugin has the configuration given as JSON text. */
+static task_harness_t *harness_with(const char *config_text)
+{
+    json_t *config = parse(config_text);
+    task_harness_t *h = task_harness_new(exec_so, config);
+    json_decref(config);
+    return h;
+}
+
+/* Runs exec.run with args given as JSON text (no templates expanded). */
+static void run_in(task_harness_t *h, const char *args_text, harness_run_t *out)
+{
+    json_t *args = parse(args_text);
+    int rc = task_harness_run(h, "run", args, NULL, NULL, BOUND_MS, 0, out);
     json_decref(args);
     assert_int_equal(rc, 0);
     assert_true(out->finished);
+}
+
+static void run(void **state, const char *args_text, harness_run_t *out)
+{
+    run_in(*state, args_text, out);
+}
+
+/* The real loader with exec.so and `config_text` (JSON; NULL for none). */
+static plugin_registry_t *registry_with(const char *config_text)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", exec_so);
+    static const tern_host host = {.size = sizeof(tern_host)};
+    char err[2 * PATH_MAX];
+    plugin_registry_t *reg = plugin_registry_new(dirname(dir), &host, err, sizeof err);
+    assert_non_null(reg);
+    json_t *config = config_text != NULL ? parse(config_text) : NULL;
+    if (plugin_registry_load(reg, "exec.so", config, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    json_decref(config);
+    return reg;
+}
+
+/* What storing a workflow with this step says: 0, or the code with its message in err. */
+static int store_check(plugin_registry_t *reg, const char *args_text, char *err, size_t errlen)
+{
+    json_t *args = parse(args_text);
+    int rc = plugin_registry_check_task(reg, "exec.run", args, "chain[0]", err, errlen);
+    json_decref(args);
+    return rc;
+}
+
+/* Runs a step as the runner does: its args' templates expanded against `params_text`
+ * by the engine (plugin_registry_expand_args), then exec.run started with the result.
+ * Returns 0, or TERN_EINVAL when expansion failed. */
+static int run_step(task_harness_t *h, plugin_registry_t *reg, const char *args_text,
+                    const char *params_text, harness_run_t *out)
+{
+    json_t *tmpl = parse(args_text), *params = parse(params_text);
+    template_scope_t scope = {.params = params};
+    char err[512];
+    json_t *args = plugin_registry_expand_args(reg, "exec.run", tmpl, "chain[0].args", &scope, err,
+                                               sizeof err);
+    json_decref(tmpl);
+    if (args == NULL) {
+        json_decref(params);
+        return TERN_EINVAL;
+    }
+    int rc = task_harness_run(h, "run", args, params, NULL, BOUND_MS, 0, out);
+    json_decref(args);
+    json_decref(params);
+    assert_int_equal(rc, 0);
+    assert_true(out->finished);
+    return 0;
+}
+
+/* A path that does not exist yet, unique to this process and call. */
+static void marker_path(char *out, size_t len)
+{
+    static unsigned n;
+    snprintf(out, len, "/tmp/tern-exec-marker-%ld-%u", (long)getpid(), n++);
+    unlink(out);
+}
+
+static void assert_no_file(const char *path)
+{
+    if (access(path, F_OK) == 0) {
+        unlink(path);
+        fail_msg("%s was created: a template's value ran as shell code", path);
+    }
 }
 
 static void assert_done(const harness_run_t *r)
@@ -137,10 +227,12 @@ static void test_no_shell_unless_asked(void **state)
     assert_string_equal(result_str(&r, "stdout"), "$HOME | x\n");
     harness_run_dispose(&r);
 
-    run(state, "{\"argv\": \"echo $((1 + 2)) | tr 3 x\", \"shell\": true}", &r);
+    task_harness_t *shell_ok = harness_with("{\"allow_shell\": true}");
+    run_in(shell_ok, "{\"argv\": \"echo $((1 + 2)) | tr 3 x\", \"shell\": true}", &r);
     assert_done(&r);
     assert_string_equal(result_str(&r, "stdout"), "x\n");
     harness_run_dispose(&r);
+    task_harness_free(shell_ok);
 
     run(state, "{\"argv\": \"echo hi\"}", &r);
     assert_failed(&r, "InvalidArgument",
@@ -258,22 +350,394 @@ static void test_cancel_kills_child(void **state)
     harness_run_dispose(&r);
 }
 
-/* The real loader accepts exec.so, and its schema is what workflows are checked with. */
-static void test_loader_accepts_exec(void **state)
+/* ---- what the configuration allows ------------------------------------------- */
+
+#define SHELL_REFUSED                                                                              \
+    "\"shell\": true is not allowed; the exec plugin's configuration must say "                    \
+    "\"allow_shell\": true ({\"plugins\": {\"exec\": {\"allow_shell\": true}}})"
+
+static void test_shell_refused_by_default(void **state)
+{
+    char marker[64], args[256], err[1024];
+    marker_path(marker, sizeof marker);
+    snprintf(args, sizeof args, "{\"argv\": \"touch %s\", \"shell\": true}", marker);
+
+    /* The default configuration: refused at run time, and nothing ran. */
+    harness_run_t r;
+    run(state, args, &r);
+    assert_failed(&r, "ExecNotAllowed", SHELL_REFUSED);
+    harness_run_dispose(&r);
+    assert_no_file(marker);
+
+    /* ... and when the workflow is stored, with the step's path. */
+    plugin_registry_t *reg = registry_with(NULL);
+    assert_int_equal(store_check(reg, args, err, sizeof err), TERN_EINVAL);
+    assert_string_equal(err, "chain[0].args.shell: " SHELL_REFUSED);
+    assert_int_equal(store_check(reg, "{\"argv\": [\"true\"]}", err, sizeof err), 0);
+    plugin_registry_free(reg);
+
+    /* Allowed: stored, and it runs. */
+    reg = registry_with("{\"allow_shell\": true}");
+    assert_int_equal(store_check(reg, args, err, sizeof err), 0);
+    plugin_registry_free(reg);
+    task_harness_t *h = harness_with("{\"allow_shell\": true}");
+    run_in(h, args, &r);
+    assert_done(&r);
+    harness_run_dispose(&r);
+    task_harness_free(h);
+    assert_int_equal(access(marker, F_OK), 0);
+    unlink(marker);
+}
+
+static void test_configuration_refused_at_load(void **state)
 {
     (void)state;
+    static const struct {
+        const char *config;
+        const char *message;
+    } cases[] = {
+        {"{\"allow_shel\": true}",
+         "unknown setting \"allow_shel\" (expected allow_shell, programs, user)"},
+        {"{\"allow_shell\": 1}", "allow_shell: expected boolean, got integer"},
+        {"{\"programs\": \"cp\"}", "programs: expected an array of program names or paths"},
+        {"{\"programs\": [\"bin/cp\"]}", "programs[0]: \"bin/cp\" is a relative path"},
+        {"{\"programs\": [\"cp\", \"no-such-program-x\"]}",
+         "programs[1]: \"no-such-program-x\" is not an executable file in /usr/local/bin"},
+        {"{\"user\": \"no-such-user-x\"}", "user \"no-such-user-x\": no such user"},
+    };
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", exec_so);
     static const tern_host host = {.size = sizeof(tern_host)};
     char err[2 * PATH_MAX];
     plugin_registry_t *reg = plugin_registry_new(dirname(dir), &host, err, sizeof err);
     assert_non_null(reg);
-    if (plugin_registry_load(reg, "exec.so", NULL, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(cases); i++) {
+        json_t *config = parse(cases[i].config);
+        assert_int_not_equal(plugin_registry_load(reg, "exec.so", config, err, sizeof err), 0);
+        json_decref(config);
+        if (strstr(err, cases[i].message) == NULL)
+            fail_msg("%s: got \"%s\", expected \"%s\"", cases[i].config, err, cases[i].message);
+    }
+    plugin_registry_free(reg);
+}
+
+static void test_programs_allowlist(void **state)
+{
+    (void)state;
+    char err[1024];
+    task_harness_t *h = harness_with("{\"programs\": [\"echo\", \"/usr/bin/env\"]}");
+    harness_run_t r;
+    run_in(h, "{\"argv\": [\"echo\", \"hi\"]}", &r);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), "hi\n");
+    harness_run_dispose(&r);
+    run_in(h, "{\"argv\": [\"/bin/echo\", \"via /bin\"]}", &r); /* same file by realpath */
+    assert_done(&r);
+    harness_run_dispose(&r);
+
+    char cat_real[PATH_MAX], want[PATH_MAX + 128];
+    assert_non_null(realpath("/usr/bin/cat", cat_real));
+    snprintf(want, sizeof want,
+             "program \"cat\" (%s) is not allowed: it is not in the exec plugin's \"programs\" "
+             "list",
+             cat_real);
+    run_in(h, "{\"argv\": [\"cat\", \"/etc/hostname\"]}", &r);
+    assert_failed(&r, "ExecNotAllowed", want);
+    harness_run_dispose(&r);
+
+    /* A program named "echo" planted in the step's cwd does not pass for echo, even with
+     * the cwd first in PATH. */
+    char dir[] = "/tmp/tern-exec-plant-XXXXXX", planted[PATH_MAX], marker[64];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(chmod(dir, 0755), 0);
+    marker_path(marker, sizeof marker);
+    snprintf(planted, sizeof planted, "%s/echo", dir);
+    FILE *f = fopen(planted, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\ntouch %s\n", marker);
+    fclose(f);
+    assert_int_equal(chmod(planted, 0755), 0);
+    char args[PATH_MAX + 256];
+    snprintf(args, sizeof args,
+             "{\"argv\": [\"echo\", \"x\"], \"cwd\": \"%s\", \"env\": {\"PATH\": \".:/usr/bin\"}}",
+             dir);
+    run_in(h, args, &r);
+    assert_int_equal(r.outcome.kind, TASK_FAILED);
+    assert_string_equal(r.outcome.code, "ExecNotAllowed");
+    assert_non_null(strstr(r.outcome.message, "/echo) is not allowed"));
+    harness_run_dispose(&r);
+    snprintf(args, sizeof args, "{\"argv\": [\"./echo\"], \"cwd\": \"%s\"}", dir);
+    run_in(h, args, &r);
+    assert_string_equal(r.outcome.code, "ExecNotAllowed");
+    harness_run_dispose(&r);
+    assert_no_file(marker);
+    unlink(planted);
+    rmdir(dir);
+    task_harness_free(h);
+
+    /* Stored: a literal program outside the list is refused with its path. */
+    plugin_registry_t *reg = registry_with("{\"programs\": [\"echo\"], \"allow_shell\": true}");
+    assert_int_equal(store_check(reg, "{\"argv\": [\"cat\"]}", err, sizeof err), TERN_EINVAL);
+    snprintf(want, sizeof want, "chain[0].args.argv[0]: program \"cat\" (%s) is not allowed",
+             cat_real);
+    assert_int_equal(strncmp(err, want, strlen(want)), 0);
+    assert_int_equal(store_check(reg, "{\"argv\": [\"echo\"]}", err, sizeof err), 0);
+    /* A shell step needs the shell itself among the programs. */
+    assert_int_equal(store_check(reg, "{\"argv\": \"echo x\", \"shell\": true}", err, sizeof err),
+                     TERN_EINVAL);
+    assert_non_null(strstr(err, "chain[0].args.shell: program \"/bin/sh\""));
+    assert_non_null(strstr(err, "(a shell step needs the shell, /bin/sh, among the programs)"));
+    plugin_registry_free(reg);
+
+    h = harness_with("{\"programs\": [\"echo\"], \"allow_shell\": true}");
+    run_in(h, "{\"argv\": \"echo x\", \"shell\": true}", &r);
+    assert_string_equal(r.outcome.code, "ExecNotAllowed");
+    harness_run_dispose(&r);
+    task_harness_free(h);
+    h = harness_with("{\"programs\": [\"sh\"], \"allow_shell\": true}");
+    run_in(h, "{\"argv\": \"echo x\", \"shell\": true}", &r);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), "x\n");
+    harness_run_dispose(&r);
+    task_harness_free(h);
+}
+
+/* ---- templates and the shell ------------------------------------------------- */
+
+/* Runs a shell step whose script is `script` (JSON string contents) with params. */
+static void shell_step(task_harness_t *h, plugin_registry_t *reg, const char *script,
+                       json_t *params, harness_run_t *r)
+{
+    json_t *args = json_pack("{s:s, s:b}", "argv", script, "shell", 1);
+    char *args_text = json_dumps(args, 0), *params_text = json_dumps(params, 0);
+    assert_int_equal(run_step(h, reg, args_text, params_text, r), 0);
+    free(args_text);
+    free(params_text);
+    json_decref(args);
+}
+
+static void test_templates_never_reach_the_shell(void **state)
+{
+    (void)state;
+    task_harness_t *h = harness_with("{\"allow_shell\": true}");
+    plugin_registry_t *reg = registry_with("{\"allow_shell\": true}");
+    char marker[64], value[256], want[512];
+    harness_run_t r;
+
+    /* The reproduction: a value with a command separator is printed, not run. */
+    marker_path(marker, sizeof marker);
+    snprintf(value, sizeof value, "x; touch %s", marker);
+    json_t *params = json_pack("{s:s}", "name", value);
+    shell_step(h, reg, "echo hello ${params.name}", params, &r);
+    assert_no_file(marker);
+    assert_done(&r);
+    snprintf(want, sizeof want, "hello %s\n", value);
+    assert_string_equal(result_str(&r, "stdout"), want);
+    harness_run_dispose(&r);
+    json_decref(params);
+
+    /* Each value in each quoting context comes out as written, as one word. */
+    static const char *const contexts[] = {
+        "printf '<%s>' ${params.v}",                      /* unquoted */
+        "printf '<%s>' \"${params.v}\"",                  /* double quotes */
+        "printf '<%s>' '${params.v}'",                    /* single quotes */
+        "printf '<%s>' \"$(printf %s \"${params.v}\")\"", /* inside $(...) */
+        "printf '<%s>' pre${params.v}post",               /* glued to literal text */
+    };
+    static const char *const values[] = {
+        "x; touch MARKER",
+        "$(touch MARKER)",
+        "`touch MARKER`",
+        "a\ntouch MARKER\n#",
+        "' ; touch MARKER; '",
+        "\" ; touch MARKER; \"",
+        "*",
+        "a  b\tc",
+        "${HOME} $1 $@ \\",
+    };
+    for (size_t c = 0; c < TERN_ARRAY_SIZE(contexts); c++) {
+        for (size_t v = 0; v < TERN_ARRAY_SIZE(values); v++) {
+            marker_path(marker, sizeof marker);
+            char text[256] = "";
+            const char *m = strstr(values[v], "MARKER");
+            if (m != NULL)
+                snprintf(text, sizeof text, "%.*s%s%s", (int)(m - values[v]), values[v], marker,
+                         m + 6);
+            else
+                snprintf(text, sizeof text, "%s", values[v]);
+            params = json_pack("{s:s}", "v", text);
+            shell_step(h, reg, contexts[c], params, &r);
+            assert_no_file(marker);
+            if (r.outcome.kind != TASK_DONE)
+                fail_msg("%s with %s: %s: %s", contexts[c], text, r.outcome.code,
+                         r.outcome.message);
+            if (c == 4)
+                snprintf(want, sizeof want, "<pre%spost>", text);
+            else
+                snprintf(want, sizeof want, "<%s>", text);
+            /* $(...) strips trailing newlines, as command substitution always does. */
+            if (c == 3) {
+                size_t n = strlen(want);
+                while (n > 2 && want[n - 2] == '\n') {
+                    want[n - 2] = '>';
+                    want[--n] = '\0';
+                }
+            }
+            if (strcmp(result_str(&r, "stdout"), want) != 0)
+                fail_msg("%s with \"%s\": got \"%s\", expected \"%s\"", contexts[c], text,
+                         result_str(&r, "stdout"), want);
+            harness_run_dispose(&r);
+            json_decref(params);
+        }
+    }
+
+    /* Several templates, non-string values, and "$${" stays literal text. */
+    params = json_pack("{s:s, s:i, s:{s:b}}", "a", "1 2", "n", 3, "o", "k", 1);
+    shell_step(h, reg, "printf '<%s>' ${params.a} \"${params.n}\" '${params.o}' '$${x}'", params,
+               &r);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), "<1 2><3><{\"k\":true}><${x}>");
+    harness_run_dispose(&r);
+    json_decref(params);
+
+    /* Backticks, and an arithmetic expansion before a template, keep the count. */
+    params = json_pack("{s:s}", "v", "a  b;`touch x`");
+    shell_step(h, reg, "printf '<%s>' $((1 + (2))) \"`printf %s ${params.v}`\"", params, &r);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), "<3><a  b;`touch x`>");
+    harness_run_dispose(&r);
+    json_decref(params);
+
+    /* Inside $((...)) a value would be read as an expression: refused. */
+    params = json_pack("{s:s}", "v", "1");
+    shell_step(h, reg, "echo $(( ${params.v} + 1 ))", params, &r);
+    assert_failed(&r, "InvalidArgument",
+                  "argv: template 1 is inside $((...)), where the shell reads a value as an "
+                  "expression (bash runs the command substitutions in one); check the value in "
+                  "the script before any arithmetic");
+    harness_run_dispose(&r);
+    json_decref(params);
+
+    /* A backslash right before a template is refused rather than guessed at. */
+    params = json_pack("{s:s}", "v", "x");
+    shell_step(h, reg, "echo \\${params.v}", params, &r);
+    assert_failed(&r, "InvalidArgument",
+                  "argv: template 1 follows a backslash, which would quote the shell syntax "
+                  "around its value; remove the backslash");
+    harness_run_dispose(&r);
+    json_decref(params);
+
+    plugin_registry_free(reg);
+    task_harness_free(h);
+}
+
+static void test_argv_values_stay_one_argument(void **state)
+{
+    task_harness_t *h = *state;
+    plugin_registry_t *reg = registry_with(NULL);
+    char marker[64], params[512], want[512];
+    harness_run_t r;
+
+    marker_path(marker, sizeof marker);
+    snprintf(params, sizeof params, "{\"v\": \"a b; touch %s\", \"opt\": \"-n\", \"n\": 2}",
+             marker);
+    assert_int_equal(
+        run_step(h, reg, "{\"argv\": [\"printf\", \"<%s>\", \"${params.v}\", \"${params.n}\"]}",
+                 params, &r),
+        0);
+    assert_no_file(marker);
+    assert_done(&r);
+    snprintf(want, sizeof want, "<a b; touch %s><2>", marker);
+    assert_string_equal(result_str(&r, "stdout"), want);
+    harness_run_dispose(&r);
+
+    /* A value cannot add an option ... */
+    assert_int_equal(
+        run_step(h, reg, "{\"argv\": [\"echo\", \"${params.opt}\", \"x\"]}", params, &r), 0);
+    assert_failed(&r, "InvalidArgument",
+                  "argv[1]: the value of a template, \"-n\", begins the argument with '-', which "
+                  "the program would read as an option; write a literal \"--\" argument before "
+                  "it, or text before the template");
+    harness_run_dispose(&r);
+    /* ... unless the author ends the options or writes text before it. */
+    assert_int_equal(run_step(h, reg,
+                              "{\"argv\": [\"printf\", \"--\", \"<%s>\", \"${params.opt}\"]}",
+                              params, &r),
+                     0);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), "<-n>");
+    harness_run_dispose(&r);
+    assert_int_equal(
+        run_step(h, reg, "{\"argv\": [\"printf\", \"<%s>\", \"x=${params.opt}\"]}", params, &r), 0);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), "<x=-n>");
+    harness_run_dispose(&r);
+
+    /* A whole argv from the job, and a string without a shell, as before. */
+    assert_int_equal(run_step(h, reg, "{\"argv\": \"${params.cmd}\"}",
+                              "{\"cmd\": [\"printf\", \"<%s>\", \"-x\"]}", &r),
+                     0);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), "<-x>");
+    harness_run_dispose(&r);
+    assert_int_equal(run_step(h, reg, "{\"argv\": \"echo ${params.v}\"}", params, &r), 0);
+    assert_failed(&r, "InvalidArgument",
+                  "argv: expected an array of strings, got a string; a command line runs "
+                  "through /bin/sh only with \"shell\": true");
+    harness_run_dispose(&r);
+    plugin_registry_free(reg);
+}
+
+/* ---- whom children run as ------------------------------------------------------ */
+
+static void test_runs_as_unprivileged_user(void **state)
+{
+    if (geteuid() != 0) {
+        printf("# skipped test_runs_as_unprivileged_user: needs root (euid %u)\n",
+               (unsigned)geteuid());
+        return;
+    }
+    struct passwd *pw = getpwnam("nobody");
+    assert_non_null(pw);
+    char want[64];
+    snprintf(want, sizeof want, "%u\n%u\n", (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
+    /* The default as root: nobody, with its group only (root's groups are dropped). */
+    harness_run_t r;
+    run(state, "{\"argv\": [\"sh\", \"-c\", \"id -u; id -G\"]}", &r);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), want);
+    harness_run_dispose(&r);
+
+    pw = getpwnam("daemon");
+    assert_non_null(pw);
+    snprintf(want, sizeof want, "%u\n%u\n", (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
+    task_harness_t *h = harness_with("{\"user\": \"daemon\"}");
+    run_in(h, "{\"argv\": [\"sh\", \"-c\", \"id -u; id -G\"]}", &r);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), want);
+    harness_run_dispose(&r);
+    task_harness_free(h);
+
+    /* Root only when the configuration says so. */
+    h = harness_with("{\"user\": \"root\"}");
+    run_in(h, "{\"argv\": [\"id\", \"-u\"]}", &r);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), "0\n");
+    harness_run_dispose(&r);
+    task_harness_free(h);
+}
+
+/* The real loader accepts exec.so, and its schema is what workflows are checked with. */
+static void test_loader_accepts_exec(void **state)
+{
+    (void)state;
+    char err[2 * PATH_MAX];
+    plugin_registry_t *reg = registry_with("{\"allow_shell\": true}");
     const tern_task_def *def = plugin_registry_find(reg, "exec.run", NULL);
     assert_non_null(def);
     assert_true(plugin_task_code_is_fatal(def, "ExecSpawnError"));
     assert_true(plugin_task_code_is_fatal(def, "InvalidArgument"));
+    assert_true(plugin_task_code_is_fatal(def, "ExecNotAllowed"));
     assert_false(plugin_task_code_is_fatal(def, "ExecNonZeroExit"));
     assert_false(plugin_task_code_is_fatal(def, "ExecTimeout"));
 
@@ -304,12 +768,23 @@ int main(int argc, char **argv)
     exec_so = argv[1];
     signal(SIGPIPE, SIG_IGN); /* as ternd does at start-up */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_result_shape),        cmocka_unit_test(test_nonzero_exit),
-        cmocka_unit_test(test_killed_by_signal),    cmocka_unit_test(test_timeout),
-        cmocka_unit_test(test_spawn_error),         cmocka_unit_test(test_no_shell_unless_asked),
-        cmocka_unit_test(test_minimal_environment), cmocka_unit_test(test_cwd_stdin_tail),
-        cmocka_unit_test(test_invalid_arguments),   cmocka_unit_test(test_cancel_kills_child),
+        cmocka_unit_test(test_result_shape),
+        cmocka_unit_test(test_nonzero_exit),
+        cmocka_unit_test(test_killed_by_signal),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_spawn_error),
+        cmocka_unit_test(test_no_shell_unless_asked),
+        cmocka_unit_test(test_minimal_environment),
+        cmocka_unit_test(test_cwd_stdin_tail),
+        cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_cancel_kills_child),
         cmocka_unit_test(test_loader_accepts_exec),
+        cmocka_unit_test(test_shell_refused_by_default),
+        cmocka_unit_test(test_configuration_refused_at_load),
+        cmocka_unit_test(test_programs_allowlist),
+        cmocka_unit_test(test_templates_never_reach_the_shell),
+        cmocka_unit_test(test_argv_values_stay_one_argument),
+        cmocka_unit_test(test_runs_as_unprivileged_user),
     };
     int failures = cmocka_run_group_tests_name("plugin_exec", tests, group_setup, group_teardown);
     return failures == 0 ? 0 : 1;

@@ -89,6 +89,23 @@ static void expand_fails(fixture_t *f, const char *tmpl, const char *msg)
     json_decref(t);
 }
 
+/* The same with template_expand_parts. */
+static void parts_of(fixture_t *f, const char *tmpl, const char *want)
+{
+    char err[256] = "";
+    json_t *t = load(tmpl), *w = load(want);
+    json_t *got = template_expand_parts(t, "args", &f->scope, err, sizeof err);
+    if (got == NULL)
+        fail_msg("%s: %s", tmpl, err);
+    if (!json_equal(got, w)) {
+        char *s = json_dumps(got, JSON_ENCODE_ANY | JSON_COMPACT);
+        fail_msg("%s expanded to %s, wanted %s", tmpl, s, want);
+    }
+    json_decref(got);
+    json_decref(w);
+    json_decref(t);
+}
+
 static void test_whole_string_keeps_type(void **state)
 {
     fixture_t *f = *state;
@@ -115,6 +132,31 @@ static void test_interpolation(void **state)
     expands_to(f, "\"l=${steps.check.result.list}\"", "\"l=[1,2]\"");
     /* A string is inserted as it is, quotes included, never re-encoded. */
     expands_to(f, "\"t: ${params.text}\"", "\"t: say \\\"hi\\\"\"");
+}
+
+/* Pieces and values apart: the text never holds a value, and each value keeps its type. */
+static void test_parts(void **state)
+{
+    fixture_t *f = *state;
+    parts_of(f, "\"echo hello ${params.text}\"",
+             "{\"strings\": [\"echo hello \", \"\"], \"values\": [\"say \\\"hi\\\"\"]}");
+    parts_of(f, "\"plain\"", "{\"strings\": [\"plain\"], \"values\": []}");
+    parts_of(f, "\"\"", "{\"strings\": [\"\"], \"values\": []}");
+    parts_of(f, "\"${params.size}\"", "{\"strings\": [\"\", \"\"], \"values\": [10]}");
+    parts_of(f, "\"a$${b}${params.who}${params.obj}c\"",
+             "{\"strings\": [\"a${b}\", \"\", \"c\"], \"values\": [\"ops\", {\"a\": 1, \"b\": [1, "
+             "2]}]}");
+    parts_of(f, "\"${params.gone:-d}\"", "{\"strings\": [\"\", \"\"], \"values\": [\"d\"]}");
+    /* Arrays and objects: every string inside, at any depth; other values as they are. */
+    parts_of(f, "[\"ls\", \"${params.who}\", 3, {\"k\": \"x${params.flag}\"}]",
+             "[{\"strings\": [\"ls\"], \"values\": []},"
+             " {\"strings\": [\"\", \"\"], \"values\": [\"ops\"]}, 3,"
+             " {\"k\": {\"strings\": [\"x\", \"\"], \"values\": [false]}}]");
+    char err[256] = "";
+    json_t *t = load("[\"ok\", \"${params.gone}\"]");
+    assert_null(template_expand_parts(t, "args.argv", &f->scope, err, sizeof err));
+    assert_string_equal(err, "args.argv[1]: ${params.gone} names nothing");
+    json_decref(t);
 }
 
 static void test_literals_and_escapes(void **state)
@@ -451,6 +493,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whole_string_keeps_type),
         cmocka_unit_test(test_interpolation),
+        cmocka_unit_test(test_parts),
         cmocka_unit_test(test_literals_and_escapes),
         cmocka_unit_test(test_nested_values),
         cmocka_unit_test(test_array_index),
