@@ -22,11 +22,11 @@
 
 /* The code points a target can hold: Unicode's, then one per byte that is not valid
  * UTF-8 (CP_BAD + byte), which only `.` and negated sets match. */
-#define CP_BAD   0x110000u
-#define CP_LAST  (CP_BAD + 0xffu)
-#define CP_NONE  0xffffffffu /* before the start or past the end of the target */
-#define REP_INF  (-1)        /* no maximum: {n,} * + */
-#define COUNT_CAP 1000000    /* counts above this read as this (the size check refuses them) */
+#define CP_BAD    0x110000u
+#define CP_LAST   (CP_BAD + 0xffu)
+#define CP_NONE   0xffffffffu /* before the start or past the end of the target */
+#define REP_INF   (-1)        /* no maximum: {n,} * + */
+#define COUNT_CAP 1000000     /* counts above this read as this (the size check refuses them) */
 
 typedef struct range {
     uint32_t lo, hi; /* inclusive */
@@ -189,10 +189,9 @@ static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
 static const range_t DIGIT[] = {{'0', '9'}};
 static const range_t WORD[] = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 /* JavaScript's \s: WhiteSpace and LineTerminator. */
-static const range_t SPACE_JS[] = {{0x09, 0x0d},     {0x20, 0x20},     {0xa0, 0xa0},
-                                   {0x1680, 0x1680}, {0x2000, 0x200a}, {0x2028, 0x2029},
-                                   {0x202f, 0x202f}, {0x205f, 0x205f}, {0x3000, 0x3000},
-                                   {0xfeff, 0xfeff}};
+static const range_t SPACE_JS[] = {
+    {0x09, 0x0d},     {0x20, 0x20},     {0xa0, 0xa0},     {0x1680, 0x1680}, {0x2000, 0x200a},
+    {0x2028, 0x2029}, {0x202f, 0x202f}, {0x205f, 0x205f}, {0x3000, 0x3000}, {0xfeff, 0xfeff}};
 
 typedef struct named_class {
     const char *name;
@@ -387,8 +386,8 @@ static esc_kind_t parse_escape(parser_t *p, bool in_class, uint32_t *cp, const r
             p->pos = save;
         }
         if (v >= 0xd800 && v <= 0xdfff) {
-            fail(p, TERN_EINVAL, "\\u%04lX at offset %zu: a lone surrogate never matches UTF-8",
-                 v, at);
+            fail(p, TERN_EINVAL, "\\u%04lX at offset %zu: a lone surrogate never matches UTF-8", v,
+                 at);
             return ESC_ERROR;
         }
         *cp = (uint32_t)v;
@@ -416,8 +415,8 @@ static esc_kind_t parse_escape(parser_t *p, bool in_class, uint32_t *cp, const r
             return ESC_CHAR;
         }
         /* GNU's \< \> \` \' are anchors in glibc and literals in JavaScript. */
-        if (c >= 0x20 && c < 0x7f && !strchr("<>`'", (int)c) && !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-                                       (c >= 'A' && c <= 'Z'))) {
+        if (c >= 0x20 && c < 0x7f && !strchr("<>`'", (int)c) &&
+            !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
             *cp = c;
             return ESC_CHAR;
         }
@@ -456,9 +455,8 @@ static int parse_bracket(parser_t *p)
         if (c == '[' && at + 1 < p->len &&
             (p->s[at + 1] == ':' || p->s[at + 1] == '=' || p->s[at + 1] == '.')) {
             if (p->s[at + 1] != ':')
-                return fail(p, TERN_EINVAL,
-                            "collating element [%c at offset %zu is not supported", p->s[at + 1],
-                            at);
+                return fail(p, TERN_EINVAL, "collating element [%c at offset %zu is not supported",
+                            p->s[at + 1], at);
             const char *end = NULL;
             for (size_t i = at + 2; i + 1 < p->len; i++) {
                 if (p->s[i] == ':' && p->s[i + 1] == ']') {
@@ -588,8 +586,8 @@ static int quantifier_read(parser_t *p, int *min, int *max)
         }
         p->pos++;
         if (hi != REP_INF && hi < lo)
-            return fail(p, TERN_EINVAL, "repetition at offset %zu: minimum %d above maximum %d",
-                        at, lo, hi);
+            return fail(p, TERN_EINVAL, "repetition at offset %zu: minimum %d above maximum %d", at,
+                        lo, hi);
         *min = lo, *max = hi;
         break;
     }
@@ -622,13 +620,14 @@ static int parse_atom(parser_t *p, bool *quantifiable)
                 return fail(p, TERN_EINVAL, "lookahead (?%c at offset %zu is not supported", q[1],
                             at);
             } else if (left >= 3 && q[1] == '<' && (q[2] == '=' || q[2] == '!')) {
-                return fail(p, TERN_EINVAL, "lookbehind (?<%c at offset %zu is not supported",
-                            q[2], at);
+                return fail(p, TERN_EINVAL, "lookbehind (?<%c at offset %zu is not supported", q[2],
+                            at);
             } else if (left >= 2 && q[1] == '<') {
                 /* A named group: the name changes nothing here. */
                 size_t i = 2;
-                while (i < left && ((q[i] >= 'a' && q[i] <= 'z') || (q[i] >= 'A' && q[i] <= 'Z') ||
-                                    q[i] == '_' || q[i] == '$' || (i > 2 && q[i] >= '0' && q[i] <= '9')))
+                while (i < left &&
+                       ((q[i] >= 'a' && q[i] <= 'z') || (q[i] >= 'A' && q[i] <= 'Z') ||
+                        q[i] == '_' || q[i] == '$' || (i > 2 && q[i] >= '0' && q[i] <= '9')))
                     i++;
                 if (i == 2 || i >= left || q[i] != '>')
                     return fail(p, TERN_EINVAL, "bad group name at offset %zu", at);
@@ -638,8 +637,7 @@ static int parse_atom(parser_t *p, bool *quantifiable)
             }
         }
         if (++p->depth > LOCK_PATTERN_MAX_DEPTH)
-            return fail(p, TERN_E2BIG,
-                        "more than %d nested groups and quantifiers at offset %zu",
+            return fail(p, TERN_E2BIG, "more than %d nested groups and quantifiers at offset %zu",
                         LOCK_PATTERN_MAX_DEPTH, at);
         int inner = parse_alt(p);
         if (inner < 0)
@@ -733,8 +731,7 @@ static int parse_repeat(parser_t *p)
         if (!quantifiable)
             return fail(p, TERN_EINVAL, "quantifier at offset %zu has nothing to repeat", at);
         if (++p->depth > LOCK_PATTERN_MAX_DEPTH)
-            return fail(p, TERN_E2BIG,
-                        "more than %d nested groups and quantifiers at offset %zu",
+            return fail(p, TERN_E2BIG, "more than %d nested groups and quantifiers at offset %zu",
                         LOCK_PATTERN_MAX_DEPTH, at);
         int r = node_new(p, N_REPEAT, 0);
         p->nodes[r].first = atom;

@@ -27,7 +27,9 @@
  * bracket expression match one whole code point (except that `.` does not match the
  * line terminators \n \r U+2028 U+2029, as in JavaScript); classes like \w, \d, \b and
  * [:alpha:] are ASCII. A byte of the target that is not valid UTF-8 is one code point
- * of its own that only `.` and negated sets match.
+ * of its own that only `.` and negated sets match. Stacked quantifiers read as in
+ * POSIX (a** is (a*)*), except that a '?' right after a quantifier makes it lazy, as in
+ * JavaScript: x+? needs one x, where POSIX reads (x+)?.
  */
 #ifndef TERN_LOCK_PATTERN_H
 #define TERN_LOCK_PATTERN_H

@@ -219,8 +219,7 @@ static void test_creates_against_many_locks(void **state)
     }
     print_message("%d creates of 1024-byte targets against %d locks of %d instructions: "
                   "%llu ms in all, %llu ms at most\n",
-                  N_CREATES, N_LOCKERS, 2482, (unsigned long long)total,
-                  (unsigned long long)worst);
+                  N_CREATES, N_LOCKERS, 2482, (unsigned long long)total, (unsigned long long)worst);
     if (worst > 2000)
         fail_msg("a create took %llu ms", (unsigned long long)worst);
     /* The ordinary lock still refuses what it covers. */

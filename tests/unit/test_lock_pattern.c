@@ -225,7 +225,8 @@ static void test_limits(void **state)
 
     /* The largest counts: refused fast, whatever they multiply to. */
     static const char *const huge[] = {"a{1000000}", "(a{1000}){1000}{1000}",
-                                       "((((a{99}){99}){99}){99}){99}", "(()){1000000}{1000000}x{3000}"};
+                                       "((((a{99}){99}){99}){99}){99}",
+                                       "(()){1000000}{1000000}x{3000}"};
     for (size_t i = 0; i < sizeof huge / sizeof *huge; i++) {
         assert_int_equal(lock_pattern_compile(huge[i], &p, err, sizeof err), TERN_E2BIG);
         assert_null(p);
@@ -254,8 +255,7 @@ static void test_limits(void **state)
 static void test_worst_case_time(void **state)
 {
     (void)state;
-    static const char *const worst[] = {"(.?){1240}x", "(a*){830}b",
-                                        "([[:alpha:]\\d\\s]?){1240}x",
+    static const char *const worst[] = {"(.?){1240}x", "(a*){830}b", "([[:alpha:]\\d\\s]?){1240}x",
                                         "(.*.*.*.*.*.*.*.*.*.*){80}x"};
     char target[1025];
     memset(target, 'a', 1024);
@@ -306,8 +306,8 @@ static void gen_expr(gen_t *g, int depth, bool top);
 
 static void gen_atom(gen_t *g, int depth)
 {
-    static const char *const atoms[] = {"a", "b", "c", ".", "[ab]", "[^a]", "[a-b]", "[^bc]",
-                                        "[[:alpha:]]", "[]a]", "[a-]", "-"};
+    static const char *const atoms[] = {"a",     "b",     "c",           ".",    "[ab]", "[^a]",
+                                        "[a-b]", "[^bc]", "[[:alpha:]]", "[]a]", "[a-]", "-"};
     unsigned k = rnd(g, depth > 0 ? 16 : 12);
     if (k < 12) {
         put(g, atoms[k]);
@@ -390,8 +390,8 @@ static void test_against_glibc(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_limits),       cmocka_unit_test(test_worst_case_time),
+        cmocka_unit_test(test_table),         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_limits),        cmocka_unit_test(test_worst_case_time),
         cmocka_unit_test(test_against_glibc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
