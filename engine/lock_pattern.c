@@ -90,11 +90,17 @@ struct lock_pattern {
     range_t *ranges;
     char_class_t *classes;
     bool anchored; /* the program starts with ^: only a thread from the start can match */
-    /* Scratch for lock_pattern_test, n entries each. */
+};
+
+/* What a test works in, n entries each (one test's, so that a table of many locks keeps
+ * only their programs). */
+typedef struct scratch {
     uint32_t *mark; /* the step at which a pc was last added to a list */
     uint32_t *list[2];
     uint32_t *stack;
-};
+} scratch_t;
+
+#define SCRATCH_ON_STACK 256 /* programs up to this size test without allocating */
 
 /* ---- parser --------------------------------------------------------------------- */
 
@@ -977,10 +983,6 @@ int lock_pattern_compile(const char *text, lock_pattern_t **out, char *err, size
     lp->ranges = p.ranges;
     lp->classes = p.classes;
     lp->anchored = lp->prog[0].op == OP_BOL;
-    lp->mark = xcalloc(lp->n, sizeof *lp->mark);
-    lp->list[0] = xcalloc(lp->n, sizeof *lp->list[0]);
-    lp->list[1] = xcalloc(lp->n, sizeof *lp->list[1]);
-    lp->stack = xcalloc(lp->n, sizeof *lp->stack);
     free(p.nodes);
     *out = lp;
     return 0;
@@ -998,10 +1000,6 @@ void lock_pattern_free(lock_pattern_t *p)
     free(p->prog);
     free(p->ranges);
     free(p->classes);
-    free(p->mark);
-    free(p->list[0]);
-    free(p->list[1]);
-    free(p->stack);
     free(p);
 }
 
@@ -1050,16 +1048,16 @@ typedef struct position {
 /* Adds the thread at `pc` and every thread it reaches without consuming (through jumps,
  * splits and assertions that hold at `at`) to `list`, each pc once per `step`; returns
  * true when one of them is MATCH. */
-static bool add_thread(lock_pattern_t *p, uint32_t *list, size_t *n, uint32_t pc, uint32_t step,
-                       position_t at)
+static bool add_thread(const lock_pattern_t *p, scratch_t *w, uint32_t *list, size_t *n,
+                       uint32_t pc, uint32_t step, position_t at)
 {
     size_t sp = 0;
-    if (p->mark[pc] == step)
+    if (w->mark[pc] == step)
         return false;
-    p->mark[pc] = step;
-    p->stack[sp++] = pc;
+    w->mark[pc] = step;
+    w->stack[sp++] = pc;
     while (sp > 0) {
-        pc = p->stack[--sp];
+        pc = w->stack[--sp];
         const inst_t *in = &p->prog[pc];
         uint32_t go[2];
         size_t n_go = 0;
@@ -1093,9 +1091,9 @@ static bool add_thread(lock_pattern_t *p, uint32_t *list, size_t *n, uint32_t pc
             break;
         }
         for (size_t i = 0; i < n_go; i++) {
-            if (p->mark[go[i]] != step) {
-                p->mark[go[i]] = step;
-                p->stack[sp++] = go[i];
+            if (w->mark[go[i]] != step) {
+                w->mark[go[i]] = step;
+                w->stack[sp++] = go[i];
             }
         }
     }
@@ -1118,14 +1116,14 @@ static uint32_t target_at(const char *t, size_t len, size_t pos, size_t *n)
     return cp;
 }
 
-bool lock_pattern_test(lock_pattern_t *p, const char *target, size_t len)
+static bool run(const lock_pattern_t *p, scratch_t *w, const char *target, size_t len)
 {
-    memset(p->mark, 0, p->n * sizeof *p->mark);
+    memset(w->mark, 0, p->n * sizeof *w->mark);
     uint32_t step = 1;
     size_t n_cur = 0, pos = 0, width;
-    uint32_t *cur = p->list[0], *next = p->list[1];
+    uint32_t *cur = w->list[0], *next = w->list[1];
     position_t at = {CP_NONE, target_at(target, len, 0, &width)};
-    if (add_thread(p, cur, &n_cur, 0, step, at))
+    if (add_thread(p, w, cur, &n_cur, 0, step, at))
         return true;
     while (at.cur != CP_NONE) {
         size_t next_width, n_next = 0;
@@ -1134,12 +1132,12 @@ bool lock_pattern_test(lock_pattern_t *p, const char *target, size_t len)
         for (size_t i = 0; i < n_cur; i++) {
             uint32_t pc = cur[i];
             if (consumes(p, &p->prog[pc], at.cur) &&
-                add_thread(p, next, &n_next, pc + 1, step, after))
+                add_thread(p, w, next, &n_next, pc + 1, step, after))
                 return true;
         }
         /* A match may start at any position (a search, not a full match); a program
          * that starts with ^ only from the first. */
-        if (!p->anchored && add_thread(p, next, &n_next, 0, step, after))
+        if (!p->anchored && add_thread(p, w, next, &n_next, 0, step, after))
             return true;
         if (n_next == 0 && p->anchored)
             return false;
@@ -1152,4 +1150,15 @@ bool lock_pattern_test(lock_pattern_t *p, const char *target, size_t len)
         at = after;
     }
     return false;
+}
+
+bool lock_pattern_test(const lock_pattern_t *p, const char *target, size_t len)
+{
+    uint32_t small[4 * SCRATCH_ON_STACK];
+    uint32_t *mem = p->n <= SCRATCH_ON_STACK ? small : xmalloc(4 * p->n * sizeof *mem);
+    scratch_t w = {mem, {mem + p->n, mem + 2 * p->n}, mem + 3 * p->n};
+    bool match = run(p, &w, target, len);
+    if (mem != small)
+        free(mem);
+    return match;
 }

@@ -59,9 +59,9 @@ typedef struct lock_pattern lock_pattern_t;
 int lock_pattern_compile(const char *text, lock_pattern_t **out, char *err, size_t errlen);
 
 /* Whether the pattern matches somewhere in `target` (`len` bytes, UTF-8; no NUL
- * needed): JavaScript's RegExp.prototype.test. Uses scratch space inside `p`, so one
- * pattern is tested by one caller at a time. */
-bool lock_pattern_test(lock_pattern_t *p, const char *target, size_t len);
+ * needed): JavaScript's RegExp.prototype.test. Allocates nothing for a program of up to
+ * 256 instructions, 16 bytes per instruction for a larger one (freed before it returns). */
+bool lock_pattern_test(const lock_pattern_t *p, const char *target, size_t len);
 
 /* The number of instructions of the compiled program. */
 size_t lock_pattern_size(const lock_pattern_t *p);

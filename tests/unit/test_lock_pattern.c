@@ -249,6 +249,13 @@ static void test_limits(void **state)
     assert_int_equal(lock_pattern_compile(stacked, &p, err, sizeof err), TERN_E2BIG);
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* The worst programs within the limits against the longest target (1024 bytes) take
  * (target length x program size) steps: bounded well under a second even on a slow,
  * shared machine (a few ms on an idle one). */
@@ -266,11 +273,17 @@ static void test_worst_case_time(void **state)
         if (lock_pattern_compile(worst[i], &p, err, sizeof err) != 0)
             fail_msg("\"%s\" refused: %s", worst[i], err);
         assert_true(lock_pattern_size(p) > LOCK_PATTERN_MAX_PROGRAM * 9 / 10);
-        uint64_t t0 = tern_now_ms();
-        assert_false(lock_pattern_test(p, target, 1024));
-        uint64_t ms = tern_now_ms() - t0;
-        if (ms > 500)
-            fail_msg("\"%s\" on 1024 bytes took %llu ms", worst[i], (unsigned long long)ms);
+        double worst_ms = 0;
+        for (int k = 0; k < 5; k++) {
+            double t0 = now_ms();
+            assert_false(lock_pattern_test(p, target, 1024));
+            double ms = now_ms() - t0;
+            worst_ms = ms > worst_ms ? ms : worst_ms;
+        }
+        print_message("\"%s\" (%zu instructions) on 1024 bytes: %.2f ms at most of 5\n", worst[i],
+                      lock_pattern_size(p), worst_ms);
+        if (worst_ms > 500)
+            fail_msg("\"%s\" on 1024 bytes took %.0f ms", worst[i], worst_ms);
         lock_pattern_free(p);
     }
 }
