@@ -5,6 +5,7 @@
  * targets against many locks are answered within a bound while the runner's jobs keep
  * running; a retry is refused, and changes nothing, while another job locks its target.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,20 @@ static void cancel_ok(const char *uuid)
     json_decref(itest_wait_finished_ok(&W.client, uuid, 10000));
 }
 
+/* The number of lines of ternd's log holding both needles. */
+static int log_lines_with(const char *a, const char *b)
+{
+    FILE *f = fopen(W.ternd.log, "r");
+    assert_non_null(f);
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strstr(line, a) != NULL && strstr(line, b) != NULL)
+            n++;
+    fclose(f);
+    return n;
+}
+
 /* An hour from now in ms since the epoch: a job created so stays queued (unfinished,
  * its lock held) and costs the runner nothing. */
 static unsigned long long later_ms(void)
@@ -150,8 +165,11 @@ static void test_refused_stored_lock_blocks_nothing(void **state)
     assert_true(itest_redis_int(&W.redis, "HSET tern:job:%s locks %s", holder, old) >= 0);
     assert_true(itest_redis_int(&W.redis, "HSET tern:locks %s %s", holder, old) >= 0);
     assert_true(itest_redis_int(&W.redis, "INCR tern:locks:version") > 0);
-    /* 44 characters: 4.6 s each for glibc's backtracking. */
+    /* 44 characters: 4.6 s each for glibc's backtracking. Each create after the first
+     * reads the table again (the version moved): the lock is compiled, and refused, once. */
     for (int i = 0; i < 3; i++) {
+        if (i > 0)
+            assert_true(itest_redis_int(&W.redis, "INCR tern:locks:version") > 0);
         char target[45];
         snprintf(target, sizeof target, "%043d%c", i, 'a' + i);
         http_sync_resp_t r;
@@ -167,7 +185,7 @@ static void test_refused_stored_lock_blocks_nothing(void **state)
         assert_string_equal(itest_execution(job), "succeeded");
         json_decref(job);
     }
-    assert_true(itest_ternd_log_has_both(&W.ternd, holder, "not accepted by this version"));
+    assert_int_equal(log_lines_with(holder, "not accepted by this version"), 1);
     cancel_ok(holder);
 }
 
