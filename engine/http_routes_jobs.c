@@ -10,7 +10,8 @@
  *   GET  /jobs/:uuid         200 job
  *   POST /jobs/:uuid/cancel  200 job; 409 when it already finished
  *   POST /jobs/:uuid/resume  200 job; 409 unless waiting
- *   POST /jobs/:uuid/retry   200 job (tern's redrive); 409 unless failed or canceled
+ *   POST /jobs/:uuid/retry   200 job (tern's redrive); 409 unless failed or canceled,
+ *                            or while an unfinished job's locks match its target
  *   GET  /jobs/:uuid/info    200 [entry, ...]
  *   POST /jobs/:uuid/info    200, no body
  *

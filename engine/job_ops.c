@@ -4,14 +4,13 @@
  *
  * Ownership: each operation in flight is one heap object (op_t, a store_op_t; see
  * store_op.h) that owns copies of its inputs and is freed right after its callback
- * ran. job_ops_t owns a cache of the locks of running jobs (regular expressions
- * compiled once), refreshed whenever job_create.lua says the version we checked
- * against is stale.
+ * ran. job_ops_t owns a cache of the locks of unfinished jobs (lock_pattern.h, each
+ * compiled once and kept across refreshes), refreshed whenever job_create.lua or
+ * job_redrive.lua says the version we checked against is stale.
  */
 #include "job_ops.h"
 
 #include <inttypes.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +19,10 @@
 #include "holds.h"
 #include "job_view.h"
 #include "json_text.h"
+#include "lock_pattern.h"
+#include "log.h"
 #include "store_op.h"
+#include "str_map.h"
 #include "template.h"
 #include "workflow.h"
 
@@ -34,7 +36,7 @@
 typedef struct lock_entry {
     char *job;
     char *pattern;
-    regex_t re;
+    lock_pattern_t *re; /* NULL: refused here (stored by another version), never matches */
 } lock_entry_t;
 
 /* A workflow as a create named it, parsed once and shared by the creates in flight.
@@ -223,14 +225,19 @@ job_ops_t *job_ops_new(const job_ops_opts_t *opts)
     return ops;
 }
 
+static void locks_free(lock_entry_t *locks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(locks[i].job);
+        free(locks[i].pattern);
+        lock_pattern_free(locks[i].re);
+    }
+    free(locks);
+}
+
 static void locks_clear(job_ops_t *ops)
 {
-    for (size_t i = 0; i < ops->n_locks; i++) {
-        free(ops->locks[i].job);
-        free(ops->locks[i].pattern);
-        regfree(&ops->locks[i].re);
-    }
-    free(ops->locks);
+    locks_free(ops->locks, ops->n_locks);
     ops->locks = NULL;
     ops->n_locks = 0;
 }
@@ -377,27 +384,55 @@ void job_ops_workflow_get(job_ops_t *ops, const char *ref, job_ops_cb cb, void *
 
 /* ---- job create ---------------------------------------------------------------- */
 
+/* Replaces the lock table with the one of a LOCKS answer ({'LOCKS', version, job,
+ * pattern, ...}). A lock the table held already (the same job and pattern) keeps its
+ * compiled pattern: only new locks are compiled. */
 static void locks_refresh(job_ops_t *ops, const redisReply *reply)
 {
-    locks_clear(ops);
+    lock_entry_t *old = ops->locks;
+    size_t n_old = ops->n_locks;
+    str_map_t by_job;
+    str_map_init(&by_job);
+    for (size_t i = 0; i < n_old; i++)
+        str_map_put(&by_job, old[i].job, &old[i]);
     const redisReply *ver = store_reply_at(reply, 1);
     snprintf(ops->locks_version, sizeof ops->locks_version, "%.*s", ver != NULL ? (int)ver->len : 1,
              ver != NULL ? ver->str : "0");
     size_t n = reply->elements > 2 ? (reply->elements - 2) / 2 : 0;
     ops->locks = xcalloc(n ? n : 1, sizeof *ops->locks);
+    ops->n_locks = 0;
     for (size_t i = 0; i < n; i++) {
         const redisReply *job = reply->element[2 + 2 * i], *pat = reply->element[3 + 2 * i];
-        lock_entry_t *e = &ops->locks[ops->n_locks];
+        if (job->type != REDIS_REPLY_STRING || pat->type != REDIS_REPLY_STRING)
+            continue;
+        lock_entry_t *e = &ops->locks[ops->n_locks++];
+        e->job = xstrndup(job->str, job->len);
         e->pattern = xstrndup(pat->str, pat->len);
-        /* Patterns were compiled when their jobs were created; one that does not
-         * compile here (another version of tern) is skipped rather than blocking. */
-        if (regcomp(&e->re, e->pattern, REG_EXTENDED | REG_NOSUB) != 0) {
-            free(e->pattern);
+        lock_entry_t *was = str_map_get(&by_job, e->job);
+        if (was != NULL && strcmp(was->pattern, e->pattern) == 0) {
+            e->re = was->re;
+            was->re = NULL;
             continue;
         }
-        e->job = xstrndup(job->str, job->len);
-        ops->n_locks++;
+        /* Patterns were checked when their jobs were created; one that this version
+         * refuses (stored by an earlier one, which took any POSIX extended regular
+         * expression) locks nothing rather than blocking every create. It stays in the
+         * table, so the warning is written once. */
+        char err[256];
+        if (strlen(e->pattern) != pat->len ||
+            lock_pattern_compile(e->pattern, &e->re, err, sizeof err) != 0) {
+            if (strlen(e->pattern) != pat->len)
+                snprintf(err, sizeof err, "holds a NUL byte");
+            json_t *fields = json_pack("{s:s, s:s%}", "job", e->job, "locks", pat->str,
+                                       (size_t)(pat->len > 200 ? 200 : pat->len));
+            log_msg(TERN_LOG_WARN, "jobs", fields,
+                    "the locks of job %s are not accepted by this version and lock nothing: %s",
+                    e->job, err);
+            json_decref(fields);
+        }
     }
+    str_map_free(&by_job);
+    locks_free(old, n_old);
 }
 
 /* After a create that asked for its workflow got its answer (or ended without one):
@@ -652,6 +687,30 @@ static void push_created_event(store_args_t *a, const char *uuid, const char *na
     json_text_dispose(&ev);
 }
 
+/* The lock of an unfinished job other than `self` (NULL: none) that op->target
+ * matches, when the table was read by this operation's own round trip; NULL when none
+ * matches. The table may be stale (the locking job may have ended since it was read):
+ * on a match in a table not read for this operation, the version becomes one that never
+ * matches, so the script answers with the current table instead of writing, and the
+ * operation checks again (it returns NULL for now). */
+static const lock_entry_t *locks_match(op_t *op, const char *self)
+{
+    job_ops_t *ops = op->ops;
+    size_t len = strlen(op->target);
+    for (size_t i = 0; i < ops->n_locks; i++) {
+        lock_entry_t *e = &ops->locks[i];
+        if (e->re == NULL || (self != NULL && strcmp(e->job, self) == 0))
+            continue;
+        if (!lock_pattern_test(e->re, op->target, len))
+            continue;
+        if (op->locks_fresh)
+            return e;
+        snprintf(ops->locks_version, sizeof ops->locks_version, "stale");
+        return NULL;
+    }
+    return NULL;
+}
+
 static void create_send(op_t *op)
 {
     job_ops_t *ops = op->ops;
@@ -670,23 +729,13 @@ static void create_send(op_t *op)
     /* node-workflow's lock rule: a target matching the locks of an unfinished job is
      * refused while that job runs. */
     if (op->target != NULL) {
-        for (size_t i = 0; i < ops->n_locks; i++) {
-            if (regexec(&ops->locks[i].re, op->target, 0, NULL, 0) == 0) {
-                if (!op->locks_fresh) {
-                    /* The table may be stale (the locking job may have ended since it
-                     * was read): refuse only on a table job_create.lua has just sent.
-                     * A version that never matches makes the script answer with the
-                     * current table instead of creating the job. */
-                    locks_clear(ops);
-                    snprintf(ops->locks_version, sizeof ops->locks_version, "stale");
-                    break;
-                }
-                store_args_dispose(&a);
-                store_op_done(&op->base, TERN_EEXIST, NULL,
-                              "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
-                              ops->locks[i].job, ops->locks[i].pattern);
-                return;
-            }
+        const lock_entry_t *lock = locks_match(op, NULL);
+        if (lock != NULL) {
+            store_args_dispose(&a);
+            store_op_done(&op->base, TERN_EEXIST, NULL,
+                          "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
+                          lock->job, lock->pattern);
+            return;
         }
     }
     const workflow_t *wf = op->wfc->wf;
@@ -877,16 +926,16 @@ static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
         return;
     }
     if (req->locks != NULL) {
-        regex_t re;
-        int rc = regcomp(&re, req->locks, REG_EXTENDED | REG_NOSUB);
+        /* Compiled here to refuse what the lock table could not use; the table compiles
+         * it again once, when it first reads the job's lock. */
+        lock_pattern_t *re;
+        char why[256];
+        int rc = lock_pattern_compile(req->locks, &re, why, sizeof why);
         if (rc != 0) {
-            char why[256];
-            regerror(rc, &re, why, sizeof why);
-            store_op_done(&op->base, TERN_EINVAL, NULL,
-                          "locks: \"%s\" is not a valid regular expression: %s", req->locks, why);
+            store_op_done(&op->base, rc, NULL, "locks: not accepted: %s", why);
             return;
         }
-        regfree(&re);
+        lock_pattern_free(re);
         op->locks = xstrdup(req->locks);
     }
     if (req->uuid != NULL) {
@@ -1084,12 +1133,24 @@ void job_ops_resume(job_ops_t *ops, const char *uuid, const json_t *result, cons
     op_send(op, SCRIPT_JOB_RESUME, &a, on_job_resume);
 }
 
+static void redrive_send(op_t *op);
+
 static void on_job_redrive(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
     if (store_op_failed(&op->base, status, errmsg))
         return;
     const redisReply *kind = store_reply_at(reply, 0);
+    if (store_reply_is(kind, "LOCKS")) {
+        locks_refresh(op->ops, reply);
+        op->locks_fresh = true;
+        if (++op->tries >= CREATE_TRIES) {
+            store_op_done(&op->base, TERN_EIO, NULL, "job locks keep changing; try again");
+            return;
+        }
+        redrive_send(op);
+        return;
+    }
     if (store_reply_is(kind, "NOTFOUND")) {
         store_op_done(&op->base, TERN_ENOENT, NULL, "job %s does not exist", op->uuid);
     } else if (store_reply_is(kind, "BADSTATE")) {
@@ -1175,6 +1236,7 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
     if (op->extra != NULL)
         json_object_update(params, op->extra);
     const char *target = json_string_value(json_object_get(view, "target"));
+    op->target = target != NULL ? xstrdup(target) : NULL;
     char unique[33] = "";
     if (target != NULL)
         job_ops_unique_key(json_string_value(json_object_get(view, "name")), target, params,
@@ -1182,20 +1244,44 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
     json_t *changes = json_pack("{s:I, s:s?, s:O?}", "from_index", (json_int_t)idx, "from_step",
                                 op->from_step, "params", op->extra);
     json_t *h = history_entry("retry", op->caller, changes);
-    store_args_t a;
-    store_args_init(&a);
-    store_args_push(&a, op->uuid);
-    store_args_pushf(&a, "%zu", idx);
+    /* Kept in op->fields: the script is sent again when the lock table was stale. */
+    store_args_t *a = &op->fields;
+    store_args_push(a, op->uuid);
+    store_args_pushf(a, "%zu", idx);
     if (op->extra != NULL)
-        store_args_push_json(&a, params);
+        store_args_push_json(a, params);
     else
-        store_args_push(&a, "");
-    store_args_push(&a, unique);
-    store_args_push_json(&a, h);
+        store_args_push(a, "");
+    store_args_push(a, unique);
+    store_args_push_json(a, h);
     json_decref(h);
     json_decref(changes);
     json_decref(params);
     json_decref(view);
+    redrive_send(op);
+}
+
+/* Sends job_redrive.lua with the arguments in op->fields and the version of the lock
+ * table, unless the job's target matches the lock of an unfinished job: a retry is
+ * refused as a create of that target would be, and nothing is written. Only the target
+ * is checked, as at create: the job's own locks are not matched against the targets of
+ * jobs that started while it had ended (README, Jobs). */
+static void redrive_send(op_t *op)
+{
+    if (op->target != NULL) {
+        const lock_entry_t *lock = locks_match(op, op->uuid);
+        if (lock != NULL) {
+            store_op_done(&op->base, TERN_EEXIST, NULL,
+                          "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
+                          lock->job, lock->pattern);
+            return;
+        }
+    }
+    store_args_t a;
+    store_args_init(&a);
+    for (size_t i = 0; i < op->fields.n; i++)
+        store_args_pushb(&a, op->fields.v[i], op->fields.len[i]);
+    store_args_push(&a, op->ops->locks_version);
     op_send(op, SCRIPT_JOB_REDRIVE, &a, on_job_redrive);
 }
 

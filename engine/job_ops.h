@@ -71,7 +71,7 @@ typedef struct job_create_req {
     const json_t *params;   /* object or NULL ({}); borrowed */
     const char *target;     /* or NULL */
     uint64_t exec_after_ms; /* 0: now; else ms since the epoch */
-    const char *locks;      /* regular expression (POSIX extended) or NULL */
+    const char *locks;      /* regular expression (lock_pattern.h) or NULL */
     const char *uuid;       /* or NULL: a new one is made */
     /* Array of http(s) URLs told when the job ends, or NULL; borrowed. */
     const json_t *post_back_urls;
@@ -119,7 +119,9 @@ void job_ops_resume(job_ops_t *ops, const char *uuid, const json_t *result, cons
 
 /* Retry from failure (redrive): a failed or canceled job goes back to its queue at
  * the chain step that failed, or at `from_step` (a chain step name) when given, with
- * `params` (borrowed object, may be NULL) merged over its params. */
+ * `params` (borrowed object, may be NULL) merged over its params. A target matching an
+ * unfinished job's locks is TERN_EEXIST naming that job and lock, as at create, and
+ * changes nothing. */
 void job_ops_redrive(job_ops_t *ops, const char *uuid, const char *from_step, const json_t *params,
                      const char *caller, job_ops_cb cb, void *data);
 

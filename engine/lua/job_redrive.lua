@@ -1,17 +1,33 @@
 -- job_redrive.lua: puts a failed or canceled job back in its queue at a chain step,
 -- keeping the results of the steps before it; optionally with corrected params.
 -- ARGV: 3 uuid, 4 chain index to start at, 5 new params JSON ('' unchanged),
---       6 uniqueness key for the (new) params ('' none), 7 history entry JSON
--- Returns {'OK'} | {'BADSTATE', execution} | {'CONFLICT', other uuid} | {'NOTFOUND'}
-local uuid, idx, params, unique = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+--       6 uniqueness key for the (new) params ('' none), 7 history entry JSON,
+--       8 locks version the caller checked the job's target against
+-- Returns {'OK'} | {'BADSTATE', execution} | {'CONFLICT', other uuid} | {'NOTFOUND'} |
+--         {'LOCKS', version, job, pattern, ...} (the caller's table of locks is stale:
+--         nothing was written; check the target against these and send again)
+local uuid, idx, params, unique, seen = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[8]
 local k = jkey(uuid)
-local f = redis.call('HMGET', k, 'execution', 'locks')
+local f = redis.call('HMGET', k, 'execution', 'locks', 'target')
 local ex = f[1]
 if not ex then
     return {'NOTFOUND'}
 end
 if ex ~= 'failed' and ex ~= 'canceled' then
     return {'BADSTATE', ex}
+end
+-- A retried job is a job created again: its target must not match the locks of an
+-- unfinished job (the caller matches them; job_create.lua does the same).
+if f[3] then
+    local version = redis.call('GET', P .. 'locks:version') or '0'
+    if version ~= seen then
+        local out = {'LOCKS', version}
+        local all = redis.call('HGETALL', P .. 'locks')
+        for i = 1, #all do
+            out[#out + 1] = all[i]
+        end
+        return out
+    end
 end
 if unique ~= '' then
     local other = redis.call('HGET', P .. 'unique', unique)

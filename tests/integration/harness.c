@@ -420,6 +420,9 @@ bool itest_client_run_until(itest_client_t *c, bool *done, unsigned ms)
     waiter_t w = {0};
     uv_timer_init(&c->loop, &w.timer);
     w.timer.data = &w;
+    /* The loop's clock stands still while the loop does not run: after a test spent
+     * seconds elsewhere (HTTP calls), a bound counted from it would have passed already. */
+    uv_update_time(&c->loop);
     uv_timer_start(&w.timer, on_wait_timeout, ms, 0);
     while (!*done && !w.timed_out)
         uv_run(&c->loop, UV_RUN_ONCE);
