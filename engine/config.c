@@ -82,6 +82,10 @@ static const setting_t settings[] = {
     {"shutdown_grace_ms", "--shutdown-grace-ms", K_U32, OFF(shutdown_grace_ms), 0, 3600000},
     {"log_level", "--log-level", K_LOG_LEVEL, OFF(log_level), 0, 0},
     {"redis_server", "--redis-server", K_PATH, OFF(redis_server), 0, 0},
+    {"redis_health_timeout_ms", "--redis-health-timeout-ms", K_U32, OFF(redis_health_timeout_ms),
+     100, 3600000},
+    {"redis_command_timeout_ms", "--redis-command-timeout-ms", K_U32, OFF(redis_command_timeout_ms),
+     100, 3600000},
     {"event_stream_max", NULL, K_U32, OFF(event_stream_max), 1, 10000000},
     {"global_event_stream_max", NULL, K_U32, OFF(global_event_stream_max), 1, 100000000},
     {"max_params_bytes", NULL, K_U32, OFF(max_params_bytes), 1, 512u * 1024 * 1024},
@@ -110,6 +114,7 @@ static const char usage_text[] =
     "             [--log-level LEVEL] [--redis-server PATH] [--api-token-file FILE]\n"
     "             [--tls-cert FILE --tls-key FILE] [--max-body-bytes N]\n"
     "             [--retention-days N] [--success-events-s N] [--direct-start 0|1]\n"
+    "             [--redis-health-timeout-ms N] [--redis-command-timeout-ms N]\n"
     "             [--help] [--version]\n"
     "\n"
     "  --config FILE          JSON file with the settings below (flags win over it)\n"
@@ -128,6 +133,12 @@ static const char usage_text[] =
     "  --shutdown-grace-ms N  time running steps get to finish on stop (30000)\n"
     "  --log-level LEVEL      trace, debug, info, warn, error, fatal or 10-60 (info)\n"
     "  --redis-server PATH    redis-server binary for the embedded default\n"
+    "  --redis-health-timeout-ms N\n"
+    "                         Redis counts as down (GET /ping 503, tern_redis_up 0) and\n"
+    "                         calls are refused while a call has waited N ms (2000)\n"
+    "  --redis-command-timeout-ms N\n"
+    "                         calls unanswered after N ms get 503 and the connection\n"
+    "                         is made again (5000)\n"
     "  --api-token-file FILE  require \"Authorization: Bearer <token>\" with the token in\n"
     "                         FILE (or in $TERN_API_TOKEN); never logged\n"
     "  --tls-cert FILE        serve the API over TLS with this PEM certificate chain\n"
@@ -605,6 +616,8 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->shutdown_grace_ms = 30000;
     c->log_level = TERN_LOG_INFO;
     c->redis_server = xstrdup("redis-server");
+    c->redis_health_timeout_ms = 2000;
+    c->redis_command_timeout_ms = 5000;
     c->event_stream_max = 1000;
     c->global_event_stream_max = 100000;
     c->max_params_bytes = 262144;
@@ -709,6 +722,13 @@ int config_load(tern_config_t *c, int argc, char **argv, const char *default_plu
                          "heartbeat_ms (%u) must be less than lease_ms (%u), or a live runner "
                          "would lose its jobs between heartbeats",
                          c->heartbeat_ms, c->lease_ms);
+        goto Exit;
+    }
+    if (c->redis_health_timeout_ms > c->redis_command_timeout_ms) {
+        rc = tern_seterr(err, errlen, TERN_EINVAL,
+                         "redis_health_timeout_ms (%u) must not exceed redis_command_timeout_ms "
+                         "(%u): calls are dropped only after Redis is reported down",
+                         c->redis_health_timeout_ms, c->redis_command_timeout_ms);
         goto Exit;
     }
     if (c->plugin_dir[0] == '\0') {

@@ -16,6 +16,11 @@
  *   "shutdown_grace_ms": 30000   --shutdown-grace-ms N
  *   "log_level": "info"          --log-level LEVEL
  *   "redis_server": "redis-server" --redis-server PATH (binary for the embedded default)
+ *   "redis_health_timeout_ms": 2000  --redis-health-timeout-ms N  (Redis is reported
+ *                                down, and calls are refused, while a call has waited
+ *                                longer; an idle connection is probed with a PING)
+ *   "redis_command_timeout_ms": 5000 --redis-command-timeout-ms N (calls waiting longer
+ *                                are answered 503 and the connection is made again)
  *   "event_stream_max": 1000     (events kept per job)
  *   "global_event_stream_max": 100000
  *   "max_params_bytes": 262144
@@ -73,6 +78,8 @@ typedef struct tern_config {
     uint32_t shutdown_grace_ms;
     int log_level;      /* bunyan number */
     char *redis_server; /* path or name of redis-server */
+    uint32_t redis_health_timeout_ms;
+    uint32_t redis_command_timeout_ms;
     uint32_t event_stream_max;
     uint32_t global_event_stream_max;
     uint32_t max_params_bytes;

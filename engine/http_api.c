@@ -307,6 +307,7 @@ static const struct {
     {TERN_E2BIG, 413, "RequestEntityTooLarge"},
     {TERN_ENOTCONN, 503, "ServiceUnavailable"},
     {TERN_EIO, 503, "ServiceUnavailable"},
+    {TERN_EUNKNOWN, 503, "OutcomeUnknown"},
 };
 
 void api_reply_status(api_req_t *r, int status, const char *message)
@@ -321,6 +322,14 @@ void api_reply_status(api_req_t *r, int status, const char *message)
         }
     }
     api_reply_error(r, http, code, "%s", message != NULL ? message : "");
+}
+
+void api_reply_unknown(api_req_t *r, const char *message, const char *uuid)
+{
+    json_t *body = json_pack("{s:s, s:s, s:s}", "code", "OutcomeUnknown", "message",
+                             message != NULL ? message : "", "uuid", uuid);
+    api_reply_json(r, 503, body);
+    json_decref(body);
 }
 
 void api_on_result(void *data, int status, const json_t *result, const char *message)

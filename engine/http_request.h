@@ -89,8 +89,13 @@ void api_reply_error(api_req_t *r, int status, const char *code, const char *fmt
 /* Answers an engine status (TERN_E*) with its HTTP status and restify code:
  * EINVAL 409 InvalidArgument, ENOENT 404 ResourceNotFound, EEXIST and EBUSY 409
  * Conflict, E2BIG 413 RequestEntityTooLarge, ENOTCONN/EIO 503 ServiceUnavailable,
- * anything else 500 InternalError. Frees r. */
+ * EUNKNOWN 503 OutcomeUnknown, anything else 500 InternalError. Frees r. */
 void api_reply_status(api_req_t *r, int status, const char *message);
+
+/* Answers 503 {"code": "OutcomeUnknown", "message", "uuid"}: a write on job `uuid`
+ * reached Redis and its answer was lost, so the client looks the job up to learn
+ * whether it happened. Frees r. */
+void api_reply_unknown(api_req_t *r, const char *message, const char *uuid);
 
 /* A job_ops_cb whose `data` is the api_req_t: answers 200 with `result`, or the engine
  * status with api_reply_status. Frees r. */

@@ -6,7 +6,8 @@
  *   GET  /jobs               200 [job, ...] newest first; ?execution=, ?limit=,
  *                            ?marker= (next page in x-tern-next-marker), ?offset=, and
  *                            any other ?key=value filters on params
- *   POST /jobs               201 job + Location
+ *   POST /jobs               201 job + Location; 503 OutcomeUnknown with the job's
+ *                            "uuid" when Redis took the create but its answer was lost
  *   GET  /jobs/:uuid         200 job
  *   POST /jobs/:uuid/cancel  200 job; 409 when it already finished
  *   POST /jobs/:uuid/resume  200 job; 409 unless waiting
@@ -35,7 +36,9 @@ static void on_action_done(void *data, int status, const json_t *result, const c
 {
     (void)result;
     api_req_t *r = data;
-    if (status != 0)
+    if (status == TERN_EUNKNOWN)
+        api_reply_unknown(r, message, r->params[0]);
+    else if (status != 0)
         api_reply_status(r, status, message);
     else
         job_ops_get(api_ops(r), r->params[0], api_on_result, r);
@@ -118,6 +121,10 @@ static void on_job_created(void *data, int status, const char *view, size_t len,
                            const char *message)
 {
     api_req_t *r = data;
+    if (status == TERN_EUNKNOWN && uuid != NULL) {
+        api_reply_unknown(r, message, uuid);
+        return;
+    }
     if (status != 0) {
         api_reply_status(r, status, message);
         return;

@@ -207,6 +207,18 @@ static void op_send(op_t *op, store_script_t script, store_args_t *a, store_repl
     store_op_send(&op->base, op->ops->opts.store, script, a, cb);
 }
 
+/* For the top of a write's reply callback: like store_op_failed, but a call whose
+ * answer was lost (TERN_EIO: it reached Redis, or may have) is answered TERN_EUNKNOWN,
+ * saying that `what` ("the cancel") may have happened and how to find out. */
+static bool write_failed(op_t *op, int status, const char *errmsg, const char *what)
+{
+    if (status != TERN_EIO)
+        return store_op_failed(&op->base, status, errmsg);
+    store_op_done(&op->base, TERN_EUNKNOWN, NULL, "%s: %s may have been stored; GET /jobs/%s tells",
+                  errmsg != NULL ? errmsg : "no answer from Redis", what, op->uuid);
+    return true;
+}
+
 void job_ops_set_local_runner(job_ops_t *ops, const job_ops_local_runner_t *local)
 {
     if (local != NULL)
@@ -284,6 +296,15 @@ void job_ops_unique_key(const char *workflow, const char *target, const json_t *
 static void on_workflow_put(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
+    if (status == TERN_EIO) {
+        /* Storing a version is idempotent: the same definition again is "unchanged". */
+        store_op_done(&op->base, TERN_EUNKNOWN, NULL,
+                      "%s: workflow %s version %s may have been stored; sending the same "
+                      "definition again is safe",
+                      errmsg != NULL ? errmsg : "no answer from Redis", op->wf->name,
+                      op->wf->version);
+        return;
+    }
     if (store_op_failed(&op->base, status, errmsg))
         return;
     const redisReply *kind = store_reply_at(reply, 0), *uuid = store_reply_at(reply, 1);
@@ -496,6 +517,12 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
      * item's error after its writes): the job may have started unseen. */
     if (status != 0 && status != TERN_ENOTCONN)
         op->direct_lost = true;
+    if (status == TERN_EIO) {
+        store_op_done(&op->base, TERN_EUNKNOWN, NULL,
+                      "%s: the job may have been created; GET /jobs/%s tells",
+                      errmsg != NULL ? errmsg : "no answer from Redis", op->uuid);
+        return;
+    }
     if (store_op_failed(&op->base, status, errmsg))
         return;
     if (store_reply_is(kind, "NOWF")) {
@@ -858,9 +885,17 @@ static void create_answered(void *data, int status, const json_t *result, const 
     (void)result; /* always NULL: the view is op->view */
     op_t *op = data;
     const char *view = status == 0 ? op->view.p : NULL;
+    /* The uuid goes with an unknown outcome too: it is how the caller finds out. */
+    const char *uuid = view != NULL || status == TERN_EUNKNOWN ? op->uuid : NULL;
     if (op->created_text != NULL) {
-        op->created_text(op->created_data, status, view, view != NULL ? op->view.len : 0,
-                         view != NULL ? op->uuid : NULL, message);
+        op->created_text(op->created_data, status, view, view != NULL ? op->view.len : 0, uuid,
+                         message);
+        return;
+    }
+    if (status == TERN_EUNKNOWN) {
+        json_t *named = json_pack("{s:s}", "uuid", op->uuid);
+        op->created_tree(op->created_data, status, named, message);
+        json_decref(named);
         return;
     }
     json_t *tree = view != NULL ? json_loadb(view, op->view.len, 0, NULL) : NULL;
@@ -1060,7 +1095,7 @@ static void answer_execution(op_t *op, const char *execution)
 static void on_job_cancel(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (store_op_failed(&op->base, status, errmsg))
+    if (write_failed(op, status, errmsg, "the cancel"))
         return;
     const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "NOTFOUND")) {
@@ -1091,7 +1126,7 @@ void job_ops_cancel(job_ops_t *ops, const char *uuid, const char *caller, job_op
 static void on_job_resume(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (store_op_failed(&op->base, status, errmsg))
+    if (write_failed(op, status, errmsg, "the resume"))
         return;
     const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "NOTFOUND")) {
@@ -1138,7 +1173,7 @@ static void redrive_send(op_t *op);
 static void on_job_redrive(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     op_t *op = data;
-    if (store_op_failed(&op->base, status, errmsg))
+    if (write_failed(op, status, errmsg, "the retry"))
         return;
     const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "LOCKS")) {

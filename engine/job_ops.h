@@ -9,6 +9,12 @@
  * problem (TERN_EINVAL bad input, TERN_ENOENT unknown workflow or job, TERN_EEXIST
  * conflict, TERN_EBUSY wrong state, TERN_E2BIG over a limit, TERN_ENOTCONN/TERN_EIO
  * Redis). Bad input is refused before anything is written.
+ *
+ * A write whose call reached Redis but whose answer was lost (the connection dropped,
+ * or Redis did not answer within the command timeout) answers TERN_EUNKNOWN: it may or
+ * may not have happened, and the message says how to find out (GET /jobs/<uuid>). A
+ * write refused before it was sent stays TERN_ENOTCONN: it did not happen. Reads keep
+ * TERN_EIO for a lost answer.
  */
 #ifndef TERN_JOB_OPS_H
 #define TERN_JOB_OPS_H
@@ -24,7 +30,8 @@
 
 typedef struct job_ops job_ops_t;
 
-/* `result` is borrowed, valid during the callback (NULL on error). */
+/* `result` is borrowed, valid during the callback (NULL on error, but for a create's
+ * TERN_EUNKNOWN: {"uuid"} of the job that may have been created). */
 typedef void (*job_ops_cb)(void *data, int status, const json_t *result, const char *message);
 
 typedef struct job_ops_opts {
@@ -89,7 +96,8 @@ void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, 
 /* The answer of job_ops_create_text. On success (status 0) `view` is the new job as
  * job_ops_create's result, as compact JSON text of `len` bytes (NUL-terminated), and
  * `uuid` is its uuid; both are borrowed, valid during the callback only. On error both
- * are NULL (len 0) and `message` names the problem, as for a job_ops_cb. */
+ * are NULL (len 0) and `message` names the problem, as for a job_ops_cb, but for
+ * TERN_EUNKNOWN, which comes with the uuid of the job that may have been created. */
 typedef void (*job_ops_create_cb)(void *data, int status, const char *view, size_t len,
                                   const char *uuid, const char *message);
 

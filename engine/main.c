@@ -630,6 +630,8 @@ int main(int argc, char **argv)
         .event_max_global = t.cfg.global_event_stream_max,
         .retention_ms = config_retention_ms(&t.cfg),
         .success_events_ms = (uint64_t)t.cfg.success_events_s * 1000,
+        .health_timeout_ms = t.cfg.redis_health_timeout_ms,
+        .command_timeout_ms = t.cfg.redis_command_timeout_ms,
         .on_state = on_store_state,
         .data = &t,
     };

@@ -17,6 +17,12 @@
 #include "log.h"
 #include "redis_uv.h"
 
+/* How often the watchdog looks: a stall or a timeout is seen at most this late. */
+#define WATCHDOG_MS 250
+/* A connection with a health timeout that has had nothing in flight this long sends a
+ * PING, so that a silent server is noticed without waiting for real traffic. */
+#define PROBE_IDLE_MS 1000
+
 enum conn_state {
     ST_IDLE,       /* no context; a retry may be scheduled */
     ST_CONNECTING, /* context exists, handshake not answered yet */
@@ -47,6 +53,7 @@ struct redis_conn {
     int drop_pending;
     pending_cmd_t *head, *tail;
     uint64_t last_reply_ms;           /* when the last answer came (the watchdog's progress) */
+    bool stall_logged;                /* the current stall was logged */
     redis_conn_message_cb on_message; /* pub/sub connections only */
     void *message_data;
     char why[256];
@@ -109,6 +116,25 @@ static pending_cmd_t *pending_new(redis_conn_t *c, redis_conn_reply_cb cb, void 
     return p;
 }
 
+/* How long the connection has waited for an answer: since the oldest command in
+ * flight was sent or, in a long pipeline, since Redis last answered (a connection is
+ * stuck when answers stop coming, not when many commands were sent at once: 5,000
+ * creates of 100 KB each took longer than the bound to answer in all, every answer on
+ * time). 0 when nothing is in flight. */
+static uint64_t waited_ms(const redis_conn_t *c, uint64_t now)
+{
+    if (c->head == NULL)
+        return 0;
+    uint64_t since = c->head->sent_ms > c->last_reply_ms ? c->head->sent_ms : c->last_reply_ms;
+    return now > since ? now - since : 0;
+}
+
+static bool stalled(const redis_conn_t *c)
+{
+    return c->opts.health_timeout_ms > 0 &&
+           waited_ms(c, tern_mono_ms()) > c->opts.health_timeout_ms;
+}
+
 static void schedule_retry(redis_conn_t *c)
 {
     if (c->closing)
@@ -127,6 +153,7 @@ static void lost(redis_conn_t *c, const char *why)
     int was_up = c->state == ST_UP;
     c->state = ST_IDLE;
     c->ac = NULL;
+    c->stall_logged = false;
     snprintf(c->why, sizeof c->why, "%s", why != NULL ? why : "connection lost");
     if (c->closing) {
         maybe_release(c);
@@ -146,6 +173,10 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     redis_conn_t *c = p->conn;
     unlink_pending(c, p);
     c->last_reply_ms = tern_mono_ms();
+    if (c->stall_logged && r != NULL) {
+        c->stall_logged = false;
+        log_msg(TERN_LOG_INFO, "redis", NULL, "connection %s answers again", c->name);
+    }
     redisReply *reply = r;
     if (p->cb != NULL) {
         p->cb(c, reply, p->data);
@@ -270,18 +301,35 @@ static void on_drop_timer(uv_timer_t *t)
         lost(c, c->why);
 }
 
+/* A PING whose answer only shows that Redis answers (on_reply does the bookkeeping). */
+static void send_probe(redis_conn_t *c)
+{
+    pending_cmd_t *p = pending_new(c, NULL, NULL);
+    if (redisAsyncCommand(c->ac, on_reply, p, "PING") != REDIS_OK) {
+        unlink_pending(c, p);
+        free(p);
+    }
+}
+
 static void on_watchdog(uv_timer_t *t)
 {
     redis_conn_t *c = t->data;
-    if (c->head == NULL || c->opts.command_timeout_ms == 0)
+    uint64_t now = tern_mono_ms();
+    if (c->head == NULL) {
+        if (c->opts.health_timeout_ms > 0 && c->state == ST_UP && c->ac != NULL &&
+            !c->drop_pending && now - c->last_reply_ms >= PROBE_IDLE_MS)
+            send_probe(c);
         return;
-    /* Waited since the oldest command was sent or, in a long pipeline, since Redis last
-     * answered: a connection is stuck when answers stop coming, not when many commands
-     * were sent at once (5,000 creates of 100 KB each took longer than the bound to
-     * answer in all, every answer on time, and the connection was dropped). */
-    uint64_t since = c->head->sent_ms > c->last_reply_ms ? c->head->sent_ms : c->last_reply_ms;
-    uint64_t waited = tern_mono_ms() - since;
-    if (waited > c->opts.command_timeout_ms) {
+    }
+    uint64_t waited = waited_ms(c, now);
+    if (c->opts.health_timeout_ms > 0 && waited > c->opts.health_timeout_ms && !c->stall_logged &&
+        c->state == ST_UP) {
+        c->stall_logged = true;
+        log_msg(TERN_LOG_WARN, "redis", NULL,
+                "connection %s: no reply for %llu ms, reported down; dropped after %u ms", c->name,
+                (unsigned long long)waited, c->opts.command_timeout_ms);
+    }
+    if (c->opts.command_timeout_ms > 0 && waited > c->opts.command_timeout_ms) {
         log_msg(TERN_LOG_WARN, "redis", NULL,
                 "connection %s: no reply for %llu ms, dropping the connection", c->name,
                 (unsigned long long)waited);
@@ -315,7 +363,7 @@ redis_conn_t *redis_conn_new(uv_loop_t *loop, const redis_conn_opts_t *opts)
     c->retry_timer.data = c;
     c->watchdog.data = c;
     c->open_handles = 2;
-    uv_timer_start(&c->watchdog, on_watchdog, 1000, 1000);
+    uv_timer_start(&c->watchdog, on_watchdog, WATCHDOG_MS, WATCHDOG_MS);
     /* Connect from the loop, so the caller can finish wiring before any event. */
     uv_timer_start(&c->retry_timer, on_retry_timer, 0, 0);
     return c;
@@ -324,7 +372,7 @@ redis_conn_t *redis_conn_new(uv_loop_t *loop, const redis_conn_opts_t *opts)
 int redis_conn_command(redis_conn_t *c, redis_conn_reply_cb cb, void *data, int argc,
                        const char **argv, const size_t *argvlen)
 {
-    if (c->state != ST_UP || c->ac == NULL || c->drop_pending)
+    if (!redis_conn_is_up(c) || c->ac == NULL)
         return -ENOTCONN;
     pending_cmd_t *p = pending_new(c, cb, data);
     if (redisAsyncCommandArgv(c->ac, on_reply, p, argc, argv, argvlen) != REDIS_OK) {
@@ -351,7 +399,7 @@ void redis_conn_flush(redis_conn_t *c)
 
 int redis_conn_commandf(redis_conn_t *c, redis_conn_reply_cb cb, void *data, const char *fmt, ...)
 {
-    if (c->state != ST_UP || c->ac == NULL || c->drop_pending)
+    if (!redis_conn_is_up(c) || c->ac == NULL)
         return -ENOTCONN;
     pending_cmd_t *p = pending_new(c, cb, data);
     va_list ap;
@@ -401,7 +449,10 @@ int redis_conn_subscribe(redis_conn_t *c, const char *const *channels, size_t n,
 
 bool redis_conn_is_up(const redis_conn_t *c)
 {
-    return c->state == ST_UP && !c->drop_pending;
+    /* A stalled connection refuses new commands: they would only wait behind the
+     * unanswered ones and end, at the command timeout, with an unknown outcome, while
+     * refused now they are known not to have run. */
+    return c->state == ST_UP && !c->drop_pending && !stalled(c);
 }
 
 void redis_conn_set_command_timeout(redis_conn_t *c, uint32_t ms)

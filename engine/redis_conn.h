@@ -7,6 +7,13 @@
  * drops a connection whose oldest command has waited longer than the command timeout
  * (a half-open TCP connection otherwise hangs forever, since 0.14 has no timeouts).
  *
+ * A connection given a health timeout also tells whether Redis answers: it sends a
+ * PING when nothing has been in flight for PROBE_IDLE_MS, so a server that stopped
+ * answering (frozen, swapped out, a host gone silent without closing the socket) is
+ * noticed even when idle, and it counts as stalled, neither up nor sendable, while its
+ * oldest command has waited longer than the health timeout. A stalled connection is
+ * kept (its commands may still be answered) until the command timeout drops it.
+ *
  * Commands are sent only while the connection is up; otherwise they are refused at
  * once (-ENOTCONN), so callers decide whether to retry. A reply callback gets NULL
  * when the connection dropped before the answer: the command may or may not have run,
@@ -40,6 +47,9 @@ typedef struct redis_conn_opts {
     uint32_t backoff_min_ms;      /* default 100 */
     uint32_t backoff_max_ms;      /* default 2000: back within 1-2 s of Redis returning */
     uint32_t command_timeout_ms;  /* default 15000; 0 disables the watchdog */
+    uint32_t health_timeout_ms;   /* 0 (default): no PING probe, never stalled; for
+                                   * connections of ordinary commands only (not
+                                   * blocking, not pub/sub) */
     redis_conn_event_cb on_event; /* may be NULL */
     void *data;
 } redis_conn_opts_t;
@@ -51,8 +61,8 @@ redis_conn_t *redis_conn_new(uv_loop_t *loop, const redis_conn_opts_t *opts);
  * polls (what cannot be written now still goes when the socket is writable). */
 void redis_conn_flush(redis_conn_t *c);
 
-/* Sends a command while up. Returns 0 (cb will run exactly once), or -ENOTCONN. The
- * arguments are copied by hiredis before this returns. */
+/* Sends a command while up and not stalled. Returns 0 (cb will run exactly once), or
+ * -ENOTCONN (not sent). The arguments are copied by hiredis before this returns. */
 int redis_conn_command(redis_conn_t *c, redis_conn_reply_cb cb, void *data, int argc,
                        const char **argv, const size_t *argvlen);
 
@@ -69,6 +79,8 @@ typedef void (*redis_conn_message_cb)(redis_conn_t *c, const char *channel, cons
 int redis_conn_subscribe(redis_conn_t *c, const char *const *channels, size_t n,
                          redis_conn_message_cb cb, void *data);
 
+/* True when connected, authenticated and not stalled (see above): what the health
+ * views (GET /ping, tern_redis_up) report. */
 bool redis_conn_is_up(const redis_conn_t *c);
 
 /* Sets how long the watchdog lets the oldest command wait (e.g. a BLMOVE's timeout

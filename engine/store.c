@@ -637,6 +637,10 @@ store_t *store_new(uv_loop_t *loop, const store_opts_t *opts)
     redis_conn_opts_t co = {
         .addr = &s->addr,
         .name = s->name,
+        .command_timeout_ms =
+            opts->command_timeout_ms ? opts->command_timeout_ms : STORE_COMMAND_TIMEOUT_MS,
+        .health_timeout_ms =
+            opts->health_timeout_ms ? opts->health_timeout_ms : STORE_HEALTH_TIMEOUT_MS,
         .on_event = on_conn_event,
         .data = s,
     };
@@ -653,7 +657,7 @@ void store_free(store_t *s)
     for (int id = 0; id < SCRIPT_COUNT; id++) {
         batch_item_t *it = s->pending[id];
         s->pending[id] = NULL;
-        batch_items_fail(it, TERN_EIO, "the store was closed before the call was sent");
+        batch_items_fail(it, TERN_ENOTCONN, "the store was closed before the call was sent");
     }
     if (s->flush != NULL)
         uv_close((uv_handle_t *)s->flush, on_flush_closed);

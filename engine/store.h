@@ -108,15 +108,22 @@ typedef void (*store_state_cb)(store_t *s, bool up, void *data);
 
 typedef struct store_opts {
     const redis_addr_t *addr;
-    const char *name;           /* connection name prefix: "runner-1" */
-    uint32_t event_max_job;     /* events kept per job */
-    uint32_t event_max_global;  /* events kept in the global stream */
-    uint64_t retention_ms;      /* finished jobs expire after this; 0 keeps them */
-    uint64_t success_events_ms; /* a succeeded job's event stream expires after this (0:
-                                 * with the job) */
-    store_state_cb on_state;    /* may be NULL */
+    const char *name;            /* connection name prefix: "runner-1" */
+    uint32_t event_max_job;      /* events kept per job */
+    uint32_t event_max_global;   /* events kept in the global stream */
+    uint64_t retention_ms;       /* finished jobs expire after this; 0 keeps them */
+    uint64_t success_events_ms;  /* a succeeded job's event stream expires after this (0:
+                                  * with the job) */
+    uint32_t health_timeout_ms;  /* the store counts as down while its oldest call has
+                                  * waited longer (0: 2000); see redis_conn.h */
+    uint32_t command_timeout_ms; /* calls still unanswered after this fail with TERN_EIO
+                                  * and the connection is made again (0: 5000) */
+    store_state_cb on_state;     /* may be NULL */
     void *data;
 } store_opts_t;
+
+#define STORE_HEALTH_TIMEOUT_MS  2000
+#define STORE_COMMAND_TIMEOUT_MS 5000
 
 /* The scripts of engine/lua/, by file stem. */
 typedef enum store_script {
@@ -165,10 +172,12 @@ void store_args_dispose(store_args_t *a);
 /* Creates the store and starts connecting. Never returns NULL. */
 store_t *store_new(uv_loop_t *loop, const store_opts_t *opts);
 
-/* Closes the connection (pending callbacks get TERN_EIO) and frees the store once its
- * handles are closed. */
+/* Closes the connection (callbacks of calls sent get TERN_EIO, of calls not sent yet
+ * TERN_ENOTCONN) and frees the store once its handles are closed. */
 void store_free(store_t *s);
 
+/* True when the store is usable: connected, scripts loaded, and Redis answering (no
+ * call has waited longer than the health timeout). */
 bool store_is_up(const store_t *s);
 
 /* The Redis address (borrowed), for connections of other kinds (blocking, pub/sub). */

@@ -148,6 +148,12 @@ void workflow_ops_replace(job_ops_t *ops, const char *ref, const json_t *definit
 static void on_workflow_delete(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     wf_op_t *op = data;
+    if (status == TERN_EIO) {
+        store_op_done(&op->base, TERN_EUNKNOWN, NULL,
+                      "%s: workflow \"%s\" may have been deleted; GET /workflows/%s tells",
+                      errmsg != NULL ? errmsg : "no answer from Redis", op->ref, op->ref);
+        return;
+    }
     if (store_op_failed(&op->base, status, errmsg))
         return;
     if (!store_reply_is(store_reply_at(reply, 0), "DELETED")) {

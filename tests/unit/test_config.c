@@ -111,6 +111,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.shutdown_grace_ms, 30000);
     assert_int_equal(c.log_level, 30);
     assert_string_equal(c.redis_server, "redis-server");
+    assert_int_equal(c.redis_health_timeout_ms, 2000);
+    assert_int_equal(c.redis_command_timeout_ms, 5000);
     assert_int_equal(c.event_stream_max, 1000);
     assert_int_equal(c.global_event_stream_max, 100000);
     assert_int_equal(c.max_params_bytes, 262144);
@@ -313,6 +315,11 @@ static void test_flag_errors(void **state)
     REFUSED("heartbeat_ms (2000) must be less than lease_ms (1000), or a live runner would lose "
             "its jobs between heartbeats",
             "--lease-ms", "1000");
+    REFUSED("redis_health_timeout_ms (6000) must not exceed redis_command_timeout_ms (5000): "
+            "calls are dropped only after Redis is reported down",
+            "--redis-health-timeout-ms", "6000");
+    REFUSED("--redis-command-timeout-ms: must be between 100 and 3600000, got 50",
+            "--redis-command-timeout-ms", "50");
 }
 
 /* Writes `text` as the config file and expects it refused with `expect` (in which
