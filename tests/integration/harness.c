@@ -418,9 +418,6 @@ static void on_wait_timeout(uv_timer_t *t)
 bool itest_client_run_until(itest_client_t *c, bool *done, unsigned ms)
 {
     waiter_t w = {0};
-    /* The loop's clock stood still while the test did other things: a bound counted
-     * from it would end at once. */
-    uv_update_time(&c->loop);
     uv_timer_init(&c->loop, &w.timer);
     w.timer.data = &w;
     /* The loop's clock stands still while the loop does not run: after a test spent
