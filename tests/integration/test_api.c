@@ -569,6 +569,53 @@ static void test_job_create_answer_is_get(void **state)
     }
 }
 
+/* The latest dates there are, sent as ISO text and as milliseconds, read back as they
+ * were sent; a later one is refused naming exec_after and the limit. (Lua writes a
+ * number of 10^14 or more, the year 5138 on, as "2.53402300799e+14" with tostring: a
+ * job due then read back as due in 1970.) */
+static void test_job_exec_after_far_dates(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sent, *read;
+    } kept[] = {
+        {"\"9999-12-31T23:59:59Z\"", "9999-12-31T23:59:59.000Z"},
+        {"\"9999-12-31T23:59:59.999Z\"", "9999-12-31T23:59:59.999Z"},
+        {"\"6000-06-01T12:00:00.250Z\"", "6000-06-01T12:00:00.250Z"},
+        {"253402300799999", "9999-12-31T23:59:59.999Z"},
+        {"100000000000000", "5138-11-16T09:46:40.000Z"},
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(kept); i++) {
+        char uuid[40];
+        json_t *job;
+        create_job(itest_fmt("{\"workflow\": \"api-quick\", \"exec_after\": %s}", kept[i].sent),
+                   uuid, &job);
+        assert_string_equal(str_of(job, "exec_after"), kept[i].read);
+        json_decref(job);
+        job = get_json(itest_fmt("/jobs/%s", uuid));
+        if (strcmp(str_of(job, "exec_after"), kept[i].read) != 0)
+            fail_msg("exec_after %s reads back as %s", kept[i].sent, str_of(job, "exec_after"));
+        assert_string_equal(itest_execution(job), "queued");
+        json_decref(job);
+    }
+
+    snapshot_t before = snap();
+    static const char *const refused[] = {
+        "\"10000-01-01\"", "\"+10000-01-01T00:00:00Z\"", "\"9999-12-31T23:00:00-05:00\"",
+        "253402300800000", "9223372036854775807",
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(refused); i++) {
+        http_sync_resp_t r;
+        call(&r, "POST", "/jobs",
+             itest_fmt("{\"workflow\": \"api-quick\", \"exec_after\": %s}", refused[i]));
+        expect_error(&r, 409, "InvalidArgument", "exec_after");
+        if (strstr(str_of(r.json, "message"), "9999-12-31") == NULL)
+            fail_msg("%s: the message does not give the limit: %s", refused[i], r.body);
+        http_sync_resp_dispose(&r);
+    }
+    expect_unchanged(before);
+}
+
 static void test_job_create_refusals_change_nothing(void **state)
 {
     (void)state;
@@ -1424,6 +1471,7 @@ int main(void)
         cmocka_unit_test(test_job_create_shape),
         cmocka_unit_test(test_job_create_answer_is_get),
         cmocka_unit_test(test_job_create_refusals_change_nothing),
+        cmocka_unit_test(test_job_exec_after_far_dates),
         cmocka_unit_test(test_job_conflicts),
         cmocka_unit_test(test_job_get_and_run),
         cmocka_unit_test(test_direct_start),
