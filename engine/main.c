@@ -694,6 +694,7 @@ int main(int argc, char **argv)
         .max_ms = t.cfg.postback_max_ms,
         .max_attempts = t.cfg.postback_max_attempts,
         .timeout_ms = t.cfg.postback_timeout_ms,
+        .allow_networks = t.cfg.postback_allow_networks,
     };
     t.postback = postback_new(t.loop, t.store, t.http, &po);
     if (store_is_up(t.store))
