@@ -25,8 +25,9 @@
  *
  * Error texts in tern_http_res.error are stable enough for plugins to classify:
  * a size-limit failure starts with "response larger than", a timeout with
- * "timed out after", anything else is curl's own explanation (CURLOPT_ERRORBUFFER).
- * a refusal by the request's allow-list with HTTP_CLIENT_NOT_ALLOWED (http_client.h).
+ * "timed out after", a refusal by the request's allow-list with
+ * HTTP_CLIENT_NOT_ALLOWED (http_client.h); anything else is curl's own explanation
+ * (CURLOPT_ERRORBUFFER).
  * When a transfer fails after the status line arrived (the size limit, a timeout in
  * the middle of the body), `status` keeps that status and `error` says why the answer
  * is incomplete; callers test `error` first.
@@ -68,6 +69,7 @@ struct http_request {
     bool too_big;             /* the write callback refused more bytes */
     const net_allow_t *allow; /* borrowed; NULL: any address */
     char refused[160];        /* why the last address was refused, or "" */
+    bool opened;              /* a socket was opened to a permitted address */
     uint64_t started_ms;
     char errbuf[CURL_ERROR_SIZE];
     http_request_t *prev, *next; /* the client's list of requests in flight */
@@ -266,6 +268,7 @@ static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose,
         note_refused(r, &address->addr);
         return CURL_SOCKET_BAD;
     }
+    r->opened = true;
     /* Close-on-exec, unlike curl's own: children spawned by tasks inherit nothing. */
     return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
 }
@@ -315,9 +318,10 @@ static void request_finish(http_request_t *r, CURLcode rc)
         content_type = xstrdup(ct);
 
     char *error = NULL;
-    if (r->refused[0] != '\0' && (rc == CURLE_COULDNT_CONNECT || rc == CURLE_ABORTED_BY_CALLBACK)) {
-        /* Every address was refused (another one would have connected), or the
-         * connection to be reused was. */
+    if (r->refused[0] != '\0' &&
+        ((rc == CURLE_COULDNT_CONNECT && !r->opened) || rc == CURLE_ABORTED_BY_CALLBACK)) {
+        /* Every address was refused, or the connection to be reused was. (When a
+         * permitted address was tried too, its failure is the one to report.) */
         error = xstrdup(r->refused);
     } else if (r->too_big) {
         error = xasprintf("response larger than %zu bytes (max_response_bytes)", r->max_bytes);
