@@ -30,6 +30,7 @@
 
 #include "common.h"
 #include "log.h"
+#include "net_allow.h"
 #include "redis_addr.h"
 
 #ifndef TERN_VERSION
@@ -54,6 +55,7 @@ enum kind {
     K_QUEUES,    /* a,b in a flag; ["a","b"] in the file */
     K_LOG_LEVEL, /* a level name or bunyan number */
     K_PLUGINS,   /* object of objects: file only */
+    K_NETWORKS,  /* an array of CIDR blocks, or null: file only */
 };
 
 typedef struct setting {
@@ -99,6 +101,7 @@ static const setting_t settings[] = {
     {"postback_max_ms", NULL, K_U32, OFF(postback_max_ms), 1, 24u * 3600000},
     {"postback_max_attempts", NULL, K_U32, OFF(postback_max_attempts), 1, 1000},
     {"postback_timeout_ms", NULL, K_U32, OFF(postback_timeout_ms), 10, 600000},
+    {"postback_allow_networks", NULL, K_NETWORKS, OFF(postback_allow_networks), 0, 0},
     {"retention_days", "--retention-days", K_U32, OFF(retention_days), 0, 36500},
     {"retention_ms", NULL, K_U32, OFF(retention_ms), 0, UINT32_MAX},
     {"success_events_s", "--success-events-s", K_U32, OFF(success_events_s), 0, 3650u * 86400},
@@ -155,8 +158,11 @@ static const char usage_text[] =
     "  --version              print the version\n"
     "\n"
     "File-only keys: event_stream_max, global_event_stream_max, max_params_bytes,\n"
-    "plugins ({\"<plugin>\": {...}}: each plugin's configuration), event_heartbeat_ms,\n"
-    "postback_initial_ms, postback_max_ms, postback_max_attempts, postback_timeout_ms.\n";
+    "plugins ({\"<plugin>\": {...}}: each plugin's configuration; \"allow_networks\":\n"
+    "[CIDR, ...] limits the addresses its HTTP requests reach), event_heartbeat_ms,\n"
+    "postback_initial_ms, postback_max_ms, postback_max_attempts, postback_timeout_ms,\n"
+    "postback_allow_networks ([CIDR, ...]: the addresses post-backs may reach; any\n"
+    "without it).\n";
 
 const char *config_usage(void)
 {
@@ -416,6 +422,7 @@ static int set_from_string(tern_config_t *c, const setting_t *s, const char *v, 
     }
 
     case K_PLUGINS:
+    case K_NETWORKS:
         break;
     }
     return tern_seterr(err, errlen, TERN_EINVAL, "%s: expected an object", where);
@@ -506,9 +513,34 @@ static int set_from_json(tern_config_t *c, const setting_t *s, json_t *v, const 
                                    "%s: bad plugin name (expected [a-z][a-z0-9_]*)", pwhere);
             if (!json_is_object(pc))
                 return wrong_type(pwhere, "an object", pc, err, errlen);
+            /* The engine's member of every plugin's section (plugin_loader.h): a bad
+             * one stops ternd here rather than leaving the plugin unloaded. */
+            char awhere[WHERE_MAX + 100];
+            snprintf(awhere, sizeof awhere, "%s.allow_networks", pwhere);
+            net_allow_t *allow;
+            int rc =
+                net_allow_parse(json_object_get(pc, "allow_networks"), awhere, &allow, err, errlen);
+            if (rc != 0)
+                return rc;
+            net_allow_free(allow);
         }
         json_decref(c->plugins);
         c->plugins = json_incref(v); /* shares the loaded document's object */
+        return 0;
+    }
+
+    case K_NETWORKS: {
+        /* Checked with `where` in the messages, then kept under the key's name, which
+         * the refusals of requests quote. */
+        net_allow_t *allow, **dst = field(c, s);
+        int rc = net_allow_parse(v, where, &allow, err, errlen);
+        if (rc != 0)
+            return rc;
+        net_allow_free(allow);
+        char unused[16];
+        net_allow_parse(v, s->key, &allow, unused, sizeof unused);
+        net_allow_free(*dst);
+        *dst = allow;
         return 0;
     }
 
@@ -768,5 +800,6 @@ void config_dispose(tern_config_t *c)
     free(c->api_token_file);
     free(c->tls_cert);
     free(c->tls_key);
+    net_allow_free(c->postback_allow_networks);
     memset(c, 0, sizeof *c);
 }

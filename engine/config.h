@@ -24,7 +24,8 @@
  *   "event_stream_max": 1000     (events kept per job)
  *   "global_event_stream_max": 100000
  *   "max_params_bytes": 262144
- *   "plugins": {"<name>": {...}} (each plugin's init configuration)
+ *   "plugins": {"<name>": {...}} (each plugin's init configuration; its member
+ *                                "allow_networks" is the engine's: plugin_loader.h)
  *   "api_token_file": null       --api-token-file FILE  (or $TERN_API_TOKEN)
  *   "tls_cert": null, "tls_key": null  --tls-cert FILE --tls-key FILE
  *   "max_body_bytes": 1048576    --max-body-bytes N
@@ -33,6 +34,7 @@
  *   "postback_max_ms": 300000     doubling up to this,
  *   "postback_max_attempts": 10   attempts per URL before giving up,
  *   "postback_timeout_ms": 10000  and the time one POST may take)
+ *   "postback_allow_networks": null  (CIDR blocks post-backs may connect to; null: any)
  *   "retention_days": 30         --retention-days N  (finished jobs, with all their keys,
  *                                are deleted N days after they end; 0 keeps them forever)
  *   "retention_ms": 0            (for tests only: when > 0, the retention in ms instead
@@ -55,6 +57,8 @@
 #include <stdint.h>
 
 #include <jansson.h>
+
+#include "net_allow.h"
 
 enum config_role {
     CONFIG_ROLE_API = 1u << 0,
@@ -93,11 +97,12 @@ typedef struct tern_config {
     uint32_t postback_max_ms;
     uint32_t postback_max_attempts;
     uint32_t postback_timeout_ms;
-    uint32_t retention_days;   /* 0: finished jobs are kept forever */
-    uint32_t retention_ms;     /* for tests: when > 0, overrides retention_days */
-    uint32_t success_events_s; /* 0: a succeeded job's events live as long as the job */
-    uint32_t direct_start;     /* 1: creates may start jobs on this ternd's runner */
-    char *config_file;         /* or NULL */
+    net_allow_t *postback_allow_networks; /* owned; NULL: any address */
+    uint32_t retention_days;              /* 0: finished jobs are kept forever */
+    uint32_t retention_ms;                /* for tests: when > 0, overrides retention_days */
+    uint32_t success_events_s;            /* 0: a succeeded job's events live as long as the job */
+    uint32_t direct_start;                /* 1: creates may start jobs on this ternd's runner */
+    char *config_file;                    /* or NULL */
 } tern_config_t;
 
 /* Fills *c with defaults, then the file named by --config (if any), then the flags.

@@ -25,15 +25,19 @@
  *
  * Error texts in tern_http_res.error are stable enough for plugins to classify:
  * a size-limit failure starts with "response larger than", a timeout with
- * "timed out after"; anything else is curl's own explanation (CURLOPT_ERRORBUFFER).
+ * "timed out after", a refusal by the request's allow-list with
+ * HTTP_CLIENT_NOT_ALLOWED (http_client.h); anything else is curl's own explanation
+ * (CURLOPT_ERRORBUFFER).
  * When a transfer fails after the status line arrived (the size limit, a timeout in
  * the middle of the body), `status` keeps that status and `error` says why the answer
  * is incomplete; callers test `error` first.
  */
 #include "http_client.h"
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -62,7 +66,10 @@ struct http_request {
     size_t body_cap;
     size_t max_bytes;
     uint64_t timeout_ms;
-    bool too_big; /* the write callback refused more bytes */
+    bool too_big;             /* the write callback refused more bytes */
+    const net_allow_t *allow; /* borrowed; NULL: any address */
+    char refused[160];        /* why the last address was refused, or "" */
+    bool opened;              /* a socket was opened to a permitted address */
     uint64_t started_ms;
     char errbuf[CURL_ERROR_SIZE];
     http_request_t *prev, *next; /* the client's list of requests in flight */
@@ -240,6 +247,60 @@ static size_t on_body_bytes(char *ptr, size_t size, size_t nmemb, void *userp)
     return n;
 }
 
+/* Records that the request may not connect to `sa`. */
+static void note_refused(http_request_t *r, const struct sockaddr *sa)
+{
+    char text[INET6_ADDRSTRLEN];
+    net_addr_text(sa, text, sizeof text);
+    snprintf(r->refused, sizeof r->refused, HTTP_CLIENT_NOT_ALLOWED "%s is not in %s", text,
+             net_allow_setting(r->allow));
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION (set only with an allow-list): curl is about to connect
+ * to `address`, resolved already. A refused address gets no socket, so nothing is
+ * sent to it; curl then tries the name's other addresses, if any. */
+static curl_socket_t on_open_socket(void *clientp, curlsocktype purpose,
+                                    struct curl_sockaddr *address)
+{
+    http_request_t *r = clientp;
+    (void)purpose;
+    if (!net_allow_permits(r->allow, &address->addr)) {
+        note_refused(r, &address->addr);
+        return CURL_SOCKET_BAD;
+    }
+    r->opened = true;
+    /* Close-on-exec, unlike curl's own: children spawned by tasks inherit nothing. */
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
+/* CURLOPT_PREREQFUNCTION (set only with an allow-list): the connection about to carry
+ * the request, new or kept alive. A kept-alive one may have been opened by a request
+ * with another allow-list (a post-back, another plugin), so it is checked again. */
+static int on_prereq(void *clientp, char *conn_primary_ip, char *conn_local_ip,
+                     int conn_primary_port, int conn_local_port)
+{
+    http_request_t *r = clientp;
+    (void)conn_local_ip;
+    (void)conn_primary_port;
+    (void)conn_local_port;
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+    struct sockaddr_in in = {.sin_family = AF_INET};
+    const struct sockaddr *sa = NULL;
+    if (inet_pton(AF_INET, conn_primary_ip, &in.sin_addr) == 1)
+        sa = (const struct sockaddr *)&in;
+    else if (inet_pton(AF_INET6, conn_primary_ip, &in6.sin6_addr) == 1)
+        sa = (const struct sockaddr *)&in6;
+    if (sa != NULL && net_allow_permits(r->allow, sa))
+        return CURL_PREREQFUNC_OK;
+    if (sa != NULL)
+        note_refused(r, sa);
+    else
+        snprintf(r->refused, sizeof r->refused,
+                 HTTP_CLIENT_NOT_ALLOWED "the server's address \"%.60s\" is unknown",
+                 conn_primary_ip);
+    return CURL_PREREQFUNC_ABORT;
+}
+
 /* ---- us -> curl: socket_action and completions ------------------------------------ */
 
 static void client_teardown(http_client_t *c);
@@ -257,7 +318,12 @@ static void request_finish(http_request_t *r, CURLcode rc)
         content_type = xstrdup(ct);
 
     char *error = NULL;
-    if (r->too_big) {
+    if (r->refused[0] != '\0' &&
+        ((rc == CURLE_COULDNT_CONNECT && !r->opened) || rc == CURLE_ABORTED_BY_CALLBACK)) {
+        /* Every address was refused, or the connection to be reused was. (When a
+         * permitted address was tried too, its failure is the one to report.) */
+        error = xstrdup(r->refused);
+    } else if (r->too_big) {
         error = xasprintf("response larger than %zu bytes (max_response_bytes)", r->max_bytes);
     } else if (rc == CURLE_OPERATION_TIMEDOUT) {
         error = xasprintf("timed out after %" PRIu64 " ms: %s", r->timeout_ms,
@@ -435,6 +501,14 @@ static bool has_header(const char *const *headers, const char *name)
 http_request_t *http_client_request(http_client_t *c, const tern_http_req *req, http_client_cb cb,
                                     void *data, char *err, size_t errlen)
 {
+    return http_client_request_allowed(c, req, NULL, cb, data, err, errlen);
+}
+
+/* Starts a request limited to the networks of `allow`; see http_client.h. */
+http_request_t *http_client_request_allowed(http_client_t *c, const tern_http_req *req,
+                                            const net_allow_t *allow, http_client_cb cb, void *data,
+                                            char *err, size_t errlen)
+{
     if (c == NULL || c->free_requested) {
         tern_seterr(err, errlen, TERN_EBUSY, "http client is shutting down");
         return NULL;
@@ -498,6 +572,18 @@ http_request_t *http_client_request(http_client_t *c, const tern_http_req *req, 
     curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, r->headers);
     curl_easy_setopt(easy, CURLOPT_USERAGENT, "tern");
+    /* CURLOPT_FOLLOWLOCATION stays off: a redirect is an answer like any other, so it
+     * cannot lead a request to an address nobody checked. */
+    if (allow != NULL) {
+        r->allow = allow;
+        curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+        curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, r);
+        curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, on_prereq);
+        curl_easy_setopt(easy, CURLOPT_PREREQDATA, r);
+        /* "" ignores http_proxy and friends: through a proxy the check would see the
+         * proxy's address, and the proxy would reach any server. */
+        curl_easy_setopt(easy, CURLOPT_PROXY, "");
+    }
 
     if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);

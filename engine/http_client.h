@@ -14,6 +14,13 @@
 #include <tern/task.h>
 #include <uv.h>
 
+#include "net_allow.h"
+
+/* The start of tern_http_res.error when every address the request could connect to
+ * is outside its allow-list: "network not allowed: 127.0.0.1 is not in
+ * postback_allow_networks". Retrying cannot help. */
+#define HTTP_CLIENT_NOT_ALLOWED "network not allowed: "
+
 typedef struct http_client http_client_t;
 typedef struct http_request http_request_t;
 
@@ -32,6 +39,15 @@ void http_client_free(http_client_t *c);
  * a message in err (bad URL scheme, missing url). */
 http_request_t *http_client_request(http_client_t *c, const tern_http_req *req, http_client_cb cb,
                                     void *data, char *err, size_t errlen);
+
+/* The same, connecting only to addresses `allow` permits (borrowed: it must outlive
+ * the request; NULL permits any). The check is made on each address curl is about to
+ * connect to, after DNS, and again on a kept-alive connection before it is reused;
+ * proxies from the environment are not used, since a connection to a proxy would
+ * be checked instead of the server's. Redirects are never followed. */
+http_request_t *http_client_request_allowed(http_client_t *c, const tern_http_req *req,
+                                            const net_allow_t *allow, http_client_cb cb, void *data,
+                                            char *err, size_t errlen);
 
 /* Cancels a request that has not completed; its callback will not run. */
 void http_request_cancel(http_request_t *r);

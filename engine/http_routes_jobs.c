@@ -164,15 +164,45 @@ static void cancel_job(api_req_t *r)
         job_ops_cancel(api_ops(r), r->params[0], "api", on_action_done, r);
 }
 
+/* Answers 409 naming the first member of the body (NULL: empty) not in the
+ * NULL-terminated `allowed`, and returns false; `what` lists the members taken. A
+ * misspelt member ("from" for "from_step") would otherwise be ignored and the action
+ * done as if it had not been sent. */
+static bool body_members_ok(api_req_t *r, const char *const *allowed, const char *what)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(r->body, key, value)
+    {
+        bool known = false;
+        for (size_t i = 0; allowed[i] != NULL && !known; i++)
+            known = strcmp(key, allowed[i]) == 0;
+        if (!known) {
+            api_reply_error(r, 409, "InvalidArgument", "%s: unknown member; %s", key, what);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* node-workflow's resume: `error` (any non-empty value) fails the waiting step,
  * otherwise `result` (default "OK") is its result. tern's errors are {code, message}
- * objects, so a string error becomes {"code": "ExternalTaskError", "message": it}. */
+ * objects, so a string error becomes {"code": "ExternalTaskError", "message": it}.
+ * Both at once are refused: which one the client meant cannot be told. */
 static void resume_job(api_req_t *r)
 {
-    if (!job_uuid_ok(r))
+    static const char *const members[] = {"result", "error", NULL};
+    if (!job_uuid_ok(r) ||
+        !body_members_ok(r, members, "a resume takes result or error (not both)"))
         return;
     json_t *result = json_object_get(r->body, "result");
     json_t *error = json_object_get(r->body, "error");
+    if (result != NULL && !json_is_null(result) && error != NULL && !json_is_null(error)) {
+        api_reply_error(r, 409, "InvalidArgument",
+                        "result, error: given both; a resume takes result (the waiting step "
+                        "succeeds) or error (it fails), not both");
+        return;
+    }
     json_t *err_obj = NULL;
     if (error != NULL && !json_is_null(error) &&
         !(json_is_string(error) && json_string_length(error) == 0) &&
@@ -218,7 +248,8 @@ static bool body_string(api_req_t *r, const char *key, const char *what, const c
 
 static void retry_job(api_req_t *r)
 {
-    if (!job_uuid_ok(r))
+    static const char *const members[] = {"from_step", "params", NULL};
+    if (!job_uuid_ok(r) || !body_members_ok(r, members, "a retry takes from_step and params"))
         return;
     const char *from_step;
     if (!body_string(r, "from_step", "a step name (a string)", &from_step))

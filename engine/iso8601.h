@@ -8,12 +8,17 @@
 
 #include <stdint.h>
 
+/* The latest time accepted, 9999-12-31T23:59:59.999Z: the last one ISO 8601 writes
+ * with four year digits, so every time tern stores reads back as the same text. */
+#define ISO8601_MAX_MS 253402300799999ULL
+
 /* Parses "2026-11-21T04:47:28.512Z" and its usual variants: a date alone
  * ("2026-11-21", midnight UTC), minutes without seconds, any number of fraction
  * digits (milliseconds kept, the rest truncated), 'T', 't' or ' ' between date and
  * time, and a zone of "Z", "z", "+02:00", "+0200" or "+02". A date-time without a
  * zone is read as UTC (a server's local time is no business of its clients'). Dates
- * before 1970 are refused. Returns 0 and *out_ms, or TERN_EINVAL. */
+ * before 1970 and years of more than four digits are refused. Returns 0 and *out_ms, or
+ * TERN_EINVAL. */
 int iso8601_parse_ms(const char *s, uint64_t *out_ms);
 
 #endif /* TERN_ISO8601_H */

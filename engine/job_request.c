@@ -25,21 +25,48 @@ static int body_string(const json_t *body, const char *key, const char *what, co
     return 0;
 }
 
-/* exec_after: an ISO 8601 date (node-workflow) or milliseconds since the epoch. */
+/* True when the text starts with a year of five or more digits ("10000-01-01",
+ * "+10000-01-01"): a date ISO 8601 can write, but after the latest tern accepts. */
+static bool iso_year_past_9999(const char *s)
+{
+    size_t n = 0;
+    if (*s == '+')
+        s++;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    return n > 4 && s[n] == '-';
+}
+
+/* exec_after: an ISO 8601 date (node-workflow) or milliseconds since the epoch, at
+ * most ISO8601_MAX_MS: a later time would not read back as the text that was sent. */
 static int body_exec_after(const json_t *body, uint64_t *out, char *err, size_t errlen)
 {
     json_t *v = json_object_get(body, "exec_after");
     *out = 0;
     if (v == NULL || json_is_null(v))
         return 0;
+    bool read = false, too_late = false;
     if (json_is_integer(v) && json_integer_value(v) >= 0) {
         *out = (uint64_t)json_integer_value(v);
-        return 0;
+        read = true;
+    } else if (json_is_string(v)) {
+        read = iso8601_parse_ms(json_string_value(v), out) == 0;
+        /* "9999-12-31T23:00:00-05:00" reads, and is in the year 10000 in UTC. */
+        too_late = !read && iso_year_past_9999(json_string_value(v));
     }
-    if (json_is_string(v) && iso8601_parse_ms(json_string_value(v), out) == 0)
+    if (read && *out <= ISO8601_MAX_MS)
         return 0;
+    *out = 0;
+    too_late = too_late || read;
     char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    int rc = tern_seterr(err, errlen, TERN_EINVAL,
+    int rc;
+    if (too_late)
+        rc = tern_seterr(err, errlen, TERN_EINVAL,
+                         "exec_after: %.80s is after 9999-12-31T23:59:59.999Z, the latest time "
+                         "accepted (in milliseconds since the epoch: 253402300799999)",
+                         text != NULL ? text : "?");
+    else
+        rc = tern_seterr(err, errlen, TERN_EINVAL,
                          "exec_after: expected an ISO 8601 date such as \"2026-11-21T04:47:28Z\" "
                          "(or milliseconds since the epoch), got %.80s",
                          text != NULL ? text : "?");

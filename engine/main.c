@@ -594,7 +594,7 @@ int main(int argc, char **argv)
             config_dispose(&t.cfg);
             return 1;
         }
-        t.redis_url = xasprintf("unix://%s", t.embedded.socket_path);
+        t.redis_url = redis_addr_unix_url(t.embedded.socket_path);
         log_msg(TERN_LOG_INFO, "ternd", NULL, "embedded Redis started (pid %d, socket %s)",
                 (int)t.embedded.pid, t.embedded.socket_path);
     } else {
@@ -696,6 +696,7 @@ int main(int argc, char **argv)
         .max_ms = t.cfg.postback_max_ms,
         .max_attempts = t.cfg.postback_max_attempts,
         .timeout_ms = t.cfg.postback_timeout_ms,
+        .allow_networks = t.cfg.postback_allow_networks,
     };
     t.postback = postback_new(t.loop, t.store, t.http, &po);
     if (store_is_up(t.store))

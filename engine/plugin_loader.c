@@ -27,6 +27,7 @@
 #include "args_schema.h"
 #include "common.h"
 #include "log.h"
+#include "net_allow.h"
 #include "template.h"
 
 /* The smallest descriptor and task definition this engine understands: those of ABI
@@ -292,6 +293,7 @@ int plugin_registry_load(plugin_registry_t *reg, const char *file_name, const js
     const tern_plugin *desc = NULL;
     task_entry_t *tasks = NULL;
     size_t n_tasks = 0;
+    net_allow_t *allow = NULL;
     int rc;
 
     if (!name_is_valid(stem)) {
@@ -309,6 +311,15 @@ int plugin_registry_load(plugin_registry_t *reg, const char *file_name, const js
         rc = tern_seterr(err, errlen, TERN_EPERM,
                          "plugin \"%s\": resolves to \"%s\", outside the plugin directory \"%s\"",
                          shown, real, reg->dir);
+        goto Out;
+    }
+    /* The configuration's member for the engine, read before any code of the plugin
+     * runs: the networks its tern_http_request calls may reach. */
+    char setting[96], aerr[512];
+    snprintf(setting, sizeof setting, "plugins.%s.allow_networks", stem);
+    if (net_allow_parse(json_object_get(config, "allow_networks"), setting, &allow, aerr,
+                        sizeof aerr) != 0) {
+        rc = tern_seterr(err, errlen, TERN_EINVAL, "plugin \"%s\": %s", shown, aerr);
         goto Out;
     }
     rc = check_plugin(reg, shown, real, stem, &dl, &desc, &tasks, &n_tasks, err, errlen);
@@ -342,8 +353,11 @@ int plugin_registry_load(plugin_registry_t *reg, const char *file_name, const js
     p->desc = desc;
     p->state = state;
     p->dl = dl;
+    p->allow_networks = allow;
+    p->config = config != NULL ? json_incref((json_t *)config) : NULL;
     stem = NULL;
     real = NULL;
+    allow = NULL;
 
     reg->plugins = xrealloc(reg->plugins, (reg->n_plugins + 1) * sizeof *reg->plugins);
     reg->plugins[reg->n_plugins++] = p;
@@ -361,6 +375,7 @@ int plugin_registry_load(plugin_registry_t *reg, const char *file_name, const js
 Out:
     free(stem);
     free(real);
+    net_allow_free(allow);
     return rc;
 }
 
@@ -566,6 +581,8 @@ void plugin_registry_free(plugin_registry_t *reg)
             p->desc->fini(p->state);
         free(p->name);
         free(p->path);
+        net_allow_free(p->allow_networks);
+        json_decref(p->config);
         free(p);
     }
     for (size_t i = 0; i < reg->n_tasks; i++) {

@@ -8,7 +8,8 @@
  *   no tern_plugin_entry symbol, NULL descriptor, bad magic, ABI major different,
  *   ABI minor newer than the engine's, descriptor size too small, name different
  *   from the file stem, name already loaded, a task with a bad size, name or start,
- *   a duplicate task name, an args_schema that is not valid JSON, init() failing.
+ *   a duplicate task name, an args_schema that is not valid JSON, init() failing; and
+ *   before any of that, a malformed "allow_networks" in its configuration.
  * Only then are the tasks registered. Plugins are never dlclose'd while the engine
  * runs: in-flight steps, timers and curl callbacks may still point into their code.
  * No path ever comes from the API: only names found in the configured directory.
@@ -21,6 +22,7 @@
 #include <jansson.h>
 #include <tern/task.h>
 
+#include "net_allow.h"
 #include "template.h"
 
 typedef struct plugin {
@@ -29,6 +31,13 @@ typedef struct plugin {
     const tern_plugin *desc;
     void *state; /* from init */
     void *dl;    /* dlopen handle, kept open */
+    /* From the configuration's "allow_networks" (an array of CIDR blocks; the plugin's
+     * init sees the member too): the networks its tern_http_request calls may connect
+     * to. NULL: any. Owned. */
+    net_allow_t *allow_networks;
+    /* The configuration init got (a reference), or NULL: handed to the isolated helper,
+     * which loads the plugin again. */
+    json_t *config;
 } plugin_t;
 
 typedef struct plugin_registry plugin_registry_t;

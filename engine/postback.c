@@ -232,7 +232,10 @@ static void on_answer(void *data, const tern_http_res *res)
     if (ok) {
         outcome = "delivered";
         log_attempt(d, TERN_LOG_INFO, rec, "delivered");
-    } else if (d->attempt >= pb->opts.max_attempts || d->permanent) {
+    } else if (d->attempt >= pb->opts.max_attempts || d->permanent ||
+               (res->error != NULL && strncmp(res->error, HTTP_CLIENT_NOT_ALLOWED,
+                                              strlen(HTTP_CLIENT_NOT_ALLOWED)) == 0)) {
+        /* A receiver outside postback_allow_networks stays outside: no retry. */
         outcome = "gave_up";
         json_object_set_new(rec, "gave_up", json_true());
         log_attempt(d, TERN_LOG_ERROR, rec, "failed for the last time; giving up");
@@ -302,8 +305,9 @@ static void start_delivery(postback_t *pb, const redisReply *item)
     };
     char why[256] = "";
     d->started_mono = tern_mono_ms();
-    d->http =
-        url != NULL ? http_client_request(pb->http, &req, on_answer, d, why, sizeof why) : NULL;
+    d->http = url != NULL ? http_client_request_allowed(pb->http, &req, pb->opts.allow_networks,
+                                                        on_answer, d, why, sizeof why)
+                          : NULL;
     free(text);
     if (d->http == NULL) {
         /* Not startable (the URL was checked at creation, so this is rare): a fault of

@@ -29,6 +29,7 @@
 #include <uv.h>
 
 #include "http_client.h"
+#include "net_allow.h"
 #include "store.h"
 
 typedef struct postback postback_t;
@@ -40,6 +41,10 @@ typedef struct postback_opts {
     uint32_t max_attempts; /* attempts per URL, then give up (default 10) */
     uint32_t timeout_ms;   /* one POST, connect to last byte (default 10000) */
     uint32_t concurrency;  /* deliveries in flight per process (default 64) */
+    /* The networks receivers may be in (borrowed: must outlive the deliverer), or NULL:
+     * any. A delivery to a URL whose every address is outside them fails at once and
+     * is not retried (the attempt is recorded, gave_up). */
+    const net_allow_t *allow_networks;
 } postback_opts_t;
 
 /* Creates the deliverer; it starts claiming when told the store is up. Never returns

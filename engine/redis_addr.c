@@ -6,7 +6,7 @@
  *   redis://HOST:PORT[/DB]            HOST a name, an IPv4 address or [IPv6]
  *   redis://[USER]:PASSWORD@HOST...   USER and PASSWORD percent-decoded
  *   unix:///PATH[?db=N]
- *   unix://[USER]:PASSWORD@/PATH[?db=N]
+ *   unix://[USER]:PASSWORD@/PATH[?db=N]   PATH percent-decoded too
  *
  * This file owns the strings of a redis_addr_t (each malloc'd, freed by
  * redis_addr_dispose) and nothing else: it does not resolve names or connect.
@@ -235,10 +235,13 @@ static int parse_unix(const char *url, const char *s, redis_addr_t *a, char *err
         return addr_err(err, errlen, url,
                         "socket path must be absolute (unix:///PATH, three slashes)");
     size_t plen = strcspn(s, "?");
-    if (plen >= sizeof(((struct sockaddr_un *)0)->sun_path))
+    /* A path with a space, '?', '#' or '%' in it (a data directory named by a user)
+     * can only be written percent-encoded: redis_addr_unix_url does that. */
+    if (!pct_decode(s, plen, &a->path))
+        return addr_err(err, errlen, url, "bad percent-encoding in the socket path");
+    if (strlen(a->path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
         return addr_err(err, errlen, url, "socket path is longer than %zu bytes",
                         sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-    a->path = xstrndup(s, plen);
     const char *q = s + plen;
     if (*q == '?') {
         q++;
@@ -369,6 +372,34 @@ static void append_encoded(char *buf, size_t cap, size_t *len, const char *s)
     buf[*len] = '\0';
 }
 
+/* s percent-encoded but for '/' and RFC 3986 unreserved characters: a path as a URL
+ * writes it. Malloc'd. */
+static char *path_encoded(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = xmalloc(3 * strlen(s) + 1), *o = out;
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+            *o++ = (char)c;
+        } else {
+            *o++ = '%';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 0xf];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+char *redis_addr_unix_url(const char *path)
+{
+    char *encoded = path_encoded(path);
+    char *url = xasprintf("unix://%s", encoded);
+    free(encoded);
+    return url;
+}
+
 char *redis_addr_redacted(const redis_addr_t *a)
 {
     char creds[3 * 256 + 8] = "";
@@ -379,9 +410,13 @@ char *redis_addr_redacted(const redis_addr_t *a)
         snprintf(creds + len, sizeof creds - len, "%s@", a->password != NULL ? ":***" : "");
     }
     if (a->path != NULL) {
+        char *path = path_encoded(a->path), *url;
         if (a->db != 0)
-            return xasprintf("unix://%s%s?db=%d", creds, a->path, a->db);
-        return xasprintf("unix://%s%s", creds, a->path);
+            url = xasprintf("unix://%s%s?db=%d", creds, path, a->db);
+        else
+            url = xasprintf("unix://%s%s", creds, path);
+        free(path);
+        return url;
     }
     const char *host = a->host != NULL ? a->host : "";
     bool v6 = strchr(host, ':') != NULL;

@@ -23,6 +23,11 @@ int redis_addr_parse(const char *url, redis_addr_t *a, char *err, size_t errlen)
 /* Frees the strings of *a. */
 void redis_addr_dispose(redis_addr_t *a);
 
+/* The URL of the unix socket at `path` (absolute), percent-encoded so that any path
+ * reads back as itself ("/srv/my data/redis.sock" is unix:///srv/my%20data/redis.sock).
+ * Malloc'd, caller frees. */
+char *redis_addr_unix_url(const char *path);
+
 /* The address as a URL with the password replaced by "***"; malloc'd, caller frees. */
 char *redis_addr_redacted(const redis_addr_t *a);
 

@@ -855,6 +855,7 @@ static void start_attempt(run_job_t *j)
         .attempt = j->attempt + 1,
         .idempotency_key = key,
         .http = r->opts.http,
+        .allow = plugin->allow_networks,
         .redis = &r->redis_ops,
         .sink = {.on_outcome = on_attempt_outcome, .on_progress = on_attempt_progress, .owner = j},
     };
@@ -874,6 +875,7 @@ static void start_attempt(run_job_t *j)
             .helper_exe = r->helper_exe,
             .plugin_dir = r->plugin_dir,
             .redis_url = r->redis_url,
+            .plugin_config = plugin->config,
             .ctx = &o,
         };
         j->isolated = task_isolated_start(&io, args, err, sizeof err);

@@ -112,7 +112,8 @@ struct tern_ctx {
     json_t *changes;    /* this attempt's tern_state_set values, or NULL */
     json_t *log_fields; /* {"job", "step", "attempt", "task"} for every log line */
     http_client_t *http;
-    task_redis_ops_t redis; /* copied; redis.eval == NULL: not available */
+    const net_allow_t *allow; /* borrowed: the plugin's, lives as long as it */
+    task_redis_ops_t redis;   /* copied; redis.eval == NULL: not available */
     task_sink_t sink;
 
     ctx_phase_t phase;
@@ -559,7 +560,8 @@ static int host_http_request(tern_ctx *ctx, const tern_http_req *req, tern_http_
     ctx_res_t *r = res_new(ctx, RES_HTTP, data);
     r->cb.http = cb;
     char err[256];
-    r->u.http = http_client_request(ctx->http, &copy, on_http_done, r, err, sizeof err);
+    r->u.http =
+        http_client_request_allowed(ctx->http, &copy, ctx->allow, on_http_done, r, err, sizeof err);
     if (r->u.http == NULL) {
         log_msg(TERN_LOG_WARN, "task", ctx->log_fields, "task %s: %s", ctx->task_name, err);
         free(r);
@@ -836,6 +838,7 @@ tern_ctx *task_ctx_start(const task_ctx_opts_t *opts, const json_t *args)
     ctx->params = opts->params != NULL ? json_incref((json_t *)opts->params) : json_object();
     ctx->state = opts->state != NULL ? json_incref((json_t *)opts->state) : NULL;
     ctx->http = opts->http;
+    ctx->allow = opts->allow;
     if (opts->redis != NULL)
         ctx->redis = *opts->redis;
     ctx->sink = opts->sink;

@@ -89,6 +89,8 @@ typedef struct task_ctx_opts {
     uint32_t attempt;              /* 1-based */
     const char *idempotency_key;   /* copied */
     http_client_t *http;           /* may be NULL: tern_http_request then fails */
+    const net_allow_t *allow;      /* the plugin's allow_networks (must outlive the
+                                      context), or NULL: any address */
     const task_redis_ops_t *redis; /* may be NULL */
     task_sink_t sink;
 } task_ctx_opts_t;

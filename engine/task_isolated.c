@@ -337,6 +337,7 @@ int task_helper_main(const char *default_plugin_dir)
         .attempt = (uint32_t)json_integer_value(json_object_get(req, "attempt")),
         .idempotency_key = json_string_value(json_object_get(req, "key")),
         .http = http,
+        .allow = plugin->allow_networks,
         .sink = {.on_outcome = on_helper_outcome, .on_progress = on_helper_progress, .owner = &hs},
     };
     if (o.job_uuid == NULL)

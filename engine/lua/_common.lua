@@ -514,7 +514,10 @@ end
 
 -- A time (or any integer) as text, formatted once per value in a call: the items of a
 -- batch share their times. (A Lua number passed to redis.call is formatted with
--- printf's %.14g, which cost 1 % of Redis's instructions for a 1-step job.)
+-- printf's %.17g, which cost 1 % of Redis's instructions for a 1-step job.) Every
+-- integer a script makes text of goes through here or now_text: Lua's own tostring,
+-- `..` and cjson.encode write numbers with %.14g, so from 10^14 ms (the year 5138) on
+-- they write "2.53402300799e+14", which reads back as 2.
 local INT_TEXTS = {}
 local function time_text(n)
     local t = INT_TEXTS[n]
@@ -607,7 +610,7 @@ local function delay(uuid, due)
     redis.call('ZADD', P .. 'delayed', due, uuid)
     local first = redis.call('ZRANGE', P .. 'delayed', 0, 0)
     if first[1] == uuid then
-        redis.call('PUBLISH', P .. 'wake', tostring(due))
+        redis.call('PUBLISH', P .. 'wake', time_text(due))
     end
 end
 
@@ -840,7 +843,7 @@ local function finish(uuid, execution, now, f, set)
                 redis.call('HDEL', k, 'pb_attempt:' .. i)
                 redis.call('ZADD', P .. 'postbacks', now, uuid .. '/' .. i)
             end
-            redis.call('PUBLISH', P .. 'postbacks:wake', tostring(now))
+            redis.call('PUBLISH', P .. 'postbacks:wake', now_text())
         end
     end
     -- Once the stream expires, GET /jobs/:uuid/events tells the job from its record.

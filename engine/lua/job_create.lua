@@ -145,7 +145,7 @@ if locks ~= '' then
 end
 if exec_after > now then
     fields[#fields + 1] = 'exec_after'
-    fields[#fields + 1] = tostring(exec_after)
+    fields[#fields + 1] = time_text(exec_after)
 end
 if rare then
     fields[#fields + 1] = 'rf'

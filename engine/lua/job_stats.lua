@@ -11,9 +11,9 @@ local out = {}
 for i = 3, #ARGV do
     local key = P .. 'jobs:' .. ARGV[i]
     local current = redis.call('ZCOUNT', key, now - hour, '+inf')
-    local past_hour = redis.call('ZCOUNT', key, now - 2 * hour, '(' .. (now - hour))
-    local past_24h = redis.call('ZCOUNT', key, now - 24 * hour, '(' .. (now - 2 * hour))
-    local all_time = redis.call('ZCOUNT', key, '-inf', '(' .. (now - 24 * hour))
+    local past_hour = redis.call('ZCOUNT', key, now - 2 * hour, '(' .. time_text(now - hour))
+    local past_24h = redis.call('ZCOUNT', key, now - 24 * hour, '(' .. time_text(now - 2 * hour))
+    local all_time = redis.call('ZCOUNT', key, '-inf', '(' .. time_text(now - 24 * hour))
     out[#out + 1] = {current, past_hour, past_24h, all_time, redis.call('ZCARD', key)}
 end
 return {now, out}

@@ -25,7 +25,7 @@ redis.call('ZREM', P .. 'postbacks:lease', d)
 local now = now_ms()
 if outcome == 'release' then
     redis.call('ZADD', P .. 'postbacks', now, d)
-    redis.call('PUBLISH', P .. 'postbacks:wake', tostring(now))
+    redis.call('PUBLISH', P .. 'postbacks:wake', time_text(now))
     return {'OK'}
 end
 redis.call('HSET', k, 'pb_attempt:' .. idx, attempt)
@@ -34,6 +34,6 @@ if outcome == 'retry' then
     redis.call('ZADD', P .. 'postbacks', due, d)
     -- Every deliverer learns the due time, so the retry happens even if this process
     -- is gone by then.
-    redis.call('PUBLISH', P .. 'postbacks:wake', tostring(due))
+    redis.call('PUBLISH', P .. 'postbacks:wake', time_text(due))
 end
 return {'OK'}

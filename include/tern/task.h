@@ -156,7 +156,9 @@ typedef struct tern_http_req {
 /** The outcome of an HTTP request. Valid only during the callback. */
 typedef struct tern_http_res {
     long status;              /**< HTTP status, or 0 when no response was received */
-    const char *error;        /**< NULL, or why no response came (connect refused, ...) */
+    const char *error;        /**< NULL, or why no response came (connect refused, ...;
+                                   "network not allowed: ..." when the plugin's
+                                   allow_networks excludes every address: final) */
     const char *body;         /**< response body, NUL-terminated; "" when empty */
     size_t body_len;          /**< bytes of body */
     const char *content_type; /**< Content-Type of the answer or NULL */

@@ -19,8 +19,15 @@
  *   HttpUnexpectedStatus  1xx/2xx/3xx not in "expect" (redirects are not
  *                         followed)                                        fatal
  *   HttpResponseTooLarge  the answer exceeds max_response_bytes            fatal
+ *   NetworkNotAllowed     every address of the URL's host is outside the
+ *                         plugin's allow_networks                          fatal
  *   InvalidArgument       bad arguments                                    fatal
  * Messages name the method, the URL, the status and the start of the body.
+ *
+ * Configuration ({"plugins": {"http": {...}}}): "allow_networks", an array of CIDR
+ * blocks ["10.0.0.0/8", "fd00::/8"], limits the addresses requests may connect to,
+ * checked by the engine after DNS (engine/net_allow.h). Without it any address ternd's
+ * host can reach is allowed, loopback and link-local (169.254.169.254) included.
  *
  * Ownership: each request in flight has an `http_call_t` (method, URL and expected
  * statuses, for the answer's callback) on a list in the plugin state. The callback
@@ -53,8 +60,9 @@ typedef struct http_state {
     http_call_t *calls; /* in flight */
 } http_state_t;
 
-static const char *const fatal_codes[] = {"HttpClientError", "HttpUnexpectedStatus",
-                                          "HttpResponseTooLarge", "InvalidArgument", NULL};
+static const char *const fatal_codes[] = {"HttpClientError",      "HttpUnexpectedStatus",
+                                          "HttpResponseTooLarge", "NetworkNotAllowed",
+                                          "InvalidArgument",      NULL};
 
 /* ---- small helpers --------------------------------------------------------------------- */
 
@@ -250,6 +258,8 @@ static void on_response(tern_ctx *ctx, const tern_http_res *res, void *data)
             code = "HttpResponseTooLarge";
         else if (strncmp(res->error, "timed out after", 15) == 0)
             code = "HttpTimeout";
+        else if (strncmp(res->error, "network not allowed:", 20) == 0)
+            code = "NetworkNotAllowed";
         tern_task_fail(ctx, code, "%s %s: %s", c->method, c->url, res->error);
     } else if (!status_expected(c, res->status)) {
         fail_status(ctx, c, res);

@@ -569,6 +569,53 @@ static void test_job_create_answer_is_get(void **state)
     }
 }
 
+/* The latest dates there are, sent as ISO text and as milliseconds, read back as they
+ * were sent; a later one is refused naming exec_after and the limit. (Lua writes a
+ * number of 10^14 or more, the year 5138 on, as "2.53402300799e+14" with tostring: a
+ * job due then read back as due in 1970.) */
+static void test_job_exec_after_far_dates(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sent, *read;
+    } kept[] = {
+        {"\"9999-12-31T23:59:59Z\"", "9999-12-31T23:59:59.000Z"},
+        {"\"9999-12-31T23:59:59.999Z\"", "9999-12-31T23:59:59.999Z"},
+        {"\"6000-06-01T12:00:00.250Z\"", "6000-06-01T12:00:00.250Z"},
+        {"253402300799999", "9999-12-31T23:59:59.999Z"},
+        {"100000000000000", "5138-11-16T09:46:40.000Z"},
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(kept); i++) {
+        char uuid[40];
+        json_t *job;
+        create_job(itest_fmt("{\"workflow\": \"api-quick\", \"exec_after\": %s}", kept[i].sent),
+                   uuid, &job);
+        assert_string_equal(str_of(job, "exec_after"), kept[i].read);
+        json_decref(job);
+        job = get_json(itest_fmt("/jobs/%s", uuid));
+        if (strcmp(str_of(job, "exec_after"), kept[i].read) != 0)
+            fail_msg("exec_after %s reads back as %s", kept[i].sent, str_of(job, "exec_after"));
+        assert_string_equal(itest_execution(job), "queued");
+        json_decref(job);
+    }
+
+    snapshot_t before = snap();
+    static const char *const refused[] = {
+        "\"10000-01-01\"", "\"+10000-01-01T00:00:00Z\"", "\"9999-12-31T23:00:00-05:00\"",
+        "253402300800000", "9223372036854775807",
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(refused); i++) {
+        http_sync_resp_t r;
+        call(&r, "POST", "/jobs",
+             itest_fmt("{\"workflow\": \"api-quick\", \"exec_after\": %s}", refused[i]));
+        expect_error(&r, 409, "InvalidArgument", "exec_after");
+        if (strstr(str_of(r.json, "message"), "9999-12-31") == NULL)
+            fail_msg("%s: the message does not give the limit: %s", refused[i], r.body);
+        http_sync_resp_dispose(&r);
+    }
+    expect_unchanged(before);
+}
+
 static void test_job_create_refusals_change_nothing(void **state)
 {
     (void)state;
@@ -1096,6 +1143,96 @@ static void test_job_resume(void **state)
     json_decref(ev);
 }
 
+/* What a refused action must leave as it was: the job's execution, history and
+ * results (a new reference). */
+static json_t *job_story(const char *uuid)
+{
+    json_t *job = get_json(itest_fmt("/jobs/%s", uuid));
+    json_t *story = json_pack(
+        "{s:O, s:O*, s:O*, s:O*}", "execution", json_object_get(job, "execution"), "history",
+        json_object_get(job, "history"), "chain_results", json_object_get(job, "chain_results"),
+        "onerror_results", json_object_get(job, "onerror_results"));
+    json_decref(job);
+    return story;
+}
+
+static void expect_story(const char *uuid, const json_t *before)
+{
+    json_t *now = job_story(uuid);
+    if (!json_equal(now, before)) {
+        char *a = json_dumps(before, JSON_COMPACT), *b = json_dumps(now, JSON_COMPACT);
+        fail_msg("a refused request changed the job\nbefore: %s\nafter:  %s", a, b);
+    }
+    json_decref(now);
+}
+
+/* Members a resume or a retry does not take are refused, as in workflows, rather than
+ * ignored (a misspelt "from" would retry from the failed step, "reslt" would resume
+ * with "OK"); so is a resume with both a result and an error. Nothing changes: the
+ * job is resumed or retried afterwards as if those requests had not been made. */
+static void test_job_resume_retry_unknown_members(void **state)
+{
+    (void)state;
+    char uuid[40];
+    create_job("{\"workflow\": \"api-wait\", \"n\": 3}", uuid, NULL);
+    json_t *ev = itest_wait_event(&W.client, uuid, "waiting", NULL, 10000);
+    assert_non_null(ev);
+    json_decref(ev);
+    snapshot_t before = snap();
+    json_t *story = job_story(uuid);
+    assert_string_equal(str_of(story, "execution"), "waiting");
+    static const struct {
+        const char *body, *needle;
+    } resumes[] = {
+        {"{\"reslt\": {\"answer\": 1}}", "reslt: unknown member"},
+        {"{\"result\": {\"answer\": 1}, \"comment\": \"x\"}", "comment: unknown member"},
+        {"{\"error\": \"e\", \"uuid\": \"x\"}", "uuid: unknown member"},
+        {"{\"result\": {\"answer\": 1}, \"error\": \"remote side failed\"}", "given both"},
+        {"{\"result\": 0, \"error\": {\"code\": \"E\", \"message\": \"m\"}}", "given both"},
+    };
+    http_sync_resp_t r;
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(resumes); i++) {
+        call(&r, "POST", itest_fmt("/jobs/%s/resume", uuid), resumes[i].body);
+        expect_error(&r, 409, "InvalidArgument", resumes[i].needle);
+        http_sync_resp_dispose(&r);
+    }
+    expect_unchanged(before);
+    expect_story(uuid, story);
+    json_decref(story);
+
+    /* Still waiting: an error resume fails it, and a retry is refused the same way. */
+    call(&r, "POST", itest_fmt("/jobs/%s/resume", uuid), "{\"error\": \"remote side failed\"}");
+    expect_status(&r, 200);
+    http_sync_resp_dispose(&r);
+    json_t *job = itest_wait_finished(&W.client, uuid, 20000);
+    assert_non_null(job);
+    assert_string_equal(itest_execution(job), "failed");
+    json_decref(job);
+    before = snap();
+    story = job_story(uuid);
+    static const struct {
+        const char *body, *needle;
+    } retries[] = {
+        {"{\"from\": \"w\"}", "from: unknown member"},
+        {"{\"from_step\": \"w\", \"param\": {\"n\": 4}}", "param: unknown member"},
+        {"{\"result\": 1}", "result: unknown member"},
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(retries); i++) {
+        call(&r, "POST", itest_fmt("/jobs/%s/retry", uuid), retries[i].body);
+        expect_error(&r, 409, "InvalidArgument", retries[i].needle);
+        http_sync_resp_dispose(&r);
+    }
+    expect_unchanged(before);
+    expect_story(uuid, story);
+    json_decref(story);
+    call(&r, "POST", itest_fmt("/jobs/%s/retry", uuid), "{\"from_step\": \"w\"}");
+    expect_status(&r, 200);
+    http_sync_resp_dispose(&r);
+    ev = itest_wait_event(&W.client, uuid, "redrive", NULL, 10000);
+    assert_non_null(ev);
+    json_decref(ev);
+}
+
 /* ---- info --------------------------------------------------------------------- */
 
 static void test_job_info(void **state)
@@ -1424,6 +1561,7 @@ int main(void)
         cmocka_unit_test(test_job_create_shape),
         cmocka_unit_test(test_job_create_answer_is_get),
         cmocka_unit_test(test_job_create_refusals_change_nothing),
+        cmocka_unit_test(test_job_exec_after_far_dates),
         cmocka_unit_test(test_job_conflicts),
         cmocka_unit_test(test_job_get_and_run),
         cmocka_unit_test(test_direct_start),
@@ -1431,6 +1569,7 @@ int main(void)
         cmocka_unit_test(test_job_list_ties),
         cmocka_unit_test(test_job_cancel),
         cmocka_unit_test(test_job_resume),
+        cmocka_unit_test(test_job_resume_retry_unknown_members),
         cmocka_unit_test(test_job_info),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_runners),

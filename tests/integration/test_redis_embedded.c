@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -456,6 +458,131 @@ static void test_dies_with_ternd(void **state)
     redis_embedded_stop(&f->r[0], STOP_TIMEOUT_MS);
 }
 
+/* ---- ternd itself on the embedded default -------------------------------------- */
+
+/* Runs the built ternd (TERN_BIN) on data directory `dir` with the flags `more`
+ * (NULL-terminated), stdout and stderr to `out`, and waits at most 60 s for it to
+ * exit. Returns its exit status (128+signal when killed). */
+static int run_ternd(fixture_t *f, const char *dir, const char *out, const char *const *more)
+{
+    const char *bin = getenv("TERN_BIN"), *tasks = getenv("TERN_TASKS");
+    const char *workflows = getenv("TERN_WORKFLOWS");
+    if (bin == NULL || tasks == NULL || workflows == NULL)
+        fail_msg("TERN_BIN, TERN_TASKS and TERN_WORKFLOWS must be set (meson test sets them)");
+    const char *argv[32] = {bin,           "--data-dir", dir,           "--plugin-dir", tasks,
+                            "--workflows", workflows,    "--log-level", "info"};
+    size_t n = 9;
+    for (size_t i = 0; more[i] != NULL && n < TERN_ARRAY_SIZE(argv) - 1; i++)
+        argv[n++] = more[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+            _exit(127);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    f->extra_pid = pid;
+    int status = 0;
+    bool ended = false;
+    for (int i = 0; i < 3000 && !ended; i++) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        assert_true(w >= 0);
+        ended = w == pid;
+        if (!ended)
+            sleep_ms(20);
+    }
+    if (!ended)
+        fail_msg("ternd did not exit within 60 s (output in %s)", out);
+    f->extra_pid = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The whole text of a file (malloc'd), or fails the test. */
+static char *read_all(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL)
+        fail_msg("%s: %s", path, strerror(errno));
+    char *buf = calloc(1, 65537);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, 65536, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+/* The PID of the embedded Redis that ternd's log announced, or 0. */
+static pid_t announced_redis_pid(const char *log)
+{
+    const char *p = strstr(log, "embedded Redis started (pid ");
+    return p != NULL ? (pid_t)atol(p + strlen("embedded Redis started (pid ")) : 0;
+}
+
+/* Asserts that the redis-server `pid` is gone: ternd stopped it before exiting. (This
+ * process is a subreaper: a server ternd left running would be ours now, and alive.) */
+static void assert_redis_gone(fixture_t *f, pid_t pid, const char *log)
+{
+    if (pid <= 0)
+        fail_msg("ternd did not announce its embedded Redis:\n%s", log);
+    if (!process_gone(pid)) {
+        f->extra_pid = pid; /* the teardown's to kill */
+        fail_msg("ternd exited and left its redis-server (pid %d) running:\n%s", (int)pid, log);
+    }
+    while (waitpid(pid, NULL, WNOHANG) > 0)
+        ; /* a zombie reparented here, if ternd did not reap it */
+}
+
+/* A data directory whose name holds a space, quotes, a backslash, a '%' and a newline
+ * (anything a path may hold): ternd starts its Redis there, runs a job, stops, and no
+ * redis-server is left. (The socket's URL was "unix:///... my data/redis.sock", which
+ * the address parser refused after the server had started.) */
+static void test_ternd_data_dir_any_name(void **state)
+{
+    fixture_t *f = *state;
+    char dir[256], out[256];
+    snprintf(dir, sizeof dir, "%s/%d/my data 'q' \"x\" \\ %%20\nend", f->base, f->n);
+    snprintf(out, sizeof out, "%s/ternd-%d.out", f->base, f->n);
+    const char *const more[] = {"--listen", "127.0.0.1:0", "--run", "noop-1", NULL};
+    int rc = run_ternd(f, dir, out, more);
+    char *log = read_all(out);
+    if (rc != 0)
+        fail_msg("ternd exited with %d:\n%s", rc, log);
+    if (strstr(log, "succeeded in") == NULL)
+        fail_msg("the job did not succeed:\n%s", log);
+    assert_redis_gone(f, announced_redis_pid(log), log);
+    char sock[300];
+    snprintf(sock, sizeof sock, "%s/redis.sock", dir);
+    assert_false(answers_ping(sock));
+    free(log);
+}
+
+/* ternd fails after its Redis started (the API port is taken): it stops that Redis. */
+static void test_ternd_failing_start_stops_redis(void **state)
+{
+    fixture_t *f = *state;
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(s >= 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sin;
+    assert_int_equal(bind(s, (struct sockaddr *)&sin, sizeof sin), 0);
+    assert_int_equal(listen(s, 1), 0);
+    assert_int_equal(getsockname(s, (struct sockaddr *)&sin, &len), 0);
+    char listen_at[32], out[256];
+    snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", ntohs(sin.sin_port));
+    snprintf(out, sizeof out, "%s/ternd-%d.out", f->base, f->n);
+    const char *const more[] = {"--listen", listen_at, NULL};
+    int rc = run_ternd(f, f->dir, out, more);
+    close(s);
+    char *log = read_all(out);
+    if (rc == 0)
+        fail_msg("ternd started on a taken port:\n%s", log);
+    assert_redis_gone(f, announced_redis_pid(log), log);
+    free(log);
+}
+
 static void test_stop_zeroed_is_safe(void **state)
 {
     (void)state;
@@ -478,6 +605,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failing_server_log_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_kills_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dies_with_ternd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ternd_data_dir_any_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ternd_failing_start_stops_redis, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_zeroed_is_safe, setup, teardown),
     };
     int failures =

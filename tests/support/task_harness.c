@@ -36,8 +36,9 @@ struct task_harness {
     void *state; /* from the plugin's init */
     bool initialised;
     http_client_t *http;
-    uv_timer_t bound;  /* ends a run that takes too long */
-    uv_timer_t cancel; /* cancels a run on request */
+    net_allow_t *allow; /* the configuration's allow_networks, as the loader reads it */
+    uv_timer_t bound;   /* ends a run that takes too long */
+    uv_timer_t cancel;  /* cancels a run on request */
     int timers_open;
 };
 
@@ -119,6 +120,11 @@ task_harness_t *task_harness_new(const char *plugin_path, const json_t *plugin_c
     if (p->name == NULL || p->tasks == NULL)
         fail_msg("plugin \"%s\": no name or no task table", plugin_path);
     h->plugin = p;
+    char setting[96], aerr[512];
+    snprintf(setting, sizeof setting, "plugins.%s.allow_networks", p->name);
+    if (net_allow_parse(json_object_get(plugin_config, "allow_networks"), setting, &h->allow, aerr,
+                        sizeof aerr) != 0)
+        fail_msg("plugin \"%s\": %s", plugin_path, aerr);
 
     if (p->init != NULL) {
         char err[512] = "";
@@ -192,6 +198,7 @@ int task_harness_run(task_harness_t *h, const char *entry, const json_t *args, c
         .attempt = 1,
         .idempotency_key = idem,
         .http = h->http,
+        .allow = h->allow,
         .redis = NULL,
         .sink = {.on_outcome = on_outcome,
                  .on_progress = on_progress,
@@ -252,6 +259,7 @@ void task_harness_free(task_harness_t *h)
     int rc = loop_close_bounded(&h->loop, CLOSE_BOUND_MS);
     int open = h->timers_open;
     dlclose(h->dl);
+    net_allow_free(h->allow);
     free(h);
     assert_int_equal(open, 0);
     assert_int_equal(rc, 0);

@@ -5,7 +5,8 @@
  * -ENOTCONN unless the test supplies ops).
  *
  * The plugin is loaded directly with dlopen + tern_plugin_entry (the loader's own
- * checks are tested in test_plugin_loader.c) and initialised with the real host.
+ * checks are tested in test_plugin_loader.c) and initialised with the real host; its
+ * configuration's "allow_networks" limits its HTTP requests, as the loader's does.
  */
 #ifndef TERN_TASK_HARNESS_H
 #define TERN_TASK_HARNESS_H

@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,7 @@ static void test_defaults(void **state)
     assert_true(config_retention_ms(&c) == 30ULL * 24 * 3600 * 1000);
     assert_true(json_is_object(c.plugins));
     assert_int_equal(json_object_size(c.plugins), 0);
+    assert_null(c.postback_allow_networks); /* any address */
     assert_null(c.config_file);
 
     char host[256] = "", expect[300];
@@ -197,6 +200,7 @@ static void test_file_then_flags(void **state)
                         "  \"global_event_stream_max\": 5000,\n"
                         "  \"max_params_bytes\": 1024,\n"
                         "  \"runner_id\": \"from-file\",\n"
+                        "  \"postback_allow_networks\": [\"10.0.0.0/8\", \"::1\"],\n"
                         "  \"plugins\": {\"vm\": {\"inventory\": \"/etc/dc.json\"}, \"net\": {}}\n"
                         "}\n");
     tern_config_t c;
@@ -227,6 +231,12 @@ static void test_file_then_flags(void **state)
         json_string_value(json_object_get(json_object_get(c.plugins, "vm"), "inventory")),
         "/etc/dc.json");
     assert_true(json_is_object(json_object_get(c.plugins, "net")));
+    assert_non_null(c.postback_allow_networks);
+    assert_string_equal(net_allow_setting(c.postback_allow_networks), "postback_allow_networks");
+    struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x0a010203)};
+    assert_true(net_allow_permits(c.postback_allow_networks, (struct sockaddr *)&in));
+    in.sin_addr.s_addr = htonl(0x7f000001);
+    assert_false(net_allow_permits(c.postback_allow_networks, (struct sockaddr *)&in));
     config_dispose(&c);
 
     /* Without flags the file's values stand; null keeps the embedded default. */
@@ -375,6 +385,15 @@ static void test_file_errors(void **state)
                  "config %s: key \"plugins\".vm: expected an object, got an integer 1");
     file_refused(f, "{\"plugins\": {\"Vm\": {}}}",
                  "config %s: key \"plugins\".Vm: bad plugin name (expected [a-z][a-z0-9_]*)");
+    file_refused(f, "{\"postback_allow_networks\": [\"10.0.0.0/8\", \"10.0.0/8\"]}",
+                 "config %s: key \"postback_allow_networks\"[1]: \"10.0.0/8\": not a network "
+                 "(expected ADDRESS/PREFIX such as 10.0.0.0/8 or fd00::/8)");
+    file_refused(f, "{\"postback_allow_networks\": \"10.0.0.0/8\"}",
+                 "config %s: key \"postback_allow_networks\": expected an array of networks "
+                 "such as [\"10.0.0.0/8\", \"fd00::/8\"] (or null: any address)");
+    file_refused(f, "{\"plugins\": {\"http\": {\"allow_networks\": [\"::1/129\"]}}}",
+                 "config %s: key \"plugins\".http.allow_networks[0]: \"::1/129\": prefix 129 is "
+                 "longer than 128 (expected ADDRESS/PREFIX such as 10.0.0.0/8 or fd00::/8)");
     file_refused(f, "[1, 2]", "config %s: expected a JSON object at the top, got an array");
     file_refused(f, "{\"role\": \"api\",\n \"role\": \"runner\"}",
                  "config %s: line 2, column 7: duplicate object key near '\"role\"'");

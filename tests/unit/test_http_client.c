@@ -261,6 +261,98 @@ static void test_connection_refused(void **state)
     reply_dispose(&r);
 }
 
+/* An allow-list from JSON text (caller frees). */
+static net_allow_t *allow_list(const char *json)
+{
+    json_t *list = json_loads(json, 0, NULL);
+    assert_non_null(list);
+    net_allow_t *a = NULL;
+    char err[256] = "";
+    if (net_allow_parse(list, "test.allow_networks", &a, err, sizeof err) != 0)
+        fail_msg("%s: %s", json, err);
+    json_decref(list);
+    return a;
+}
+
+/* A reply that also stops the loop: a refused request ends inside curl's timer
+ * callback, after which a UV_RUN_ONCE pass would wait in poll for the next timer. */
+typedef struct stop_reply {
+    reply_t *r;
+    uv_loop_t *loop;
+} stop_reply_t;
+
+static void on_reply_stop(void *data, const tern_http_res *res)
+{
+    stop_reply_t *s = data;
+    on_reply(s->r, res);
+    uv_stop(s->loop);
+}
+
+/* Runs one request limited by `allow` to `url` and returns what the callback saw. */
+static void run_allowed(fixture_t *f, const net_allow_t *allow, const char *url, reply_t *r)
+{
+    char err[256] = "";
+    stop_reply_t s = {.r = r, .loop = &f->loop};
+    http_request_t *hr = http_client_request_allowed(
+        f->client, &(tern_http_req){.size = sizeof(tern_http_req), .url = url}, allow,
+        on_reply_stop, &s, err, sizeof err);
+    if (hr == NULL)
+        fail_msg("http_client_request_allowed: %s", err);
+    assert_int_equal(loop_run_until_flag(&f->loop, &r->done, BOUND_MS), 0);
+}
+
+/* An allow-list without loopback refuses the receiver on loopback, by address or by a
+ * name that resolves there, before any byte is sent (the server sees no connection);
+ * one with it delivers. */
+static void test_allow_networks(void **state)
+{
+    fixture_t *f = *state;
+    net_allow_t *no_loopback = allow_list("[\"10.0.0.0/8\", \"fd00::/8\"]");
+    net_allow_t *loopback = allow_list("[\"10.0.0.0/8\", \"127.0.0.1/32\"]");
+    char url[128];
+    mini_http_server_url(f->server, "/a", url, sizeof url);
+
+    reply_t r = {0};
+    run_allowed(f, no_loopback, url, &r);
+    assert_int_equal(r.status, 0);
+    assert_non_null(r.error);
+    assert_string_equal(r.error, "network not allowed: 127.0.0.1 is not in test.allow_networks");
+    reply_dispose(&r);
+
+    char by_name[128];
+    snprintf(by_name, sizeof by_name, "http://localhost:%d/a", mini_http_server_port(f->server));
+    r = (reply_t){0};
+    run_allowed(f, no_loopback, by_name, &r);
+    assert_int_equal(r.status, 0);
+    assert_non_null(r.error);
+    if (strncmp(r.error, HTTP_CLIENT_NOT_ALLOWED, strlen(HTTP_CLIENT_NOT_ALLOWED)) != 0)
+        fail_msg("localhost was not refused: %s", r.error);
+    reply_dispose(&r);
+    assert_int_equal(mini_http_server_connections(f->server), 0);
+    assert_int_equal(mini_http_server_request_count(f->server), 0);
+
+    r = (reply_t){0};
+    run_allowed(f, loopback, url, &r);
+    assert_null(r.error);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(mini_http_server_request_count(f->server), 1);
+    reply_dispose(&r);
+
+    /* The connection that request left open is not reused by one that may not reach
+     * its address. */
+    assert_int_equal(mini_http_server_connections(f->server), 1);
+    r = (reply_t){0};
+    run_allowed(f, no_loopback, url, &r);
+    assert_int_equal(r.status, 0);
+    assert_non_null(r.error);
+    assert_string_equal(r.error, "network not allowed: 127.0.0.1 is not in test.allow_networks");
+    reply_dispose(&r);
+    assert_int_equal(mini_http_server_request_count(f->server), 1);
+
+    net_allow_free(no_loopback);
+    net_allow_free(loopback);
+}
+
 static void test_response_size_limit(void **state)
 {
     fixture_t *f = *state;
@@ -516,6 +608,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_post_and_put_bodies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_passthrough, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allow_networks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_response_size_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_without_answer, setup, teardown),

@@ -87,6 +87,31 @@ static void test_refusals(void **state)
     refused("{\"workflow\": \"w\", \"exec_after\": -1}",
             "exec_after: expected an ISO 8601 date such as \"2026-11-21T04:47:28Z\" (or "
             "milliseconds since the epoch), got -1");
+    refused("{\"workflow\": \"w\", \"exec_after\": \"10000-01-01\"}",
+            "exec_after: \"10000-01-01\" is after 9999-12-31T23:59:59.999Z, the latest time "
+            "accepted (in milliseconds since the epoch: 253402300799999)");
+    refused("{\"workflow\": \"w\", \"exec_after\": 253402300800000}",
+            "exec_after: 253402300800000 is after 9999-12-31T23:59:59.999Z, the latest time "
+            "accepted (in milliseconds since the epoch: 253402300799999)");
+}
+
+/* The latest time accepted, both ways it can be sent. */
+static void test_latest_date(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {
+        "{\"workflow\": \"w\", \"exec_after\": \"9999-12-31T23:59:59.999Z\"}",
+        "{\"workflow\": \"w\", \"exec_after\": 253402300799999}",
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(bodies); i++) {
+        json_t *body = load(bodies[i]);
+        job_create_req_t req;
+        char err[1024] = "";
+        assert_int_equal(job_request_parse(body, &req, err, sizeof err), 0);
+        assert_int_equal(req.exec_after_ms, 253402300799999ULL);
+        json_decref((json_t *)req.params);
+        json_decref(body);
+    }
 }
 
 int main(void)
@@ -95,6 +120,7 @@ int main(void)
         cmocka_unit_test(test_members_and_params),
         cmocka_unit_test(test_nulls_and_dates),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_latest_date),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -219,6 +219,56 @@ static void test_connection_refused(void **state)
     assert_false(code_is_fatal("HttpConnectError"));
 }
 
+/* One request to the receiver on loopback by a harness configured with
+ * {"allow_networks": <list>}; returns the run (disposed by the caller) and the number
+ * of connections the receiver accepted. */
+static size_t run_with_allow_list(const char *list, harness_run_t *run)
+{
+    json_t *config = json_pack("{s:o}", "allow_networks", json_loads(list, 0, NULL));
+    task_harness_t *h = task_harness_new(plugin_path, config);
+    json_decref(config);
+    mini_http_server_t *server = mini_http_server_new(task_harness_loop(h));
+    assert_non_null(server);
+    char u[128];
+    mini_http_server_url(server, "/meta", u, sizeof u);
+    json_t *args = json_pack("{s:s}", "url", u);
+    assert_int_equal(task_harness_run(h, "request", args, NULL, NULL, BOUND_MS, 0, run), 0);
+    json_decref(args);
+    /* A connection the client made is accepted by now or on this pass. */
+    uv_run(task_harness_loop(h), UV_RUN_NOWAIT);
+    size_t connections = mini_http_server_connections(server);
+    mini_http_server_free(server);
+    task_harness_free(h);
+    return connections;
+}
+
+/* With allow_networks leaving loopback out, a request to a receiver on loopback fails
+ * with NetworkNotAllowed (never retried), naming the address and the setting, and the
+ * receiver gets no connection; with loopback in, it goes through. */
+static void test_allow_networks(void **state)
+{
+    (void)state;
+    harness_run_t run = {0};
+    size_t connections = run_with_allow_list("[\"10.0.0.0/8\", \"::1/128\"]", &run);
+    assert_true(run.finished);
+    assert_int_equal(run.outcome.kind, TASK_FAILED);
+    assert_string_equal(run.outcome.code, "NetworkNotAllowed");
+    if (strstr(run.outcome.message,
+               "network not allowed: 127.0.0.1 is not in plugins.http.allow_networks") == NULL)
+        fail_msg("message: %s", run.outcome.message);
+    assert_true(code_is_fatal("NetworkNotAllowed"));
+    assert_int_equal(connections, 0);
+    harness_run_dispose(&run);
+
+    run = (harness_run_t){0};
+    connections = run_with_allow_list("[\"127.0.0.0/8\"]", &run);
+    assert_true(run.finished);
+    if (run.outcome.kind != TASK_DONE)
+        fail_msg("refused: %s %s", run.outcome.code, run.outcome.message);
+    assert_int_equal(connections, 1);
+    harness_run_dispose(&run);
+}
+
 static void test_expect_list(void **state)
 {
     fixture_t *f = *state;
@@ -363,6 +413,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_client_error_is_fatal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_error_is_retryable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
+        cmocka_unit_test(test_allow_networks),
         cmocka_unit_test_setup_teardown(test_expect_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_and_size_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),

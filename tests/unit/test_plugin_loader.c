@@ -169,6 +169,32 @@ static void test_refuses_failing_init(void **state)
                    "init failed: cannot reach the inventory at /nonexistent/dc.json");
 }
 
+/* The engine's member of the configuration is checked before the plugin is opened;
+ * a good list is kept on the plugin with the configuration (for isolated helpers). */
+static void test_allow_networks(void **state)
+{
+    plugin_registry_t *reg = *state;
+    char err[2 * PATH_MAX] = "";
+    json_t *config = json_pack("{s:[s,s]}", "allow_networks", "10.0.0.0/8", "10.1.2.3/8");
+    assert_int_equal(plugin_registry_load(reg, "good.so", config, err, sizeof err), TERN_EINVAL);
+    json_decref(config);
+    assert_string_equal(err, expect("good.so", "plugins.good.allow_networks[1]: \"10.1.2.3/8\": "
+                                               "host bits set: the network is 10.0.0.0/8 "
+                                               "(expected ADDRESS/PREFIX such as 10.0.0.0/8 or "
+                                               "fd00::/8)"));
+    assert_null(plugin_registry_find(reg, "good.echo", NULL));
+
+    config = json_pack("{s:[s], s:i}", "allow_networks", "10.0.0.0/8", "n", 7);
+    if (plugin_registry_load(reg, "good.so", config, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    const plugin_t *p = NULL;
+    assert_non_null(plugin_registry_find(reg, "good.echo", &p));
+    assert_non_null(p->allow_networks);
+    assert_string_equal(net_allow_setting(p->allow_networks), "plugins.good.allow_networks");
+    assert_true(json_equal(p->config, config));
+    json_decref(config);
+}
+
 static void test_refuses_second_load(void **state)
 {
     plugin_registry_t *reg = *state;
@@ -563,6 +589,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_refuses_bad_tasks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_bad_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_failing_init, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allow_networks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_second_load, setup, teardown),
         cmocka_unit_test(test_registry_needs_a_directory),
         cmocka_unit_test(test_symlink_outside_is_refused),

@@ -171,6 +171,34 @@ static void test_unix(void **state)
     redis_addr_dispose(&a);
 }
 
+/* A socket path may hold anything but NUL: written percent-encoded, it reads back as
+ * itself (a data directory "my data" once made ternd refuse its own socket's URL). */
+static void test_unix_any_path(void **state)
+{
+    (void)state;
+    static const char *const paths[] = {
+        "/srv/my data/redis.sock",
+        "/srv/q'\"\\%20?db=1#x\n\t\xc3\xa9/redis.sock",
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(paths); i++) {
+        char *url = redis_addr_unix_url(paths[i]);
+        redis_addr_t a;
+        parse_ok(url, &a);
+        assert_string_equal(a.path, paths[i]);
+        assert_int_equal(a.db, 0);
+        assert_redacted(&a, url);
+        redis_addr_dispose(&a);
+        free(url);
+    }
+    char *url = redis_addr_unix_url("/srv/my data/redis.sock");
+    assert_string_equal(url, "unix:///srv/my%20data/redis.sock");
+    free(url);
+    parse_err("unix:///srv/a%2/r.sock",
+              "redis address \"unix:///srv/a%2/r.sock\": bad percent-encoding in the socket path");
+    parse_err("unix:///srv/a%00/r.sock",
+              "redis address \"unix:///srv/a%00/r.sock\": bad percent-encoding in the socket path");
+}
+
 static void test_errors_form(void **state)
 {
     (void)state;
@@ -294,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_ipv6),
         cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_unix),
+        cmocka_unit_test(test_unix_any_path),
         cmocka_unit_test(test_errors_form),
         cmocka_unit_test(test_errors_port_db),
         cmocka_unit_test(test_errors_ipv6),
