@@ -13,7 +13,8 @@ static void run_start(tern_ctx *ctx, const json_t *args)
 static const tern_task_def run_task = {
     .size = sizeof(tern_task_def),
     .name = "run",
-    .args_schema = "{\"properties\": {\"ms\": {\"type\": \"integer\", \"minimum\": 10, \"maximum\": 5}}}",
+    .args_schema =
+        "{\"properties\": {\"ms\": {\"type\": \"integer\", \"minimum\": 10, \"maximum\": 5}}}",
     .start = run_start,
 };
 
