@@ -333,9 +333,6 @@ static void job_leave(run_job_t *j)
     pump_all(r);
 }
 
-/* A job in flight by uuid. (A walk of the list cost each claimed or started job a
- * comparison per job in flight: 4 % of ternd's CPU per job in a-api, more with
- * thousands in flight.) */
 /* Frees the ceded set's uuids and table; the set is empty again. */
 static void ceded_free(runner_t *r)
 {
@@ -344,6 +341,9 @@ static void ceded_free(runner_t *r)
     str_map_free(&r->ceded);
 }
 
+/* A job in flight by uuid. (A walk of the list cost each claimed or started job a
+ * comparison per job in flight: 4 % of ternd's CPU per job in a-api, more with
+ * thousands in flight.) */
 static run_job_t *job_find(runner_t *r, const char *uuid)
 {
     return str_map_get(&r->jobs_by_uuid, uuid);

@@ -133,6 +133,18 @@ static void test_pages_bounded_in_bytes_list_every_job_once(void **state)
     list_all(13, false);
     /* Paging by offset goes on from the count of jobs received. */
     list_all(1000, true);
+
+    /* A params filter still picks its job out of pages bounded in bytes. */
+    http_sync_t h;
+    http_sync_open(&h, W.base);
+    http_sync_resp_t r;
+    http_sync_do(&h, "GET", "/jobs?limit=1000&n=7", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_array_size(r.json), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(r.json, 0), "uuid")),
+                        uuids[7]);
+    http_sync_resp_dispose(&r);
+    http_sync_close(&h);
 }
 
 int main(void)
