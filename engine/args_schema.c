@@ -35,11 +35,20 @@ static const struct {
     {"null", T_NULL},       {"any", T_ANY},
 };
 
+/* The bounds of a number, each a JSON number borrowed from the schema document or NULL
+ * when absent. They apply to integer and real arguments only; an argument of another
+ * type the property accepts (a string, say) is not compared. */
+typedef struct range {
+    const json_t *min, *max;           /* "minimum", "maximum": inclusive */
+    const json_t *min_excl, *max_excl; /* "exclusiveMinimum", "exclusiveMaximum" */
+} range_t;
+
 typedef struct prop {
     const char *name; /* borrowed from doc */
     unsigned mask;
     const json_t *type; /* the "type" value as written, for messages; may be NULL */
     bool parts;         /* "interpolation": "parts" */
+    range_t range;
 } prop_t;
 
 struct args_schema {
@@ -158,6 +167,132 @@ static int compile_type(const json_t *type, const char *what, const char *prop, 
                        what, prop, json_is_array(type) ? "an empty array" : json_type_name(type));
 }
 
+/* The slot of range keyword `kw` in r, or NULL when kw is not one. */
+static const json_t **range_slot(range_t *r, const char *kw)
+{
+    if (strcmp(kw, "minimum") == 0)
+        return &r->min;
+    if (strcmp(kw, "maximum") == 0)
+        return &r->max;
+    if (strcmp(kw, "exclusiveMinimum") == 0)
+        return &r->min_excl;
+    if (strcmp(kw, "exclusiveMaximum") == 0)
+        return &r->max_excl;
+    return NULL;
+}
+
+/* Compares two JSON numbers: <0, 0 or >0. Two integers compare exactly (a double cannot
+ * tell 2^62 from 2^62 + 1); otherwise as doubles. */
+static int number_cmp(const json_t *a, const json_t *b)
+{
+    if (json_is_integer(a) && json_is_integer(b)) {
+        json_int_t x = json_integer_value(a), y = json_integer_value(b);
+        return (x > y) - (x < y);
+    }
+    double x = json_number_value(a), y = json_number_value(b);
+    return (x > y) - (x < y);
+}
+
+/* Writes a JSON number as JSON writes it. */
+static void number_text(const json_t *n, char *buf, size_t len)
+{
+    if (json_is_integer(n))
+        snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(n));
+    else
+        snprintf(buf, len, "%.17g", json_real_value(n));
+}
+
+/* Reads the range keywords of property `prop` (schema object `def`) into p->range.
+ * Each must be a number, the property must accept numbers, and the range must hold
+ * at least one value. Returns 0 or TERN_EINVAL. */
+static int compile_range(const json_t *def, prop_t *p, const char *what, const char *prop,
+                         char *err, size_t errlen)
+{
+    static const char *const keywords[] = {"minimum", "maximum", "exclusiveMinimum",
+                                           "exclusiveMaximum"};
+    range_t *r = &p->range;
+    bool any = false;
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(keywords); i++) {
+        const json_t *n = json_object_get(def, keywords[i]);
+        if (n == NULL)
+            continue;
+        if (!json_is_number(n))
+            return tern_seterr(err, errlen, TERN_EINVAL,
+                               "%s: args_schema: properties.%s.%s: expected number, got %s", what,
+                               prop, keywords[i], json_type_name(n));
+        *range_slot(r, keywords[i]) = n;
+        any = true;
+    }
+    if (!any)
+        return 0;
+    if (!(p->mask & (T_INTEGER | T_REAL)))
+        return tern_seterr(err, errlen, TERN_EINVAL,
+                           "%s: args_schema: properties.%s: a range needs a type that accepts "
+                           "numbers",
+                           what, prop);
+    /* One bound a side, and room for a value between them. */
+    if (r->min != NULL && r->min_excl != NULL)
+        return tern_seterr(err, errlen, TERN_EINVAL,
+                           "%s: args_schema: properties.%s: minimum and exclusiveMinimum "
+                           "together (give one)",
+                           what, prop);
+    if (r->max != NULL && r->max_excl != NULL)
+        return tern_seterr(err, errlen, TERN_EINVAL,
+                           "%s: args_schema: properties.%s: maximum and exclusiveMaximum "
+                           "together (give one)",
+                           what, prop);
+    const json_t *low = r->min != NULL ? r->min : r->min_excl;
+    const json_t *high = r->max != NULL ? r->max : r->max_excl;
+    if (low != NULL && high != NULL) {
+        int c = number_cmp(low, high);
+        if (c > 0 || (c == 0 && (r->min_excl != NULL || r->max_excl != NULL))) {
+            char lo[40], hi[40];
+            number_text(low, lo, sizeof lo);
+            number_text(high, hi, sizeof hi);
+            return tern_seterr(err, errlen, TERN_EINVAL,
+                               "%s: args_schema: properties.%s: %s %s leaves no value under %s %s",
+                               what, prop, r->min != NULL ? "minimum" : "exclusiveMinimum", lo,
+                               r->max != NULL ? "maximum" : "exclusiveMaximum", hi);
+        }
+    }
+    return 0;
+}
+
+/* True when number v lies in r. */
+static bool range_holds(const range_t *r, const json_t *v)
+{
+    return (r->min == NULL || number_cmp(v, r->min) >= 0) &&
+           (r->max == NULL || number_cmp(v, r->max) <= 0) &&
+           (r->min_excl == NULL || number_cmp(v, r->min_excl) > 0) &&
+           (r->max_excl == NULL || number_cmp(v, r->max_excl) < 0);
+}
+
+/* Describes what a range accepts: "an integer from 0 to 10", "a number greater than 0",
+ * "an integer of at most 5", "an integer of at least 1 and less than 100". */
+static void describe_range(const prop_t *p, char *buf, size_t len)
+{
+    const range_t *r = &p->range;
+    const char *noun = (p->mask & T_REAL) ? "a number" : "an integer";
+    const json_t *low = r->min != NULL ? r->min : r->min_excl;
+    const json_t *high = r->max != NULL ? r->max : r->max_excl;
+    char lo[40] = "", hi[40] = "";
+    if (low != NULL)
+        number_text(low, lo, sizeof lo);
+    if (high != NULL)
+        number_text(high, hi, sizeof hi);
+    if (r->min != NULL && r->max != NULL) {
+        snprintf(buf, len, "%s from %s to %s", noun, lo, hi);
+        return;
+    }
+    const char *low_words = low == NULL ? "" : r->min != NULL ? " of at least " : " greater than ";
+    const char *high_words = high == NULL          ? ""
+                             : r->max_excl != NULL ? " less than "
+                             : low != NULL         ? " at most "
+                                                   : " of at most ";
+    snprintf(buf, len, "%s%s%s%s%s%s", noun, low_words, lo,
+             low != NULL && high != NULL ? " and" : "", high_words, hi);
+}
+
 static const prop_t *find_prop(const args_schema_t *s, const char *name)
 {
     for (size_t i = 0; i < s->n_props; i++)
@@ -212,10 +347,11 @@ static int compile_doc(args_schema_t *s, const char *what, char *err, size_t err
         json_object_foreach((json_t *)v, k2, v2)
         {
             if (strcmp(k2, "type") != 0 && strcmp(k2, "description") != 0 &&
-                strcmp(k2, "interpolation") != 0)
+                strcmp(k2, "interpolation") != 0 && range_slot(&p->range, k2) == NULL)
                 return tern_seterr(err, errlen, TERN_EINVAL,
                                    "%s: args_schema: properties.%s: unknown key \"%s\" "
-                                   "(expected type, description, interpolation)",
+                                   "(expected type, description, interpolation, minimum, "
+                                   "maximum, exclusiveMinimum, exclusiveMaximum)",
                                    what, key, k2);
         }
         const json_t *interp = json_object_get(v, "interpolation");
@@ -233,6 +369,9 @@ static int compile_doc(args_schema_t *s, const char *what, char *err, size_t err
             if (rc != 0)
                 return rc;
         }
+        int rc = compile_range(v, p, what, key, err, errlen);
+        if (rc != 0)
+            return rc;
     }
 
     const json_t *required = json_object_get(doc, "required");
@@ -331,8 +470,16 @@ int args_schema_check(const args_schema_t *s, const json_t *args, const char *pa
                                    key);
             continue;
         }
-        if (p->mask & json_type_bit(v))
+        if (p->mask & json_type_bit(v)) {
+            if (json_is_number(v) && !range_holds(&p->range, v)) {
+                char want[160], got[40];
+                describe_range(p, want, sizeof want);
+                number_text(v, got, sizeof got);
+                return tern_seterr(err, errlen, TERN_EINVAL, "%s.%s: expected %s, got %s", path,
+                                   key, want, got);
+            }
             continue;
+        }
         if ((flags & ARGS_SCHEMA_EXPANDED) && p->parts)
             continue; /* {"strings", "values"} objects: the task checks their shape */
         if (!(flags & ARGS_SCHEMA_EXPANDED) && json_is_string(v) &&

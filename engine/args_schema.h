@@ -8,6 +8,10 @@
  * "type" is one of string, integer, number (integers count as numbers), boolean,
  * object, array, null, any, or a non-empty array of them; a property without "type"
  * accepts anything. "additional" defaults to true (names not listed are accepted).
+ * "minimum", "maximum", "exclusiveMinimum" and "exclusiveMaximum" (JSON Schema's
+ * keywords, numbers) bound an integer or number argument; at most one lower and one
+ * upper bound, leaving room for a value, on a property whose type accepts numbers; an
+ * argument of another accepted type (a string, say) is not compared.
  * "description" is allowed at the top and in each property and is not interpreted.
  * "interpolation": "parts" in a property asks the runner to hand every string inside
  * that argument to the task as {"strings": [...], "values": [...]} rather than as
@@ -48,6 +52,7 @@ int args_schema_compile(const char *text, const char *what, args_schema_t **out,
 /* Checks `args` (borrowed; NULL counts as an empty object). `path` prefixes messages
  * ("chain[1].args"). Returns 0, or TERN_EINVAL with the first fault in err:
  *   chain[1].args.ms: expected integer, got string
+ *   chain[1].args.ms: expected an integer from 0 to 86400000, got -1
  *   chain[1].args: missing required "url"
  *   chain[1].args: unknown argument "urll"
  *   chain[1].args: expected object, got array

@@ -97,6 +97,7 @@ static const setting_t settings[] = {
     {"tls_key", "--tls-key", K_PATH_NULL, OFF(tls_key), 0, 0},
     {"max_body_bytes", "--max-body-bytes", K_U32, OFF(max_body_bytes), 1024, 256u * 1024 * 1024},
     {"event_heartbeat_ms", NULL, K_U32, OFF(event_heartbeat_ms), 10, 3600000},
+    {"list_max_bytes", NULL, K_U32, OFF(list_max_bytes), 1, 1024u * 1024 * 1024},
     {"postback_initial_ms", NULL, K_U32, OFF(postback_initial_ms), 1, 3600000},
     {"postback_max_ms", NULL, K_U32, OFF(postback_max_ms), 1, 24u * 3600000},
     {"postback_max_attempts", NULL, K_U32, OFF(postback_max_attempts), 1, 1000},
@@ -162,7 +163,7 @@ static const char usage_text[] =
     "[CIDR, ...] limits the addresses its HTTP requests reach), event_heartbeat_ms,\n"
     "postback_initial_ms, postback_max_ms, postback_max_attempts, postback_timeout_ms,\n"
     "postback_allow_networks ([CIDR, ...]: the addresses post-backs may reach; any\n"
-    "without it).\n";
+    "without it), list_max_bytes.\n";
 
 const char *config_usage(void)
 {
@@ -655,6 +656,7 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->max_params_bytes = 262144;
     c->max_body_bytes = 1024 * 1024;
     c->event_heartbeat_ms = 15000;
+    c->list_max_bytes = 4u * 1024 * 1024;
     c->postback_initial_ms = 1000;
     c->postback_max_ms = 300000;
     c->postback_max_attempts = 10;

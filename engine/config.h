@@ -30,6 +30,7 @@
  *   "tls_cert": null, "tls_key": null  --tls-cert FILE --tls-key FILE
  *   "max_body_bytes": 1048576    --max-body-bytes N
  *   "event_heartbeat_ms": 15000  (keep-alive of idle GET /jobs/:uuid/events streams)
+ *   "list_max_bytes": 4194304    (GET /jobs: a page ends once its jobs pass this size)
  *   "postback_initial_ms": 1000  (post-backs: delay after the first failed attempt,
  *   "postback_max_ms": 300000     doubling up to this,
  *   "postback_max_attempts": 10   attempts per URL before giving up,
@@ -93,6 +94,7 @@ typedef struct tern_config {
     char *tls_key;           /* or NULL */
     uint32_t max_body_bytes; /* API request bodies */
     uint32_t event_heartbeat_ms;
+    uint32_t list_max_bytes; /* GET /jobs: a page ends past this size */
     uint32_t postback_initial_ms;
     uint32_t postback_max_ms;
     uint32_t postback_max_attempts;

@@ -58,6 +58,11 @@ store_t *api_store(const api_req_t *r)
     return r->api->opts.store;
 }
 
+size_t api_list_max_bytes(const api_req_t *r)
+{
+    return r->api->opts.list_max_bytes;
+}
+
 job_ops_t *api_ops(const api_req_t *r)
 {
     return r->api->opts.ops;

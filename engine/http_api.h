@@ -36,6 +36,7 @@ typedef struct http_api_opts {
     const char *tls_key;
     size_t max_body_bytes;        /* default 1 MiB */
     uint32_t stream_heartbeat_ms; /* keep-alive of idle event streams; default 15000 */
+    size_t list_max_bytes;        /* GET /jobs: a page's size bound; 0: job_list's default */
 } http_api_opts_t;
 
 /* Starts listening; call before the loop runs (h2o cleans up a failed start by

@@ -48,6 +48,8 @@ typedef struct api_route {
 
 /* The store, job operations, plugins and Redis address the server was given. */
 store_t *api_store(const api_req_t *r);
+/* GET /jobs: the configured bound of a page's size (0: job_list's default). */
+size_t api_list_max_bytes(const api_req_t *r);
 job_ops_t *api_ops(const api_req_t *r);
 plugin_registry_t *api_plugins(const api_req_t *r);
 const redis_addr_t *api_redis_addr(const api_req_t *r);

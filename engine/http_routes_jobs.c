@@ -107,6 +107,7 @@ static void list_jobs(api_req_t *r)
         .marker = marker != NULL && marker[0] != '\0' ? marker : NULL,
         .offset = (size_t)offset,
         .filters = filters,
+        .max_bytes = api_list_max_bytes(r),
     };
     job_list(api_store(r), &req, on_job_list, r);
     free(execution);

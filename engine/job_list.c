@@ -74,6 +74,7 @@ void job_list(store_t *store, const job_list_req_t *req, job_ops_cb cb, void *da
     /* Without filters every examined job is listed or skipped by the offset, so the
      * budget must cover both; with filters it bounds the time Redis spends. */
     store_args_pushf(&a, "%zu", limit + req->offset + LIST_PAGE_BUDGET);
+    store_args_pushf(&a, "%zu", req->max_bytes != 0 ? req->max_bytes : JOB_LIST_MAX_BYTES_DEFAULT);
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)req->filters, key, value)

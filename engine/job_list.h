@@ -16,6 +16,10 @@
 
 #define JOB_LIST_LIMIT_DEFAULT 100
 #define JOB_LIST_LIMIT_MAX     1000
+/* The default bound of a page's size (the bytes of its jobs as stored, about their
+ * JSON): big enough for 1000 ordinary jobs, small enough that a page of jobs with big
+ * params is answered in tens of ms instead of holding Redis and the loop for seconds. */
+#define JOB_LIST_MAX_BYTES_DEFAULT (4u * 1024 * 1024)
 
 typedef struct job_list_req {
     const char *execution; /* one of job_executions, or NULL for every job */
@@ -24,9 +28,12 @@ typedef struct job_list_req {
     size_t offset;         /* matching jobs to skip first (node-workflow); at most
                               LIST_PAGE_OFFSET_MAX */
     const json_t *filters; /* object: params key -> string value, or NULL; borrowed */
+    size_t max_bytes;      /* a page ends once its jobs pass this size (always one job at
+                              least); 0 means JOB_LIST_MAX_BYTES_DEFAULT */
 } job_list_req_t;
 
-/* Reads one page. Result: {"jobs": [view, ...], "next_marker": string or null,
+/* Reads one page: at most `limit` jobs, fewer when they pass `max_bytes`. Result:
+ * {"jobs": [view, ...], "next_marker": string or null,
  * "total": how many jobs the listing has in all (every job, or that execution's), or
  * null when params filters apply (counting them would mean reading every job)}.
  * A next_marker means there may be more; a filtered page can hold fewer than `limit`

@@ -656,6 +656,7 @@ int main(int argc, char **argv)
             .tls_key = t.cfg.tls_key,
             .max_body_bytes = t.cfg.max_body_bytes,
             .stream_heartbeat_ms = t.cfg.event_heartbeat_ms,
+            .list_max_bytes = t.cfg.list_max_bytes,
         };
         if (http_api_start(&ao, &t.api, err, sizeof err) != 0) {
             log_msg(TERN_LOG_FATAL, "ternd", NULL, "%s", err);

@@ -146,6 +146,11 @@ struct runner {
     bool resync_busy;
     run_job_t *jobs;        /* in flight */
     str_map_t jobs_by_uuid; /* the same, by uuid (keys: each job's own uuid) */
+    /* Jobs of our list that another process under our runner id claimed after us (our
+     * commit was refused for a newer fence of the same id): never adopted again by this
+     * process, or the two would take the job from each other at every step. Keys and
+     * values are the same malloc'd uuid; pruned to what the list still holds. */
+    str_map_t ceded;
     size_t in_flight;
     size_t reserved;        /* slots promised to claims and direct starts in flight */
     size_t direct_pending;  /* creates in flight that may start a job here (direct start) */
@@ -328,6 +333,14 @@ static void job_leave(run_job_t *j)
     pump_all(r);
 }
 
+/* Frees the ceded set's uuids and table; the set is empty again. */
+static void ceded_free(runner_t *r)
+{
+    for (size_t i = 0; i < r->ceded.cap; i++)
+        free((char *)r->ceded.slots[i].key);
+    str_map_free(&r->ceded);
+}
+
 /* A job in flight by uuid. (A walk of the list cost each claimed or started job a
  * comparison per job in flight: 4 % of ternd's CPU per job in a-api, more with
  * thousands in flight.) */
@@ -411,7 +424,21 @@ static void on_commit_reply(void *data, int status, const redisReply *reply, con
         JLOG(j, TERN_LOG_WARN, "job no longer held by this runner (%s); dropping it",
              why && why->str ? why->str : "?");
         r->n_stale++;
-        r->resync = true; /* if the job is still ours under a newer fence, adopt it */
+        if (store_reply_is(store_reply_at(reply, 2), "same-id")) {
+            /* Only a claim by another process can give the job a newer fence under our
+             * id (this process never claims a job it runs): it was started under our
+             * id while we were stalled. It keeps the job. */
+            JLOG(j, TERN_LOG_ERROR,
+                 "another process runs under runner id %s and took this job over; not "
+                 "adopting it again",
+                 r->id);
+            if (str_map_get(&r->ceded, j->uuid) == NULL) {
+                char *uuid = xstrdup(j->uuid);
+                str_map_put(&r->ceded, uuid, uuid);
+            }
+        } else {
+            r->resync = true; /* if the job is still ours under a newer fence, adopt it */
+        }
         job_leave(j);
         return;
     }
@@ -1467,6 +1494,23 @@ void runner_direct_release(runner_t *r, bool lost)
 
 /* ---- adopting jobs left in our list ------------------------------------------- */
 
+/* Forgets the ceded jobs that are no longer in our list (`list`: its LRANGE). */
+static void ceded_prune(runner_t *r, const redisReply *list)
+{
+    if (r->ceded.n == 0)
+        return;
+    str_map_t keep;
+    str_map_init(&keep);
+    for (size_t i = 0; i < list->elements; i++) {
+        const redisReply *u = list->element[i];
+        char *uuid = u->type == REDIS_REPLY_STRING ? str_map_del(&r->ceded, u->str) : NULL;
+        if (uuid != NULL)
+            str_map_put(&keep, uuid, uuid);
+    }
+    ceded_free(r);
+    r->ceded = keep;
+}
+
 static void on_resync_list(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     (void)errmsg;
@@ -1484,9 +1528,11 @@ static void on_resync_list(void *data, int status, const redisReply *reply, cons
      * concurrency. The rest is adopted as slots free (claims wait for it). */
     size_t n = 0, slots = free_slots(r);
     bool left = false;
+    ceded_prune(r, reply);
     for (size_t i = 0; i < reply->elements; i++) {
         const redisReply *u = reply->element[i];
-        if (u->type == REDIS_REPLY_STRING && job_find(r, u->str) == NULL) {
+        if (u->type == REDIS_REPLY_STRING && job_find(r, u->str) == NULL &&
+            str_map_get(&r->ceded, u->str) == NULL) {
             if (n == slots) {
                 left = true;
                 break;
@@ -1738,6 +1784,7 @@ runner_t *runner_new(uv_loop_t *loop, store_t *store, const runner_opts_t *opts)
     r->loop = loop;
     r->store = store;
     str_map_init(&r->jobs_by_uuid);
+    str_map_init(&r->ceded);
     r->opts = *opts;
     r->id = xstrdup(opts->id);
     r->opts.id = r->id;
@@ -1813,6 +1860,7 @@ static void on_runner_handle_closed(uv_handle_t *h)
         free(e);
     }
     str_map_free(&r->jobs_by_uuid);
+    ceded_free(r);
     for (size_t i = 0; i < r->n_claimers; i++)
         free(r->claimers[i].queue);
     free(r->claimers);

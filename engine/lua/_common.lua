@@ -1024,7 +1024,11 @@ end
 -- `match(uuid)` returns a true value for an entry the listing wants; while the page is
 -- not full, `take(uuid, that value)` returns what to list for it, or nil for nothing.
 -- Returns the listed values and the next marker's time and uuid ('' on the last page).
-local function list_page(keys, limit, mtime, muuid, budget, match, take)
+-- `full` (may be nil) is told of each entry take returned, before it is listed; true
+-- (the page would pass its size with it) ends the page before that entry, with the
+-- marker on the entry listed last, so the next page starts with it. The first entry is
+-- always listed (a page bounded in bytes).
+local function list_page(keys, limit, mtime, muuid, budget, match, take, full)
     local mnum = tonumber(mtime)
     local out, examined = {}, 0
     -- The marker: the last entry examined, or, once a full page has seen one more
@@ -1054,6 +1058,13 @@ local function list_page(keys, limit, mtime, muuid, budget, match, take)
                 end
                 local v = take(uuid, m)
                 if v ~= nil then
+                    if full and full(v) and #out > 0 then
+                        -- v would take the page past its size: the next page starts
+                        -- with it.
+                        more = true
+                        last_time, last_uuid = page_time, page_uuid
+                        break
+                    end
                     out[#out + 1] = v
                 end
                 page_time, page_uuid = t, uuid

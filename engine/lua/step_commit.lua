@@ -14,7 +14,8 @@
 --   wait    <info JSON>             park in `waiting` until resumed
 --   requeue <delay ms> <info JSON>  run the same step again later, off the runner
 -- Returns 0 | 1 (committed; 1: a cancel was requested) | {'DUP'} (already committed: a
---       retried call) | {'STALE', why} (this runner no longer owns the job: drop it).
+--       retried call) | {'STALE', why, 'same-id' or false} (this runner no longer owns
+--       the job: drop it; 'same-id': a newer claim of the same runner id owns it).
 --       Committed is a number, not a table: a table per item cost Redis 1 % of its
 --       work for a 1-step job (Lua tables are looked at field by field when answered).
 local uuid, runner, fence = ARGV[3], ARGV[4], ARGV[5]
@@ -40,7 +41,10 @@ if cur.runner ~= runner or cur.fence ~= fence then
     if cur.fence == fence and cur.execution ~= 'running' then
         return {'DUP'} -- this very fence ended the job already (a retried finish/wait)
     end
-    return {'STALE', 'owned by ' .. tostring(cur.runner) .. ' fence ' .. tostring(cur.fence)}
+    -- A third element 'same-id' when a later claim under this very runner id holds the
+    -- job: another process runs under the id (a restart while this one was stalled).
+    return {'STALE', 'owned by ' .. tostring(cur.runner) .. ' fence ' .. tostring(cur.fence),
+            cur.runner == runner and 'same-id' or false}
 end
 if cursor_text(cur.phase, cur.idx) ~= phase .. ':' .. idx then
     return {'DUP'} -- the cursor already moved past this step under this fence

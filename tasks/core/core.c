@@ -40,6 +40,12 @@ static const tern_task_def noop_task = {
 
 /* ---- core.sleep ----------------------------------------------------------------------- */
 
+/* The longest sleep: one day (in ms). A sleep holds a runner slot all along and starts
+ * over when its runner dies, so a longer pause belongs in exec_after or a re-queue,
+ * which hold no slot; a day still covers waiting out a maintenance window. */
+#define SLEEP_MAX_MS      86400000
+#define SLEEP_MAX_MS_TEXT "86400000"
+
 static void on_sleep_over(tern_ctx *ctx, void *data)
 {
     json_int_t ms = (json_int_t)(uintptr_t)data;
@@ -50,9 +56,9 @@ static void sleep_start(tern_ctx *ctx, const json_t *args)
 {
     json_t *ms = json_object_get(args, "ms");
     if (!json_is_integer(ms) || json_integer_value(ms) < 0 ||
-        (uint64_t)json_integer_value(ms) > UINT32_MAX) {
-        tern_task_fail(ctx, "InvalidArgument", "core.sleep: \"ms\" must be an integer from 0 to %u",
-                       UINT32_MAX);
+        json_integer_value(ms) > SLEEP_MAX_MS) {
+        tern_task_fail(ctx, "InvalidArgument", "core.sleep: \"ms\" must be an integer from 0 to %d",
+                       SLEEP_MAX_MS);
         return;
     }
     json_int_t n = json_integer_value(ms);
@@ -65,8 +71,8 @@ static const tern_task_def sleep_task = {
     .size = sizeof(tern_task_def),
     .name = "sleep",
     .summary = "Waits for \"ms\" milliseconds, then succeeds.",
-    .args_schema = "{\"required\": [\"ms\"], \"properties\": {\"ms\": {\"type\": \"integer\"}},"
-                   " \"additional\": false}",
+    .args_schema = "{\"required\": [\"ms\"], \"properties\": {\"ms\": {\"type\": \"integer\","
+                   " \"minimum\": 0, \"maximum\": " SLEEP_MAX_MS_TEXT "}}, \"additional\": false}",
     .fatal_codes = fatal_codes,
     .start = sleep_start,
 };

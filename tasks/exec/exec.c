@@ -1001,9 +1001,11 @@ static const tern_task_def run_task = {
                    "  \"env\": {\"type\": \"object\"},"
                    "  \"inherit_env\": {\"type\": \"boolean\"},"
                    "  \"cwd\": {\"type\": \"string\"},"
-                   "  \"timeout_ms\": {\"type\": \"integer\"},"
+                   "  \"timeout_ms\": {\"type\": \"integer\", \"minimum\": 0,"
+                   "                 \"maximum\": 31536000000},"
                    "  \"stdin\": {\"type\": \"string\"},"
-                   "  \"tail_bytes\": {\"type\": \"integer\"},"
+                   "  \"tail_bytes\": {\"type\": \"integer\", \"minimum\": 0,"
+                   "                 \"maximum\": 1048576},"
                    "  \"shell\": {\"type\": \"boolean\"}},"
                    " \"additional\": false}",
     .fatal_codes = run_fatal,

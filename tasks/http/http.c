@@ -488,9 +488,10 @@ static const tern_task_def request_task = {
         "\"body_text\": {\"type\": \"string\", \"description\": \"sent as it is\"},"
         "\"expect\": {\"type\": \"array\", \"description\": \"statuses meaning success;"
         " default any 2xx\"},"
-        "\"timeout_ms\": {\"type\": \"integer\", \"description\": \"whole request; default"
-        " 30000\"},"
-        "\"max_response_bytes\": {\"type\": \"integer\", \"description\": \"default 8 MiB\"}}}",
+        "\"timeout_ms\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 31536000000,"
+        " \"description\": \"whole request; default 30000; at most a year, as a step\"},"
+        "\"max_response_bytes\": {\"type\": \"integer\", \"minimum\": 1,"
+        " \"description\": \"default 8 MiB\"}}}",
     .fatal_codes = fatal_codes,
     .start = request_start,
     .cancel = request_cancel,

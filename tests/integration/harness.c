@@ -232,19 +232,26 @@ char *itest_redis_str(const itest_redis_t *r, const char *fmt, ...)
 
 /* ---- ternd -------------------------------------------------------------------- */
 
+/* Copies into a new file renamed over `to`: a process of the same runner id may still
+ * run with the old file mapped (a restart while the old process is stopped), and
+ * rewriting that file in place would crash it with SIGBUS. */
 static void copy_file(const char *from, const char *to)
 {
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s.new", to);
     int in = open(from, O_RDONLY);
-    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0755);
     if (in < 0 || out < 0)
-        fail_msg("copy %s -> %s: %s", from, to, strerror(errno));
+        fail_msg("copy %s -> %s: %s", from, tmp, strerror(errno));
     char buf[65536];
     ssize_t n;
     while ((n = read(in, buf, sizeof buf)) > 0)
         if (write(out, buf, (size_t)n) != n)
-            fail_msg("copy %s: short write", to);
+            fail_msg("copy %s: short write", tmp);
     close(in);
     close(out);
+    if (rename(tmp, to) != 0)
+        fail_msg("rename %s -> %s: %s", tmp, to, strerror(errno));
 }
 
 static const char *env_path(const char *name)
@@ -803,6 +810,28 @@ int itest_side_count_exact(const char *file, const char *what, const char *key)
     while (fgets(line, sizeof line, f) != NULL)
         if (sscanf(line, "%31s %511s", w, k) == 2 && strcmp(w, what) == 0 && strcmp(k, key) == 0)
             n++;
+    fclose(f);
+    return n;
+}
+
+int itest_side_lines(const char *file, const char *what, const char *key, itest_side_line_t *out,
+                     int max)
+{
+    FILE *f = fopen(file, "r");
+    if (f == NULL)
+        return 0;
+    char line[1024], w[32], k[512], job[64];
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        itest_side_line_t l = {0};
+        if (sscanf(line, "%31s %511s %u %63s %lld %ld", w, k, &l.attempt, job, &l.time_ms,
+                   &l.pid) != 6 ||
+            strcmp(w, what) != 0 || strcmp(k, key) != 0)
+            continue;
+        if (n < max)
+            out[n] = l;
+        n++;
+    }
     fclose(f);
     return n;
 }

@@ -174,6 +174,16 @@ json_t *itest_events(itest_client_t *c, const char *uuid);
 int itest_side_count(const char *file, const char *what, const char *key_prefix);
 /* Lines of `what` whose key is exactly `key` ("<uuid>/0/1", not its fallback). */
 int itest_side_count_exact(const char *file, const char *what, const char *key);
+/* One line of the side channel: when (wall-clock ms) and in which process. */
+typedef struct itest_side_line {
+    long long time_ms;
+    long pid;
+    unsigned attempt;
+} itest_side_line_t;
+/* The lines of `what` whose key is exactly `key`, in order, at most `max` of them into
+ * `out`; returns how many there are (possibly more than max). */
+int itest_side_lines(const char *file, const char *what, const char *key, itest_side_line_t *out,
+                     int max);
 /* Waits until the side channel holds at least `n` lines of `what` with `key_prefix`
  * (NULL: any key), or fails the test after timeout_ms. The side channel is a file the
  * tasks write when they start, so this waits on the start itself. */

@@ -223,7 +223,8 @@ static void test_bad_schema_text(void **state)
                         "non-empty array of them, got an empty array");
     assert_string_equal(compile_err("{\"properties\": {\"a\": {\"typ\": \"string\"}}}"),
                         "task \"t.x\": args_schema: properties.a: unknown key \"typ\" (expected "
-                        "type, description, interpolation)");
+                        "type, description, interpolation, minimum, maximum, "
+                        "exclusiveMinimum, exclusiveMaximum)");
     assert_string_equal(compile_err("{\"properties\": {\"a\": {\"interpolation\": \"raw\"}}}"),
                         "task \"t.x\": args_schema: properties.a.interpolation: expected "
                         "\"text\" or \"parts\"");
@@ -235,6 +236,83 @@ static void test_bad_schema_text(void **state)
                         "properties, and additional arguments are refused");
     m = compile_err("{\"a\": 1, \"a\": 2}");
     assert_non_null(strstr(m, "duplicate object key"));
+}
+
+static const char *const range_text =
+    "{\"properties\": {\"ms\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 86400000},"
+    "                 \"ratio\": {\"type\": \"number\", \"exclusiveMinimum\": 0,"
+    "                           \"maximum\": 1.5},"
+    "                 \"n\": {\"type\": [\"integer\", \"string\"], \"minimum\": 1},"
+    "                 \"cap\": {\"type\": \"integer\", \"exclusiveMaximum\": 100},"
+    "                 \"big\": {\"type\": \"integer\", \"maximum\": 4611686018427387903}}}";
+
+static void test_range_bounds_numbers(void **state)
+{
+    (void)state;
+    args_schema_t *s = compile_ok(range_text);
+    assert_check_ok(s, "{\"ms\": 0, \"ratio\": 1.5, \"n\": 1, \"cap\": 99}", 0);
+    assert_check_ok(s, "{\"ms\": 86400000, \"ratio\": 0.001, \"n\": \"many\", \"cap\": -5}", 0);
+    assert_check_fails(s, "{\"ms\": -1}", 0,
+                       "chain[1].args.ms: expected an integer from 0 to 86400000, got -1");
+    assert_check_fails(s, "{\"ms\": 4611686018427387904}", 0,
+                       "chain[1].args.ms: expected an integer from 0 to 86400000, got "
+                       "4611686018427387904");
+    assert_check_fails(s, "{\"ratio\": 0}", 0,
+                       "chain[1].args.ratio: expected a number greater than 0 and at most 1.5, "
+                       "got 0");
+    assert_check_fails(s, "{\"ratio\": 1.75}", 0,
+                       "chain[1].args.ratio: expected a number greater than 0 and at most 1.5, "
+                       "got 1.75");
+    assert_check_fails(s, "{\"n\": 0}", 0,
+                       "chain[1].args.n: expected an integer of at least 1, got 0");
+    assert_check_fails(s, "{\"cap\": 100}", 0,
+                       "chain[1].args.cap: expected an integer less than 100, got 100");
+    /* Integers compare exactly, beyond a double's 53 bits. */
+    assert_check_ok(s, "{\"big\": 4611686018427387903}", 0);
+    assert_check_fails(s, "{\"big\": 4611686018427387904}", 0,
+                       "chain[1].args.big: expected an integer of at most 4611686018427387903, "
+                       "got 4611686018427387904");
+    /* A template is checked once expanded, and then its value is in range or refused. */
+    assert_check_ok(s, "{\"ms\": \"${params.ms}\"}", 0);
+    assert_check_fails(s, "{\"ms\": -1}", ARGS_SCHEMA_EXPANDED,
+                       "chain[1].args.ms: expected an integer from 0 to 86400000, got -1");
+    args_schema_free(s);
+}
+
+static void test_bad_range_refused(void **state)
+{
+    (void)state;
+    assert_string_equal(
+        compile_err("{\"properties\": {\"a\": {\"type\": \"integer\", \"minimum\": \"0\"}}}"),
+        "task \"t.x\": args_schema: properties.a.minimum: expected number, got string");
+    assert_string_equal(
+        compile_err("{\"properties\": {\"a\": {\"type\": \"integer\", \"maximum\": null}}}"),
+        "task \"t.x\": args_schema: properties.a.maximum: expected number, got null");
+    assert_string_equal(compile_err("{\"properties\": {\"a\": {\"type\": \"integer\","
+                                    " \"minimum\": 10, \"maximum\": 5}}}"),
+                        "task \"t.x\": args_schema: properties.a: minimum 10 leaves no value under "
+                        "maximum 5");
+    assert_string_equal(
+        compile_err("{\"properties\": {\"a\": {\"type\": \"number\","
+                    " \"exclusiveMinimum\": 1, \"maximum\": 1}}}"),
+        "task \"t.x\": args_schema: properties.a: exclusiveMinimum 1 leaves no value "
+        "under maximum 1");
+    assert_string_equal(compile_err("{\"properties\": {\"a\": {\"type\": \"integer\","
+                                    " \"minimum\": 1, \"exclusiveMinimum\": 0}}}"),
+                        "task \"t.x\": args_schema: properties.a: minimum and exclusiveMinimum "
+                        "together (give one)");
+    assert_string_equal(
+        compile_err("{\"properties\": {\"a\": {\"type\": \"string\", \"maximum\": 5}}}"),
+        "task \"t.x\": args_schema: properties.a: a range needs a type that accepts numbers");
+    assert_string_equal(
+        compile_err("{\"properties\": {\"a\": {\"type\": \"integer\", \"minimun\": 5}}}"),
+        "task \"t.x\": args_schema: properties.a: unknown key \"minimun\" (expected type, "
+        "description, interpolation, minimum, maximum, exclusiveMinimum, exclusiveMaximum)");
+    /* Equal inclusive bounds leave one value. */
+    args_schema_t *s = compile_ok(
+        "{\"properties\": {\"a\": {\"type\": \"integer\", \"minimum\": 3, \"maximum\": 3}}}");
+    assert_check_ok(s, "{\"a\": 3}", 0);
+    args_schema_free(s);
 }
 
 static void test_doc_get(void **state)
@@ -258,6 +336,8 @@ int main(void)
         cmocka_unit_test(test_additional_default_allows_unknown),
         cmocka_unit_test(test_templates_pass_until_expanded),
         cmocka_unit_test(test_bad_schema_text),
+        cmocka_unit_test(test_range_bounds_numbers),
+        cmocka_unit_test(test_bad_range_refused),
         cmocka_unit_test(test_doc_get),
         cmocka_unit_test(test_parts_property),
     };

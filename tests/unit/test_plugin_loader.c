@@ -163,6 +163,16 @@ static void test_refuses_bad_schema(void **state)
     assert_string_equal(got, want);
 }
 
+static void test_refuses_bad_range(void **state)
+{
+    ASSERT_REFUSED(*state, "bad_range.so", TERN_EINVAL,
+                   "task \"bad_range.run\": args_schema: properties.ms: minimum 10 leaves no value "
+                   "under maximum 5");
+    ASSERT_REFUSED(*state, "bad_range_type.so", TERN_EINVAL,
+                   "task \"bad_range_type.run\": args_schema: properties.ms.maximum: expected "
+                   "number, got string");
+}
+
 static void test_refuses_failing_init(void **state)
 {
     ASSERT_REFUSED(*state, "init_fails.so", TERN_EINVAL,
@@ -526,7 +536,7 @@ static void test_load_all_logs_each_refusal(void **state)
     log_init("test_plugin_loader", TERN_LOG_INFO, 2);
 
     /* Every plugin of the directory but `good`, `store_check` and `abi_1_0` is refused. */
-    assert_int_equal(refused, 15);
+    assert_int_equal(refused, 17);
     const plugin_t *p = NULL;
     assert_non_null(plugin_registry_find(reg, "good.echo", &p));
     assert_int_equal(*(const int *)p->state, 42);
@@ -562,14 +572,14 @@ static void test_load_all_logs_each_refusal(void **state)
     fclose(f);
     close(fd);
     unlink(logpath);
-    assert_int_equal(errors, 15);
+    assert_int_equal(errors, 17);
     assert_int_equal(infos, 3);
     assert_true(saw_magic);
 
     /* Loading the directory again refuses everything, the valid three because they are
      * loaded. */
     log_init("test_plugin_loader", TERN_LOG_FATAL, 2);
-    assert_int_equal(plugin_registry_load_all(reg, NULL), 18);
+    assert_int_equal(plugin_registry_load_all(reg, NULL), 20);
     log_init("test_plugin_loader", TERN_LOG_INFO, 2);
 }
 
@@ -588,6 +598,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_refuses_wrong_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_bad_tasks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_bad_schema, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_bad_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_failing_init, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allow_networks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_second_load, setup, teardown),

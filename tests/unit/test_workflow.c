@@ -17,10 +17,12 @@
 #include <string.h>
 
 #include "common.h"
+#include "plugin_loader.h"
 #include "template.h"
 #include "workflow.h"
 
 static const char *workflows_dir; /* argv[1] */
+static const char *plugins_dir;   /* argv[2]: the built plugins */
 
 /* ---- a fake task registry ------------------------------------------------------- */
 
@@ -1008,9 +1010,86 @@ static void test_shipped_noops(void **state)
     workflow_free(wf);
 }
 
+/* ---- the shipped plugins' argument ranges ------------------------------------------- */
+
+/* The core plugin's init does not call the host. */
+static const tern_host empty_host = {
+    .size = sizeof(tern_host),
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+};
+
+/* Parses a one-step workflow of `task` with `args` (JSON text) against the real
+ * plugins; returns the code and the message in err. */
+static int parse_with_plugins(plugin_registry_t *reg, const char *task, const char *args, char *err,
+                              size_t errlen)
+{
+    char *text = xasprintf("{\"name\": \"w\", \"chain\": [{\"name\": \"s\", \"task\": \"%s\","
+                           " \"args\": %s}]}",
+                           task, args);
+    workflow_t *wf = NULL;
+    err[0] = '\0';
+    int rc =
+        workflow_parse_text(text, strlen(text), plugin_registry_check_task, reg, &wf, err, errlen);
+    workflow_free(wf);
+    free(text);
+    return rc;
+}
+
+/* A literal out of its task's range is refused when the workflow is stored, with the
+ * argument's path; a template is left to the runner's check after expansion. */
+static void test_core_argument_ranges(void **state)
+{
+    (void)state;
+    assert_non_null(plugins_dir);
+    char err[512];
+    plugin_registry_t *reg = plugin_registry_new(plugins_dir, &empty_host, err, sizeof err);
+    if (reg == NULL)
+        fail_msg("%s", err);
+    const char *const plugins[] = {"core.so", "http.so", "exec.so"};
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(plugins); i++)
+        if (plugin_registry_load(reg, plugins[i], NULL, err, sizeof err) != 0)
+            fail_msg("%s", err);
+
+    assert_int_equal(parse_with_plugins(reg, "core.sleep", "{\"ms\": -1}", err, sizeof err),
+                     TERN_EINVAL);
+    assert_string_equal(err, "chain[0].args.ms: expected an integer from 0 to 86400000, got -1");
+    assert_int_equal(
+        parse_with_plugins(reg, "core.sleep", "{\"ms\": 4611686018427387904}", err, sizeof err),
+        TERN_EINVAL);
+    assert_string_equal(err, "chain[0].args.ms: expected an integer from 0 to 86400000, got "
+                             "4611686018427387904");
+    assert_int_equal(parse_with_plugins(reg, "core.sleep", "{\"ms\": 86400000}", err, sizeof err),
+                     0);
+    assert_int_equal(
+        parse_with_plugins(reg, "core.sleep", "{\"ms\": \"${params.ms}\"}", err, sizeof err), 0);
+    assert_int_equal(parse_with_plugins(reg, "http.request",
+                                        "{\"url\": \"http://x/\", \"timeout_ms\": 0}", err,
+                                        sizeof err),
+                     TERN_EINVAL);
+    assert_string_equal(err, "chain[0].args.timeout_ms: expected an integer from 1 to "
+                             "31536000000, got 0");
+    assert_int_equal(parse_with_plugins(reg, "exec.run",
+                                        "{\"argv\": [\"true\"], \"tail_bytes\": 1048577}", err,
+                                        sizeof err),
+                     TERN_EINVAL);
+    assert_string_equal(err, "chain[0].args.tail_bytes: expected an integer from 0 to 1048576, got "
+                             "1048577");
+
+    /* After expansion the runner refuses what the template became. */
+    json_t *args = json_pack("{s:i}", "ms", -1);
+    assert_int_equal(
+        plugin_registry_check_expanded(reg, "core.sleep", args, "chain[0]", err, sizeof err),
+        TERN_EINVAL);
+    assert_string_equal(err, "chain[0].args.ms: expected an integer from 0 to 86400000, got -1");
+    json_decref(args);
+    plugin_registry_free(reg);
+}
+
 int main(int argc, char **argv)
 {
     workflows_dir = argc > 1 ? argv[1] : NULL;
+    plugins_dir = argc > 2 ? argv[2] : NULL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimal_defaults),
         cmocka_unit_test(test_step_get_and_phase_names),
@@ -1040,6 +1119,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_shipped_hello),
         cmocka_unit_test(test_shipped_retry_demo),
         cmocka_unit_test(test_shipped_noops),
+        cmocka_unit_test(test_core_argument_ranges),
     };
     int failures = cmocka_run_group_tests_name("workflow", tests, NULL, NULL);
     return failures == 0 ? 0 : 1;

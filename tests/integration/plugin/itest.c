@@ -1,6 +1,7 @@
 /*
  * itest.c -- a plugin for the integration tests. Every task appends a line to a side
- * channel file given in its arguments when it starts ("start <key> <attempt>") and, for
+ * channel file given in its arguments when it starts ("start <key> <attempt> <job>
+ * <wall-clock ms> <pid>") and, for
  * some, when something else happens ("cancel <key>"), so a test can count how many
  * times each step really ran, on any runner, across crashes. Lines are written with one
  * write(2) on an O_APPEND descriptor, so concurrent runners never interleave them.
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tern/task.h>
@@ -34,9 +36,14 @@ static void record(const json_t *args, const char *what, tern_ctx *ctx)
     const char *file = json_string_value(json_object_get(args, "file"));
     if (file == NULL)
         return;
+    /* The wall-clock time (ms) and the process, so a test can tell when and where a
+     * step started. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     char line[512];
-    int n = snprintf(line, sizeof line, "%s %s %u %s\n", what, tern_idempotency_key(ctx),
-                     tern_step_attempt(ctx), tern_job_uuid(ctx));
+    int n = snprintf(line, sizeof line, "%s %s %u %s %lld %ld\n", what, tern_idempotency_key(ctx),
+                     tern_step_attempt(ctx), tern_job_uuid(ctx), ms, (long)getpid());
     int fd = open(file, O_WRONLY | O_APPEND | O_CREAT, 0600);
     if (fd < 0)
         return;
