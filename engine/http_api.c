@@ -172,8 +172,12 @@ void api_add_header(api_req_t *r, const char *name, const char *value)
         return;
     h2o_req_t *req = r->req;
     size_t nl = strlen(name), vl = strlen(value);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, h2o_strdup(&req->pool, name, nl).base, nl,
-                          0, NULL, h2o_strdup(&req->pool, value, vl).base, vl);
+    /* Lowercase: HTTP/2 refuses a response with an uppercase header name (curl resets
+     * the stream with PROTOCOL_ERROR), and HTTP/1.1 does not mind. */
+    char *lname = h2o_strdup(&req->pool, name, nl).base;
+    h2o_strtolower(lname, nl);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, lname, nl, 0, NULL,
+                          h2o_strdup(&req->pool, value, vl).base, vl);
 }
 
 static const char *reason_phrase(int status)
