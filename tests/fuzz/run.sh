@@ -4,7 +4,7 @@
 #
 #   tests/fuzz/run.sh [-t SECONDS] [TARGET ...]     (default: 60 s each, every target)
 #
-# Targets: workflow, template, job_request, http_route. Builds go to build-fuzz/ (the
+# Targets: workflow, template, job_request, http_route, http_guard. Builds go to build-fuzz/ (the
 # binaries, a working corpus per target that grows across runs, and crash artifacts);
 # the seed corpus in tests/fuzz/corpus/<target>/ is only read. Exits non-zero when a
 # target crashed, leaked or tripped a sanitizer. Needs clang with its libFuzzer
@@ -24,7 +24,7 @@ shift $((OPTIND - 1))
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${FUZZ_OUT:-$top/build-fuzz}
 cc=${CC_FUZZ:-clang}
-targets=${*:-workflow template job_request http_route}
+targets=${*:-workflow template job_request http_route http_guard}
 mkdir -p "$out"
 
 # The engine sources each target compiles directly.
@@ -34,6 +34,7 @@ sources() {
     template) echo template.c common.c ;;
     job_request) echo job_request.c iso8601.c common.c ;;
     http_route) echo http_route.c common.c ;;
+    http_guard) echo http_guard.c common.c ;;
     *) echo "unknown target $1" >&2; return 1 ;;
     esac
 }
