@@ -597,6 +597,7 @@ void http_api_shutdown(http_api_t *api)
     event_hub_free(api->hub);
     api->hub = NULL;
     h2o_context_request_shutdown(&api->ctx);
+    http_conns_close_idle(api->conns);
 }
 
 void http_api_dispose(http_api_t *api)

@@ -115,6 +115,8 @@ static void on_refused_closed(uv_handle_t *h)
     free(h);
 }
 
+static void on_sock_disposed(void *data);
+
 typedef struct req_mark {
     conn_t *conn;
 } req_mark_t;
@@ -137,7 +139,7 @@ void http_conns_request_begin(http_conns_t *c, h2o_req_t *req)
     h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL
                              ? req->conn->callbacks->get_socket(req->conn)
                              : NULL;
-    if (sock == NULL || sock->on_close.data == NULL)
+    if (sock == NULL || sock->on_close.cb != on_sock_disposed)
         return;
     conn_t *k = sock->on_close.data;
     req_mark_t *m = h2o_mem_alloc_shared(&req->pool, sizeof *m, on_request_disposed);
@@ -351,6 +353,13 @@ size_t http_conns_cap(const http_conns_t *c)
 size_t http_conns_count(const http_conns_t *c)
 {
     return c->count;
+}
+
+void http_conns_close_idle(http_conns_t *c)
+{
+    for (conn_t *k = c->head; k != NULL; k = k->next)
+        if (k->sock != NULL && !k->shut && k->active == 0)
+            shut(k, "shutting down");
 }
 
 void http_conns_free(http_conns_t *c)

@@ -66,6 +66,10 @@ void http_conns_request_begin(http_conns_t *c, h2o_req_t *req);
 /* Connections open now. */
 size_t http_conns_count(const http_conns_t *c);
 
+/* Closes every connection that has no request in progress (for a prompt shutdown:
+ * h2o 2.2 leaves idle HTTP/1 connections open until their timer fires). */
+void http_conns_close_idle(http_conns_t *c);
+
 /* Stops the tick and stops accepting; connections still open close through h2o and
  * free their records themselves. The table is freed once the last one is gone. */
 void http_conns_free(http_conns_t *c);
