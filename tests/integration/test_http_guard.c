@@ -329,6 +329,16 @@ static void test_scopes(void **state)
     assert_int_equal(itest_ternd_signal(&t, SIGTERM, 10000), 0);
 }
 
+/* A sanitizer build reports into the output of the ternds this file runs itself. */
+static void expect_no_sanitizer_report(const char *out)
+{
+    static const char *const marks[] = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                                        "runtime error:"};
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(marks); i++)
+        if (strstr(out, marks[i]) != NULL)
+            fail_msg("sanitizer report: %s", out);
+}
+
 /* Runs ternd with `flags` expecting it to refuse to start; returns its output. */
 static char *run_refused(const char *flags)
 {
@@ -344,6 +354,7 @@ static char *run_refused(const char *flags)
     int st = pclose(p);
     if (st == 0)
         fail_msg("ternd started with %s: %s", flags, out);
+    expect_no_sanitizer_report(out);
     return out;
 }
 
@@ -480,6 +491,14 @@ static void test_env_token_not_in_embedded_redis(void **state)
     kill(pid, SIGTERM);
     for (int i = 0; i < 200 && kill(pid, 0) == 0; i++)
         itest_pause_ms(50);
+    FILE *lf = fopen(log, "r");
+    assert_non_null(lf);
+    char *text = xcalloc(1, 1 << 20);
+    size_t tn = fread(text, 1, (1 << 20) - 1, lf);
+    text[tn] = '\0';
+    fclose(lf);
+    expect_no_sanitizer_report(text);
+    free(text);
     if (strstr(env, ENV_TOKEN) != NULL)
         fail_msg("the embedded redis-server inherited the token");
     assert_non_null(strstr(env, "PATH="));
