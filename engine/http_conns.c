@@ -231,11 +231,14 @@ static bool head_complete(const char *buf, size_t len)
     return false;
 }
 
-static void shut(conn_t *k, const char *why)
+/* Shuts the connection's socket down; h2o then sees the end of the stream. Timeouts of
+ * requests and idle connections are routine (debug); a stalled write is logged at
+ * `level` info, since it ends an answer half sent. */
+static void shut(conn_t *k, int level, const char *why)
 {
     uv_os_fd_t fd;
     k->shut = true;
-    log_msg(TERN_LOG_DEBUG, "api", NULL, "closing a connection: %s", why);
+    log_msg(level, "api", NULL, "closing a connection: %s", why);
     if (uv_fileno((uv_handle_t *)&k->tcp, &fd) == 0 && shutdown(fd, SHUT_RDWR) != 0)
         log_msg(TERN_LOG_DEBUG, "api", NULL, "shutdown of a connection failed: %s",
                 strerror(errno));
@@ -248,7 +251,7 @@ static void check(conn_t *k, uint64_t now)
     if (k->active > 0) {
         if (h2o_socket_is_writing(sock) && sock->bytes_written == k->last_written) {
             if (now - k->write_since_ms >= o->io_timeout_ms)
-                shut(k, "a write made no progress (the client stopped reading)");
+                shut(k, TERN_LOG_INFO, "a write made no progress (the client stopped reading)");
         } else {
             k->write_since_ms = now;
         }
@@ -261,7 +264,8 @@ static void check(conn_t *k, uint64_t now)
     if (in == 0) {
         uint64_t limit = k->served ? o->idle_timeout_ms : o->header_timeout_ms;
         if (now - k->wait_since_ms >= limit)
-            shut(k, k->served ? "idle keep-alive connection" : "no request after connecting");
+            shut(k, TERN_LOG_DEBUG,
+                 k->served ? "idle keep-alive connection" : "no request after connecting");
         return;
     }
     if (k->first_byte_ms == 0)
@@ -269,7 +273,8 @@ static void check(conn_t *k, uint64_t now)
     bool body = head_complete(sock->input->bytes, in);
     uint64_t limit = (uint64_t)o->header_timeout_ms + (body ? o->body_timeout_ms : 0);
     if (now - k->first_byte_ms >= limit)
-        shut(k, body ? "the request body came too slowly" : "the request head came too slowly");
+        shut(k, TERN_LOG_DEBUG,
+             body ? "the request body came too slowly" : "the request head came too slowly");
 }
 
 static void on_tick(uv_timer_t *t)
@@ -359,7 +364,7 @@ void http_conns_close_idle(http_conns_t *c)
 {
     for (conn_t *k = c->head; k != NULL; k = k->next)
         if (k->sock != NULL && !k->shut && k->active == 0)
-            shut(k, "shutting down");
+            shut(k, TERN_LOG_DEBUG, "shutting down");
 }
 
 void http_conns_free(http_conns_t *c)

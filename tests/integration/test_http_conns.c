@@ -2,8 +2,9 @@
  * test_http_conns.c -- the API's connections are bounded, over raw sockets to a real
  * ternd with small limits: connections over the cap are closed at once while a job
  * with an exec step still runs, a half-sent header, a kept-alive idle connection and a
- * slowly sent body are each closed within their timeout, and an event stream that
- * lasts longer than every timeout is not cut.
+ * slowly sent body are each closed within their timeout, a client that stops reading
+ * an answer is cut off, and an event stream that lasts longer than every timeout is
+ * not cut.
  *
  * Every wait is for the close itself (a read returning 0 or an error), bounded.
  */
@@ -242,6 +243,67 @@ static void test_cap_refuses_and_runner_runs(void **state)
     assert_int_equal(itest_job_cancel(&W.client, holder, msg, sizeof msg), 0);
 }
 
+/* A client that stops reading an answer is cut off after io_timeout_ms without
+ * progress: the answer (a job's info, about 9 MB) stays half sent. */
+static void test_stalled_reader_cut_off(void **state)
+{
+    (void)state;
+    itest_workflow_put_ok(&W.client, "{\"name\": \"conns-info\", \"chain\": [{\"name\": \"n\","
+                                     " \"task\": \"core.noop\"}]}");
+    char uuid[40];
+    itest_job_create_ok(&W.client, "conns-info", NULL, uuid);
+    enum { ENTRIES = 150, ENTRY_BYTES = 60000 }; /* 9 MB: more than the socket buffers hold */
+    char *entry = xmalloc(ENTRY_BYTES + 64);
+    int n = snprintf(entry, 64, "{\"message\": \"");
+    memset(entry + n, 'x', ENTRY_BYTES);
+    snprintf(entry + n + ENTRY_BYTES, 8, "\"}");
+    http_sync_t h;
+    http_sync_open(&h, W.base);
+    char path[120];
+    snprintf(path, sizeof path, "/jobs/%s/info", uuid);
+    for (int i = 0; i < ENTRIES; i++) {
+        http_sync_resp_t r;
+        if (http_sync_do(&h, "POST", path, entry, strlen(entry), NULL, &r) != 0 || r.status != 200)
+            fail_msg("POST %s: %ld %s", path, r.status, r.error);
+        http_sync_resp_dispose(&r);
+    }
+    http_sync_close(&h);
+    free(entry);
+
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)W.ternd.api_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char req[200];
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+    send_text(fd, req);
+    /* The event: ternd logs the cut (the client cannot see it without reading). */
+    bool cut = false;
+    for (int i = 0; i < 200 && !cut; i++) {
+        cut = itest_ternd_log_has(&W.ternd, "a write made no progress");
+        if (!cut)
+            itest_pause_ms(50);
+    }
+    if (!cut)
+        fail_msg("a client that stopped reading was not cut off within 10 s");
+    /* What it can still read ends early: the answer was not completed. */
+    size_t total = 0;
+    char buf[65536];
+    for (int i = 0; i < 100000; i++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 5000) <= 0)
+            fail_msg("the cut connection did not end");
+        ssize_t got = recv(fd, buf, sizeof buf, 0);
+        if (got <= 0)
+            break;
+        total += (size_t)got;
+    }
+    close(fd);
+    assert_true(total < (size_t)ENTRIES * ENTRY_BYTES);
+}
+
 /* An event stream outlives the header, body and idle timeouts: it is a request in
  * progress, kept alive by heartbeats, not an idle connection. */
 static void test_event_stream_not_cut(void **state)
@@ -296,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_idle_keep_alive_closed),
         cmocka_unit_test(test_slow_body_cut_off),
         cmocka_unit_test(test_cap_refuses_and_runner_runs),
+        cmocka_unit_test(test_stalled_reader_cut_off),
         cmocka_unit_test(test_event_stream_not_cut),
     };
     /* TERN_TEST_FILTER=test_name runs one test (for a check by hand). */
