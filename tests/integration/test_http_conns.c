@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -243,6 +245,68 @@ static void test_cap_refuses_and_runner_runs(void **state)
     assert_int_equal(itest_job_cancel(&W.client, holder, msg, sizeof msg), 0);
 }
 
+/* With few descriptors, accepting stops at RLIMIT_NOFILE less fd_reserve: a ternd
+ * limited to 256 descriptors with 200 in reserve keeps at most 56 connections, closes
+ * the rest at once, and its runner still starts an exec step's child. */
+static void test_fd_reserve_caps_connections(void **state)
+{
+    (void)state;
+    char wrapper[400], config[400];
+    snprintf(wrapper, sizeof wrapper, "%s/ternd-lowfd.sh", W.dir.path);
+    snprintf(config, sizeof config, "%s/lowfd.json", W.dir.path);
+    FILE *f = fopen(wrapper, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\nulimit -n 256 || exit 1\nexec %s \"$@\"\n", getenv("TERN_BIN"));
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(wrapper, 0700), 0);
+    f = fopen(config, "w");
+    assert_non_null(f);
+    fputs("{\"fd_reserve\": 200, \"queues\": [\"lowfd\"]}", f);
+    assert_int_equal(fclose(f), 0);
+    char *real = xstrdup(getenv("TERN_BIN"));
+    setenv("TERN_BIN", wrapper, 1);
+    itest_ternd_t t;
+    const char *const extra[] = {"--config", config, NULL};
+    itest_ternd_start(&t, &W.redis, &W.dir, "lowfd", extra);
+    setenv("TERN_BIN", real, 1);
+    free(real);
+
+    enum { OPENED = 80, CAP = 56 };
+    int fds[OPENED];
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)t.api_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < OPENED; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        assert_int_equal(connect(fds[i], (struct sockaddr *)&a, sizeof a), 0);
+    }
+    /* Those over the cap end at once (all within one 3 s deadline, far below the 10 s
+     * header timeout); the others stay. */
+    int closed = 0;
+    uint64_t deadline = tern_mono_ms() + 3000;
+    for (int i = CAP; i < OPENED; i++) {
+        uint64_t now = tern_mono_ms();
+        if (wait_closed(fds[i], now < deadline ? (unsigned)(deadline - now) : 1, NULL, 0) >= 0)
+            closed++;
+    }
+    for (int i = 0; i < CAP; i++)
+        if (wait_closed(fds[i], 1, NULL, 0) >= 0)
+            fail_msg("connection %d of %d, under the cap, was closed", i + 1, CAP);
+    if (closed != OPENED - CAP)
+        fail_msg("%d of the %d connections over the cap were closed at once", closed, OPENED - CAP);
+
+    itest_workflow_put_ok(&W.client, "{\"name\": \"lowfd-exec\", \"queue\": \"lowfd\", "
+                                     "\"chain\": [{\"name\": \"e\", \"task\": \"exec.run\","
+                                     " \"args\": {\"argv\": [\"echo\", \"spare fds\"]}}]}");
+    char uuid[40];
+    itest_job_create_ok(&W.client, "lowfd-exec", NULL, uuid);
+    json_t *job = itest_wait_finished_ok(&W.client, uuid, 20000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    json_decref(job);
+    for (int i = 0; i < OPENED; i++)
+        close(fds[i]);
+    assert_int_equal(itest_ternd_signal(&t, SIGTERM, 10000), 0);
+}
+
 /* A client that stops reading an answer is cut off after io_timeout_ms without
  * progress: the answer (a job's info, about 9 MB) stays half sent. */
 static void test_stalled_reader_cut_off(void **state)
@@ -358,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_idle_keep_alive_closed),
         cmocka_unit_test(test_slow_body_cut_off),
         cmocka_unit_test(test_cap_refuses_and_runner_runs),
+        cmocka_unit_test(test_fd_reserve_caps_connections),
         cmocka_unit_test(test_stalled_reader_cut_off),
         cmocka_unit_test(test_event_stream_not_cut),
     };
