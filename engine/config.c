@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "http_guard.h"
 #include "log.h"
 #include "net_allow.h"
 #include "redis_addr.h"
@@ -56,6 +57,8 @@ enum kind {
     K_LOG_LEVEL, /* a level name or bunyan number */
     K_PLUGINS,   /* object of objects: file only */
     K_NETWORKS,  /* an array of CIDR blocks, or null: file only */
+    K_HOSTS,     /* a,b in a flag; ["a","b"] in the file: names accepted as Host */
+    K_ORIGINS,   /* the same: origins accepted as Origin */
 };
 
 typedef struct setting {
@@ -107,6 +110,14 @@ static const setting_t settings[] = {
     {"retention_ms", NULL, K_U32, OFF(retention_ms), 0, UINT32_MAX},
     {"success_events_s", "--success-events-s", K_U32, OFF(success_events_s), 0, 3650u * 86400},
     {"direct_start", "--direct-start", K_U32, OFF(direct_start), 0, 1},
+    {"allowed_hosts", "--allowed-hosts", K_HOSTS, OFF(allowed_hosts), 0, 0},
+    {"allowed_origins", "--allowed-origins", K_ORIGINS, OFF(allowed_origins), 0, 0},
+    {"max_connections", "--max-connections", K_U32, OFF(max_connections), 1, 1000000},
+    {"fd_reserve", NULL, K_U32, OFF(fd_reserve), 16, 1000000},
+    {"header_timeout_ms", NULL, K_U32, OFF(header_timeout_ms), 10, 3600000},
+    {"body_timeout_ms", NULL, K_U32, OFF(body_timeout_ms), 10, 3600000},
+    {"idle_timeout_ms", NULL, K_U32, OFF(idle_timeout_ms), 10, 3600000},
+    {"io_timeout_ms", NULL, K_U32, OFF(io_timeout_ms), 10, 3600000},
 };
 
 static const char usage_text[] =
@@ -119,7 +130,8 @@ static const char usage_text[] =
     "             [--tls-cert FILE --tls-key FILE] [--max-body-bytes N]\n"
     "             [--retention-days N] [--success-events-s N] [--direct-start 0|1]\n"
     "             [--redis-health-timeout-ms N] [--redis-command-timeout-ms N]\n"
-    "             [--help] [--version]\n"
+    "             [--allowed-hosts NAME,...] [--allowed-origins ORIGIN,...]\n"
+    "             [--max-connections N] [--help] [--version]\n"
     "\n"
     "  --config FILE          JSON file with the settings below (flags win over it)\n"
     "  --role ROLE            api, runner or both (default both)\n"
@@ -143,8 +155,14 @@ static const char usage_text[] =
     "  --redis-command-timeout-ms N\n"
     "                         calls unanswered after N ms get 503 and the connection\n"
     "                         is made again (5000)\n"
-    "  --api-token-file FILE  require \"Authorization: Bearer <token>\" with the token in\n"
-    "                         FILE (or in $TERN_API_TOKEN); never logged\n"
+    "  --api-token-file FILE  require \"Authorization: Bearer <token>\": FILE holds one\n"
+    "                         token a line, \"submit TOKEN\" (jobs; reading workflows\n"
+    "                         and tasks) or \"operator TOKEN\" (everything); a bare TOKEN\n"
+    "                         is operator. Else $TERN_API_TOKEN (operator). Never logged\n"
+    "  --allowed-hosts A,B    names accepted in Host besides IP addresses and localhost\n"
+    "  --allowed-origins O,P  web page origins (http://host:port) allowed to call the API\n"
+    "  --max-connections N    API connections open at once (16384; fewer when\n"
+    "                         RLIMIT_NOFILE less fd_reserve is lower)\n"
     "  --tls-cert FILE        serve the API over TLS with this PEM certificate chain\n"
     "  --tls-key FILE         and this PEM private key\n"
     "  --max-body-bytes N     largest request body the API accepts (1048576)\n"
@@ -163,7 +181,9 @@ static const char usage_text[] =
     "[CIDR, ...] limits the addresses its HTTP requests reach), event_heartbeat_ms,\n"
     "postback_initial_ms, postback_max_ms, postback_max_attempts, postback_timeout_ms,\n"
     "postback_allow_networks ([CIDR, ...]: the addresses post-backs may reach; any\n"
-    "without it), list_max_bytes.\n";
+    "without it), list_max_bytes, fd_reserve (256 + 3 per runner slot),\n"
+    "header_timeout_ms (10000), body_timeout_ms (30000), idle_timeout_ms (60000),\n"
+    "io_timeout_ms (30000).\n";
 
 const char *config_usage(void)
 {
@@ -302,6 +322,35 @@ static int add_queue(tern_config_t *c, const char *where, const char *q, size_t 
 
 /* ---- one setting from a string (a flag, or a string in the file) ------------------ */
 
+/* Frees a NULL-terminated list of strings. */
+static void strlist_free(char **list)
+{
+    for (size_t i = 0; list != NULL && list[i] != NULL; i++)
+        free(list[i]);
+    free(list);
+}
+
+/* Checks one allowed host or origin (as http_guard will take it) and appends it. */
+static int add_name(char ***list, enum kind kind, const char *where, const char *name, char *err,
+                    size_t errlen)
+{
+    http_guard_t probe;
+    http_guard_init(&probe);
+    char why[512];
+    int rc = kind == K_HOSTS ? http_guard_allow_host(&probe, name, why, sizeof why)
+                             : http_guard_allow_origin(&probe, name, why, sizeof why);
+    http_guard_dispose(&probe);
+    if (rc != 0)
+        return tern_seterr(err, errlen, TERN_EINVAL, "%s: %s", where, why);
+    size_t n = 0;
+    while (*list != NULL && (*list)[n] != NULL)
+        n++;
+    *list = xrealloc(*list, (n + 2) * sizeof **list);
+    (*list)[n] = xstrdup(name);
+    (*list)[n + 1] = NULL;
+    return 0;
+}
+
 /* Checks and stores string value `v` of setting `s`. `where` prefixes messages. */
 static int set_from_string(tern_config_t *c, const setting_t *s, const char *v, const char *where,
                            char *err, size_t errlen)
@@ -422,6 +471,26 @@ static int set_from_string(tern_config_t *c, const setting_t *s, const char *v, 
         return 0;
     }
 
+    case K_HOSTS:
+    case K_ORIGINS: {
+        char ***list = field(c, s);
+        strlist_free(*list);
+        *list = NULL;
+        const char *p = v;
+        for (;;) {
+            size_t n = strcspn(p, ",");
+            char *one = xstrndup(p, n);
+            int rc = add_name(list, s->kind, where, one, err, errlen);
+            free(one);
+            if (rc != 0)
+                return rc;
+            if (p[n] == '\0')
+                break;
+            p += n + 1;
+        }
+        return 0;
+    }
+
     case K_PLUGINS:
     case K_NETWORKS:
         break;
@@ -484,6 +553,28 @@ static int set_from_json(tern_config_t *c, const setting_t *s, json_t *v, const 
             if (!json_is_string(q))
                 return wrong_type(qwhere, "a string", q, err, errlen);
             int rc = add_queue(c, qwhere, json_string_value(q), json_string_length(q), err, errlen);
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    }
+
+    case K_HOSTS:
+    case K_ORIGINS: {
+        if (!json_is_array(v))
+            return wrong_type(where, "an array of strings", v, err, errlen);
+        char ***list = field(c, s);
+        strlist_free(*list);
+        *list = NULL;
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e)
+        {
+            char ewhere[WHERE_MAX + 24];
+            snprintf(ewhere, sizeof ewhere, "%s[%zu]", where, i);
+            if (!json_is_string(e))
+                return wrong_type(ewhere, "a string", e, err, errlen);
+            int rc = add_name(list, s->kind, ewhere, json_string_value(e), err, errlen);
             if (rc != 0)
                 return rc;
         }
@@ -665,6 +756,12 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->retention_ms = 0;
     c->success_events_s = 60;
     c->direct_start = 1;
+    c->max_connections = 16384;
+    c->fd_reserve = 0;
+    c->header_timeout_ms = 10000;
+    c->body_timeout_ms = 30000;
+    c->idle_timeout_ms = 60000;
+    c->io_timeout_ms = 30000;
     c->plugins = json_object();
     c->config_file = NULL;
 }
@@ -803,5 +900,7 @@ void config_dispose(tern_config_t *c)
     free(c->tls_cert);
     free(c->tls_key);
     net_allow_free(c->postback_allow_networks);
+    strlist_free(c->allowed_hosts);
+    strlist_free(c->allowed_origins);
     memset(c, 0, sizeof *c);
 }

@@ -44,6 +44,16 @@
  *                                event stream N s after it ends: its record tells the
  *                                rest; failed and canceled jobs keep theirs as long as
  *                                the job; 0 keeps every stream as long as its job)
+ *   "allowed_hosts": []          --allowed-hosts A,B  (names accepted as Host besides IP
+ *                                literals and localhost)
+ *   "allowed_origins": []        --allowed-origins O,P  (web origins allowed to call)
+ *   "max_connections": 16384     --max-connections N  (API connections open at once)
+ *   "fd_reserve": 0              (descriptors kept from API connections; 0: 256 + 3 per
+ *                                runner slot)
+ *   "header_timeout_ms": 10000   (a request head must arrive within)
+ *   "body_timeout_ms": 30000     (then its body within)
+ *   "idle_timeout_ms": 60000     (a kept-alive connection without a request)
+ *   "io_timeout_ms": 30000       (a write to a client making no progress)
  *   "direct_start": 1            --direct-start 0|1  (with both roles, a job created
  *                                through this ternd starts at once on its runner when it
  *                                has a free slot and the job's queue is empty: README
@@ -104,7 +114,15 @@ typedef struct tern_config {
     uint32_t retention_ms;                /* for tests: when > 0, overrides retention_days */
     uint32_t success_events_s;            /* 0: a succeeded job's events live as long as the job */
     uint32_t direct_start;                /* 1: creates may start jobs on this ternd's runner */
-    char *config_file;                    /* or NULL */
+    char **allowed_hosts;                 /* NULL-terminated, or NULL */
+    char **allowed_origins;               /* NULL-terminated, or NULL */
+    uint32_t max_connections;
+    uint32_t fd_reserve; /* 0: 256 + 3 per runner slot */
+    uint32_t header_timeout_ms;
+    uint32_t body_timeout_ms;
+    uint32_t idle_timeout_ms;
+    uint32_t io_timeout_ms;
+    char *config_file; /* or NULL */
 } tern_config_t;
 
 /* Fills *c with defaults, then the file named by --config (if any), then the flags.

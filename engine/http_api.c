@@ -21,6 +21,8 @@
 
 #include "common.h"
 #include "event_hub.h"
+#include "http_conns.h"
+#include "http_guard.h"
 #include "http_request.h"
 #include "http_route.h"
 #include "log.h"
@@ -35,7 +37,9 @@ typedef struct api_handler {
 
 struct http_api {
     http_api_opts_t opts;
-    char *token;
+    const http_guard_t *guard; /* borrowed from opts */
+    http_guard_t open_guard;   /* no token, no names: when opts.guard is NULL */
+    http_conns_t *conns;
     h2o_globalconf_t config;
     h2o_context_t ctx;
     h2o_accept_ctx_t accept_ctx;
@@ -173,8 +177,12 @@ void api_add_header(api_req_t *r, const char *name, const char *value)
         return;
     h2o_req_t *req = r->req;
     size_t nl = strlen(name), vl = strlen(value);
-    h2o_add_header_by_str(&req->pool, &req->res.headers, h2o_strdup(&req->pool, name, nl).base, nl,
-                          0, NULL, h2o_strdup(&req->pool, value, vl).base, vl);
+    /* Lowercase: HTTP/2 refuses a response with an uppercase header name (curl resets
+     * the stream with PROTOCOL_ERROR), and HTTP/1.1 does not mind. */
+    char *lname = h2o_strdup(&req->pool, name, nl).base;
+    h2o_strtolower(lname, nl);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, lname, nl, 0, NULL,
+                          h2o_strdup(&req->pool, value, vl).base, vl);
 }
 
 static const char *reason_phrase(int status)
@@ -202,6 +210,10 @@ static const char *reason_phrase(int status)
         return "Conflict";
     case 413:
         return "Request Entity Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 421:
+        return "Misdirected Request";
     case 503:
         return "Service Unavailable";
     default:
@@ -352,38 +364,65 @@ static const api_route_t *const route_tables[] = {http_routes_workflows, http_ro
                                                   http_routes_misc, http_routes_events,
                                                   http_routes_metrics};
 
-/* Constant-time comparison: the time taken does not tell how much of a guess was
- * right. */
-static bool token_equal(const char *given, size_t glen, const char *expected)
+/* The value of header `name` (lowercase; h2o lowercases the names it receives), or
+ * NULL. */
+static void header_value(h2o_req_t *req, const char *name, const char **v, size_t *len)
 {
-    size_t elen = strlen(expected);
-    unsigned char diff = (unsigned char)(glen != elen);
-    for (size_t i = 0; i < elen; i++)
-        diff |= (unsigned char)(expected[i] ^ (i < glen ? given[i] : 0));
-    return diff == 0;
+    ssize_t i = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
+    *v = i >= 0 ? req->headers.entries[i].value.base : NULL;
+    *len = i >= 0 ? req->headers.entries[i].value.len : 0;
 }
 
-static bool authorized(http_api_t *api, h2o_req_t *req)
+static void reply_verdict(api_req_t *r, const http_guard_verdict_t *v)
 {
-    if (api->token == NULL)
-        return true;
-    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
-    if (i < 0)
-        return false;
-    h2o_iovec_t v = req->headers.entries[i].value;
-    if (v.len < 7 || strncasecmp(v.base, "Bearer ", 7) != 0)
-        return false;
-    return token_equal(v.base + 7, v.len - 7, api->token);
+    api_reply_error(r, v->status, v->code, "%s", v->message);
 }
 
+/* What every request passes before its route runs, in this order: Host and Origin
+ * (so no web page drives the API), the token (before anything about routes is
+ * told), the route, the token's scope, then the body's type and JSON. */
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     http_api_t *api = ((api_handler_t *)self)->api;
+    http_conns_request_begin(api->conns, req);
     api_req_t *r = api_req_new(api, req);
+    http_guard_verdict_t v;
+
+    /* h2o puts the default host's name in authority when the request named none. */
+    bool no_host = req->input.authority.base == req->hostconf->authority.hostport.base;
+    const char *host = no_host ? NULL : req->input.authority.base;
+    size_t host_len = no_host ? 0 : req->input.authority.len;
+    if (!http_guard_host(api->guard, host, host_len, req->version, &v)) {
+        reply_verdict(r, &v);
+        return 0;
+    }
+    const char *origin;
+    size_t origin_len;
+    header_value(req, "origin", &origin, &origin_len);
+    if (!http_guard_origin(api->guard, origin, origin_len, host, host_len, api->ssl_ctx != NULL,
+                           &v)) {
+        reply_verdict(r, &v);
+        return 0;
+    }
+
     const char *method = strcmp(r->method, "HEAD") == 0 ? "GET" : r->method;
     bool path_known = false;
     const api_route_t *found = api_route_find(route_tables, TERN_ARRAY_SIZE(route_tables), method,
                                               r->path, r, &path_known);
+    http_scope_t need =
+        found != NULL ? http_guard_route_scope(found->method, found->pattern) : HTTP_SCOPE_OPERATOR;
+    http_scope_t have = HTTP_SCOPE_OPERATOR;
+    if (api->guard->n_tokens > 0 && need != HTTP_SCOPE_NONE) {
+        const char *authz;
+        size_t authz_len;
+        header_value(req, "authorization", &authz, &authz_len);
+        have = http_guard_bearer(api->guard, authz, authz_len);
+        if (have == HTTP_SCOPE_NONE) {
+            api_reply_error(r, 401, "InvalidCredentials",
+                            "this API needs \"Authorization: Bearer <token>\" with a valid token");
+            return 0;
+        }
+    }
     if (found == NULL) {
         if (path_known) {
             /* A 405 names what the path does allow (RFC 9110, 15.5.6). */
@@ -398,12 +437,20 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     r->route = found->pattern;
-    if (strcmp(found->pattern, "/ping") != 0 && !authorized(api, req)) {
-        api_reply_error(r, 401, "InvalidCredentials",
-                        "this API needs \"Authorization: Bearer <token>\"");
+    if (have < need) {
+        api_reply_error(r, 403, "NotAuthorized",
+                        "%s %s needs a token of scope %s; this token has scope %s", r->method,
+                        found->pattern, http_scope_name(need), http_scope_name(have));
         return 0;
     }
     if (req->entity.base != NULL && req->entity.len > 0) {
+        const char *ct;
+        size_t ct_len;
+        header_value(req, "content-type", &ct, &ct_len);
+        if (!http_guard_content_type(ct, ct_len, &v)) {
+            reply_verdict(r, &v);
+            return 0;
+        }
         json_error_t jerr;
         r->body = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES, &jerr);
         if (r->body == NULL) {
@@ -422,24 +469,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 
 /* ---- listener ----------------------------------------------------------------- */
 
-static void on_tcp_closed(uv_handle_t *h)
-{
-    free(h);
-}
-
 static void on_connection(uv_stream_t *listener, int status)
 {
     http_api_t *api = listener->data;
     if (status != 0 || api->shutting_down)
         return;
-    uv_tcp_t *conn = xmalloc(sizeof *conn);
-    uv_tcp_init(listener->loop, conn);
-    if (uv_accept(listener, (uv_stream_t *)conn) != 0) {
-        uv_close((uv_handle_t *)conn, on_tcp_closed);
-        return;
-    }
-    h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, on_tcp_closed);
-    h2o_accept(&api->accept_ctx, sock);
+    http_conns_accept(api->conns, listener);
 }
 
 static int parse_listen(const char *listen, struct sockaddr_storage *ss, char *err, size_t errlen)
@@ -493,13 +528,12 @@ int http_api_start(const http_api_opts_t *opts, http_api_t **out, char *err, siz
     api->opts = *opts;
     if (api->opts.max_body_bytes == 0)
         api->opts.max_body_bytes = DEFAULT_MAX_BODY;
-    api->token = opts->token != NULL && opts->token[0] ? xstrdup(opts->token) : NULL;
-    api->opts.token = NULL; /* only api->token, which is never logged */
+    http_guard_init(&api->open_guard);
+    api->guard = opts->guard != NULL ? opts->guard : &api->open_guard;
 
     struct sockaddr_storage ss;
     int rc = parse_listen(opts->listen, &ss, err, errlen);
     if (rc != 0) {
-        free(api->token);
         free(api);
         return rc;
     }
@@ -507,8 +541,14 @@ int http_api_start(const http_api_opts_t *opts, http_api_t **out, char *err, siz
     h2o_config_init(&api->config);
     api->config.server_name = h2o_iovec_init(H2O_STRLIT("ternd"));
     api->config.max_request_entity_size = api->opts.max_body_bytes;
-    /* Keep-alive clients of an API idle for long; h2o's default of 10 s is short. */
-    api->config.http1.req_timeout = 60 * 1000;
+    api->conns = http_conns_new(opts->loop, &api->accept_ctx, &opts->conns);
+    /* http_conns times headers, bodies and idle connections itself; h2o's own timers
+     * only back it up, set so they never fire first (see http_conns.h). */
+    const http_conns_opts_t *co = http_conns_opts(api->conns);
+    api->config.http1.req_timeout =
+        (uint64_t)co->idle_timeout_ms + co->header_timeout_ms + co->body_timeout_ms;
+    api->config.http2.idle_timeout = (uint64_t)co->idle_timeout_ms + co->header_timeout_ms;
+    api->config.handshake_timeout = co->header_timeout_ms;
     h2o_hostconf_t *host =
         h2o_config_register_host(&api->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *pc = h2o_config_register_path(host, "/", 0);
@@ -571,6 +611,7 @@ void http_api_shutdown(http_api_t *api)
     event_hub_free(api->hub);
     api->hub = NULL;
     h2o_context_request_shutdown(&api->ctx);
+    http_conns_close_idle(api->conns);
 }
 
 void http_api_dispose(http_api_t *api)
@@ -582,6 +623,7 @@ void http_api_dispose(http_api_t *api)
     h2o_config_dispose(&api->config);
     if (api->ssl_ctx != NULL)
         SSL_CTX_free(api->ssl_ctx);
-    free(api->token);
+    http_conns_free(api->conns);
+    http_guard_dispose(&api->open_guard);
     free(api);
 }

@@ -4,8 +4,9 @@
  *
  * The server owns its h2o configuration and context, its listener and every request
  * in flight. Routes live in http_routes_*.c, one file per resource; this module does
- * what every route needs: routing, bearer-token auth (compared in constant time), the
- * body limit, JSON parsing, JSON answers and errors in restify's shape
+ * what every route needs: routing, the checks of http_guard.h (Host, Origin, bearer
+ * token and its scope, Content-Type), the connection limits of http_conns.h, the body
+ * limit, JSON parsing, JSON answers and errors in restify's shape
  * ({"code": "ResourceNotFound", "message": "..."}), and one bunyan log line per
  * request.
  */
@@ -17,6 +18,8 @@
 
 #include <uv.h>
 
+#include "http_conns.h"
+#include "http_guard.h"
 #include "job_ops.h"
 #include "plugin_loader.h"
 #include "redis_addr.h"
@@ -31,12 +34,14 @@ typedef struct http_api_opts {
     job_ops_t *ops;             /* borrowed */
     plugin_registry_t *plugins; /* borrowed; GET /tasks */
     const redis_addr_t *addr;   /* for connections of its own (event streams) */
-    const char *token;          /* bearer token required on every route but /ping; NULL: none */
+    const http_guard_t *guard;  /* tokens and accepted names (borrowed; NULL: no token, IP
+                                   literals and localhost only) */
     const char *tls_cert;       /* PEM chain file; with tls_key, serve HTTPS */
     const char *tls_key;
     size_t max_body_bytes;        /* default 1 MiB */
     uint32_t stream_heartbeat_ms; /* keep-alive of idle event streams; default 15000 */
     size_t list_max_bytes;        /* GET /jobs: a page's size bound; 0: job_list's default */
+    http_conns_opts_t conns;      /* connection cap and timeouts (zeros: defaults) */
 } http_api_opts_t;
 
 /* Starts listening; call before the loop runs (h2o cleans up a failed start by

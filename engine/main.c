@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include "events.h"
 #include "http_api.h"
 #include "http_client.h"
+#include "http_guard.h"
 #include "job_ops.h"
 #include "log.h"
 #include "plugin_loader.h"
@@ -57,7 +59,8 @@ typedef struct ternd {
     postback_t *postback; /* every role delivers post-backs */
     int stops_pending;    /* runner and post-back deliverer still stopping */
     http_api_t *api;
-    char *api_token;
+    http_guard_t guard;   /* the API's tokens and accepted names */
+    char *env_token;      /* $TERN_API_TOKEN as ternd found it (wiped from the environment) */
     uv_timer_t api_drain; /* h2o needs the loop for a moment after its shutdown */
     uv_signal_t sigterm, sigint;
     bool ready;
@@ -464,33 +467,96 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* ---- start-up helpers ---------------------------------------------------------- */
 
-/* The API token comes from a file or the environment, never from a flag: a flag is
- * visible to every user of the machine in the process list. */
-static int read_api_token(ternd_t *t, char *err, size_t errlen)
+#define TOKEN_FILE_MAX (64 * 1024) /* bytes */
+
+/* Overwrites and frees a secret. */
+static void secret_free(char *s)
 {
-    const char *env = getenv("TERN_API_TOKEN");
-    if (t->cfg.api_token_file != NULL) {
-        FILE *f = fopen(t->cfg.api_token_file, "r");
-        if (f == NULL)
-            return tern_seterr(err, errlen, TERN_EINVAL, "--api-token-file %s: %s",
-                               t->cfg.api_token_file, strerror(errno));
-        char buf[512];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-            buf[--n] = '\0';
-        if (n < 16)
-            return tern_seterr(err, errlen, TERN_EINVAL,
-                               "--api-token-file %s: a token needs at least 16 characters",
-                               t->cfg.api_token_file);
-        t->api_token = xstrdup(buf);
-    } else if (env != NULL && env[0] != '\0') {
-        if (strlen(env) < 16)
-            return tern_seterr(err, errlen, TERN_EINVAL,
-                               "TERN_API_TOKEN: a token needs at least 16 characters");
-        t->api_token = xstrdup(env);
+    if (s == NULL)
+        return;
+    volatile char *p = s;
+    for (size_t i = 0; p[i] != '\0'; i++)
+        p[i] = '\0';
+    free(s);
+}
+
+/* Takes $TERN_API_TOKEN out of the environment, so no child (exec steps, isolated
+ * helpers, the embedded redis-server) inherits it. unsetenv alone is not enough:
+ * /proc/PID/environ shows the block the process started with, so the original bytes
+ * are overwritten too. Returns the value (malloc'd) or NULL. */
+static char *take_env_token(void)
+{
+    static const char name[] = "TERN_API_TOKEN=";
+    char *first = NULL;
+    char *found[16];
+    size_t n = 0;
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        if (strncmp(*e, name, sizeof name - 1) != 0)
+            continue;
+        if (first == NULL)
+            first = xstrdup(*e + sizeof name - 1);
+        if (n < TERN_ARRAY_SIZE(found))
+            found[n++] = *e;
     }
+    if (first == NULL)
+        return NULL;
+    if (unsetenv("TERN_API_TOKEN") != 0)
+        fprintf(stderr, "ternd: cannot remove TERN_API_TOKEN from the environment: %s\n",
+                strerror(errno));
+    for (size_t i = 0; i < n; i++) {
+        volatile char *p = found[i];
+        for (size_t k = 0; p[k] != '\0'; k++)
+            p[k] = '\0';
+    }
+    return first;
+}
+
+/* Reads the API's tokens into t->guard: from --api-token-file (several tokens with
+ * scopes, see http_guard.h), else from $TERN_API_TOKEN (one operator token). Never
+ * from a flag: a flag is visible to every user of the machine in the process list. */
+static int load_api_tokens(ternd_t *t, char *err, size_t errlen)
+{
+    const char *path = t->cfg.api_token_file;
+    char why[512];
+    if (path != NULL) {
+        FILE *f = fopen(path, "re");
+        if (f == NULL)
+            return tern_seterr(err, errlen, TERN_EINVAL, "--api-token-file %s: %s", path,
+                               strerror(errno));
+        char *buf = xmalloc(TOKEN_FILE_MAX + 1);
+        size_t n = fread(buf, 1, TOKEN_FILE_MAX + 1, f);
+        bool failed = ferror(f) != 0;
+        fclose(f);
+        int rc = 0;
+        if (failed)
+            rc = tern_seterr(err, errlen, TERN_EIO, "--api-token-file %s: read failed", path);
+        else if (n > TOKEN_FILE_MAX)
+            rc = tern_seterr(err, errlen, TERN_E2BIG, "--api-token-file %s: larger than %d KiB",
+                             path, TOKEN_FILE_MAX / 1024);
+        else if (http_guard_tokens_parse(&t->guard, buf, n, why, sizeof why) != 0)
+            rc = tern_seterr(err, errlen, TERN_EINVAL, "--api-token-file %s: %s", path, why);
+        volatile char *p = buf;
+        for (size_t i = 0; i < n && i <= TOKEN_FILE_MAX; i++)
+            p[i] = '\0';
+        free(buf);
+        return rc;
+    }
+    if (t->env_token != NULL && t->env_token[0] != '\0' &&
+        http_guard_add_token(&t->guard, t->env_token, strlen(t->env_token), HTTP_SCOPE_OPERATOR,
+                             why, sizeof why) != 0)
+        return tern_seterr(err, errlen, TERN_EINVAL, "TERN_API_TOKEN: %s", why);
+    return 0;
+}
+
+/* The names and origins the API accepts besides IP literals and localhost. */
+static int load_api_names(ternd_t *t, char *err, size_t errlen)
+{
+    for (size_t i = 0; t->cfg.allowed_hosts != NULL && t->cfg.allowed_hosts[i] != NULL; i++)
+        if (http_guard_allow_host(&t->guard, t->cfg.allowed_hosts[i], err, errlen) != 0)
+            return TERN_EINVAL;
+    for (size_t i = 0; t->cfg.allowed_origins != NULL && t->cfg.allowed_origins[i] != NULL; i++)
+        if (http_guard_allow_origin(&t->guard, t->cfg.allowed_origins[i], err, errlen) != 0)
+            return TERN_EINVAL;
     return 0;
 }
 
@@ -509,7 +575,8 @@ static int fail_start(ternd_t *t)
     redis_embedded_stop(&t->embedded, 10000);
     redis_addr_dispose(&t->addr);
     free(t->redis_url);
-    free(t->api_token);
+    http_guard_dispose(&t->guard);
+    secret_free(t->env_token);
     config_dispose(&t->cfg);
     return 1;
 }
@@ -557,10 +624,13 @@ static int take_main_flags(ternd_t *t, int *argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* First of all, before any child can be started. */
+    char *env_token = take_env_token();
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
     char *plugin_dir = default_plugin_dir();
     if (argc >= 2 && strcmp(argv[1], "--task-helper") == 0) {
+        secret_free(env_token);
         log_init("ternd-helper", TERN_LOG_INFO, 2);
         int rc = task_helper_main(plugin_dir);
         free(plugin_dir);
@@ -568,8 +638,11 @@ int main(int argc, char **argv)
     }
     log_init("ternd", TERN_LOG_INFO, 2);
     static ternd_t t;
+    t.env_token = env_token;
+    http_guard_init(&t.guard);
     if (take_main_flags(&t, &argc, argv) != 0) {
         free(plugin_dir);
+        secret_free(t.env_token);
         return 2;
     }
     char err[1024];
@@ -577,11 +650,13 @@ int main(int argc, char **argv)
     free(plugin_dir);
     if (rc == 1) {
         config_dispose(&t.cfg);
+        secret_free(t.env_token);
         return 0;
     }
     if (rc != 0) {
         fprintf(stderr, "ternd: %s\n%s", err, config_usage());
         config_dispose(&t.cfg);
+        secret_free(t.env_token);
         return 2;
     }
     log_init("ternd", t.cfg.log_level, 2);
@@ -592,6 +667,7 @@ int main(int argc, char **argv)
         if (rc != 0) {
             log_msg(TERN_LOG_FATAL, "ternd", NULL, "%s", err);
             config_dispose(&t.cfg);
+            secret_free(t.env_token);
             return 1;
         }
         t.redis_url = redis_addr_unix_url(t.embedded.socket_path);
@@ -604,6 +680,7 @@ int main(int argc, char **argv)
         log_msg(TERN_LOG_FATAL, "ternd", NULL, "%s", err);
         redis_embedded_stop(&t.embedded, 10000);
         config_dispose(&t.cfg);
+        secret_free(t.env_token);
         free(t.redis_url);
         return 1;
     }
@@ -615,6 +692,7 @@ int main(int argc, char **argv)
         redis_embedded_stop(&t.embedded, 10000);
         redis_addr_dispose(&t.addr);
         config_dispose(&t.cfg);
+        secret_free(t.env_token);
         free(t.redis_url);
         return 1;
     }
@@ -640,10 +718,21 @@ int main(int argc, char **argv)
         .store = t.store, .plugins = t.plugins, .max_params_bytes = t.cfg.max_params_bytes};
     t.ops = job_ops_new(&jo);
     if (t.cfg.roles & CONFIG_ROLE_API) {
-        if (read_api_token(&t, err, sizeof err) != 0) {
+        if (load_api_tokens(&t, err, sizeof err) != 0 || load_api_names(&t, err, sizeof err) != 0) {
             log_msg(TERN_LOG_FATAL, "ternd", NULL, "%s", err);
             return fail_start(&t);
         }
+        secret_free(t.env_token); /* the guard keeps its own copy */
+        t.env_token = NULL;
+        /* With a token in memory, no other process of this user may read it through
+         * /proc/PID/mem or environ or attach a debugger (exec steps run as this user).
+         * It also stops core dumps. /proc/PID/status and stat stay readable. */
+        if (t.guard.n_tokens > 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+            log_msg(TERN_LOG_WARN, "ternd", NULL, "prctl(PR_SET_DUMPABLE, 0) failed: %s",
+                    strerror(errno));
+        uint32_t reserve = t.cfg.fd_reserve;
+        if (reserve == 0)
+            reserve = 256 + ((t.cfg.roles & CONFIG_ROLE_RUNNER) ? 3 * t.cfg.concurrency : 0);
         http_api_opts_t ao = {
             .loop = t.loop,
             .listen = t.cfg.listen,
@@ -651,12 +740,21 @@ int main(int argc, char **argv)
             .ops = t.ops,
             .plugins = t.plugins,
             .addr = &t.addr,
-            .token = t.api_token,
+            .guard = &t.guard,
             .tls_cert = t.cfg.tls_cert,
             .tls_key = t.cfg.tls_key,
             .max_body_bytes = t.cfg.max_body_bytes,
             .stream_heartbeat_ms = t.cfg.event_heartbeat_ms,
             .list_max_bytes = t.cfg.list_max_bytes,
+            .conns =
+                {
+                    .max_connections = t.cfg.max_connections,
+                    .fd_reserve = reserve,
+                    .header_timeout_ms = t.cfg.header_timeout_ms,
+                    .body_timeout_ms = t.cfg.body_timeout_ms,
+                    .idle_timeout_ms = t.cfg.idle_timeout_ms,
+                    .io_timeout_ms = t.cfg.io_timeout_ms,
+                },
         };
         if (http_api_start(&ao, &t.api, err, sizeof err) != 0) {
             log_msg(TERN_LOG_FATAL, "ternd", NULL, "%s", err);
@@ -723,7 +821,8 @@ int main(int argc, char **argv)
     redis_addr_dispose(&t.addr);
     free(t.redis_url);
     config_dispose(&t.cfg);
-    free(t.api_token);
+    http_guard_dispose(&t.guard);
+    secret_free(t.env_token);
     log_msg(TERN_LOG_INFO, "ternd", NULL, "stopped");
     return t.exit_code;
 }

@@ -41,13 +41,28 @@ cli_status_t cli_usage(cli_t *cli, const char *fmt, ...)
     return CLI_USAGE;
 }
 
+/* What to do about the API's refusals of who is asking. */
+static const struct {
+    const char *code;
+    const char *hint;
+} refusal_hints[] = {
+    {"InvalidCredentials", "Set TERN_TOKEN to a token from ternd's --api-token-file."},
+    {"NotAuthorized", "Set TERN_TOKEN to a token of the scope named above (ternd's "
+                      "--api-token-file gives each token its scope: submit or operator)."},
+    {"MisdirectedRequest", "Give --url ternd's IP address or localhost, or add the name to "
+                           "ternd's --allowed-hosts."},
+};
+
 void cli_error_print(cli_t *cli)
 {
     if (cli->err.message[0] == '\0' && cli->err.code[0] == '\0')
         return;
-    if (cli->err.code[0] != '\0')
+    if (cli->err.code[0] != '\0') {
         fprintf(stderr, "tern: %s: %s\n", cli->err.code, cli->err.message);
-    else if (cli->err.usage && cli->cmd != NULL)
+        for (size_t i = 0; i < sizeof refusal_hints / sizeof refusal_hints[0]; i++)
+            if (strcmp(cli->err.code, refusal_hints[i].code) == 0)
+                fprintf(stderr, "%s\n", refusal_hints[i].hint);
+    } else if (cli->err.usage && cli->cmd != NULL)
         fprintf(stderr, "tern: %s: %s\n", cli->cmd, cli->err.message);
     else
         fprintf(stderr, "tern: %s\n", cli->err.message);

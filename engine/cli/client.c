@@ -272,6 +272,8 @@ static struct curl_slist *prepare(client_t *c, xfer_t *x, const char *method, co
     if (strcmp(method, "POST") == 0 && body == NULL) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
+        /* No body, so no type (curl would add a form type to an empty POST). */
+        h = curl_slist_append(h, "Content-Type:");
     }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     return h;

@@ -21,7 +21,9 @@ import urllib.request
 
 def call(base, method, path, body=None):
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base + path, method=method, data=data)
+    # urllib would send a body as application/x-www-form-urlencoded, which ternd refuses.
+    headers = {"Content-Type": "application/json"} if data is not None else {}
+    req = urllib.request.Request(base + path, method=method, data=data, headers=headers)
     with urllib.request.urlopen(req) as r:
         return json.load(r)
 

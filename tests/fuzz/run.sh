@@ -4,8 +4,8 @@
 #
 #   tests/fuzz/run.sh [-t SECONDS] [TARGET ...]     (default: 60 s each, every target)
 #
-# Targets: workflow, template, job_request, http_route, lock_pattern. Builds go to
-# build-fuzz/ (the binaries, a working corpus per target that grows across runs, and
+# Targets: workflow, template, job_request, http_route, http_guard, lock_pattern. Builds go
+# to build-fuzz/ (the binaries, a working corpus per target that grows across runs, and
 # crash artifacts);
 # the seed corpus in tests/fuzz/corpus/<target>/ is only read. Exits non-zero when a
 # target crashed, leaked or tripped a sanitizer. Needs clang with its libFuzzer
@@ -25,7 +25,7 @@ shift $((OPTIND - 1))
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${FUZZ_OUT:-$top/build-fuzz}
 cc=${CC_FUZZ:-clang}
-targets=${*:-workflow template job_request http_route lock_pattern}
+targets=${*:-workflow template job_request http_route http_guard lock_pattern}
 mkdir -p "$out"
 
 # The engine sources each target compiles directly.
@@ -36,6 +36,7 @@ sources() {
     job_request) echo job_request.c iso8601.c common.c ;;
     http_route) echo http_route.c common.c ;;
     lock_pattern) echo lock_pattern.c common.c ;;
+    http_guard) echo http_guard.c common.c ;;
     *) echo "unknown target $1" >&2; return 1 ;;
     esac
 }

@@ -69,21 +69,31 @@ int http_sync_do(http_sync_t *c, const char *method, const char *path, const cha
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, &hdr);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                     c->http1_only ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_NONE);
+                     c->http2_prior  ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+                     : c->http1_only ? CURL_HTTP_VERSION_1_1
+                                     : CURL_HTTP_VERSION_NONE);
+    if (c->fresh) {
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    }
     if (c->ca_file[0] != '\0')
         curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
     struct curl_slist *list = NULL;
+    bool typed = false;
     if (c->auth[0] != '\0')
         list = curl_slist_append(list, c->auth);
-    for (size_t i = 0; headers != NULL && headers[i] != NULL; i++)
+    for (size_t i = 0; headers != NULL && headers[i] != NULL; i++) {
         list = curl_slist_append(list, headers[i]);
+        typed = typed || strncasecmp(headers[i], "Content-Type:", 13) == 0;
+    }
     if (strcmp(method, "HEAD") == 0) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     }
     if (body != NULL) {
-        list = curl_slist_append(list, "Content-Type: application/json");
+        if (!typed)
+            list = curl_slist_append(list, "Content-Type: application/json");
         list = curl_slist_append(list, "Expect:");
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);

@@ -23,6 +23,8 @@ typedef struct http_sync {
     char auth[600];    /* "Authorization: Bearer ..." sent on every request, or "" */
     char ca_file[400]; /* HTTPS: trust this certificate (the server's own), or "" */
     bool http1_only;   /* HTTP/1.1 even where HTTP/2 could be negotiated */
+    bool http2_prior;  /* HTTP/2 over cleartext without upgrade (prior knowledge) */
+    bool fresh;        /* a new connection for every request */
 } http_sync_t;
 
 typedef struct http_sync_resp {
@@ -39,7 +41,8 @@ typedef struct http_sync_resp {
 void http_sync_open(http_sync_t *c, const char *base);
 void http_sync_close(http_sync_t *c);
 
-/* Sends `method` `path` with `body` (NULL: none; sent as application/json) and the
+/* Sends `method` `path` with `body` (NULL: none; sent as application/json unless a
+ * "Content-Type:" header is among `headers`) and the
  * NULL-terminated extra `headers` ("Name: value"). Fills *out (dispose it); returns
  * the CURLcode (CURLE_OK once a response arrived, whatever its status). */
 int http_sync_do(http_sync_t *c, const char *method, const char *path, const char *body,

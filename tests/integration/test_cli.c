@@ -30,11 +30,12 @@
 #include "harness.h"
 #include "mini_http_server.h"
 
-#define TOKEN   "cli-test-token-0123456789"
-#define RUN_MS  30000 /* bound on one CLI run */
-#define WAIT_MS 15000 /* bound on waiting for a job's event */
-#define CHECK   "\u2713"
-#define CROSS   "\u2717"
+#define TOKEN        "cli-test-token-0123456789"
+#define SUBMIT_TOKEN "cli-submit-token-0123456789"
+#define RUN_MS       30000 /* bound on one CLI run */
+#define WAIT_MS      15000 /* bound on waiting for a job's event */
+#define CHECK        "\u2713"
+#define CROSS        "\u2717"
 
 typedef struct world {
     itest_dir_t dir;
@@ -309,7 +310,8 @@ static int group_setup(void **state)
     (void)state;
     itest_dir_make(&W.dir);
     itest_redis_start(&W.redis, W.dir.path);
-    write_file("token", TOKEN "\n");
+    /* The operator's token bare (as one-token files always were), and a submit one. */
+    write_file("token", TOKEN "\nsubmit " SUBMIT_TOKEN "\n");
     const char *extra[] = {"--api-token-file", path_of("token"), NULL};
     itest_ternd_start(&W.ternd, &W.redis, &W.dir, "r1", extra);
     itest_client_open(&W.client, &W.redis);
@@ -929,6 +931,20 @@ static void test_api_errors_exit_3(void **state)
     RUN_ENV(&c, no_token, "stats");
     expect_status(&c, 3);
     expect_in(c.err, "tern: InvalidCredentials: ");
+    expect_in(c.err, "Set TERN_TOKEN");
+    child_dispose(&c);
+
+    /* A submit token: jobs yes, workflows no, and the refusal says which scope. */
+    static const char *const submit[] = {"TERN_TOKEN=" SUBMIT_TOKEN, NULL};
+    RUN_ENV(&c, submit, "job", "list", "--limit", "1");
+    expect_status(&c, 0);
+    child_dispose(&c);
+    RUN_ENV(&c, submit, "workflow", "load", path_of("three.json"));
+    expect_status(&c, 3);
+    expect_in(c.err, "tern: NotAuthorized: ");
+    expect_in(c.err, "POST /workflows needs a token of scope operator; this token has scope "
+                     "submit");
+    expect_in(c.err, "--api-token-file gives each token its scope");
     child_dispose(&c);
 }
 

@@ -490,6 +490,48 @@ static void test_retention(void **state)
     assert_non_null(strstr(err, "--retention-days"));
 }
 
+/* The API's names and connection limits, from flags and from the file. */
+static void test_api_front_door(void **state)
+{
+    fixture_t *f = *state;
+    tern_config_t c;
+    char err[1024];
+    assert_int_equal(LOAD(&c, err, "--allowed-hosts", "tern.example,API.example.org",
+                          "--allowed-origins", "http://ui.example:3000", "--max-connections", "50"),
+                     0);
+    assert_string_equal(c.allowed_hosts[0], "tern.example");
+    assert_string_equal(c.allowed_hosts[1], "API.example.org");
+    assert_null(c.allowed_hosts[2]);
+    assert_string_equal(c.allowed_origins[0], "http://ui.example:3000");
+    assert_int_equal(c.max_connections, 50);
+    assert_int_equal(c.header_timeout_ms, 10000);
+    assert_int_equal(c.idle_timeout_ms, 60000);
+    config_dispose(&c);
+
+    write_file(f->path, "{\"allowed_hosts\": [\"a.example\"], \"allowed_origins\": [],"
+                        " \"header_timeout_ms\": 500, \"body_timeout_ms\": 600,"
+                        " \"idle_timeout_ms\": 700, \"io_timeout_ms\": 800,"
+                        " \"fd_reserve\": 64, \"max_connections\": 9}");
+    assert_int_equal(LOAD(&c, err, "--config", f->path), 0);
+    assert_string_equal(c.allowed_hosts[0], "a.example");
+    assert_null(c.allowed_origins);
+    assert_int_equal(c.header_timeout_ms, 500);
+    assert_int_equal(c.body_timeout_ms, 600);
+    assert_int_equal(c.idle_timeout_ms, 700);
+    assert_int_equal(c.io_timeout_ms, 800);
+    assert_int_equal(c.fd_reserve, 64);
+    assert_int_equal(c.max_connections, 9);
+    config_dispose(&c);
+
+    REFUSED("--allowed-hosts: allowed host \"a b\": expected a DNS name (letters, digits, '-', "
+            "'.'; no port)",
+            "--allowed-hosts", "ok.example,a b");
+    REFUSED("--allowed-origins: allowed origin \"ui.example\": expected http://HOST[:PORT] or "
+            "https://HOST[:PORT]",
+            "--allowed-origins", "ui.example");
+    REFUSED("--max-connections: must be between 1 and 1000000, got 0", "--max-connections", "0");
+}
+
 static void test_help_and_version(void **state)
 {
     (void)state;
@@ -528,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_flag_errors),     cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_file_unreadable), cmocka_unit_test(test_file_too_big),
         cmocka_unit_test(test_retention),       cmocka_unit_test(test_help_and_version),
+        cmocka_unit_test(test_api_front_door),
     };
     int failures = cmocka_run_group_tests_name("config", tests, group_setup, group_teardown);
     return failures == 0 ? 0 : 1;
