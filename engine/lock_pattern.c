@@ -1125,11 +1125,11 @@ struct lock_match {
     const char *target;
     size_t len;
     scratch_t w;
-    uint32_t *mem;    /* w's lists: small, or malloc'd for a large program */
-    uint32_t step;    /* the mark of the threads added for the current position */
-    size_t n_cur;     /* threads at the current position, in cur */
-    size_t pos;       /* the byte offset of the current position */
-    size_t width;     /* the length in bytes of the code point there */
+    uint32_t *mem; /* w's lists: small, or malloc'd for a large program */
+    uint32_t step; /* the mark of the threads added for the current position */
+    size_t n_cur;  /* threads at the current position, in cur */
+    size_t pos;    /* the byte offset of the current position */
+    size_t width;  /* the length in bytes of the code point there */
     uint32_t *cur, *next;
     position_t at;
     int outcome; /* LOCK_MATCH_MORE until the test is decided */

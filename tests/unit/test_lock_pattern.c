@@ -297,7 +297,7 @@ static void test_sliced(void **state)
         const char *pattern;
         bool match;
     } cases[] = {{"(.?){1240}x", false}, {"(.?){1240}x", true}, {"(a*){830}b", false},
-                 {"a+x", true},           {"a{3}z", false},      {"^$", false}};
+                 {"a+x", true},          {"a{3}z", false},      {"^$", false}};
     char target[1025];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         memset(target, 'a', 1024);
