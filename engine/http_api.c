@@ -307,6 +307,7 @@ static const struct {
     {TERN_E2BIG, 413, "RequestEntityTooLarge"},
     {TERN_ENOTCONN, 503, "ServiceUnavailable"},
     {TERN_EIO, 503, "ServiceUnavailable"},
+    {TERN_EAGAIN, 503, "ServiceUnavailable"},
 };
 
 void api_reply_status(api_req_t *r, int status, const char *message)

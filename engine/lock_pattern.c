@@ -1126,6 +1126,7 @@ struct lock_match {
     size_t len;
     scratch_t w;
     uint32_t *mem; /* w's lists: small, or malloc'd for a large program */
+    size_t cap;    /* instructions mem has room for */
     uint32_t step; /* the mark of the threads added for the current position */
     size_t n_cur;  /* threads at the current position, in cur */
     size_t pos;    /* the byte offset of the current position */
@@ -1193,13 +1194,25 @@ static void match_advance(lock_match_t *m)
 lock_match_t *lock_match_new(const lock_pattern_t *p, const char *target, size_t len)
 {
     lock_match_t *m = xmalloc(sizeof *m);
+    m->mem = m->small;
+    m->cap = SCRATCH_ON_STACK;
+    lock_match_reset(m, p, target, len);
+    return m;
+}
+
+void lock_match_reset(lock_match_t *m, const lock_pattern_t *p, const char *target, size_t len)
+{
+    if (p->n > m->cap) {
+        if (m->mem != m->small)
+            free(m->mem);
+        m->mem = xmalloc(4 * p->n * sizeof *m->mem);
+        m->cap = p->n;
+    }
     m->p = p;
     m->target = target;
     m->len = len;
-    m->mem = p->n <= SCRATCH_ON_STACK ? m->small : xmalloc(4 * p->n * sizeof *m->mem);
     m->w = (scratch_t){m->mem, {m->mem + p->n, m->mem + 2 * p->n}, m->mem + 3 * p->n, 0};
     match_begin(m);
-    return m;
 }
 
 int lock_match_run(lock_match_t *m, uint64_t *budget)

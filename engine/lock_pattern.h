@@ -78,6 +78,10 @@ typedef struct lock_match lock_match_t;
  * program over 256 instructions. Never NULL. */
 lock_match_t *lock_match_new(const lock_pattern_t *p, const char *target, size_t len);
 
+/* Begins a test of another pattern or target in `m`, as lock_match_new does, keeping
+ * its memory (grown when `p` needs more). */
+void lock_match_reset(lock_match_t *m, const lock_pattern_t *p, const char *target, size_t len);
+
 /* Runs the test on until it is decided or about `*budget` steps were spent (a step is
  * one instruction visited; the test stops between two code points of the target, so it
  * may spend up to 3 x lock_pattern_size more than asked). Subtracts the steps spent
