@@ -73,8 +73,8 @@ static lock_entry_t *entry_new(char *job, const redisReply *pat)
         json_t *fields = json_pack("{s:s, s:s%}", "job", e->job, "locks", pat->str,
                                    (size_t)(pat->len > 200 ? 200 : pat->len));
         log_msg(TERN_LOG_WARN, "jobs", fields,
-                "the locks of job %s are not accepted by this version and lock nothing: %s",
-                e->job, err);
+                "the locks of job %s are not accepted by this version and lock nothing: %s", e->job,
+                err);
         json_decref(fields);
     }
     return e;
