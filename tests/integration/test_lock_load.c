@@ -2,7 +2,8 @@
  * test_lock_load.c -- a real ternd (API and a runner of one slot, on one loop) with a
  * hundred unfinished jobs holding the costliest lock within the limits: creates checked
  * against them keep the loop serving (GET /ping answers within a bound, a job of the
- * runner keeps its short lease), and the cap on the size of all locks refuses the lock
+ * runner keeps its short lease, which a second runner would otherwise find expired and
+ * re-queue), and the cap on the size of all locks refuses the lock
  * that would pass it, at create and at retry, storing nothing, until a locked job ends.
  */
 #include <pthread.h>
@@ -25,6 +26,9 @@
 #define PING_MAX_MS 200 /* the longest GET /ping allowed meanwhile */
 
 static itest_world_t W;
+/* A second runner, of another queue: it claims nothing here but re-queues the jobs of
+ * a runner whose lease expired (r1's, when its loop is held past the lease). */
+static itest_ternd_t watcher;
 static http_sync_t http;
 static char lockers[N_LOCKERS][40];
 
@@ -79,6 +83,10 @@ static int group_setup(void **state)
                                         "--heartbeat-ms", "100", NULL};
     itest_world_start(&W, "r1", itest_fmt("{\"max_lock_instructions\": %d}", LOCK_CAP), flags);
     http_sync_open(&http, W.base);
+    static const char *const watcher_flags[] = {"--role",         "runner",     "--queues",
+                                                "watch",          "--lease-ms", "400",
+                                                "--heartbeat-ms", "100",        NULL};
+    itest_ternd_start(&watcher, &W.redis, &W.dir, "r2", watcher_flags);
     itest_workflow_put_ok(&W.client, "{\"name\": \"ll-quick\", \"chain\": [{\"name\": \"n\", "
                                      "\"task\": \"core.noop\"}]}");
     itest_workflow_put_ok(&W.client, "{\"name\": \"ll-fail\", \"chain\": [{\"name\": \"f\", "
@@ -99,6 +107,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     http_sync_close(&http);
+    itest_ternd_signal(&watcher, SIGTERM, 10000);
     itest_world_stop(&W, 10000);
     return 0;
 }
