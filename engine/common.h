@@ -30,7 +30,8 @@
 #define TERN_ENOTCONN (-ENOTCONN) /* Redis is not reachable right now */
 #define TERN_ESTALE   (-ESTALE)   /* this runner no longer owns the job (lease lost) */
 #define TERN_EBUSY    (-EBUSY) /* state does not allow the operation (e.g. cancel a finished job) */
-#define TERN_EPERM    (-EPERM) /* refused on principle (plugin outside its directory) */
+#define TERN_EAGAIN   (-EAGAIN) /* over a capacity all jobs share: try again once some end */
+#define TERN_EPERM    (-EPERM)  /* refused on principle (plugin outside its directory) */
 /* A write reached Redis and its answer was lost: it may or may not have happened. */
 #define TERN_EUNKNOWN (-ECONNABORTED)
 

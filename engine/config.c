@@ -94,6 +94,7 @@ static const setting_t settings[] = {
     {"event_stream_max", NULL, K_U32, OFF(event_stream_max), 1, 10000000},
     {"global_event_stream_max", NULL, K_U32, OFF(global_event_stream_max), 1, 100000000},
     {"max_params_bytes", NULL, K_U32, OFF(max_params_bytes), 1, 512u * 1024 * 1024},
+    {"max_lock_instructions", NULL, K_U32, OFF(max_lock_instructions), 2500, 100000000},
     {"plugins", NULL, K_PLUGINS, OFF(plugins), 0, 0},
     {"api_token_file", "--api-token-file", K_PATH_NULL, OFF(api_token_file), 0, 0},
     {"tls_cert", "--tls-cert", K_PATH_NULL, OFF(tls_cert), 0, 0},
@@ -177,6 +178,7 @@ static const char usage_text[] =
     "  --version              print the version\n"
     "\n"
     "File-only keys: event_stream_max, global_event_stream_max, max_params_bytes,\n"
+    "max_lock_instructions (the compiled locks of all unfinished jobs, together),\n"
     "plugins ({\"<plugin>\": {...}}: each plugin's configuration; \"allow_networks\":\n"
     "[CIDR, ...] limits the addresses its HTTP requests reach), event_heartbeat_ms,\n"
     "postback_initial_ms, postback_max_ms, postback_max_attempts, postback_timeout_ms,\n"
@@ -745,6 +747,7 @@ static void set_defaults(tern_config_t *c, const char *default_plugin_dir)
     c->event_stream_max = 1000;
     c->global_event_stream_max = 100000;
     c->max_params_bytes = 262144;
+    c->max_lock_instructions = 500000;
     c->max_body_bytes = 1024 * 1024;
     c->event_heartbeat_ms = 15000;
     c->list_max_bytes = 4u * 1024 * 1024;

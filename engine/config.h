@@ -24,6 +24,7 @@
  *   "event_stream_max": 1000     (events kept per job)
  *   "global_event_stream_max": 100000
  *   "max_params_bytes": 262144
+ *   "max_lock_instructions": 500000 (compiled locks of all unfinished jobs, together)
  *   "plugins": {"<name>": {...}} (each plugin's init configuration; its member
  *                                "allow_networks" is the engine's: plugin_loader.h)
  *   "api_token_file": null       --api-token-file FILE  (or $TERN_API_TOKEN)
@@ -98,6 +99,7 @@ typedef struct tern_config {
     uint32_t event_stream_max;
     uint32_t global_event_stream_max;
     uint32_t max_params_bytes;
+    uint32_t max_lock_instructions;
     json_t *plugins;         /* owned object: plugin name -> config */
     char *api_token_file;    /* or NULL; the token itself is read by ternd */
     char *tls_cert;          /* or NULL */

@@ -325,6 +325,7 @@ static const struct {
     {TERN_ENOTCONN, 503, "ServiceUnavailable"},
     {TERN_EIO, 503, "ServiceUnavailable"},
     {TERN_EUNKNOWN, 503, "OutcomeUnknown"},
+    {TERN_EAGAIN, 503, "ServiceUnavailable"},
 };
 
 void api_reply_status(api_req_t *r, int status, const char *message)

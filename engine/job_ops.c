@@ -4,9 +4,16 @@
  *
  * Ownership: each operation in flight is one heap object (op_t, a store_op_t; see
  * store_op.h) that owns copies of its inputs and is freed right after its callback
- * ran. job_ops_t owns a cache of the locks of unfinished jobs (lock_pattern.h, each
- * compiled once and kept across refreshes), refreshed whenever job_create.lua or
+ * ran. job_ops_t owns a snapshot of the locks of unfinished jobs (lock_table.h, each
+ * compiled once and kept across refreshes), replaced whenever job_create.lua or
  * job_redrive.lua says the version we checked against is stale.
+ *
+ * Checking a target against every lock can take a second of CPU at the cap on their
+ * size (max_lock_instructions), so creates and retries that check one wait in a queue
+ * (first in, first out, so they go to Redis in the order they were made) and the queue
+ * is worked through in slices of LOCK_SLICE_STEPS from an idle handle: each turn of
+ * the loop does one slice, and serves its I/O and timers (the runner's heartbeats)
+ * between two.
  */
 #include "job_ops.h"
 
@@ -20,6 +27,7 @@
 #include "job_view.h"
 #include "json_text.h"
 #include "lock_pattern.h"
+#include "lock_table.h"
 #include "log.h"
 #include "store_op.h"
 #include "str_map.h"
@@ -28,16 +36,21 @@
 
 #define CREATE_TRIES 4 /* lock cache refreshes before giving up */
 
+/* The steps of the lock matcher (lock_match_run) one turn of the loop spends: about
+ * 0.4 ms here for the costliest instructions (bracket classes; 1 ms holds 450k to 650k
+ * steps), so that no turn is held for more than a millisecond or two. */
+#define LOCK_SLICE_STEPS 250000
+
+/* The default of max_lock_instructions: 500000 instructions of compiled locks over all
+ * unfinished jobs (a ^<uuid>$ lock is 39, the largest lock 2500): 8 MB of programs in
+ * each API process, and a create checked against all of them costs at most about a
+ * second of sliced CPU against a 1024-character target, much less for usual locks. */
+#define LOCK_INSTRUCTIONS_DEFAULT 500000
+
 /* The refusal of a retry of a job that neither failed nor was canceled, whether the
  * job read first or job_redrive.lua at the write says so; the arguments are the job's
  * uuid and execution. */
 #define REDRIVE_REFUSED_FMT "job %s is %s; only a failed or canceled job can be retried"
-
-typedef struct lock_entry {
-    char *job;
-    char *pattern;
-    lock_pattern_t *re; /* NULL: refused here (stored by another version), never matches */
-} lock_entry_t;
 
 /* A workflow as a create named it, parsed once and shared by the creates in flight.
  * A uuid names one document for good (versions are immutable), so what may go stale is
@@ -63,9 +76,16 @@ typedef struct wf_cached {
 struct job_ops {
     job_ops_opts_t opts;
     job_ops_local_runner_t local; /* reserve is NULL when there is none */
-    char locks_version[32];
-    lock_entry_t *locks;
-    size_t n_locks;
+    lock_table_t *locks;          /* the latest snapshot read (a reference held) */
+    /* Creates and retries waiting for their lock check (op->check), oldest first. */
+    struct op *checks;
+    struct op **checks_tail;
+    /* Runs a slice of the queue per turn while it is not empty; NULL until the first
+     * check that waits. Its own allocation, freed when its close completes: job_ops_free
+     * may come before that. */
+    uv_idle_t *check_idle;
+    bool checking; /* in checks_run: an op queued now is run by it */
+    bool closed;   /* job_ops_close ran: no check runs any more */
     wf_cached_t *wf_cache[WF_CACHE_SLOTS];
     size_t wf_cache_next; /* the slot the next new entry replaces */
 };
@@ -84,6 +104,10 @@ typedef struct op {
     uint64_t exec_after_ms;
     int tries;
     bool locks_fresh;       /* the lock table was read by this create's own round trip */
+    size_t locks_size;      /* the instructions of its lock's program (op->locks) */
+    lock_check_t check;     /* of its target, while in ops->checks */
+    bool check_redrive;     /* the check is a retry's (redrive_write follows), not a create's */
+    struct op *next_check;  /* in ops->checks */
     wf_cached_t *wfc;       /* the workflow of a create (a reference held), else NULL */
     struct op *next_waiter; /* in wfc->waiters */
     bool asking;            /* this create asked for wfc's workflow; others wait on it */
@@ -183,6 +207,7 @@ static void op_dispose(store_op_t *base)
     free(op->params_text);
     free(op->target);
     free(op->locks);
+    lock_check_dispose(&op->check);
     workflow_free(op->wf);
     json_decref(op->post_back_urls);
     store_args_dispose(&op->fields);
@@ -233,32 +258,51 @@ job_ops_t *job_ops_new(const job_ops_opts_t *opts)
     ops->opts = *opts;
     if (ops->opts.max_params_bytes == 0)
         ops->opts.max_params_bytes = 256 * 1024;
-    snprintf(ops->locks_version, sizeof ops->locks_version, "0");
+    if (ops->opts.max_lock_instructions == 0)
+        ops->opts.max_lock_instructions = LOCK_INSTRUCTIONS_DEFAULT;
+    ops->locks = lock_table_new();
+    ops->checks_tail = &ops->checks;
     return ops;
 }
 
-static void locks_free(lock_entry_t *locks, size_t n)
+/* Answers every create and retry still waiting for its lock check: nothing of them was
+ * sent, so nothing was stored. */
+static void checks_abandon(job_ops_t *ops)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(locks[i].job);
-        free(locks[i].pattern);
-        lock_pattern_free(locks[i].re);
+    while (ops->checks != NULL) {
+        op_t *op = ops->checks;
+        ops->checks = op->next_check;
+        if (ops->checks == NULL)
+            ops->checks_tail = &ops->checks;
+        store_op_done(&op->base, TERN_ENOTCONN, NULL,
+                      "ternd is stopping: the %s was not sent to Redis",
+                      op->check_redrive ? "retry" : "create");
     }
-    free(locks);
 }
 
-static void locks_clear(job_ops_t *ops)
+static void on_check_idle_closed(uv_handle_t *h)
 {
-    locks_free(ops->locks, ops->n_locks);
-    ops->locks = NULL;
-    ops->n_locks = 0;
+    free(h);
+}
+
+void job_ops_close(job_ops_t *ops)
+{
+    if (ops == NULL || ops->closed)
+        return;
+    ops->closed = true;
+    checks_abandon(ops);
+    if (ops->check_idle != NULL)
+        uv_close((uv_handle_t *)ops->check_idle, on_check_idle_closed);
+    ops->check_idle = NULL;
 }
 
 void job_ops_free(job_ops_t *ops)
 {
     if (ops == NULL)
         return;
-    locks_clear(ops);
+    ops->closed = true;
+    checks_abandon(ops);
+    lock_table_put(ops->locks);
     for (size_t i = 0; i < WF_CACHE_SLOTS; i++)
         wf_cached_put(ops->wf_cache[i]);
     free(ops);
@@ -406,54 +450,12 @@ void job_ops_workflow_get(job_ops_t *ops, const char *ref, job_ops_cb cb, void *
 /* ---- job create ---------------------------------------------------------------- */
 
 /* Replaces the lock table with the one of a LOCKS answer ({'LOCKS', version, job,
- * pattern, ...}). A lock the table held already (the same job and pattern) keeps its
- * compiled pattern: only new locks are compiled. */
+ * pattern, ...}); checks in progress keep the snapshot they began on. */
 static void locks_refresh(job_ops_t *ops, const redisReply *reply)
 {
-    lock_entry_t *old = ops->locks;
-    size_t n_old = ops->n_locks;
-    str_map_t by_job;
-    str_map_init(&by_job);
-    for (size_t i = 0; i < n_old; i++)
-        str_map_put(&by_job, old[i].job, &old[i]);
-    const redisReply *ver = store_reply_at(reply, 1);
-    snprintf(ops->locks_version, sizeof ops->locks_version, "%.*s", ver != NULL ? (int)ver->len : 1,
-             ver != NULL ? ver->str : "0");
-    size_t n = reply->elements > 2 ? (reply->elements - 2) / 2 : 0;
-    ops->locks = xcalloc(n ? n : 1, sizeof *ops->locks);
-    ops->n_locks = 0;
-    for (size_t i = 0; i < n; i++) {
-        const redisReply *job = reply->element[2 + 2 * i], *pat = reply->element[3 + 2 * i];
-        if (job->type != REDIS_REPLY_STRING || pat->type != REDIS_REPLY_STRING)
-            continue;
-        lock_entry_t *e = &ops->locks[ops->n_locks++];
-        e->job = xstrndup(job->str, job->len);
-        e->pattern = xstrndup(pat->str, pat->len);
-        lock_entry_t *was = str_map_get(&by_job, e->job);
-        if (was != NULL && strcmp(was->pattern, e->pattern) == 0) {
-            e->re = was->re;
-            was->re = NULL;
-            continue;
-        }
-        /* Patterns were checked when their jobs were created; one that this version
-         * refuses (stored by an earlier one, which took any POSIX extended regular
-         * expression) locks nothing rather than blocking every create. It stays in the
-         * table, so the warning is written once. */
-        char err[256];
-        if (strlen(e->pattern) != pat->len ||
-            lock_pattern_compile(e->pattern, &e->re, err, sizeof err) != 0) {
-            if (strlen(e->pattern) != pat->len)
-                snprintf(err, sizeof err, "holds a NUL byte");
-            json_t *fields = json_pack("{s:s, s:s%}", "job", e->job, "locks", pat->str,
-                                       (size_t)(pat->len > 200 ? 200 : pat->len));
-            log_msg(TERN_LOG_WARN, "jobs", fields,
-                    "the locks of job %s are not accepted by this version and lock nothing: %s",
-                    e->job, err);
-            json_decref(fields);
-        }
-    }
-    str_map_free(&by_job);
-    locks_free(old, n_old);
+    lock_table_t *t = lock_table_from_reply(ops->locks, reply);
+    lock_table_put(ops->locks);
+    ops->locks = t;
 }
 
 /* After a create that asked for its workflow got its answer (or ended without one):
@@ -505,6 +507,18 @@ static void replace_field(store_args_t *fields, const char *name, const char *va
             return;
         }
     }
+}
+
+/* Answers a LOCKCAP answer ({'LOCKCAP', instructions held, cap, ...}): the lock of
+ * `size` instructions would take the locks of unfinished jobs past the cap. */
+static void lock_cap_refused(op_t *op, const redisReply *reply, size_t size, const char *what)
+{
+    store_op_done(&op->base, TERN_EAGAIN, NULL,
+                  "locks: the locks of unfinished jobs hold %lld instructions; this one's %zu "
+                  "would pass the cap of %lld (max_lock_instructions in the config file); %s, "
+                  "try again once locked jobs end",
+                  store_reply_int(store_reply_at(reply, 1), 0), size,
+                  store_reply_int(store_reply_at(reply, 2), 0), what);
 }
 
 static void on_job_create(void *data, int status, const redisReply *reply, const char *errmsg)
@@ -595,6 +609,10 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     }
     if (store_reply_is(kind, "EXISTS")) {
         store_op_done(&op->base, TERN_EEXIST, NULL, "uuid: job %s already exists", op->uuid);
+        return;
+    }
+    if (store_reply_is(kind, "LOCKCAP")) {
+        lock_cap_refused(op, reply, op->locks_size, "the job was not created");
         return;
     }
     /* A new job is shown from what was sent; the same create repeated gets the job as
@@ -714,57 +732,131 @@ static void push_created_event(store_args_t *a, const char *uuid, const char *na
     json_text_dispose(&ev);
 }
 
-/* The lock of an unfinished job other than `self` (NULL: none) that op->target
- * matches, when the table was read by this operation's own round trip; NULL when none
- * matches. The table may be stale (the locking job may have ended since it was read):
- * on a match in a table not read for this operation, the version becomes one that never
- * matches, so the script answers with the current table instead of writing, and the
- * operation checks again (it returns NULL for now). */
-static const lock_entry_t *locks_match(op_t *op, const char *self)
+static void create_write(op_t *op, const char *locks_version);
+static void redrive_write(op_t *op, const char *locks_version);
+static void checks_run(job_ops_t *ops);
+
+static void on_check_idle(uv_idle_t *h)
+{
+    checks_run(h->data);
+}
+
+/* A create or retry whose check ended: refused when its target matched a lock of a
+ * table read by its own round trip; else sent with the version it was checked against.
+ * A table may be stale (the locking job may have ended since it was read): on a match
+ * in a table not read for this operation, the table is marked stale, so that the script
+ * answers with the current one instead of writing, and the operation checks again. */
+static void check_done(op_t *op, int outcome)
+{
+    const lock_entry_t *lock = outcome == LOCK_MATCH_YES ? lock_check_match(&op->check) : NULL;
+    if (lock != NULL && op->locks_fresh) {
+        /* op_dispose drops the check, and the lock it names, after the answer. */
+        store_op_done(&op->base, TERN_EEXIST, NULL,
+                      "job target \"%s\" is locked by job %s (locks \"%s\")", op->target, lock->job,
+                      lock->pattern);
+        return;
+    }
+    if (lock != NULL)
+        op->check.table->stale = true;
+    char version[32];
+    snprintf(version, sizeof version, "%s", lock_table_version(op->check.table));
+    lock_check_dispose(&op->check);
+    if (op->check_redrive)
+        redrive_write(op, version);
+    else
+        create_write(op, version);
+}
+
+/* Works through the queue of checks for one slice of LOCK_SLICE_STEPS (all of it when
+ * the operations have no loop): each finished check sends or answers its operation,
+ * in the order they were queued. Runs again from the idle handle while checks wait. */
+static void checks_run(job_ops_t *ops)
+{
+    uint64_t budget = ops->opts.loop != NULL ? LOCK_SLICE_STEPS : UINT64_MAX;
+    ops->checking = true;
+    while (ops->checks != NULL && !ops->closed) {
+        op_t *op = ops->checks;
+        int outcome = lock_check_run(&op->check, &budget);
+        if (outcome == LOCK_MATCH_MORE)
+            break;
+        ops->checks = op->next_check;
+        if (ops->checks == NULL)
+            ops->checks_tail = &ops->checks;
+        op->next_check = NULL;
+        check_done(op, outcome); /* may end and free op, and queue others */
+        if (budget == 0)
+            break;
+    }
+    ops->checking = false;
+    if (ops->closed)
+        return;
+    if (ops->checks != NULL && ops->check_idle == NULL) {
+        ops->check_idle = xcalloc(1, sizeof *ops->check_idle);
+        uv_idle_init(ops->opts.loop, ops->check_idle);
+        ops->check_idle->data = ops;
+    }
+    if (ops->checks != NULL)
+        uv_idle_start(ops->check_idle, on_check_idle);
+    else if (ops->check_idle != NULL)
+        uv_idle_stop(ops->check_idle);
+}
+
+/* Queues the check of op->target (NULL: nothing to check, but the operation still
+ * keeps its turn) against the latest table, skipping job `self`'s own lock. The first
+ * slice runs at once when nothing waits ahead of it, so a cheap check is done before
+ * this returns (and may have ended op). */
+static void check_queue(op_t *op, const char *self, bool redrive)
 {
     job_ops_t *ops = op->ops;
-    size_t len = strlen(op->target);
-    for (size_t i = 0; i < ops->n_locks; i++) {
-        lock_entry_t *e = &ops->locks[i];
-        if (e->re == NULL || (self != NULL && strcmp(e->job, self) == 0))
-            continue;
-        if (!lock_pattern_test(e->re, op->target, len))
-            continue;
-        if (op->locks_fresh)
-            return e;
-        snprintf(ops->locks_version, sizeof ops->locks_version, "stale");
-        return NULL;
+    if (ops->closed) {
+        store_op_done(&op->base, TERN_ENOTCONN, NULL,
+                      "ternd is stopping: the %s was not sent to Redis",
+                      redrive ? "retry" : "create");
+        return;
     }
-    return NULL;
+    if (op->direct) {
+        /* The slot of the local runner is taken again when the create is sent: a
+         * check may take a while, and the runner may stop meanwhile. */
+        ops->local.release(ops->local.data, false);
+        op->direct = false;
+    }
+    lock_check_begin(&op->check, ops->locks, op->target, self);
+    op->check_redrive = redrive;
+    op->next_check = NULL;
+    bool first = ops->checks == NULL;
+    *ops->checks_tail = op;
+    ops->checks_tail = &op->next_check;
+    if (first && !ops->checking)
+        checks_run(ops);
 }
 
 static void create_send(op_t *op)
 {
-    job_ops_t *ops = op->ops;
-    store_args_t a;
-    store_args_init(&a);
-    store_args_push(&a, op->workflow_ref);
     if (op->wfc == NULL || op->wfc->wf == NULL) {
         /* Not parsed yet: job_create.lua answers with the workflow (WF) before it
-         * looks at anything else. */
+         * looks at anything else (and stores nothing). */
+        store_args_t a;
+        store_args_init(&a);
+        store_args_push(&a, op->workflow_ref);
         store_args_push(&a, "");
         store_args_push(&a, op->uuid);
         op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);
         return;
     }
-    store_args_push(&a, op->wfc->uuid);
     /* node-workflow's lock rule: a target matching the locks of an unfinished job is
      * refused while that job runs. */
-    if (op->target != NULL) {
-        const lock_entry_t *lock = locks_match(op, NULL);
-        if (lock != NULL) {
-            store_args_dispose(&a);
-            store_op_done(&op->base, TERN_EEXIST, NULL,
-                          "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
-                          lock->job, lock->pattern);
-            return;
-        }
-    }
+    check_queue(op, NULL, false);
+}
+
+/* Sends job_create.lua for a create whose target was checked against the locks of
+ * version `locks_version`. */
+static void create_write(op_t *op, const char *locks_version)
+{
+    job_ops_t *ops = op->ops;
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, op->workflow_ref);
+    store_args_push(&a, op->wfc->uuid);
     const workflow_t *wf = op->wfc->wf;
     char herr[512];
     char *holds = NULL;
@@ -781,7 +873,7 @@ static void create_send(op_t *op)
     store_args_push(&a, wf->queue);
     store_args_push_u64(&a, op->exec_after_ms);
     store_args_push(&a, unique);
-    store_args_push(&a, ops->locks_version);
+    store_args_push(&a, locks_version);
     store_args_push(&a, op->locks != NULL ? op->locks : "");
     push_created_event(&a, op->uuid, wf->name);
     /* Direct start: a slot of the local runner, taken once per create (this may be a
@@ -802,6 +894,8 @@ static void create_send(op_t *op)
      * sent again only after an answer saying it stored nothing (WF, LOCKS); one whose
      * answer was lost fails and is never sent again. */
     store_args_push(&a, op->uuid_made_here ? "1" : "");
+    store_args_push_u64(&a, op->locks != NULL ? op->locks_size : 0);
+    store_args_push_u64(&a, ops->opts.max_lock_instructions);
     /* What job_create.lua stores beside the fields sent (it adds unique, locks and lv too,
      * which the view does not show). */
     store_args_dispose(&op->fields);
@@ -970,6 +1064,7 @@ static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
             store_op_done(&op->base, rc, NULL, "locks: not accepted: %s", why);
             return;
         }
+        op->locks_size = lock_pattern_size(re);
         lock_pattern_free(re);
         op->locks = xstrdup(req->locks);
     }
@@ -1195,6 +1290,9 @@ static void on_job_redrive(void *data, int status, const redisReply *reply, cons
         store_op_done(&op->base, TERN_EEXIST, NULL,
                       "another job with the same target and params is not finished yet: %s",
                       store_reply_at(reply, 1)->str);
+    } else if (store_reply_is(kind, "LOCKCAP")) {
+        lock_cap_refused(op, reply, (size_t)store_reply_int(store_reply_at(reply, 3), 0),
+                         "the job was not retried");
     } else {
         answer_execution(op, "queued");
     }
@@ -1296,27 +1394,26 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
     redrive_send(op);
 }
 
-/* Sends job_redrive.lua with the arguments in op->fields and the version of the lock
- * table, unless the job's target matches the lock of an unfinished job: a retry is
- * refused as a create of that target would be, and nothing is written. Only the target
- * is checked, as at create: the job's own locks are not matched against the targets of
- * jobs that started while it had ended (README, Jobs). */
+/* Checks the job's target against the locks of unfinished jobs, then sends
+ * job_redrive.lua (redrive_write): a retry is refused as a create of that target would
+ * be, and nothing is written. Only the target is checked, as at create: the job's own
+ * locks are not matched against the targets of jobs that started while it had ended
+ * (README, Jobs). */
 static void redrive_send(op_t *op)
 {
-    if (op->target != NULL) {
-        const lock_entry_t *lock = locks_match(op, op->uuid);
-        if (lock != NULL) {
-            store_op_done(&op->base, TERN_EEXIST, NULL,
-                          "job target \"%s\" is locked by job %s (locks \"%s\")", op->target,
-                          lock->job, lock->pattern);
-            return;
-        }
-    }
+    check_queue(op, op->uuid, true);
+}
+
+/* Sends job_redrive.lua with the arguments in op->fields, the version of the lock table
+ * the target was checked against and the cap on the size of locks. */
+static void redrive_write(op_t *op, const char *locks_version)
+{
     store_args_t a;
     store_args_init(&a);
     for (size_t i = 0; i < op->fields.n; i++)
         store_args_pushb(&a, op->fields.v[i], op->fields.len[i]);
-    store_args_push(&a, op->ops->locks_version);
+    store_args_push(&a, locks_version);
+    store_args_push_u64(&a, op->ops->opts.max_lock_instructions);
     op_send(op, SCRIPT_JOB_REDRIVE, &a, on_job_redrive);
 }
 

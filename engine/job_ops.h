@@ -7,8 +7,9 @@
  * Every operation is asynchronous and answers through a job_ops_cb exactly once:
  * status 0 with a result, or a negative TERN_E* code with a message naming the
  * problem (TERN_EINVAL bad input, TERN_ENOENT unknown workflow or job, TERN_EEXIST
- * conflict, TERN_EBUSY wrong state, TERN_E2BIG over a limit, TERN_ENOTCONN/TERN_EIO
- * Redis). Bad input is refused before anything is written.
+ * conflict, TERN_EBUSY wrong state, TERN_E2BIG over a limit, TERN_EAGAIN over a
+ * capacity shared by all jobs, TERN_ENOTCONN/TERN_EIO Redis). Bad input is refused
+ * before anything is written.
  *
  * A write whose call reached Redis but whose answer was lost (the connection dropped,
  * or Redis did not answer within the command timeout) answers TERN_EUNKNOWN: it may or
@@ -24,6 +25,7 @@
 #include <stdint.h>
 
 #include <jansson.h>
+#include <uv.h>
 
 #include "plugin_loader.h"
 #include "store.h"
@@ -38,9 +40,22 @@ typedef struct job_ops_opts {
     store_t *store;             /* borrowed */
     plugin_registry_t *plugins; /* borrowed; validates workflows' tasks (may be NULL) */
     size_t max_params_bytes;    /* default 256 KiB */
+    /* The loop the checks of targets against locks run on, in slices of a bounded
+     * time (see job_ops.c); NULL: each check runs whole when it is made. Borrowed. */
+    uv_loop_t *loop;
+    /* The cap on the instructions of the compiled locks of all unfinished jobs
+     * together (lock_pattern_size); default 500000. */
+    uint32_t max_lock_instructions;
 } job_ops_opts_t;
 
 job_ops_t *job_ops_new(const job_ops_opts_t *opts);
+
+/* Stops for good: the creates and retries waiting for their lock check are answered
+ * TERN_ENOTCONN (nothing of them was sent) and later ones at once; closes the handle on
+ * the loop. For a shutdown, while the loop runs and before the store is freed. */
+void job_ops_close(job_ops_t *ops);
+
+/* Frees the operations' state (job_ops_close first when they have a loop). */
 void job_ops_free(job_ops_t *ops);
 
 /* A runner in the same process (ternd with both roles) that new jobs may start on at
@@ -90,7 +105,8 @@ typedef struct job_create_req {
 /* Creates a job. Result: the new job as job_ops_get shows it, as created (execution
  * "queued", also when it started at once on the local runner in the same step). A job with the same
  * workflow, target and params that has not finished, or a target matching an active job's locks, is
- * TERN_EEXIST and names the other job; so is a `uuid` that is already a job's. */
+ * TERN_EEXIST and names the other job; so is a `uuid` that is already a job's. A lock that
+ * would take the locks of unfinished jobs past max_lock_instructions is TERN_EAGAIN. */
 void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, void *data);
 
 /* The answer of job_ops_create_text. On success (status 0) `view` is the new job as
@@ -129,7 +145,8 @@ void job_ops_resume(job_ops_t *ops, const char *uuid, const json_t *result, cons
  * the chain step that failed, or at `from_step` (a chain step name) when given, with
  * `params` (borrowed object, may be NULL) merged over its params. A target matching an
  * unfinished job's locks is TERN_EEXIST naming that job and lock, as at create, and
- * changes nothing. */
+ * changes nothing; so does TERN_EAGAIN when the job's own lock no longer fits under
+ * max_lock_instructions. */
 void job_ops_redrive(job_ops_t *ops, const char *uuid, const char *from_step, const json_t *params,
                      const char *caller, job_ops_cb cb, void *data);
 

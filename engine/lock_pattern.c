@@ -98,6 +98,7 @@ typedef struct scratch {
     uint32_t *mark; /* the step at which a pc was last added to a list */
     uint32_t *list[2];
     uint32_t *stack;
+    uint64_t steps; /* instructions visited so far: the work done (lock_match_run) */
 } scratch_t;
 
 #define SCRATCH_ON_STACK 256 /* programs up to this size test without allocating */
@@ -1058,6 +1059,7 @@ static bool add_thread(const lock_pattern_t *p, scratch_t *w, uint32_t *list, si
     w->stack[sp++] = pc;
     while (sp > 0) {
         pc = w->stack[--sp];
+        w->steps++;
         const inst_t *in = &p->prog[pc];
         uint32_t go[2];
         size_t n_go = 0;
@@ -1116,49 +1118,127 @@ static uint32_t target_at(const char *t, size_t len, size_t pos, size_t *n)
     return cp;
 }
 
-static bool run(const lock_pattern_t *p, scratch_t *w, const char *target, size_t len)
+/* A test in progress: the simulation's state between two positions of the target, so
+ * that a caller can run it in slices (lock_match_run). */
+struct lock_match {
+    const lock_pattern_t *p;
+    const char *target;
+    size_t len;
+    scratch_t w;
+    uint32_t *mem; /* w's lists: small, or malloc'd for a large program */
+    size_t cap;    /* instructions mem has room for */
+    uint32_t step; /* the mark of the threads added for the current position */
+    size_t n_cur;  /* threads at the current position, in cur */
+    size_t pos;    /* the byte offset of the current position */
+    size_t width;  /* the length in bytes of the code point there */
+    uint32_t *cur, *next;
+    position_t at;
+    int outcome; /* LOCK_MATCH_MORE until the test is decided */
+    uint32_t small[4 * SCRATCH_ON_STACK];
+};
+
+/* Starts the simulation: the threads of the first position. */
+static void match_begin(lock_match_t *m)
 {
-    memset(w->mark, 0, p->n * sizeof *w->mark);
-    uint32_t step = 1;
-    size_t n_cur = 0, pos = 0, width;
-    uint32_t *cur = w->list[0], *next = w->list[1];
-    position_t at = {CP_NONE, target_at(target, len, 0, &width)};
-    if (add_thread(p, w, cur, &n_cur, 0, step, at))
-        return true;
-    while (at.cur != CP_NONE) {
-        size_t next_width, n_next = 0;
-        position_t after = {at.cur, target_at(target, len, pos + width, &next_width)};
-        step++;
-        for (size_t i = 0; i < n_cur; i++) {
-            uint32_t pc = cur[i];
-            if (consumes(p, &p->prog[pc], at.cur) &&
-                add_thread(p, w, next, &n_next, pc + 1, step, after))
-                return true;
+    const lock_pattern_t *p = m->p;
+    memset(m->w.mark, 0, p->n * sizeof *m->w.mark);
+    m->step = 1;
+    m->n_cur = 0;
+    m->pos = 0;
+    m->cur = m->w.list[0];
+    m->next = m->w.list[1];
+    m->at = (position_t){CP_NONE, target_at(m->target, m->len, 0, &m->width)};
+    m->outcome = LOCK_MATCH_MORE;
+    if (add_thread(p, &m->w, m->cur, &m->n_cur, 0, m->step, m->at))
+        m->outcome = LOCK_MATCH_YES;
+    else if (m->at.cur == CP_NONE)
+        m->outcome = LOCK_MATCH_NO;
+}
+
+/* Moves the simulation one code point on; sets m->outcome when the test is decided. */
+static void match_advance(lock_match_t *m)
+{
+    const lock_pattern_t *p = m->p;
+    scratch_t *w = &m->w;
+    size_t next_width, n_next = 0;
+    position_t after = {m->at.cur, target_at(m->target, m->len, m->pos + m->width, &next_width)};
+    m->step++;
+    w->steps += m->n_cur;
+    for (size_t i = 0; i < m->n_cur; i++) {
+        uint32_t pc = m->cur[i];
+        if (consumes(p, &p->prog[pc], m->at.cur) &&
+            add_thread(p, w, m->next, &n_next, pc + 1, m->step, after)) {
+            m->outcome = LOCK_MATCH_YES;
+            return;
         }
-        /* A match may start at any position (a search, not a full match); a program
-         * that starts with ^ only from the first. */
-        if (!p->anchored && add_thread(p, w, next, &n_next, 0, step, after))
-            return true;
-        if (n_next == 0 && p->anchored)
-            return false;
-        uint32_t *swap = cur;
-        cur = next;
-        next = swap;
-        n_cur = n_next;
-        pos += width;
-        width = next_width;
-        at = after;
     }
-    return false;
+    /* A match may start at any position (a search, not a full match); a program
+     * that starts with ^ only from the first. */
+    if (!p->anchored && add_thread(p, w, m->next, &n_next, 0, m->step, after)) {
+        m->outcome = LOCK_MATCH_YES;
+        return;
+    }
+    if ((n_next == 0 && p->anchored) || after.cur == CP_NONE) {
+        m->outcome = LOCK_MATCH_NO;
+        return;
+    }
+    uint32_t *swap = m->cur;
+    m->cur = m->next;
+    m->next = swap;
+    m->n_cur = n_next;
+    m->pos += m->width;
+    m->width = next_width;
+    m->at = after;
+}
+
+lock_match_t *lock_match_new(const lock_pattern_t *p, const char *target, size_t len)
+{
+    lock_match_t *m = xmalloc(sizeof *m);
+    m->mem = m->small;
+    m->cap = SCRATCH_ON_STACK;
+    lock_match_reset(m, p, target, len);
+    return m;
+}
+
+void lock_match_reset(lock_match_t *m, const lock_pattern_t *p, const char *target, size_t len)
+{
+    if (p->n > m->cap) {
+        if (m->mem != m->small)
+            free(m->mem);
+        m->mem = xmalloc(4 * p->n * sizeof *m->mem);
+        m->cap = p->n;
+    }
+    m->p = p;
+    m->target = target;
+    m->len = len;
+    m->w = (scratch_t){m->mem, {m->mem + p->n, m->mem + 2 * p->n}, m->mem + 3 * p->n, 0};
+    match_begin(m);
+}
+
+int lock_match_run(lock_match_t *m, uint64_t *budget)
+{
+    uint64_t before = m->w.steps;
+    while (m->outcome == LOCK_MATCH_MORE && m->w.steps - before < *budget)
+        match_advance(m);
+    uint64_t used = m->w.steps - before;
+    *budget = used < *budget ? *budget - used : 0;
+    return m->outcome;
+}
+
+void lock_match_free(lock_match_t *m)
+{
+    if (m == NULL)
+        return;
+    if (m->mem != m->small)
+        free(m->mem);
+    free(m);
 }
 
 bool lock_pattern_test(const lock_pattern_t *p, const char *target, size_t len)
 {
-    uint32_t small[4 * SCRATCH_ON_STACK];
-    uint32_t *mem = p->n <= SCRATCH_ON_STACK ? small : xmalloc(4 * p->n * sizeof *mem);
-    scratch_t w = {mem, {mem + p->n, mem + 2 * p->n}, mem + 3 * p->n};
-    bool match = run(p, &w, target, len);
-    if (mem != small)
-        free(mem);
+    lock_match_t *m = lock_match_new(p, target, len);
+    uint64_t unlimited = UINT64_MAX;
+    bool match = lock_match_run(m, &unlimited) == LOCK_MATCH_YES;
+    lock_match_free(m);
     return match;
 }

@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The longest lock accepted, in bytes: a lock naming a few dozen uuids
  * ("^(uuid1|uuid2|...)$", 37 bytes each) fits. */
@@ -62,6 +63,34 @@ int lock_pattern_compile(const char *text, lock_pattern_t **out, char *err, size
  * needed): JavaScript's RegExp.prototype.test. Allocates nothing for a program of up to
  * 256 instructions, 16 bytes per instruction for a larger one (freed before it returns). */
 bool lock_pattern_test(const lock_pattern_t *p, const char *target, size_t len);
+
+/* A test of one pattern against one target that runs in slices, so that a caller on an
+ * event loop can bound the time each turn spends: lock_pattern_test is one run with no
+ * budget. */
+typedef struct lock_match lock_match_t;
+
+#define LOCK_MATCH_NO   0 /* the pattern matches nowhere in the target */
+#define LOCK_MATCH_YES  1 /* it matches somewhere */
+#define LOCK_MATCH_MORE 2 /* not decided yet: run again */
+
+/* Begins a test of `p` against `target` (`len` bytes); both are borrowed and must live
+ * until lock_match_free. Allocates about 4 KiB, plus 16 bytes per instruction for a
+ * program over 256 instructions. Never NULL. */
+lock_match_t *lock_match_new(const lock_pattern_t *p, const char *target, size_t len);
+
+/* Begins a test of another pattern or target in `m`, as lock_match_new does, keeping
+ * its memory (grown when `p` needs more). */
+void lock_match_reset(lock_match_t *m, const lock_pattern_t *p, const char *target, size_t len);
+
+/* Runs the test on until it is decided or about `*budget` steps were spent (a step is
+ * one instruction visited; the test stops between two code points of the target, so it
+ * may spend up to 3 x lock_pattern_size more than asked). Subtracts the steps spent
+ * from *budget (down to 0) and returns LOCK_MATCH_NO, LOCK_MATCH_YES or
+ * LOCK_MATCH_MORE; once decided, it returns the same answer at no cost. */
+int lock_match_run(lock_match_t *m, uint64_t *budget);
+
+/* Frees `m` (NULL is fine). */
+void lock_match_free(lock_match_t *m);
 
 /* The number of instructions of the compiled program. */
 size_t lock_pattern_size(const lock_pattern_t *p);

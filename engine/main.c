@@ -385,6 +385,7 @@ static void finish_shutdown(ternd_t *t)
         events_follow_stop(t->follow);
         t->follow = NULL;
     }
+    job_ops_close(t->ops); /* the creates still checking locks are answered */
     store_free(t->store);
     t->store = NULL;
     http_client_free(t->http);
@@ -564,6 +565,7 @@ static int load_api_names(ternd_t *t, char *err, size_t errlen)
  * and the signal handlers): close them and stop Redis. */
 static int fail_start(ternd_t *t)
 {
+    job_ops_close(t->ops);
     store_free(t->store);
     http_client_free(t->http);
     uv_run(t->loop, UV_RUN_DEFAULT);
@@ -714,8 +716,11 @@ int main(int argc, char **argv)
         .data = &t,
     };
     t.store = store_new(t.loop, &so);
-    job_ops_opts_t jo = {
-        .store = t.store, .plugins = t.plugins, .max_params_bytes = t.cfg.max_params_bytes};
+    job_ops_opts_t jo = {.store = t.store,
+                         .plugins = t.plugins,
+                         .max_params_bytes = t.cfg.max_params_bytes,
+                         .loop = t.loop,
+                         .max_lock_instructions = t.cfg.max_lock_instructions};
     t.ops = job_ops_new(&jo);
     if (t.cfg.roles & CONFIG_ROLE_API) {
         if (load_api_tokens(&t, err, sizeof err) != 0 || load_api_names(&t, err, sizeof err) != 0) {
@@ -808,6 +813,7 @@ int main(int argc, char **argv)
     uv_signal_start(&t.sigint, on_signal, SIGINT);
 
     uv_run(t.loop, UV_RUN_DEFAULT);
+    job_ops_close(t.ops); /* done unless a second interrupt stopped the loop early */
     http_api_dispose(t.api);
     t.api = NULL;
 

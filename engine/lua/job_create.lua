@@ -7,8 +7,9 @@
 --       may start the job at once ('' none: see below), 13 '1' when the caller made the
 --       uuid itself (random, 122 bits) and has not sent this create before with a chance
 --       that it ran: no job can have it, so it is not looked up ('' otherwise: a uuid
---       given by a client may be a create repeated), 14.. field/value pairs stored as
---       they are.
+--       given by a client may be a create repeated), 14 the instructions of the
+--       compiled locks (0 none), 15 the cap on the instructions of all unfinished jobs'
+--       locks (max_lock_instructions), 16.. field/value pairs stored as they are.
 -- Answers {'OK', created_at} for a new job, {'RUN', created_at} for a new job started at
 --         once on the runner of ARGV 12 (fence 1), {'OK', now, snapshot (see
 --         job_snapshot)} for the same create repeated
@@ -17,14 +18,17 @@
 --       | {'EXISTS'} (a job with this uuid is already stored, made by another create;
 --         the same create repeated gets 'OK' and the job as it is now)
 --       | {'CONFLICT', other uuid} | {'LOCKS', version, uuid1, regex1, ...}
+--       | {'LOCKCAP', instructions held, cap} (the lock would pass the cap: nothing
+--         stored; see locks_size_fits)
 -- The job shares its workflow's frozen document (wfdoc:<workflow uuid>, written by
 -- workflow_put.lua, or here for workflows stored before it did).
 local ref, wf_uuid, uuid, queue = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local exec_after, unique, seen, locks = tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
 local runner, made_here = ARGV[12], ARGV[13] == '1'
+local locks_size, locks_cap = tonumber(ARGV[14]) or 0, tonumber(ARGV[15]) or 0
 local target, params, holds, timeout_ms = '', '', nil, nil
 local rare = unique ~= '' or locks ~= '' -- see RARE_FIELDS
-for i = 14, #ARGV, 2 do
+for i = 16, #ARGV, 2 do
     if IS_RARE_FIELD[ARGV[i]] then
         rare = true
     end
@@ -83,6 +87,12 @@ if unique ~= '' then
         end
     end
 end
+if locks ~= '' then
+    local held = locks_size_fits(locks_size, locks_cap)
+    if held then
+        return {'LOCKCAP', held, locks_cap}
+    end
+end
 local doc = WF_DOCS[actual]
 if not doc then
     doc = redis.call('GET', dockey)
@@ -116,7 +126,7 @@ if queue ~= DEFAULT_QUEUE then
     fields[#fields + 1] = 'queue'
     fields[#fields + 1] = queue
 end
-for i = 14, #ARGV do
+for i = 16, #ARGV do
     fields[#fields + 1] = ARGV[i]
 end
 if start then
@@ -140,8 +150,11 @@ end
 if locks ~= '' then
     fields[#fields + 1] = 'locks'
     fields[#fields + 1] = locks
+    fields[#fields + 1] = 'locks_size'
+    fields[#fields + 1] = tostring(locks_size)
     redis.call('HSET', P .. 'locks', uuid, locks)
     redis.call('INCR', P .. 'locks:version')
+    locks_size_add(uuid, locks_size)
 end
 if exec_after > now then
     fields[#fields + 1] = 'exec_after'

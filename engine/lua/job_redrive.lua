@@ -2,13 +2,16 @@
 -- keeping the results of the steps before it; optionally with corrected params.
 -- ARGV: 3 uuid, 4 chain index to start at, 5 new params JSON ('' unchanged),
 --       6 uniqueness key for the (new) params ('' none), 7 history entry JSON,
---       8 locks version the caller checked the job's target against
+--       8 locks version the caller checked the job's target against, 9 the cap on the
+--       instructions of all unfinished jobs' locks (max_lock_instructions)
 -- Returns {'OK'} | {'BADSTATE', execution} | {'CONFLICT', other uuid} | {'NOTFOUND'} |
 --         {'LOCKS', version, job, pattern, ...} (the caller's table of locks is stale:
---         nothing was written; check the target against these and send again)
+--         nothing was written; check the target against these and send again) |
+--         {'LOCKCAP', instructions held, cap, the job's} (its lock would pass the cap;
+--         nothing was written)
 local uuid, idx, params, unique, seen = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[8]
 local k = jkey(uuid)
-local f = redis.call('HMGET', k, 'execution', 'locks', 'target')
+local f = redis.call('HMGET', k, 'execution', 'locks', 'target', 'locks_size')
 local ex = f[1]
 if not ex then
     return {'NOTFOUND'}
@@ -38,6 +41,14 @@ if unique ~= '' then
         end
     end
 end
+-- The job's lock is held again: it must fit under the cap, as at create.
+local locks_size = tonumber(f[4]) or 0
+if f[2] then
+    local held = locks_size_fits(locks_size, tonumber(ARGV[9]) or 0)
+    if held then
+        return {'LOCKCAP', held, ARGV[9], locks_size}
+    end
+end
 local now = now_ms()
 -- The story so far goes to the job's stream before the record forgets part of it.
 job_stream_open(uuid)
@@ -62,6 +73,7 @@ end
 if f[2] then
     redis.call('HSET', P .. 'locks', uuid, f[2])
     redis.call('INCR', P .. 'locks:version')
+    locks_size_add(uuid, locks_size)
 end
 redis.call('RPUSH', k .. ':history', ARGV[7])
 redis.call('HSET', k, 'xk', '1', 'rf', '1') -- see has_extra_keys, RARE_FIELDS

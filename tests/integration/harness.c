@@ -458,7 +458,7 @@ void itest_client_open(itest_client_t *c, const itest_redis_t *r)
     store_opts_t so = {
         .addr = &c->addr, .name = "itest-client", .on_state = on_client_store, .data = &client_up};
     c->store = store_new(&c->loop, &so);
-    job_ops_opts_t jo = {.store = c->store};
+    job_ops_opts_t jo = {.store = c->store, .loop = &c->loop};
     c->ops = job_ops_new(&jo);
     if (!itest_client_run_until(c, &client_up, 10000))
         fail_msg("client: Redis at %s not reachable", r->url);
@@ -466,6 +466,7 @@ void itest_client_open(itest_client_t *c, const itest_redis_t *r)
 
 void itest_client_close(itest_client_t *c)
 {
+    job_ops_close(c->ops);
     job_ops_free(c->ops);
     store_free(c->store);
     for (int i = 0; i < 100 && uv_run(&c->loop, UV_RUN_NOWAIT) != 0; i++)

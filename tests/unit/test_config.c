@@ -118,6 +118,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.event_stream_max, 1000);
     assert_int_equal(c.global_event_stream_max, 100000);
     assert_int_equal(c.max_params_bytes, 262144);
+    assert_int_equal(c.max_lock_instructions, 500000);
     assert_int_equal(c.retention_days, 30);
     assert_int_equal(c.retention_ms, 0);
     assert_true(config_retention_ms(&c) == 30ULL * 24 * 3600 * 1000);
@@ -199,6 +200,7 @@ static void test_file_then_flags(void **state)
                         "  \"event_stream_max\": 50,\n"
                         "  \"global_event_stream_max\": 5000,\n"
                         "  \"max_params_bytes\": 1024,\n"
+                        "  \"max_lock_instructions\": 10000,\n"
                         "  \"runner_id\": \"from-file\",\n"
                         "  \"postback_allow_networks\": [\"10.0.0.0/8\", \"::1\"],\n"
                         "  \"plugins\": {\"vm\": {\"inventory\": \"/etc/dc.json\"}, \"net\": {}}\n"
@@ -226,6 +228,7 @@ static void test_file_then_flags(void **state)
     assert_int_equal(c.event_stream_max, 50);
     assert_int_equal(c.global_event_stream_max, 5000);
     assert_int_equal(c.max_params_bytes, 1024);
+    assert_int_equal(c.max_lock_instructions, 10000);
     assert_string_equal(c.runner_id, "from-file");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(c.plugins, "vm"), "inventory")),
@@ -354,6 +357,10 @@ static void test_file_errors(void **state)
                  "config %s: key \"concurrency\": must be between 1 and 1000000, got -1");
     file_refused(f, "{\"max_params_bytes\": 0}",
                  "config %s: key \"max_params_bytes\": must be between 1 and 536870912, got 0");
+    /* Below one lock of the largest size, no lock could ever be created. */
+    file_refused(f, "{\"max_lock_instructions\": 100}",
+                 "config %s: key \"max_lock_instructions\": must be between 2500 and 100000000, "
+                 "got 100");
     file_refused(f, "{\"listen\": 8080}",
                  "config %s: key \"listen\": expected a string, got an integer 8080");
     file_refused(f, "{\"data_dir\": null}",

@@ -288,6 +288,67 @@ static void test_worst_case_time(void **state)
     }
 }
 
+/* A test run in slices gives the answer of one run, and no slice spends much more than
+ * its budget: whatever the pattern, a caller bounds the time of each slice. */
+static void test_sliced(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pattern;
+        bool match;
+    } cases[] = {{"(.?){1240}x", false}, {"(.?){1240}x", true}, {"(a*){830}b", false},
+                 {"a+x", true},          {"a{3}z", false},      {"^$", false}};
+    char target[1025];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        memset(target, 'a', 1024);
+        target[1024] = '\0';
+        if (cases[i].match)
+            target[700] = 'x';
+        lock_pattern_t *p;
+        char err[256];
+        if (lock_pattern_compile(cases[i].pattern, &p, err, sizeof err) != 0)
+            fail_msg("\"%s\" refused: %s", cases[i].pattern, err);
+        uint64_t slice = 5000, slices = 0, total = 0;
+        lock_match_t *m = lock_match_new(p, target, 1024);
+        int r;
+        do {
+            uint64_t budget = slice;
+            r = lock_match_run(m, &budget);
+            uint64_t spent = slice - budget;
+            /* Spent past the budget only to finish a code point: at most 3 steps per
+             * instruction more. */
+            assert_true(budget > 0 || r != LOCK_MATCH_MORE || spent == slice);
+            total += spent;
+            slices++;
+            assert_true(slices < 100000);
+        } while (r == LOCK_MATCH_MORE);
+        assert_int_equal(r == LOCK_MATCH_YES, cases[i].match);
+        assert_int_equal(lock_pattern_test(p, target, 1024), cases[i].match);
+        /* Decided: the same answer again, for nothing. */
+        uint64_t budget = 10;
+        assert_int_equal(lock_match_run(m, &budget), r);
+        assert_int_equal(budget, 10);
+        lock_match_free(m);
+        print_message("\"%s\": %llu steps in %llu slices\n", cases[i].pattern,
+                      (unsigned long long)total, (unsigned long long)slices);
+        lock_pattern_free(p);
+    }
+    /* How many steps a millisecond holds here, for the budget of job_ops's slices. */
+    lock_pattern_t *p;
+    char err[256];
+    assert_int_equal(lock_pattern_compile("(.?){1240}x", &p, err, sizeof err), 0);
+    memset(target, 'a', 1024);
+    lock_match_t *m = lock_match_new(p, target, 1024);
+    uint64_t budget = UINT64_MAX;
+    double t0 = now_ms();
+    assert_int_equal(lock_match_run(m, &budget), LOCK_MATCH_NO);
+    double ms = now_ms() - t0;
+    print_message("(.?){1240}x on 1024 bytes: %llu steps in %.2f ms\n",
+                  (unsigned long long)(UINT64_MAX - budget), ms);
+    lock_match_free(m);
+    lock_pattern_free(p);
+}
+
 /* ---- against glibc ------------------------------------------------------------- */
 
 typedef struct gen {
@@ -405,7 +466,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_limits),        cmocka_unit_test(test_worst_case_time),
-        cmocka_unit_test(test_against_glibc),
+        cmocka_unit_test(test_against_glibc), cmocka_unit_test(test_sliced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
