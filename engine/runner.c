@@ -1567,11 +1567,17 @@ static void resync(runner_t *r)
     if (!r->resync || r->resync_busy || !r->up || r->stopping)
         return;
     /* Jobs of a claim still in flight sit in our list without being in memory yet;
-     * adopting them now would claim them twice. (A direct start needs no such wait:
-     * creates and this LRANGE share the store's one connection, so a create that ran
-     * before the LRANGE is answered, and its job taken in, before the list is.) */
+     * adopting them now would claim them twice, and the second claim's fence would void
+     * the first: an irreversible step begun under it fails as interrupted, and a commit
+     * sent with it is refused as if another process under our id had taken the job. A
+     * claim is in flight from the BLMOVE that moves its first job into our list (on the
+     * claimer's own connection: its answer may come after this LRANGE's) to the claim
+     * script's answer; a BLMOVE ends within BLOCK_SECONDS, and claimers start none while
+     * a resync is due. (A direct start needs no such wait: creates and this LRANGE
+     * share the store's one connection, so a create that ran before the LRANGE is
+     * answered, and its job taken in, before the list is.) */
     for (size_t i = 0; i < r->n_claimers; i++)
-        if (r->claimers[i].claiming)
+        if (r->claimers[i].claiming || r->claimers[i].blocking)
             return;
     store_args_t a;
     store_args_init(&a);
