@@ -35,8 +35,8 @@ struct hold_proxy {
     int listener, upstream_port, port;
     int wake[2];
     pthread_t thread;
-    pthread_mutex_t mu; /* guards hold, stop and seen */
-    bool hold, stop;
+    pthread_mutex_t mu; /* guards the holds, stop and seen */
+    bool hold_blocking, hold_others, stop;
     const char *watch[WATCH_MAX];
     unsigned n_watch;
     unsigned seen[WATCH_MAX];
@@ -93,8 +93,7 @@ static void scan_client_bytes(hold_proxy_t *p, pair_t *pr, const char *buf, size
     pthread_mutex_lock(&p->mu);
     for (unsigned i = 0; i < p->n_watch; i++) {
         size_t wl = strlen(p->watch[i]);
-        for (const char *at = all; (at = memmem(at, n - (size_t)(at - all), p->watch[i], wl));
-             at++)
+        for (const char *at = all; (at = memmem(at, n - (size_t)(at - all), p->watch[i], wl)); at++)
             if ((size_t)(at - all) + wl > pr->tail_len)
                 p->seen[i]++;
     }
@@ -134,7 +133,7 @@ static void *proxy_main(void *arg)
     char buf[65536];
     for (;;) {
         pthread_mutex_lock(&p->mu);
-        bool hold = p->hold, stop = p->stop;
+        bool hold_blocking = p->hold_blocking, hold_others = p->hold_others, stop = p->stop;
         pthread_mutex_unlock(&p->mu);
         if (stop)
             return NULL;
@@ -149,7 +148,7 @@ static void *proxy_main(void *arg)
                 continue;
             owner[n] = pr;
             fds[n++] = (struct pollfd){.fd = pr->client, .events = POLLIN};
-            if (!(hold && pr->blocking)) {
+            if (!(pr->blocking ? hold_blocking : hold_others)) {
                 owner[n] = pr;
                 fds[n++] = (struct pollfd){.fd = pr->upstream, .events = POLLIN};
             }
@@ -219,7 +218,15 @@ int hold_proxy_port(const hold_proxy_t *p)
 void hold_proxy_hold_blocking(hold_proxy_t *p, bool on)
 {
     pthread_mutex_lock(&p->mu);
-    p->hold = on;
+    p->hold_blocking = on;
+    pthread_mutex_unlock(&p->mu);
+    wake(p);
+}
+
+void hold_proxy_hold_others(hold_proxy_t *p, bool on)
+{
+    pthread_mutex_lock(&p->mu);
+    p->hold_others = on;
     pthread_mutex_unlock(&p->mu);
     wake(p);
 }
