@@ -426,8 +426,9 @@ static void on_commit_reply(void *data, int status, const redisReply *reply, con
         r->n_stale++;
         if (store_reply_is(store_reply_at(reply, 2), "same-id")) {
             /* Only a claim by another process can give the job a newer fence under our
-             * id (this process never claims a job it runs): it was started under our
-             * id while we were stalled. It keeps the job. */
+             * id (this process never claims a job it runs or has a claim in flight
+             * for: see resync()): it was started under our id while we were stalled.
+             * It keeps the job. */
             JLOG(j, TERN_LOG_ERROR,
                  "another process runs under runner id %s and took this job over; not "
                  "adopting it again",
@@ -1185,8 +1186,9 @@ static void job_adopt(runner_t *r, const job_start_t *st)
     r->reserved = r->reserved > 0 ? r->reserved - 1 : 0;
     run_job_t *existing = job_find(r, st->uuid);
     if (existing != NULL) {
-        /* Re-adopted after a lost claim answer while we still run it: keep the newest
-         * fence, whatever order the two answers arrive in. */
+        /* A second claim of a job we run: resync() sends none (it waits for claims in
+         * flight), so this is a guard only. Keep the newest fence, whatever order the
+         * two answers arrive in. */
         if (st->fence > atoll(existing->fence))
             snprintf(existing->fence, sizeof existing->fence, "%lld", st->fence);
         return;
