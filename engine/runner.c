@@ -426,8 +426,9 @@ static void on_commit_reply(void *data, int status, const redisReply *reply, con
         r->n_stale++;
         if (store_reply_is(store_reply_at(reply, 2), "same-id")) {
             /* Only a claim by another process can give the job a newer fence under our
-             * id (this process never claims a job it runs): it was started under our
-             * id while we were stalled. It keeps the job. */
+             * id (this process never claims a job it runs or has a claim in flight
+             * for: see resync()): it was started under our id while we were stalled.
+             * It keeps the job. */
             JLOG(j, TERN_LOG_ERROR,
                  "another process runs under runner id %s and took this job over; not "
                  "adopting it again",
@@ -1185,8 +1186,9 @@ static void job_adopt(runner_t *r, const job_start_t *st)
     r->reserved = r->reserved > 0 ? r->reserved - 1 : 0;
     run_job_t *existing = job_find(r, st->uuid);
     if (existing != NULL) {
-        /* Re-adopted after a lost claim answer while we still run it: keep the newest
-         * fence, whatever order the two answers arrive in. */
+        /* A second claim of a job we run: resync() sends none (it waits for claims in
+         * flight), so this is a guard only. Keep the newest fence, whatever order the
+         * two answers arrive in. */
         if (st->fence > atoll(existing->fence))
             snprintf(existing->fence, sizeof existing->fence, "%lld", st->fence);
         return;
@@ -1567,11 +1569,17 @@ static void resync(runner_t *r)
     if (!r->resync || r->resync_busy || !r->up || r->stopping)
         return;
     /* Jobs of a claim still in flight sit in our list without being in memory yet;
-     * adopting them now would claim them twice. (A direct start needs no such wait:
-     * creates and this LRANGE share the store's one connection, so a create that ran
-     * before the LRANGE is answered, and its job taken in, before the list is.) */
+     * adopting them now would claim them twice, and the second claim's fence would void
+     * the first: an irreversible step begun under it fails as interrupted, and a commit
+     * sent with it is refused as if another process under our id had taken the job. A
+     * claim is in flight from the BLMOVE that moves its first job into our list (on the
+     * claimer's own connection: its answer may come after this LRANGE's) to the claim
+     * script's answer; a BLMOVE ends within BLOCK_SECONDS, and claimers start none while
+     * a resync is due. (A direct start needs no such wait: creates and this LRANGE
+     * share the store's one connection, so a create that ran before the LRANGE is
+     * answered, and its job taken in, before the list is.) */
     for (size_t i = 0; i < r->n_claimers; i++)
-        if (r->claimers[i].claiming)
+        if (r->claimers[i].claiming || r->claimers[i].blocking)
             return;
     store_args_t a;
     store_args_init(&a);
