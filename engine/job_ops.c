@@ -458,6 +458,20 @@ static void locks_refresh(job_ops_t *ops, const redisReply *reply)
     ops->locks = t;
 }
 
+/* A create's or retry's call answered with the current table of locks (the one this
+ * process held was stale): keep it, and send the operation again with `resend`, which
+ * matches the target against it, unless the table kept changing under it. */
+static void on_locks_answer(op_t *op, const redisReply *reply, void (*resend)(op_t *))
+{
+    locks_refresh(op->ops, reply);
+    op->locks_fresh = true;
+    if (++op->tries >= CREATE_TRIES) {
+        store_op_done(&op->base, TERN_EIO, NULL, "job locks keep changing; try again");
+        return;
+    }
+    resend(op);
+}
+
 /* After a create that asked for its workflow got its answer (or ended without one):
  * returns the creates that waited on the entry, in the order they were made, and
  * clears the question; the caller sends them with send_waiters. An entry the answer
@@ -591,13 +605,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         return;
     }
     if (store_reply_is(kind, "LOCKS")) {
-        locks_refresh(op->ops, reply);
-        op->locks_fresh = true;
-        if (++op->tries >= CREATE_TRIES) {
-            store_op_done(&op->base, TERN_EIO, NULL, "job locks keep changing; try again");
-            return;
-        }
-        create_send(op);
+        on_locks_answer(op, reply, create_send);
         return;
     }
     if (store_reply_is(kind, "CONFLICT")) {
@@ -1272,13 +1280,7 @@ static void on_job_redrive(void *data, int status, const redisReply *reply, cons
         return;
     const redisReply *kind = store_reply_at(reply, 0);
     if (store_reply_is(kind, "LOCKS")) {
-        locks_refresh(op->ops, reply);
-        op->locks_fresh = true;
-        if (++op->tries >= CREATE_TRIES) {
-            store_op_done(&op->base, TERN_EIO, NULL, "job locks keep changing; try again");
-            return;
-        }
-        redrive_send(op);
+        on_locks_answer(op, reply, redrive_send);
         return;
     }
     if (store_reply_is(kind, "NOTFOUND")) {

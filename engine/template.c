@@ -463,75 +463,24 @@ static int expand_text(const char *s, size_t len, bool keep_type, const char *pa
     }
 }
 
-static json_t *expand_value(const json_t *v, buf_t *path, const template_scope_t *sc, char *err,
-                            size_t errlen)
-{
-    json_t *out = NULL;
-    switch (json_typeof(v)) {
-    case JSON_STRING: {
-        const char *s = json_string_value(v);
-        size_t len = json_string_length(v);
-        if (memchr(s, '$', len) == NULL)
-            return json_stringn_nocheck(s, len);
-        buf_t b;
-        json_t *whole;
-        buf_init(&b, NULL);
-        if (expand_text(s, len, true, path->p, sc, &b, &whole, err, errlen) == 0)
-            out = whole != NULL ? whole : json_stringn_nocheck(b.p, b.len);
-        free(b.p);
-        return out;
-    }
-    case JSON_OBJECT: {
-        const char *key;
-        json_t *val;
-        out = json_object();
-        json_object_foreach((json_t *)v, key, val)
-        {
-            size_t old = path_push_key(path, key);
-            json_t *x = expand_value(val, path, sc, err, errlen);
-            buf_truncate(path, old);
-            if (x == NULL) {
-                json_decref(out);
-                return NULL;
-            }
-            json_object_set_new_nocheck(out, key, x);
-        }
-        return out;
-    }
-    case JSON_ARRAY: {
-        size_t i;
-        json_t *val;
-        out = json_array();
-        json_array_foreach(v, i, val)
-        {
-            size_t old = path_push_index(path, i);
-            json_t *x = expand_value(val, path, sc, err, errlen);
-            buf_truncate(path, old);
-            if (x == NULL) {
-                json_decref(out);
-                return NULL;
-            }
-            json_array_append_new(out, x);
-        }
-        return out;
-    }
-    default:
-        return json_deep_copy(v);
-    }
-}
+/* What map_strings does with each string it meets: a new value for it, or NULL with err set.
+ * path is the string's JSON path, for messages. */
+typedef json_t *(*string_fn)(const char *s, size_t len, const char *path,
+                             const template_scope_t *sc, char *err, size_t errlen);
 
-json_t *template_expand(const json_t *tmpl, const char *path, const template_scope_t *scope,
-                        char *err, size_t errlen)
+/* A string's templates interpolated; a string that is exactly one template keeps the
+ * JSON type of what it names. */
+static json_t *text_of_string(const char *s, size_t len, const char *path,
+                              const template_scope_t *sc, char *err, size_t errlen)
 {
-    static const template_scope_t empty;
-    buf_t p;
-    if (tmpl == NULL) {
-        fail(err, errlen, path, "no value to expand");
-        return NULL;
-    }
-    buf_init(&p, path);
-    json_t *out = expand_value(tmpl, &p, scope != NULL ? scope : &empty, err, errlen);
-    free(p.p);
+    if (memchr(s, '$', len) == NULL)
+        return json_stringn_nocheck(s, len);
+    buf_t b;
+    json_t *whole, *out = NULL;
+    buf_init(&b, NULL);
+    if (expand_text(s, len, true, path, sc, &b, &whole, err, errlen) == 0)
+        out = whole != NULL ? whole : json_stringn_nocheck(b.p, b.len);
+    free(b.p);
     return out;
 }
 
@@ -572,14 +521,14 @@ Error:
     return NULL;
 }
 
-static json_t *parts_of_value(const json_t *v, buf_t *path, const template_scope_t *sc, char *err,
-                              size_t errlen)
+/* A new value of v's shape whose every string is leaf's answer for it (new reference). */
+static json_t *map_value(const json_t *v, buf_t *path, const template_scope_t *sc, string_fn leaf,
+                         char *err, size_t errlen)
 {
     json_t *out = NULL;
     switch (json_typeof(v)) {
     case JSON_STRING:
-        return parts_of_string(json_string_value(v), json_string_length(v), path->p, sc, err,
-                               errlen);
+        return leaf(json_string_value(v), json_string_length(v), path->p, sc, err, errlen);
     case JSON_OBJECT: {
         const char *key;
         json_t *val;
@@ -587,7 +536,7 @@ static json_t *parts_of_value(const json_t *v, buf_t *path, const template_scope
         json_object_foreach((json_t *)v, key, val)
         {
             size_t old = path_push_key(path, key);
-            json_t *x = parts_of_value(val, path, sc, err, errlen);
+            json_t *x = map_value(val, path, sc, leaf, err, errlen);
             buf_truncate(path, old);
             if (x == NULL) {
                 json_decref(out);
@@ -604,7 +553,7 @@ static json_t *parts_of_value(const json_t *v, buf_t *path, const template_scope
         json_array_foreach(v, i, val)
         {
             size_t old = path_push_index(path, i);
-            json_t *x = parts_of_value(val, path, sc, err, errlen);
+            json_t *x = map_value(val, path, sc, leaf, err, errlen);
             buf_truncate(path, old);
             if (x == NULL) {
                 json_decref(out);
@@ -619,8 +568,8 @@ static json_t *parts_of_value(const json_t *v, buf_t *path, const template_scope
     }
 }
 
-json_t *template_expand_parts(const json_t *tmpl, const char *path, const template_scope_t *scope,
-                              char *err, size_t errlen)
+static json_t *map_strings(const json_t *tmpl, const char *path, const template_scope_t *scope,
+                           string_fn leaf, char *err, size_t errlen)
 {
     static const template_scope_t empty;
     buf_t p;
@@ -629,9 +578,21 @@ json_t *template_expand_parts(const json_t *tmpl, const char *path, const templa
         return NULL;
     }
     buf_init(&p, path);
-    json_t *out = parts_of_value(tmpl, &p, scope != NULL ? scope : &empty, err, errlen);
+    json_t *out = map_value(tmpl, &p, scope != NULL ? scope : &empty, leaf, err, errlen);
     free(p.p);
     return out;
+}
+
+json_t *template_expand(const json_t *tmpl, const char *path, const template_scope_t *scope,
+                        char *err, size_t errlen)
+{
+    return map_strings(tmpl, path, scope, text_of_string, err, errlen);
+}
+
+json_t *template_expand_parts(const json_t *tmpl, const char *path, const template_scope_t *scope,
+                              char *err, size_t errlen)
+{
+    return map_strings(tmpl, path, scope, parts_of_string, err, errlen);
 }
 
 /* A syntax error also gives NULL, with its message in err. */

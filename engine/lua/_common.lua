@@ -772,6 +772,22 @@ end
 -- job_redrive.lua add, finish drops), so they move together; a lock stored by an earlier
 -- version has no size and counts 0.
 
+-- {'LOCKS', version, job1, pattern1, ...}, the table of locks of unfinished jobs, when
+-- the caller's copy (version `seen`) is stale; nil when it is current. A create or a
+-- retry answers with it instead of storing: the caller matches its target again.
+local function locks_if_stale(seen)
+    local version = redis.call('GET', P .. 'locks:version') or '0'
+    if version == seen then
+        return nil
+    end
+    local out = {'LOCKS', version}
+    local all = redis.call('HGETALL', P .. 'locks')
+    for i = 1, #all do
+        out[#out + 1] = all[i]
+    end
+    return out
+end
+
 -- The instructions held now when a lock of `size` would take them past `cap`; nil when
 -- it fits. With no lock held, a sum left over (by an earlier version's writes) is
 -- cleared first.

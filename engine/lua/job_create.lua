@@ -68,14 +68,9 @@ if not made_here and redis.call('EXISTS', k) == 1 then
 end
 -- Only a job with a target can match a lock.
 if target ~= '' then
-    local version = redis.call('GET', P .. 'locks:version') or '0'
-    if version ~= seen then
-        local out = {'LOCKS', version}
-        local all = redis.call('HGETALL', P .. 'locks')
-        for i = 1, #all do
-            out[#out + 1] = all[i]
-        end
-        return out
+    local stale = locks_if_stale(seen)
+    if stale then
+        return stale
     end
 end
 if unique ~= '' then

@@ -22,14 +22,9 @@ end
 -- A retried job is a job created again: its target must not match the locks of an
 -- unfinished job (the caller matches them; job_create.lua does the same).
 if f[3] then
-    local version = redis.call('GET', P .. 'locks:version') or '0'
-    if version ~= seen then
-        local out = {'LOCKS', version}
-        local all = redis.call('HGETALL', P .. 'locks')
-        for i = 1, #all do
-            out[#out + 1] = all[i]
-        end
-        return out
+    local stale = locks_if_stale(seen)
+    if stale then
+        return stale
     end
 end
 if unique ~= '' then
