@@ -1,7 +1,9 @@
 /*
  * fuzz_template.c -- libFuzzer target for the ${...} templates: template_check and
  * template_expand over a fuzzed template (any JSON value, or else the input as one
- * string) against a fixed scope, and template_expand_string over the input as text.
+ * string) against a fixed scope, template_expand_parts over the same (it fails exactly
+ * when template_expand does, and a string's parts have one literal piece more than
+ * values), and template_expand_string over the input as text.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -66,6 +68,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *out = template_expand(tmpl, "args", &scope, err, sizeof err);
         if (out == NULL && err[0] == '\0')
             abort();
+        err[0] = '\0';
+        json_t *parts = template_expand_parts(tmpl, "args", &scope, err, sizeof err);
+        if ((parts == NULL) != (out == NULL) || (parts == NULL && err[0] == '\0'))
+            abort();
+        if (parts != NULL && json_is_string(tmpl) &&
+            json_array_size(json_object_get(parts, "strings")) !=
+                json_array_size(json_object_get(parts, "values")) + 1)
+            abort();
+        json_decref(parts);
         json_decref(out);
         json_decref(tmpl);
     }
