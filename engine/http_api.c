@@ -374,6 +374,21 @@ static void header_value(h2o_req_t *req, const char *name, const char **v, size_
     *len = i >= 0 ? req->headers.entries[i].value.len : 0;
 }
 
+/* True when header `name` (lowercase) occurs at most once. The checks read the first
+ * value while a proxy in front or a client library may go by another, so a request
+ * that gives two Origins or two Content-Types is refused rather than read one way. */
+static bool header_single(api_req_t *r, h2o_req_t *req, const char *name, const char *shown)
+{
+    size_t n = 0;
+    for (ssize_t i = -1; (i = h2o_find_header_by_str(&req->headers, name, strlen(name), i)) >= 0;)
+        n++;
+    if (n <= 1)
+        return true;
+    api_reply_error(r, 400, "BadRequest", "the request has %zu %s headers; one is expected", n,
+                    shown);
+    return false;
+}
+
 static void reply_verdict(api_req_t *r, const http_guard_verdict_t *v)
 {
     api_reply_error(r, v->status, v->code, "%s", v->message);
@@ -393,6 +408,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     bool no_host = req->input.authority.base == req->hostconf->authority.hostport.base;
     const char *host = no_host ? NULL : req->input.authority.base;
     size_t host_len = no_host ? 0 : req->input.authority.len;
+    if (!header_single(r, req, "origin", "Origin") ||
+        !header_single(r, req, "content-type", "Content-Type"))
+        return 0;
     if (!http_guard_host(api->guard, host, host_len, req->version, &v)) {
         reply_verdict(r, &v);
         return 0;
