@@ -197,6 +197,19 @@ static void test_token_file(void **state)
     assert_int_equal(g.tokens[1].scope, HTTP_SCOPE_OPERATOR);
     http_guard_dispose(&g);
 
+    /* A file an editor saved with a UTF-8 byte order mark and CRLF line ends. */
+    http_guard_init(&g);
+    assert_int_equal(
+        http_guard_tokens_parse(&g, S("\xEF\xBB\xBFsubmit " SUB "\r\n"), err, sizeof err), 0);
+    assert_int_equal(g.n_tokens, 1);
+    assert_int_equal(g.tokens[0].scope, HTTP_SCOPE_SUBMIT);
+    assert_int_equal(http_guard_bearer(&g, S("Bearer " SUB)), HTTP_SCOPE_SUBMIT);
+    http_guard_dispose(&g);
+    http_guard_init(&g);
+    assert_int_equal(http_guard_tokens_parse(&g, S("\xEF\xBB\xBF" OPR "\n"), err, sizeof err), 0);
+    assert_int_equal(http_guard_bearer(&g, S("Bearer " OPR)), HTTP_SCOPE_OPERATOR);
+    http_guard_dispose(&g);
+
     parse_fails("", "no token in the file");
     parse_fails("# nothing\n", "no token in the file");
     parse_fails("submit " SUB "\nadmin " OPR "\n", "line 2: unknown scope \"admin\"");
