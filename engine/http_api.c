@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -374,6 +375,56 @@ static void header_value(h2o_req_t *req, const char *name, const char **v, size_
     *len = i >= 0 ? req->headers.entries[i].value.len : 0;
 }
 
+/* True when header `name` (lowercase) occurs at most once. The checks read the first
+ * value while a proxy in front or a client library may go by another, so a request
+ * that gives two Origins or two Content-Types is refused rather than read one way. */
+static bool header_single(api_req_t *r, h2o_req_t *req, const char *name, const char *shown)
+{
+    size_t n = 0;
+    for (ssize_t i = -1; (i = h2o_find_header_by_str(&req->headers, name, strlen(name), i)) >= 0;)
+        n++;
+    if (n <= 1)
+        return true;
+    api_reply_error(r, 400, "BadRequest", "the request has %zu %s headers; one is expected", n,
+                    shown);
+    return false;
+}
+
+/* The number of Host lines in an HTTP/1 request's head. h2o 2.2 lists no Host among
+ * the headers and takes the last one as the authority, so a request naming another
+ * host first would pass the Host check while a proxy in front went by the first; RFC
+ * 9112 3.2 has such a request refused. The head is still at the start of the socket's
+ * input (h2o consumes it once the answer is written, see http_conns.h); 0 when it
+ * is not there to read. */
+static size_t http1_host_lines(h2o_req_t *req)
+{
+    if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL)
+        return 0;
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    if (sock == NULL || sock->input == NULL)
+        return 0;
+    const char *p = sock->input->bytes, *end = p + sock->input->size;
+    size_t ml = req->input.method.len;
+    if ((size_t)(end - p) <= ml || memcmp(p, req->input.method.base, ml) != 0 || p[ml] != ' ')
+        return 0;
+    size_t n = 0;
+    const char *nl = memchr(p, '\n', (size_t)(end - p)); /* the request line's end */
+    while (nl != NULL) {
+        const char *line = nl + 1;
+        nl = memchr(line, '\n', (size_t)(end - line));
+        if (nl == NULL)
+            break;
+        size_t len = (size_t)(nl - line);
+        if (len > 0 && line[len - 1] == '\r')
+            len--;
+        if (len == 0)
+            break; /* the head's end */
+        if (len >= 5 && strncasecmp(line, "host:", 5) == 0)
+            n++;
+    }
+    return n;
+}
+
 static void reply_verdict(api_req_t *r, const http_guard_verdict_t *v)
 {
     api_reply_error(r, v->status, v->code, "%s", v->message);
@@ -393,6 +444,15 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     bool no_host = req->input.authority.base == req->hostconf->authority.hostport.base;
     const char *host = no_host ? NULL : req->input.authority.base;
     size_t host_len = no_host ? 0 : req->input.authority.len;
+    size_t host_lines = http1_host_lines(req);
+    if (host_lines > 1) {
+        api_reply_error(r, 400, "BadRequest", "the request has %zu Host headers; one is expected",
+                        host_lines);
+        return 0;
+    }
+    if (!header_single(r, req, "origin", "Origin") ||
+        !header_single(r, req, "content-type", "Content-Type"))
+        return 0;
     if (!http_guard_host(api->guard, host, host_len, req->version, &v)) {
         reply_verdict(r, &v);
         return 0;

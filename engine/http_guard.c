@@ -244,6 +244,10 @@ int http_guard_tokens_parse(http_guard_t *g, const char *text, size_t len, char 
 {
     size_t keep = g->n_tokens, added = 0;
     size_t pos = 0;
+    /* Some editors start a UTF-8 file with a byte order mark; it is not part of the
+     * first line's scope or token. */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        pos = 3;
     int rc = 0;
     for (unsigned line = 1; pos < len; line++) {
         const char *nl = memchr(text + pos, '\n', len - pos);

@@ -79,7 +79,8 @@ int http_guard_add_token(http_guard_t *g, const char *token, size_t len, http_sc
 
 /* Reads a token file's text: one token per line, "submit TOKEN", "operator TOKEN" or a
  * bare TOKEN (operator, as files of a single token always were); blank lines and
- * lines starting with '#' are skipped. Returns 0, or TERN_EINVAL with "line 3: unknown
+ * lines starting with '#' are skipped, and so are CRs at line ends and a UTF-8 byte
+ * order mark at the start. Returns 0, or TERN_EINVAL with "line 3: unknown
  * scope \"admin\" (expected submit or operator)" or "no token in the file" in err;
  * on failure no token of the text is kept. */
 int http_guard_tokens_parse(http_guard_t *g, const char *text, size_t len, char *err,

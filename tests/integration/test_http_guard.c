@@ -10,10 +10,15 @@
  * setting under which a page could run a command before; the token tests start
  * api-only ternds of their own.
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,6 +74,38 @@ static size_t workflows_named(const char *name)
     size_t n = json_array_size(r.json);
     http_sync_resp_dispose(&r);
     return n;
+}
+
+/* Sends `request` as is over a new HTTP/1.1 connection (curl would merge or drop a
+ * repeated header) and returns the answer's text, read until ternd closes or 5 s pass
+ * (malloc'd; the caller frees it). */
+static char *raw_exchange(const char *request)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)W.ternd.api_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+        fail_msg("connect: %s", strerror(errno));
+    size_t n = strlen(request);
+    if (send(fd, request, n, MSG_NOSIGNAL) != (ssize_t)n)
+        fail_msg("send: %s", strerror(errno));
+    size_t cap = 8192, len = 0;
+    char *got = xmalloc(cap);
+    got[0] = '\0';
+    uint64_t start = tern_mono_ms();
+    while (tern_mono_ms() - start < 5000 && len + 1 < cap) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t k = recv(fd, got + len, cap - 1 - len, 0);
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+        got[len] = '\0';
+    }
+    close(fd);
+    return got;
 }
 
 /* Starts an api-only ternd with the NULL-terminated `flags`. */
@@ -213,6 +250,45 @@ static void test_each_check_alone_http2(void **state)
     h.fresh = true;
     check_each_alone(&h);
     http_sync_close(&h);
+}
+
+/* A request with two Host, two Origin or two Content-Type headers is refused whichever
+ * comes first: the checks read one value, and what reads the request next may go by
+ * the other. */
+static void test_repeated_headers_refused(void **state)
+{
+    (void)state;
+    const char *wf = "{\"name\":\"guard-twice\",\"chain\":[{\"name\":\"n\",\"task\":"
+                     "\"core.noop\"}]}";
+    char own[120];
+    snprintf(own, sizeof own, "Origin: %s", W.base);
+    const char *const cases[][3] = {
+        /* first, second, what the message names */
+        {"Content-Type: application/json", "Content-Type: text/plain", "2 Content-Type headers"},
+        {"Content-Type: text/plain", "Content-Type: application/json", "2 Content-Type headers"},
+        {own, "Origin: http://evil.example", "2 Origin headers"},
+        {"Origin: http://evil.example", own, "2 Origin headers"},
+        /* h2o takes the last Host; a proxy in front may go by the first */
+        {"Host: evil.example", "Host: 127.0.0.1", "2 Host headers"},
+        {"Host: 127.0.0.1", "Host: 127.0.0.1", "2 Host headers"},
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(cases); i++) {
+        bool types = strncmp(cases[i][0], "Content-Type", 12) == 0;
+        bool hosts = strncmp(cases[i][0], "Host", 4) == 0;
+        char req[1024];
+        snprintf(req, sizeof req,
+                 "POST /workflows HTTP/1.1\r\n%sConnection: close\r\n%s\r\n%s\r\n%sContent-Length: "
+                 "%zu\r\n\r\n%s",
+                 hosts ? "" : "Host: 127.0.0.1\r\n", cases[i][0], cases[i][1],
+                 types ? "" : "Content-Type: application/json\r\n", strlen(wf), wf);
+        char *got = raw_exchange(req);
+        if (strncmp(got, "HTTP/1.1 400 ", 13) != 0 || strstr(got, "BadRequest") == NULL ||
+            strstr(got, cases[i][2]) == NULL)
+            fail_msg("%s then %s: expected 400 naming %s, got: %.300s", cases[i][0], cases[i][1],
+                     cases[i][2], got);
+        free(got);
+    }
+    assert_int_equal(workflows_named("guard-twice"), 0);
 }
 
 /* Names and origins of the settings are accepted; others still are not. */
@@ -528,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_csrf_reproduction_refused),
         cmocka_unit_test(test_each_check_alone_http1),
         cmocka_unit_test(test_each_check_alone_http2),
+        cmocka_unit_test(test_repeated_headers_refused),
         cmocka_unit_test(test_allowed_hosts_and_origins),
         cmocka_unit_test(test_scopes),
         cmocka_unit_test(test_malformed_token_file),

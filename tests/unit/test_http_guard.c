@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "http_guard.h"
+#include "http_request.h"
 
 #define S(lit) lit, strlen(lit)
 
@@ -197,6 +198,19 @@ static void test_token_file(void **state)
     assert_int_equal(g.tokens[1].scope, HTTP_SCOPE_OPERATOR);
     http_guard_dispose(&g);
 
+    /* A file an editor saved with a UTF-8 byte order mark and CRLF line ends. */
+    http_guard_init(&g);
+    assert_int_equal(
+        http_guard_tokens_parse(&g, S("\xEF\xBB\xBFsubmit " SUB "\r\n"), err, sizeof err), 0);
+    assert_int_equal(g.n_tokens, 1);
+    assert_int_equal(g.tokens[0].scope, HTTP_SCOPE_SUBMIT);
+    assert_int_equal(http_guard_bearer(&g, S("Bearer " SUB)), HTTP_SCOPE_SUBMIT);
+    http_guard_dispose(&g);
+    http_guard_init(&g);
+    assert_int_equal(http_guard_tokens_parse(&g, S("\xEF\xBB\xBF" OPR "\n"), err, sizeof err), 0);
+    assert_int_equal(http_guard_bearer(&g, S("Bearer " OPR)), HTTP_SCOPE_OPERATOR);
+    http_guard_dispose(&g);
+
     parse_fails("", "no token in the file");
     parse_fails("# nothing\n", "no token in the file");
     parse_fails("submit " SUB "\nadmin " OPR "\n", "line 2: unknown scope \"admin\"");
@@ -241,6 +255,61 @@ static void test_route_scope(void **state)
     assert_string_equal(http_scope_name(HTTP_SCOPE_OPERATOR), "operator");
 }
 
+/* Every route the API serves (the tables http_api.c routes with) has the scope the
+ * README gives it, and every route given a scope here is served: renaming a pattern
+ * in a route table without the scope table, or adding a route, fails here instead of
+ * leaving a submit caller with 403 or a route's scope undecided. */
+static void test_served_routes_scopes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *method, *pattern;
+        http_scope_t scope;
+    } want[] = {
+        {"GET", "/ping", HTTP_SCOPE_NONE},
+        {"GET", "/jobs", HTTP_SCOPE_SUBMIT},
+        {"POST", "/jobs", HTTP_SCOPE_SUBMIT},
+        {"GET", "/jobs/:uuid", HTTP_SCOPE_SUBMIT},
+        {"POST", "/jobs/:uuid/cancel", HTTP_SCOPE_SUBMIT},
+        {"POST", "/jobs/:uuid/resume", HTTP_SCOPE_SUBMIT},
+        {"POST", "/jobs/:uuid/retry", HTTP_SCOPE_SUBMIT},
+        {"GET", "/jobs/:uuid/info", HTTP_SCOPE_SUBMIT},
+        {"POST", "/jobs/:uuid/info", HTTP_SCOPE_SUBMIT},
+        {"GET", "/jobs/:uuid/events", HTTP_SCOPE_SUBMIT},
+        {"GET", "/workflows", HTTP_SCOPE_SUBMIT},
+        {"GET", "/workflows/:uuid", HTTP_SCOPE_SUBMIT},
+        {"GET", "/tasks", HTTP_SCOPE_SUBMIT},
+        {"POST", "/workflows", HTTP_SCOPE_OPERATOR},
+        {"PUT", "/workflows/:uuid", HTTP_SCOPE_OPERATOR},
+        {"DELETE", "/workflows/:uuid", HTTP_SCOPE_OPERATOR},
+        {"GET", "/stats", HTTP_SCOPE_OPERATOR},
+        {"GET", "/runners", HTTP_SCOPE_OPERATOR},
+        {"GET", "/metrics", HTTP_SCOPE_OPERATOR},
+    };
+    const api_route_t *const tables[] = {http_routes_workflows, http_routes_jobs, http_routes_misc,
+                                         http_routes_events, http_routes_metrics};
+    size_t served = 0;
+    for (size_t t = 0; t < TERN_ARRAY_SIZE(tables); t++) {
+        for (const api_route_t *r = tables[t]; r->method != NULL; r++) {
+            served++;
+            size_t i = 0;
+            while (i < TERN_ARRAY_SIZE(want) && (strcmp(want[i].method, r->method) != 0 ||
+                                                 strcmp(want[i].pattern, r->pattern) != 0))
+                i++;
+            if (i == TERN_ARRAY_SIZE(want))
+                fail_msg("%s %s is served but has no scope decided in this test", r->method,
+                         r->pattern);
+            if (http_guard_route_scope(r->method, r->pattern) != want[i].scope)
+                fail_msg("%s %s needs scope %s, expected %s", r->method, r->pattern,
+                         http_scope_name(http_guard_route_scope(r->method, r->pattern)),
+                         http_scope_name(want[i].scope));
+        }
+    }
+    if (served != TERN_ARRAY_SIZE(want))
+        fail_msg("%zu routes served, %zu given a scope here: a route was renamed or removed",
+                 served, TERN_ARRAY_SIZE(want));
+}
+
 static void test_allow_lists(void **state)
 {
     (void)state;
@@ -280,9 +349,13 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_host),         cmocka_unit_test(test_origin),
-        cmocka_unit_test(test_content_type), cmocka_unit_test(test_bearer),
-        cmocka_unit_test(test_token_file),   cmocka_unit_test(test_route_scope),
+        cmocka_unit_test(test_host),
+        cmocka_unit_test(test_origin),
+        cmocka_unit_test(test_content_type),
+        cmocka_unit_test(test_bearer),
+        cmocka_unit_test(test_token_file),
+        cmocka_unit_test(test_route_scope),
+        cmocka_unit_test(test_served_routes_scopes),
         cmocka_unit_test(test_allow_lists),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
