@@ -89,6 +89,7 @@ struct lock_pattern {
     size_t n;
     range_t *ranges;
     char_class_t *classes;
+    size_t size;   /* n plus the tables' memory in instructions (lock_pattern_size) */
     bool anchored; /* the program starts with ^: only a thread from the start can match */
 };
 
@@ -964,11 +965,23 @@ int lock_pattern_compile(const char *text, lock_pattern_t **out, char *err, size
     if (root >= 0 && p.pos < p.len)
         root = fail(&p, TERN_EINVAL, "unmatched ) at offset %zu", p.pos);
     uint64_t size = root >= 0 ? sat_add(node_size(&p, root), 1) : 0;
+    /* The tables of bracket expressions and classes are kept beside the program, one per
+     * occurrence in the text (a repetition shares its atom's): counted as the
+     * instructions of the same memory, so that the size bounds all a pattern holds (a
+     * \S takes 11 ranges, 104 bytes, for its one instruction of 16). */
+    uint64_t tables =
+        (p.n_ranges * sizeof(range_t) + p.n_classes * sizeof(char_class_t) + sizeof(inst_t) - 1) /
+        sizeof(inst_t);
     if (root >= 0 && size > LOCK_PATTERN_MAX_PROGRAM)
         fail(&p, TERN_E2BIG,
              "the pattern needs more than %d instructions (counted repetitions are "
              "expanded: lower their counts)",
              LOCK_PATTERN_MAX_PROGRAM);
+    else if (root >= 0 && size + tables > LOCK_PATTERN_MAX_PROGRAM)
+        fail(&p, TERN_E2BIG,
+             "the pattern needs more than %d instructions (its %zu bracket expressions and "
+             "classes count as %llu: use fewer)",
+             LOCK_PATTERN_MAX_PROGRAM, p.n_classes, (unsigned long long)tables);
     if (p.rc != 0) {
         free(p.nodes);
         free(p.ranges);
@@ -981,8 +994,16 @@ int lock_pattern_compile(const char *text, lock_pattern_t **out, char *err, size
     emitter_t e = {&p, lp->prog, 0};
     emit(&e, root);
     emit_inst(&e, OP_MATCH, 0);
-    lp->ranges = p.ranges;
-    lp->classes = p.classes;
+    /* Held for the pattern's life: no more than was counted. */
+    if (p.n_ranges > 0) {
+        lp->ranges = xrealloc(p.ranges, p.n_ranges * sizeof *p.ranges);
+    } else {
+        free(p.ranges); /* a class of everything negated: no range left */
+        lp->ranges = NULL;
+    }
+    lp->classes =
+        p.n_classes > 0 ? xrealloc(p.classes, p.n_classes * sizeof *p.classes) : p.classes;
+    lp->size = (size_t)(size + tables);
     lp->anchored = lp->prog[0].op == OP_BOL;
     free(p.nodes);
     *out = lp;
@@ -991,7 +1012,7 @@ int lock_pattern_compile(const char *text, lock_pattern_t **out, char *err, size
 
 size_t lock_pattern_size(const lock_pattern_t *p)
 {
-    return p->n;
+    return p->size;
 }
 
 void lock_pattern_free(lock_pattern_t *p)
@@ -1013,8 +1034,10 @@ static bool is_word(uint32_t c)
 
 static bool class_has(const lock_pattern_t *p, uint32_t idx, uint32_t c)
 {
-    const range_t *r = p->ranges + p->classes[idx].first;
     size_t lo = 0, hi = p->classes[idx].n;
+    if (hi == 0)
+        return false; /* p->ranges may be NULL */
+    const range_t *r = p->ranges + p->classes[idx].first;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (c < r[mid].lo)

@@ -43,8 +43,9 @@
 #define LOCK_PATTERN_MAX_BYTES 2048
 
 /* The largest compiled program accepted, in instructions (one per literal code point,
- * about two per alternative or quantifier, counted repetitions expanded). A test costs
- * at most this many steps per code point of the target. */
+ * about two per alternative or quantifier, counted repetitions expanded), the tables of
+ * its bracket expressions and classes counted as the instructions of their memory. A
+ * test costs at most this many steps per code point of the target. */
 #define LOCK_PATTERN_MAX_PROGRAM 2500
 
 /* Groups nested deeper than this are refused (the parser recurses once per group). */
@@ -92,7 +93,10 @@ int lock_match_run(lock_match_t *m, uint64_t *budget);
 /* Frees `m` (NULL is fine). */
 void lock_match_free(lock_match_t *m);
 
-/* The number of instructions of the compiled program. */
+/* The size of the compiled pattern, in instructions: those of its program plus its
+ * tables of bracket expressions and classes as the instructions of the same memory, so
+ * that it holds about 16 bytes per unit (the cap on all unfinished jobs' locks bounds
+ * memory). */
 size_t lock_pattern_size(const lock_pattern_t *p);
 
 /* Frees `p` (NULL is fine). */

@@ -1193,6 +1193,9 @@ static void job_adopt(runner_t *r, const job_start_t *st)
             snprintf(existing->fence, sizeof existing->fence, "%lld", st->fence);
         return;
     }
+    /* Ours again (a retried job claimed anew): a resync must adopt it if a later claim's
+     * answer is lost, or it would sit in our list under our id with nobody running it. */
+    free(str_map_del(&r->ceded, st->uuid));
     run_job_t *j = xcalloc(1, sizeof *j);
     j->r = r;
     snprintf(j->uuid, sizeof j->uuid, "%s", st->uuid);

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <malloc.h>
 #include <regex.h>
 
 #include "common.h"
@@ -249,6 +250,62 @@ static void test_limits(void **state)
     assert_int_equal(lock_pattern_compile(stacked, &p, err, sizeof err), TERN_E2BIG);
 }
 
+/* A pattern holds about 16 bytes per unit of lock_pattern_size, whatever it is made of,
+ * so that max_lock_instructions bounds the memory of every process's lock table: a
+ * class like \S keeps 11 ranges for its one instruction. Measured with glibc's
+ * counters (skipped under an allocator that keeps none). */
+static void test_size_bounds_memory(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *unit;
+        int reps;
+    } cases[] = {{"a", 2048},   {"\\S", 1024}, {"[\\sa]", 409},      {"\\W", 1024},
+                 {"[^a]", 512}, {"\\d", 1024}, {"[0-9a-f]{8}-", 100}};
+    enum { COPIES = 20 };
+    bool measured = false;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[LOCK_PATTERN_MAX_BYTES + 1] = "";
+        size_t len = strlen(cases[i].unit);
+        for (int k = 0; k < cases[i].reps && (k + 1) * len <= LOCK_PATTERN_MAX_BYTES; k++)
+            memcpy(text + k * len, cases[i].unit, len + 1);
+        lock_pattern_t *p[COPIES] = {NULL};
+        char err[256];
+        size_t before = mallinfo2().uordblks, units = 0;
+        int rc = 0;
+        for (int k = 0; k < COPIES && rc == 0; k++) {
+            rc = lock_pattern_compile(text, &p[k], err, sizeof err);
+            if (rc == 0)
+                units += lock_pattern_size(p[k]);
+        }
+        size_t after = mallinfo2().uordblks;
+        if (rc != 0) {
+            /* Refused at once (the leak checker of the sanitizer build sees it keeps
+             * nothing). */
+            assert_int_equal(rc, TERN_E2BIG);
+            for (int k = 0; k < COPIES && p[k] != NULL; k++)
+                lock_pattern_free(p[k]);
+            continue;
+        }
+        assert_true(lock_pattern_size(p[0]) <= LOCK_PATTERN_MAX_PROGRAM);
+        for (int k = 0; k < COPIES; k++)
+            lock_pattern_free(p[k]);
+        if (after == before)
+            continue;
+        measured = true;
+        /* 16 bytes a unit, and up to 1 KiB per pattern for its own struct, the allocator's
+         * headers and what the parser freed into its caches. */
+        size_t bound = 16 * units + COPIES * 1024;
+        print_message("%s x%d: %zu units, %zu bytes held (bound %zu)\n", cases[i].unit,
+                      cases[i].reps, units / COPIES, (after - before) / COPIES, bound / COPIES);
+        if (after - before > bound)
+            fail_msg("%s x%d: %zu bytes for %zu units", cases[i].unit, cases[i].reps,
+                     (after - before) / COPIES, units / COPIES);
+    }
+    if (!measured)
+        skip();
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -464,9 +521,10 @@ static void test_against_glibc(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),         cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_limits),        cmocka_unit_test(test_worst_case_time),
-        cmocka_unit_test(test_against_glibc), cmocka_unit_test(test_sliced),
+        cmocka_unit_test(test_table),           cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_limits),          cmocka_unit_test(test_size_bounds_memory),
+        cmocka_unit_test(test_worst_case_time), cmocka_unit_test(test_against_glibc),
+        cmocka_unit_test(test_sliced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
