@@ -94,7 +94,7 @@
  *                              step_commit                         step_commit, tick, runner, view
  *   attempt        count       job_cancel, job_redrive,            job_claim, runner, view
  *                              step_commit
- *   polls          count       job_redrive, step_commit            step_commit
+ *   polls          count       job_redrive, step_commit            _common, step_commit
  *   retried        count       tick                                view
  *   error          JSON        _common, step_commit; job_redrive   job_claim, postback_claim,
  *                              deletes                             runner, view
@@ -127,7 +127,7 @@
  *   xk             flag        _common, job_cancel, job_info_add,  _common, step_commit
  *                              job_redrive, job_resume,
  *                              postback_done, step_commit
- *   es             flag        _common                             job_claim, step_commit
+ *   es             flag        _common                             _common, job_claim, step_commit
  *   rf             flag        _common, job_cancel, job_claim,     step_commit
  *                              job_create, job_info_add,
  *                              job_redrive, job_resume,
@@ -139,7 +139,9 @@
  *   _common); "(job_ops.c)": sent by job_ops.c, stored by job_create; "runner": runner.c
  *   (job_adopt, from job_claim's answer); "view": job_view.c (GET /jobs and every answer
  *   with a job). A reader of a whole hash (job_get, job_list, job_events_open) is not
- *   listed. tests/unit/test_job_fields_table.c fails when this table and the code differ.
+ *   listed. tests/unit/test_job_fields_table.c fails on a field the code uses that is not
+ *   here, a field here that no code uses, and a script or C file using a field that its
+ *   line does not list.
  * - workflow_uuid: its document is wfdoc:<uuid>; jobs stored before that carry it in the
  *   field `workflow`.
  * - started_by: the runner of the first start. holds: job-level, "<capacity> <resource>"

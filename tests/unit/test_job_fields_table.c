@@ -32,6 +32,12 @@
  *   C2 C: field_push(op, args, "name", ...) (the fields job_ops.c sends job_create.lua).
  * Fields a hash has under other names than these (a later rule's business) are missed:
  * the rules are kept precise rather than complete, so that no word is taken for a field.
+ *
+ * The columns: each place the rules find a field written (read) must be listed in the
+ * field's "written by" ("read by") column: a script by its stem (a table or helper of
+ * _common.lua counts as _common, even where another script unpacks it), job_view.c as
+ * "view", runner.c as "runner", another C file by its name. The columns may list more
+ * (readers the rules cannot see, such as step_commit's reads through RARE_FIELDS).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,6 +62,8 @@ typedef struct field_use {
     char name[64];
     char where[64]; /* file stem (Lua) or file name (C) */
     int how;        /* USE_READ | USE_WRITE */
+    /* In the table only: the texts of its "written by" and "read by" columns. */
+    char writers[512], readers[512];
 } field_use_t;
 
 typedef struct uses {
@@ -83,6 +91,7 @@ static void uses_add(uses_t *u, const char *name, size_t len, const char *where,
     e->name[len] = '\0';
     snprintf(e->where, sizeof e->where, "%s", where);
     e->how = how;
+    e->writers[0] = e->readers[0] = '\0';
 }
 
 static bool uses_has(const uses_t *u, const char *name, int how)
@@ -562,9 +571,20 @@ static void scan_dir(const char *dir, bool lua, uses_t *u, size_t *nfiles)
 }
 
 /* The field names of the table in store.h's text (into u, where "store.h"). */
+/* Appends line[from, to) (to: at most len) and a blank to column text col. */
+static void column_add(char *col, size_t size, const char *line, size_t len, size_t from, size_t to)
+{
+    if (from >= len)
+        return;
+    if (to > len)
+        to = len;
+    size_t have = strlen(col);
+    snprintf(col + have, size - have, "%.*s ", (int)(to - from), line + from);
+}
+
 static size_t table_parse(const char *text, uses_t *u)
 {
-    size_t n = 0, column = 0;
+    size_t n = 0, column = 0, wcol = 0, rcol = 0;
     bool in_table = false;
     for (const char *line = text; *line != '\0';) {
         const char *eol = strchr(line, '\n');
@@ -581,15 +601,52 @@ static size_t table_parse(const char *text, uses_t *u)
         if (!in_table) {
             in_table = wl == 5 && strncmp(w, "field", 5) == 0 && strncmp(p, "type ", 5) == 0;
             column = (size_t)(w - line);
+            const char *wc = strstr(line, "written by"), *rc = strstr(line, "read by");
+            if (in_table) {
+                assert_true(wc != NULL && rc != NULL && wc < rc && rc < line + len);
+                wcol = (size_t)(wc - line);
+                rcol = (size_t)(rc - line);
+            }
         } else if (wl == 0 || strncmp(line, " */", 3) == 0) {
             break;
-        } else if ((size_t)(w - line) == column) {
-            uses_add(u, w, wl, "store.h", USE_READ | USE_WRITE);
-            n++;
+        } else {
+            if ((size_t)(w - line) == column) {
+                uses_add(u, w, wl, "store.h", USE_READ | USE_WRITE);
+                n++;
+            }
+            if (u->n > 0) {
+                field_use_t *row = &u->v[u->n - 1];
+                column_add(row->writers, sizeof row->writers, line, len, wcol, rcol);
+                column_add(row->readers, sizeof row->readers, line, len, rcol, len);
+            }
         }
         line = eol != NULL ? eol + 1 : line + len;
     }
     return n;
+}
+
+/* True when the column text lists `name` as a word. */
+static bool column_lists(const char *col, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *p = strstr(col, name); p != NULL; p = strstr(p + 1, name)) {
+        bool before = p == col || (!is_name_char(p[-1]) && p[-1] != '.');
+        bool after = !is_name_char(p[nl]) && (p[nl] != '.' || !is_name_char(p[nl + 1]));
+        if (before && after)
+            return true;
+    }
+    return false;
+}
+
+/* How the table's columns name where code is: a script by its stem, job_view.c as
+ * "view", runner.c as "runner", any other C file by its name. */
+static const char *column_name(const char *where)
+{
+    if (strcmp(where, "job_view.c") == 0)
+        return "view";
+    if (strcmp(where, "runner.c") == 0)
+        return "runner";
+    return where;
 }
 
 /* Compares; prints each difference and returns their count. */
@@ -612,6 +669,25 @@ static int table_check(const uses_t *table, const uses_t *code)
                             code->v[j].where);
         print_error("\n");
         bad++;
+    }
+    for (size_t i = 0; i < code->n; i++) {
+        const field_use_t *c = &code->v[i];
+        for (size_t j = 0; j < table->n; j++) {
+            const field_use_t *row = &table->v[j];
+            if (strcmp(row->name, c->name) != 0)
+                continue;
+            const char *col = column_name(c->where);
+            if ((c->how & USE_WRITE) != 0 && !column_lists(row->writers, col)) {
+                print_error("job field %s: written in %s, not listed in its \"written by\"\n",
+                            c->name, col);
+                bad++;
+            }
+            if ((c->how & USE_READ) != 0 && !column_lists(row->readers, col)) {
+                print_error("job field %s: read in %s, not listed in its \"read by\"\n", c->name,
+                            col);
+                bad++;
+            }
+        }
     }
     for (size_t i = 0; i < table->n; i++)
         if (!uses_has(code, table->v[i].name, USE_READ | USE_WRITE)) {
@@ -724,7 +800,8 @@ static void test_table_matches_code(void **state)
     free(code.v);
 }
 
-/* Drift is caught: the table without its rf line, and a script writing a new field. */
+/* Drift is caught: the table without its rf line, a script writing a new field, a
+ * writer missing from a field's line. */
 static void test_drift_is_caught(void **state)
 {
     (void)state;
@@ -745,6 +822,23 @@ static void test_drift_is_caught(void **state)
     table = (uses_t){0};
     table_parse(text, &table);
     lua_scan("local k = jkey(ARGV[3])\nredis.call('HSET', k, 'brand_new', '1')\n", "copy", &code);
+    assert_int_equal(table_check(&table, &code), 1);
+    free(table.v);
+    free(code.v);
+
+    /* A writer left out of a field's line: job_info_add of xk's. */
+    char *xk = strstr(text, "\n *   xk ");
+    assert_non_null(xk);
+    char *writer = strstr(xk, "job_info_add");
+    assert_non_null(writer);
+    memset(writer, ' ', strlen("job_info_add"));
+    table = (uses_t){0};
+    code = (uses_t){0};
+    table_parse(text, &table);
+    scan_tree(&code);
+    for (size_t i = 0; i < table.n; i++)
+        if (strcmp(table.v[i].name, "xk") == 0)
+            assert_false(column_lists(table.v[i].writers, "job_info_add"));
     assert_int_equal(table_check(&table, &code), 1);
     free(table.v);
     free(code.v);
