@@ -55,25 +55,113 @@
  *                                 but a succeeded job's event stream)
  *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
  *
- * Job fields: uuid, name, version, workflow_uuid (its document is wfdoc:<uuid>; jobs
- * stored before that carry it in a field `workflow`), params (JSON), target, queue, execution,
- * created_at, exec_after, started_at, started_by (the runner of the first start),
- * finished_at, timeout_ms, deadline, runner, fence (claim
- * counter: a runner's writes carry the fence it claimed with, so a runner that lost its lease
- * cannot write; bumped also when a claim is revoked: the job re-queued or failed with
- * StepInterrupted), phase, idx (the cursor: the step to run next), attempt (failed attempts of that
- * step), polls, retried (times re-queued after a runner died), error (last error
- * JSON), failed_at ("<phase>:<idx>"), holds (job-level, "<capacity> <resource>"
- * lines, expanded at creation), step_holds, blocked_on, inflight (an irreversible
- * step in flight), cancel, timed_out, resume (outcome given to a waiting job),
- * wait_info, requeue_info, unique, locks, has_oncancel, post_back_urls (JSON array of
- * http(s) URLs given at creation, to be told when the job ends), pb_attempt:<i> and
- * pb_fence:<i> (attempts made and claims taken of the post-back to URL i), lv (layout
- * version, 3: fence, phase, idx and attempt are not stored while 0; a missing one reads
- * as 0), xk (set once the job has a key beyond its hash, res:0 and events: its end
- * then looks for holds and expires every key; see has_extra_keys in _common.lua) and es
- * (set when the job's own event stream starts: a job of layout 3 without it has none;
- * see stream_seen in _common.lua).
+ * Job fields (job:<uuid>), one per line (a long list goes on below its column):
+ *
+ *   field          type        written by                          read by
+ *   uuid           text        none since layout 2 (in the key)    view (job_snapshot adds it)
+ *   name           text        job_create (job_ops.c)              _common, postback_claim, view
+ *   version        text        job_create (job_ops.c)              view
+ *   workflow_uuid  text        job_create (job_ops.c)              _common, job_create, view
+ *   workflow       JSON        none (jobs before wfdoc:)           _common, job_claim, runner, view
+ *   params         JSON        job_create (job_ops.c),             job_claim, job_create, job_list,
+ *                              job_redrive                         postback_claim, runner, view
+ *   target         text        job_create (job_ops.c)              job_claim, job_create,
+ *                                                                  job_redrive, runner, view
+ *   queue          text        job_create (absent: default)        _common, job_cancel, tick, view
+ *   execution      text        _common, job_claim, job_create,     _common, job_cancel, job_claim,
+ *                              step_commit                         job_create, job_redrive,
+ *                                                                  job_resume, postback_claim,
+ *                                                                  step_commit, tick, view
+ *   created_at     integer ms  job_create                          _common, job_claim, step_commit,
+ *                                                                  view
+ *   exec_after     integer ms  job_create                          view
+ *   started_at     integer ms  job_claim, job_create               _common, job_cancel, job_claim,
+ *                                                                  view
+ *   started_by     text        job_claim, job_create               _common
+ *   finished_at    integer ms  _common; job_redrive deletes        _common, postback_claim, view
+ *   timeout_ms     count (ms)  job_create (job_ops.c)              job_claim, view
+ *   deadline       integer ms  job_claim, job_create; job_redrive  _common, job_claim, step_commit,
+ *                              deletes                             runner
+ *   runner         text        _common, job_claim, job_create,     _common, job_claim, step_begin,
+ *                              job_redrive, step_begin,            step_commit, tick, view
+ *                              step_commit, tick
+ *   fence          count       _common, job_claim, job_create,     job_claim, step_begin,
+ *                              tick                                step_commit
+ *   phase          count (0-2) job_cancel, job_redrive,            job_cancel, job_claim,
+ *                              step_commit                         step_begin, step_commit, tick,
+ *                                                                  runner, view
+ *   idx            count       job_cancel, job_redrive,            job_claim, step_begin,
+ *                              step_commit                         step_commit, tick, runner, view
+ *   attempt        count       job_cancel, job_redrive,            job_claim, runner, view
+ *                              step_commit
+ *   polls          count       job_redrive, step_commit            _common, step_commit
+ *   retried        count       tick                                view
+ *   error          JSON        _common, step_commit; job_redrive   job_claim, postback_claim,
+ *                              deletes                             runner, view
+ *   failed_at      text        _common, step_commit; job_redrive   none by name (whole-hash reads)
+ *                              deletes
+ *   holds          text lines  job_create (job_ops.c)              _common, job_claim
+ *   step_holds     text lines  step_begin; _common deletes         _common, step_commit
+ *   blocked_on     text        _common, step_begin                 _common, step_commit, tick, view
+ *   inflight       text        step_begin; _common, job_redrive,   _common, job_claim, step_commit,
+ *                              step_commit delete                  tick
+ *   cancel         flag        job_cancel; _common, job_redrive    _common, job_cancel, job_claim,
+ *                              delete                              step_begin, step_commit, runner,
+ *                                                                  view
+ *   timed_out      flag        tick; job_redrive deletes           job_claim, tick, runner
+ *   resume         JSON        job_resume; _common, job_cancel,    _common, job_claim, step_commit,
+ *                              job_redrive, step_commit delete     runner
+ *   wait_info      JSON        step_commit; job_cancel,            view
+ *                              job_redrive, job_resume delete
+ *   requeue_info   JSON        step_commit                         none by name (whole-hash reads)
+ *   unique         text        job_create, job_redrive             _common, step_commit
+ *   locks          text        job_create                          _common, job_redrive,
+ *                                                                  step_commit
+ *   locks_size     count       job_create                          job_redrive
+ *   has_oncancel   flag        job_create (job_ops.c)              job_cancel
+ *   post_back_urls JSON        job_create (job_ops.c)              _common, postback_claim,
+ *                                                                  step_commit, view
+ *   pb_attempt:<i> count       postback_done; _common deletes      postback_claim
+ *   pb_fence:<i>   count       postback_claim                      postback_done
+ *   lv             count       job_create                          _common, job_claim, step_commit
+ *   xk             flag        _common, job_cancel, job_info_add,  _common, step_commit
+ *                              job_redrive, job_resume,
+ *                              postback_done, step_commit
+ *   es             flag        _common                             _common, job_claim, step_commit
+ *   rf             flag        _common, job_cancel, job_claim,     step_commit
+ *                              job_create, job_info_add,
+ *                              job_redrive, job_resume,
+ *                              postback_done, step_begin,
+ *                              step_commit
+ *
+ * Notes on the table above:
+ * - Writers and readers are script stems of engine/lua/ (a helper of _common counts as
+ *   _common); "(job_ops.c)": sent by job_ops.c, stored by job_create; "runner": runner.c
+ *   (job_adopt, from job_claim's answer); "view": job_view.c (GET /jobs and every answer
+ *   with a job). A reader of a whole hash (job_get, job_list, job_events_open) is not
+ *   listed. tests/unit/test_job_fields_table.c fails on a field the code uses that is not
+ *   here, a field here that no code uses, and a script or C file using a field that its
+ *   line does not list.
+ * - workflow_uuid: its document is wfdoc:<uuid>; jobs stored before that carry it in the
+ *   field `workflow`.
+ * - started_by: the runner of the first start. holds: job-level, "<capacity> <resource>"
+ *   lines, expanded at creation. inflight, failed_at: "<phase>:<idx>" (inflight: an
+ *   irreversible step in flight). resume: the outcome given to a waiting job.
+ * - fence: claim counter: a runner's writes carry the fence it claimed with, so a runner
+ *   that lost its lease cannot write; bumped also when a claim is revoked (the job
+ *   re-queued or failed with StepInterrupted). idx: the cursor (the step to run next);
+ *   attempt: failed attempts of that step; retried: times re-queued after a runner died.
+ * - post_back_urls: JSON array of http(s) URLs given at creation, to be told when the job
+ *   ends; pb_attempt:<i> and pb_fence:<i>: attempts made and claims taken of the post-back
+ *   to URL i (one field per URL).
+ * - lv: layout version (see LAYOUT in lua/_common.lua); from 3 on fence, phase, idx and
+ *   attempt are not stored while 0: a missing one reads as 0. locks_size: the size counted
+ *   for the job in locks:size (the cap on lock patterns).
+ * - xk: set once the job has a key beyond its hash, res:0 and events: its end then looks
+ *   for holds and expires every key (see has_extra_keys in _common.lua). es: set when the
+ *   job's own event stream starts: a job of layout 3 or later without it has none (see
+ *   stream_seen). rf: set, never cleared, once the job may have one of RARE_FIELDS, so
+ *   step_commit asks for those only then (see RARE_FIELDS in _common.lua).
  *
  * Every multi-key change is one Lua script (engine/lua/), loaded with SCRIPT LOAD on
  * each connect and called with EVALSHA (EVAL when Redis answers NOSCRIPT); creates and
