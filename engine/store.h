@@ -41,6 +41,8 @@
  *   unique                  hash  hash of (workflow, target, params) -> unfinished job
  *   locks                   hash  job uuid -> regex over targets, while the job runs
  *   locks:version           string  bumped on every change of locks
+ *   locks:sizes             hash  job uuid -> the size of its compiled lock (instructions)
+ *   locks:size              string  their sum, checked against max_lock_instructions
  *   hold:<res>:h / :w / :cap  set of holders / FIFO of waiters / capacity per waiter
  *   wake                    channel  a delayed job became the earliest (runners re-arm)
  *   control                 channel  "cancel <uuid>" for the runner running it
