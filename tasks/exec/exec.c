@@ -558,9 +558,13 @@ enum shell_quote { SQ_NONE, SQ_SINGLE, SQ_DOUBLE };
 /* The quoting of literal script text as the shell will read it, so that each
  * template's reference is written in the form that keeps its value one word there.
  * A command substitution ($(...) or `...`) starts a new unquoted level inside the
- * quotes around it, as in the shell; levels deeper than SHELL_NEST_MAX are followed
- * as if they were the deepest. Whatever the lexer concludes, the values are not in
- * the script: a mistake here can split a value into words, never run it. */
+ * quotes around it, as in the shell; comments are skipped. Whatever the lexer
+ * concludes, the values are not in the script, but a mistake here would leave a
+ * reference unquoted, where the shell splits its value into words (options among
+ * them). So where the text is beyond what the lexer follows (here-documents, a case
+ * pattern's ")" inside parentheses, backslashes inside backquotes, $'...', levels
+ * deeper than SHELL_NEST_MAX) it records why in `unsure`, and no template may come
+ * after that point. */
 typedef struct shell_lexer {
     struct {
         enum shell_quote q;
@@ -570,12 +574,17 @@ typedef struct shell_lexer {
     } lv[SHELL_NEST_MAX];
     int depth;
     bool escaped;
+    bool word_start;    /* the next character would begin a word (a "#" there is a comment) */
+    bool comment;       /* inside a comment, up to the end of the line */
+    const char *unsure; /* what the lexer does not follow, once met; NULL while it follows */
 } shell_lexer_t;
 
 static void lexer_push(shell_lexer_t *lx, bool backtick, bool arith)
 {
-    if (lx->depth + 1 >= SHELL_NEST_MAX)
+    if (lx->depth + 1 >= SHELL_NEST_MAX) {
+        lx->unsure = "command substitutions nested more than 15 deep";
         return;
+    }
     lx->depth++;
     lx->lv[lx->depth].q = SQ_NONE;
     lx->lv[lx->depth].parens = 0;
@@ -592,18 +601,55 @@ static bool lexer_in_arith(const shell_lexer_t *lx)
     return false;
 }
 
+/* True when the depth-th level or one around it was opened by a backquote. */
+static bool lexer_in_backticks(const shell_lexer_t *lx)
+{
+    for (int d = 0; d <= lx->depth; d++)
+        if (lx->lv[d].backtick)
+            return true;
+    return false;
+}
+
+/* Notes in lx->unsure what, starting at s[i] (unquoted, not escaped, beginning a word
+ * when word_start), the lexer does not follow. */
+static void lexer_check_unfollowed(shell_lexer_t *lx, const char *s, size_t n, size_t i,
+                                   bool word_start)
+{
+    char c = s[i];
+    if (lx->unsure != NULL || lexer_in_arith(lx))
+        return;
+    if (c == '<' && i + 1 < n && s[i + 1] == '<')
+        lx->unsure = "a here-document (<<)";
+    else if (c == '$' && i + 1 < n && s[i + 1] == '\'')
+        lx->unsure = "$'...' (bash reads it as one quoted string, dash as \"$\" and a string)";
+    else if (c == 'c' && word_start && n - i >= 5 && memcmp(s + i, "case", 4) == 0 &&
+             strchr(" \t\n", s[i + 4]) != NULL && (lx->depth > 0 || lx->lv[lx->depth].parens > 0))
+        lx->unsure = "a case statement inside parentheses or $(...) (its patterns end with \")\")";
+}
+
 static void follow_quotes(shell_lexer_t *lx, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         enum shell_quote *q = &lx->lv[lx->depth].q;
-        if (*q == SQ_SINGLE) {
+        bool word_start = lx->word_start, was_escaped = lx->escaped;
+        lx->word_start = false;
+        if (lx->comment) {
+            if (c == '\n') {
+                lx->comment = false;
+                lx->word_start = true;
+            }
+        } else if (*q == SQ_SINGLE) {
             if (c == '\'')
                 *q = SQ_NONE;
         } else if (lx->escaped) {
             lx->escaped = false;
         } else if (c == '\\') {
             lx->escaped = true;
+            if (lexer_in_backticks(lx) && lx->unsure == NULL)
+                lx->unsure = "a backslash inside backquotes (use $(...) instead)";
+        } else if (*q == SQ_NONE && c == '#' && word_start) {
+            lx->comment = true;
         } else if (c == '$' && i + 2 < n && s[i + 1] == '(' && s[i + 2] == '(') {
             lexer_push(lx, false, true);
             i += 2;
@@ -630,6 +676,12 @@ static void follow_quotes(shell_lexer_t *lx, const char *s, size_t n)
                 lx->depth--;
             }
         }
+        if (!lx->comment && lx->lv[lx->depth].q == SQ_NONE && !was_escaped && !lx->escaped) {
+            if (c != '\'' && c != '"')
+                lexer_check_unfollowed(lx, s, n, i, word_start);
+            /* After a blank or an operator a new word begins, as after "$(" and "`". */
+            lx->word_start = s[i] != '\0' && strchr(" \t\n;&|()<>`", s[i]) != NULL;
+        }
     }
 }
 
@@ -645,7 +697,7 @@ static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t 
     const json_t *values = json_object_get(a, "values");
     char *script = NULL;
     size_t len = 0;
-    shell_lexer_t lx = {0};
+    shell_lexer_t lx = {.word_start = true};
 
     for (size_t i = 0; i < json_array_size(strings); i++) {
         const json_t *s = json_array_get(strings, i);
@@ -661,6 +713,15 @@ static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t 
                      "expression (bash runs the command substitutions in one); check the value "
                      "in the script before any arithmetic",
                      i + 1);
+            free(script);
+            return msg;
+        }
+        if (lx.unsure != NULL) {
+            snprintf(msg, msglen,
+                     "argv: template %zu comes after %s, whose quoting is not followed here, so "
+                     "the form that keeps its value one word is not known; give the value to a "
+                     "variable before that point and use \"$x\" after it",
+                     i + 1, lx.unsure);
             free(script);
             return msg;
         }

@@ -631,6 +631,63 @@ static void test_templates_never_reach_the_shell(void **state)
     task_harness_free(h);
 }
 
+/* Scripts an author may well write, where reading the quoting wrongly would leave a
+ * reference unquoted, so that the shell splits the value into words (an option among
+ * them): each keeps the value one word, or is refused saying what is not followed. */
+static void test_shell_quoting_misread_is_refused(void **state)
+{
+    (void)state;
+    task_harness_t *h = harness_with("{\"allow_shell\": true}");
+    plugin_registry_t *reg = registry_with("{\"allow_shell\": true}");
+    /* a template inside command substitutions nested deeper than the lexer follows */
+    char deep[1024] = "printf '<%s>' ";
+    for (int d = 0; d < 16; d++)
+        strcat(deep, "\"$(printf %s ");
+    strcat(deep, "\"${params.v}\"");
+    for (int d = 0; d < 16; d++)
+        strcat(deep, ")\"");
+    const struct {
+        const char *script;
+        const char *refusal; /* NULL: runs, the value one word */
+    } cases[] = {
+        /* a quote in a comment; "#" inside a word or ${#x} is no comment */
+        {"# it's here\nprintf '<%s>' \"${params.v}\"", NULL},
+        {"x=a#'b'; y=$${#x}; printf '<%s>' ${params.v} \"$y\"", NULL},
+        /* a quote in a here-document */
+        {"cat <<EOF >/dev/null\nit's\nEOF\nprintf '<%s>' \"${params.v}\"",
+         "template 1 comes after a here-document (<<)"},
+        /* a case pattern's ")" inside $(...) */
+        {"printf '<%s>' \"$(case x in x) printf %s ${params.v};; esac)\"",
+         "template 1 comes after a case statement inside parentheses or $(...)"},
+        /* escaped double quotes inside backquotes inside double quotes */
+        {"printf '<%s>' \"`printf %s \\\"${params.v}\\\"`\"",
+         "template 1 comes after a backslash inside backquotes"},
+        {deep, "template 1 comes after command substitutions nested more than 15 deep"},
+    };
+    json_t *params = json_pack("{s:s}", "v", "a  b -x");
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(cases); i++) {
+        harness_run_t r;
+        shell_step(h, reg, cases[i].script, params, &r);
+        if (cases[i].refusal == NULL) {
+            if (r.outcome.kind != TASK_DONE)
+                fail_msg("case %zu: %s: %s", i, r.outcome.code, r.outcome.message);
+            /* printf prints one "<...>" per argument */
+            if (strncmp(result_str(&r, "stdout"), "<a  b -x>", 9) != 0)
+                fail_msg("case %zu split the value: \"%s\"", i, result_str(&r, "stdout"));
+        } else {
+            if (r.outcome.kind == TASK_DONE)
+                fail_msg("case %zu ran: \"%s\"", i, result_str(&r, "stdout"));
+            assert_string_equal(r.outcome.code, "InvalidArgument");
+            if (strstr(r.outcome.message, cases[i].refusal) == NULL)
+                fail_msg("case %zu: %s", i, r.outcome.message);
+        }
+        harness_run_dispose(&r);
+    }
+    json_decref(params);
+    plugin_registry_free(reg);
+    task_harness_free(h);
+}
+
 static void test_argv_values_stay_one_argument(void **state)
 {
     task_harness_t *h = *state;
@@ -784,6 +841,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_programs_allowlist),
         cmocka_unit_test(test_templates_never_reach_the_shell),
         cmocka_unit_test(test_argv_values_stay_one_argument),
+        cmocka_unit_test(test_shell_quoting_misread_is_refused),
         cmocka_unit_test(test_runs_as_unprivileged_user),
     };
     int failures = cmocka_run_group_tests_name("plugin_exec", tests, group_setup, group_teardown);
