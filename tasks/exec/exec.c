@@ -741,6 +741,7 @@ static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t 
                  i + 1);
         if (append_text(&script, &len, ref, strlen(ref)) != 0)
             goto NoMemory;
+        lx.word_start = false; /* what follows is glued to the reference: "${1}"#x */
     }
     if (script == NULL || script[0] == '\0' || strlen(script) != len) {
         snprintf(msg, msglen,
