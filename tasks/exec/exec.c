@@ -14,7 +14,8 @@
  *   allow_shell  shell steps are refused unless it is true (ExecNotAllowed);
  *   programs     when given, only these programs run: each entry a name (found in
  *                the default PATH when the plugin loads) or an absolute path, matched
- *                by realpath against argv[0] as the child's PATH and cwd resolve it,
+ *                by realpath and by name (the file's name before symlinks) against argv[0]
+ *                as the child's PATH and cwd resolve it,
  *                and the path found is what runs; a shell step needs /bin/sh listed;
  *   user         whom children run as when ternd is root (default "nobody", with its
  *                group and no supplementary groups); when not root, children run as
@@ -206,6 +207,7 @@ typedef struct exec_config {
     bool allow_shell;  /* "allow_shell": shell steps may run */
     bool has_programs; /* "programs" was given: only those programs run */
     char **programs;   /* realpath of each allowed program */
+    char **names;      /* parallel: the name it was found by (basename, before symlinks) */
     size_t n_programs;
     bool set_ids; /* run children as uid/gid (ternd is root) */
     uid_t uid;
@@ -216,9 +218,12 @@ static void config_free(exec_config_t *c)
 {
     if (c == NULL)
         return;
-    for (size_t i = 0; i < c->n_programs; i++)
+    for (size_t i = 0; i < c->n_programs; i++) {
         free(c->programs[i]);
+        free(c->names[i]);
+    }
     free(c->programs);
+    free(c->names);
     free(c);
 }
 
@@ -281,7 +286,8 @@ static int config_programs(exec_config_t *c, const json_t *list, char *err, size
     }
     c->has_programs = true;
     c->programs = calloc(json_array_size(list) + 1, sizeof *c->programs);
-    if (c->programs == NULL) {
+    c->names = calloc(json_array_size(list) + 1, sizeof *c->names);
+    if (c->programs == NULL || c->names == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -312,7 +318,14 @@ static int config_programs(exec_config_t *c, const json_t *list, char *err, size
             snprintf(err, errlen, "programs[%zu]: \"%s\": %s", i, found, strerror(errno));
             return -1;
         }
-        c->programs[c->n_programs++] = real;
+        char *base = strdup(strrchr(found, '/') + 1);
+        if (base == NULL) {
+            free(real);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        c->programs[c->n_programs] = real;
+        c->names[c->n_programs++] = base;
     }
     return 0;
 }
@@ -429,13 +442,29 @@ static const char *program_allowed(const exec_config_t *c, const char *program, 
                  program, path != NULL ? path : "unset");
         return msg;
     }
+    /* The same file and the same name: a program may act on the name it is run by
+     * (rbash and bash are one file, and so are view and vim). */
     char *real = realpath(found, NULL);
+    const char *name = strrchr(found, '/') + 1;
+    const char *alias_of = NULL;
     for (size_t i = 0; real != NULL && i < c->n_programs; i++) {
-        if (strcmp(real, c->programs[i]) == 0) {
+        if (strcmp(real, c->programs[i]) != 0)
+            continue;
+        if (strcmp(name, c->names[i]) == 0) {
             free(real);
             snprintf(run_path, run_len, "%s", found);
             return NULL;
         }
+        alias_of = c->names[i];
+    }
+    if (alias_of != NULL) {
+        snprintf(msg, msglen,
+                 "program \"%s\" (%s) is not allowed: it is \"%s\" of the exec plugin's "
+                 "\"programs\" list under another name, and a program may act on the name it "
+                 "is run by",
+                 program, found, alias_of);
+        free(real);
+        return msg;
     }
     snprintf(msg, msglen,
              "program \"%s\" (%s) is not allowed: it is not in the exec plugin's \"programs\" "

@@ -502,6 +502,33 @@ static void test_programs_allowlist(void **state)
     task_harness_free(h);
 }
 
+/* A program that acts on the name it is run by is allowed only by that name: "rbash"
+ * listed does not let "bash" (the same file) run unrestricted. */
+static void test_programs_alias_refused(void **state)
+{
+    (void)state;
+    struct stat st;
+    if (lstat("/usr/bin/rbash", &st) != 0 || !S_ISLNK(st.st_mode))
+        skip(); /* Debian's rbash is a symlink to bash */
+    task_harness_t *h = harness_with("{\"programs\": [\"rbash\"]}");
+    harness_run_t r;
+    run_in(h, "{\"argv\": [\"bash\", \"-c\", \"cd / && echo unrestricted\"]}", &r);
+    if (r.outcome.kind == TASK_DONE)
+        fail_msg("bash ran: %s", result_str(&r, "stdout"));
+    assert_string_equal(r.outcome.code, "ExecNotAllowed");
+    assert_non_null(strstr(r.outcome.message, "program \"bash\" (/usr/bin/bash) is not allowed: "
+                                              "it is \"rbash\" of the exec plugin's \"programs\" "
+                                              "list under another name"));
+    harness_run_dispose(&r);
+    /* by its own name it runs, and restricted: cd is refused */
+    run_in(h, "{\"argv\": [\"rbash\", \"-c\", \"cd / && echo unrestricted\"]}", &r);
+    assert_int_equal(r.outcome.kind, TASK_FAILED);
+    assert_string_equal(r.outcome.code, "ExecNonZeroExit");
+    assert_non_null(strstr(r.outcome.message, "restricted"));
+    harness_run_dispose(&r);
+    task_harness_free(h);
+}
+
 /* ---- templates and the shell ------------------------------------------------- */
 
 /* Runs a shell step whose script is `script` (JSON string contents) with params. */
@@ -841,6 +868,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_shell_refused_by_default),
         cmocka_unit_test(test_configuration_refused_at_load),
         cmocka_unit_test(test_programs_allowlist),
+        cmocka_unit_test(test_programs_alias_refused),
         cmocka_unit_test(test_templates_never_reach_the_shell),
         cmocka_unit_test(test_argv_values_stay_one_argument),
         cmocka_unit_test(test_shell_quoting_misread_is_refused),
