@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <grp.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pwd.h>
@@ -787,9 +788,16 @@ static void test_runs_as_unprivileged_user(void **state)
     assert_non_null(pw);
     char want[64];
     snprintf(want, sizeof want, "%u\n%u\n", (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
-    /* The default as root: nobody, with its group only (root's groups are dropped). */
+    /* The default as root: nobody, with its group only (ternd's supplementary groups,
+     * given here so that there are some, are dropped). */
+    gid_t saved[64];
+    int n_saved = getgroups(64, saved);
+    assert_true(n_saved >= 0);
+    const gid_t extra[] = {0, 4};
+    assert_int_equal(setgroups(2, extra), 0);
     harness_run_t r;
     run(state, "{\"argv\": [\"sh\", \"-c\", \"id -u; id -G\"]}", &r);
+    assert_int_equal(setgroups((size_t)n_saved, saved), 0);
     assert_done(&r);
     assert_string_equal(result_str(&r, "stdout"), want);
     harness_run_dispose(&r);
