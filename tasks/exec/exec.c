@@ -859,6 +859,55 @@ NoMemory:
     return msg;
 }
 
+/* Shells whose -c takes the next operand as a script. */
+static bool is_shell_program(const char *program)
+{
+    static const char *const shells[] = {"sh",   "bash", "dash", "rbash", "ash", "ksh",
+                                         "mksh", "zsh",  "yash", "posh",  NULL};
+    const char *slash = strrchr(program, '/');
+    const char *base = slash != NULL ? slash + 1 : program;
+    for (size_t i = 0; shells[i] != NULL; i++)
+        if (strcmp(base, shells[i]) == 0)
+            return true;
+    return false;
+}
+
+/* In ["sh", "-c", SCRIPT, ...] the script is code: a template in it, or among the
+ * shell's options before it, would put its value in the code. Values belong after
+ * the script, where the shell reads them as "$1"... Returns the index of the first
+ * element with a template up to the script, or 0 when there is none (or no -c). */
+static size_t shell_c_template(const json_t *a, const strv_t *argv)
+{
+    if (!is_shell_program(argv->v[0]))
+        return 0;
+    size_t j = 1;
+    bool dash_c = false;
+    for (; j < argv->n; j++) {
+        const char *s = argv->v[j];
+        if (strcmp(s, "--") == 0 || strcmp(s, "-") == 0) {
+            j++;
+            break;
+        }
+        if ((s[0] != '-' && s[0] != '+') || s[1] == '\0')
+            break;
+        if (s[0] == '-' && s[1] == '-') { /* long options; two take a file */
+            if (strcmp(s, "--rcfile") == 0 || strcmp(s, "--init-file") == 0)
+                j++;
+            continue;
+        }
+        dash_c = dash_c || strchr(s + 1, 'c') != NULL;
+        for (const char *o = s + 1; *o != '\0'; o++) /* -o NAME, -O NAME */
+            if (*o == 'o' || *o == 'O')
+                j++;
+    }
+    if (!dash_c)
+        return 0;
+    for (size_t i = 1; i <= j && i < json_array_size(a); i++)
+        if (json_array_size(json_object_get(json_array_get(a, i), "values")) > 0)
+            return i;
+    return 0;
+}
+
 /* The argument vector: the array as given, or /bin/sh -c <script> when shell is true.
  * `argv` in args is what the engine hands over for an "interpolation": "parts"
  * argument (or plain strings, when a caller expands nothing). Returns NULL, or `msg`
@@ -946,6 +995,16 @@ static const char *build_argv(const json_t *args, strv_t *argv, bool *is_shell, 
     }
     if (argv->v[0][0] == '\0') {
         snprintf(msg, msglen, "argv[0]: empty program name");
+        bad = msg;
+        goto Out;
+    }
+    size_t in_script = whole_value ? 0 : shell_c_template(a, argv);
+    if (in_script > 0) {
+        snprintf(msg, msglen,
+                 "argv[%zu]: a template in the script of %s -c, or in the options before it, "
+                 "would make its value shell code; write \"shell\": true, or pass the value "
+                 "as an argument after the script and use \"$1\" in it",
+                 in_script, argv->v[0]);
         bad = msg;
     }
 Out:

@@ -718,6 +718,51 @@ static void test_shell_quoting_misread_is_refused(void **state)
     task_harness_free(h);
 }
 
+/* ["sh", "-c", SCRIPT] in an argv array: a template in the script would be code, so
+ * it is refused; the value goes after the script, as "$1". */
+static void test_argv_shell_script_template_refused(void **state)
+{
+    task_harness_t *h = *state;
+    plugin_registry_t *reg = registry_with(NULL);
+    char marker[64], params[512], want[512];
+    harness_run_t r;
+    marker_path(marker, sizeof marker);
+    snprintf(params, sizeof params, "{\"v\": \"x; touch %s\"}", marker);
+    static const char *const refused[] = {
+        "{\"argv\": [\"sh\", \"-c\", \"echo ${params.v}\"]}",
+        "{\"argv\": [\"/bin/bash\", \"-ec\", \"echo '${params.v}'\"]}",
+        "{\"argv\": [\"bash\", \"-o\", \"pipefail\", \"-c\", \"echo ${params.v}\", \"sh\"]}",
+        "{\"argv\": [\"dash\", \"-e\", \"-c\", \"echo \\\"${params.v}\\\"\"]}",
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(refused); i++) {
+        assert_int_equal(run_step(h, reg, refused[i], params, &r), 0);
+        assert_no_file(marker);
+        if (r.outcome.kind == TASK_DONE)
+            fail_msg("%s ran: %s", refused[i], result_str(&r, "stdout"));
+        assert_string_equal(r.outcome.code, "InvalidArgument");
+        assert_non_null(strstr(r.outcome.message, "would make its value shell code"));
+        harness_run_dispose(&r);
+    }
+    /* The value after the script is an argument of the script: printed, not run. */
+    assert_int_equal(
+        run_step(
+            h, reg,
+            "{\"argv\": [\"sh\", \"-c\", \"printf '<%s>' \\\"$1\\\"\", \"sh\", \"${params.v}\"]}",
+            params, &r),
+        0);
+    assert_done(&r);
+    snprintf(want, sizeof want, "<x; touch %s>", marker);
+    assert_string_equal(result_str(&r, "stdout"), want);
+    harness_run_dispose(&r);
+    /* A script file named by a template is no -c script. */
+    assert_int_equal(
+        run_step(h, reg, "{\"argv\": [\"sh\", \"${params.f}\"]}", "{\"f\": \"/dev/null\"}", &r), 0);
+    assert_done(&r);
+    harness_run_dispose(&r);
+    assert_no_file(marker);
+    plugin_registry_free(reg);
+}
+
 static void test_argv_values_stay_one_argument(void **state)
 {
     task_harness_t *h = *state;
@@ -879,6 +924,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_programs_alias_refused),
         cmocka_unit_test(test_templates_never_reach_the_shell),
         cmocka_unit_test(test_argv_values_stay_one_argument),
+        cmocka_unit_test(test_argv_shell_script_template_refused),
         cmocka_unit_test(test_shell_quoting_misread_is_refused),
         cmocka_unit_test(test_runs_as_unprivileged_user),
     };
