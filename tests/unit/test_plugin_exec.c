@@ -866,6 +866,45 @@ static void test_runs_as_unprivileged_user(void **state)
     task_harness_free(h);
 }
 
+/* A cwd the step's user may not reach is refused: the permissions of the directories
+ * on its path hold for the child as they would for that user (the chdir is not made
+ * with ternd's rights). Here the cwd itself is open to all, inside a root-only one. */
+static void test_cwd_checked_as_the_step_user(void **state)
+{
+    if (geteuid() != 0) {
+        printf("# skipped test_cwd_checked_as_the_step_user: needs root (euid %u)\n",
+               (unsigned)geteuid());
+        return;
+    }
+    char dir[] = "/tmp/tern-exec-private-XXXXXX", open_dir[128], file[256];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(chmod(dir, 0700), 0);
+    snprintf(open_dir, sizeof open_dir, "%s/open", dir);
+    assert_int_equal(mkdir(open_dir, 0755), 0);
+    assert_int_equal(chmod(open_dir, 0755), 0);
+    snprintf(file, sizeof file, "%s/readable", open_dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("not for nobody\n", f);
+    fclose(f);
+    assert_int_equal(chmod(file, 0644), 0);
+    char args[PATH_MAX + 128];
+    snprintf(args, sizeof args, "{\"argv\": [\"cat\", \"readable\"], \"cwd\": \"%s\"}", open_dir);
+    harness_run_t r;
+    run(state, args, &r);
+    if (r.outcome.kind == TASK_DONE)
+        fail_msg("nobody read a file below a root-only directory: %s", result_str(&r, "stdout"));
+    assert_string_equal(r.outcome.code, "ExecSpawnError");
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof want, "cwd \"%s\": permission denied", open_dir);
+    if (strstr(r.outcome.message, want) == NULL)
+        fail_msg("%s", r.outcome.message);
+    harness_run_dispose(&r);
+    unlink(file);
+    rmdir(open_dir);
+    rmdir(dir);
+}
+
 /* The real loader accepts exec.so, and its schema is what workflows are checked with. */
 static void test_loader_accepts_exec(void **state)
 {
@@ -927,6 +966,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_argv_shell_script_template_refused),
         cmocka_unit_test(test_shell_quoting_misread_is_refused),
         cmocka_unit_test(test_runs_as_unprivileged_user),
+        cmocka_unit_test(test_cwd_checked_as_the_step_user),
     };
     int failures = cmocka_run_group_tests_name("plugin_exec", tests, group_setup, group_teardown);
     return failures == 0 ? 0 : 1;
