@@ -26,7 +26,8 @@
  * script gets a positional-parameter reference in place of each template and the
  * values follow as `sh -c SCRIPT sh VALUE1 ...` (build_shell). In an argv array each
  * element stays one argument whatever its values hold, and a value that would begin
- * an argument with '-' (an option) is refused unless a literal "--" came before.
+ * an argument with '-' (an option) is refused unless a literal "--" came before; in
+ * ["sh", "-c", SCRIPT] a template in the script (code) is refused.
  *
  * The child gets a minimal environment by default (PATH=/usr/local/bin:/usr/bin:/bin
  * plus the step's "env"), so what a command sees does not depend on how ternd was
