@@ -875,37 +875,44 @@ static bool is_shell_program(const char *program)
 
 /* In ["sh", "-c", SCRIPT, ...] the script is code: a template in it, or among the
  * shell's options before it, would put its value in the code. Values belong after
- * the script, where the shell reads them as "$1"... Returns the index of the first
- * element with a template up to the script, or 0 when there is none (or no -c). */
-static size_t shell_c_template(const json_t *a, const strv_t *argv)
+ * the script, where the shell reads them as "$1"... The shell may come after a
+ * program that runs it (timeout 5 sh -c, env X=1 bash -c, sudo sh -c). Returns the
+ * index of the first element with a template up to a script, with the shell's index
+ * in *shell, or 0 when there is none. */
+static size_t shell_c_template(const json_t *a, const strv_t *argv, size_t *shell)
 {
-    if (!is_shell_program(argv->v[0]))
-        return 0;
-    size_t j = 1;
-    bool dash_c = false;
-    for (; j < argv->n; j++) {
-        const char *s = argv->v[j];
-        if (strcmp(s, "--") == 0 || strcmp(s, "-") == 0) {
-            j++;
-            break;
-        }
-        if ((s[0] != '-' && s[0] != '+') || s[1] == '\0')
-            break;
-        if (s[0] == '-' && s[1] == '-') { /* long options; two take a file */
-            if (strcmp(s, "--rcfile") == 0 || strcmp(s, "--init-file") == 0)
-                j++;
+    for (size_t k = 0; k < argv->n; k++) {
+        if (!is_shell_program(argv->v[k]))
             continue;
-        }
-        dash_c = dash_c || strchr(s + 1, 'c') != NULL;
-        for (const char *o = s + 1; *o != '\0'; o++) /* -o NAME, -O NAME */
-            if (*o == 'o' || *o == 'O')
+        size_t j = k + 1;
+        bool dash_c = false;
+        for (; j < argv->n; j++) {
+            const char *s = argv->v[j];
+            if (strcmp(s, "--") == 0 || strcmp(s, "-") == 0) {
                 j++;
+                break;
+            }
+            if ((s[0] != '-' && s[0] != '+') || s[1] == '\0')
+                break;
+            if (s[0] == '-' && s[1] == '-') { /* long options; two take a file */
+                if (strcmp(s, "--rcfile") == 0 || strcmp(s, "--init-file") == 0)
+                    j++;
+                continue;
+            }
+            dash_c = dash_c || strchr(s + 1, 'c') != NULL;
+            for (const char *o = s + 1; *o != '\0'; o++) /* -o NAME, -O NAME */
+                if (*o == 'o' || *o == 'O')
+                    j++;
+        }
+        if (!dash_c)
+            continue;
+        for (size_t i = k + 1; i <= j && i < json_array_size(a); i++) {
+            if (json_array_size(json_object_get(json_array_get(a, i), "values")) > 0) {
+                *shell = k;
+                return i;
+            }
+        }
     }
-    if (!dash_c)
-        return 0;
-    for (size_t i = 1; i <= j && i < json_array_size(a); i++)
-        if (json_array_size(json_object_get(json_array_get(a, i), "values")) > 0)
-            return i;
     return 0;
 }
 
@@ -999,13 +1006,13 @@ static const char *build_argv(const json_t *args, strv_t *argv, bool *is_shell, 
         bad = msg;
         goto Out;
     }
-    size_t in_script = whole_value ? 0 : shell_c_template(a, argv);
+    size_t shell_at = 0, in_script = whole_value ? 0 : shell_c_template(a, argv, &shell_at);
     if (in_script > 0) {
         snprintf(msg, msglen,
                  "argv[%zu]: a template in the script of %s -c, or in the options before it, "
                  "would make its value shell code; write \"shell\": true, or pass the value "
                  "as an argument after the script and use \"$1\" in it",
-                 in_script, argv->v[0]);
+                 in_script, argv->v[shell_at]);
         bad = msg;
     }
 Out:

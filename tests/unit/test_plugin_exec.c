@@ -733,6 +733,8 @@ static void test_argv_shell_script_template_refused(void **state)
         "{\"argv\": [\"/bin/bash\", \"-ec\", \"echo '${params.v}'\"]}",
         "{\"argv\": [\"bash\", \"-o\", \"pipefail\", \"-c\", \"echo ${params.v}\", \"sh\"]}",
         "{\"argv\": [\"dash\", \"-e\", \"-c\", \"echo \\\"${params.v}\\\"\"]}",
+        "{\"argv\": [\"timeout\", \"5\", \"sh\", \"-c\", \"echo ${params.v}\"]}",
+        "{\"argv\": [\"env\", \"X=1\", \"/bin/sh\", \"-xc\", \"echo ${params.v}\"]}",
     };
     for (size_t i = 0; i < TERN_ARRAY_SIZE(refused); i++) {
         assert_int_equal(run_step(h, reg, refused[i], params, &r), 0);
