@@ -23,10 +23,13 @@
  */
 #include "child_process.h"
 
+#include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -436,6 +439,34 @@ void child_process_on_stdout_line(child_process_t *cp, child_process_line_cb cb,
     cp->line_data = data;
 }
 
+/* libuv's child changes to cwd before it gives up ternd's ids, so a directory the new
+ * user could not reach (one below a root-only directory) would be entered with root's
+ * rights. This tries the change as that user in a short-lived child, ids dropped as
+ * libuv drops them, and returns 0 or the negative errno it met. */
+static int cwd_reachable_as(const char *cwd, uid_t uid, gid_t gid)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        /* Only async-signal-safe calls here: the parent may have threads. setgroups
+         * fails unless root, and libuv then goes on without it too. */
+        if (setgroups(0, NULL) != 0 && errno != EPERM)
+            _exit(errno);
+        if (setgid(gid) != 0 || setuid(uid) != 0 || chdir(cwd) != 0)
+            _exit(errno > 0 && errno < 256 ? errno : EIO);
+        _exit(0);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return -errno;
+    }
+    if (!WIFEXITED(status))
+        return -EIO;
+    return -WEXITSTATUS(status);
+}
+
 /* See child_process.h. */
 child_process_t *child_process_spawn(uv_loop_t *loop, const tern_spawn_opts *opts_in,
                                      child_process_cb cb, void *data, char *err, size_t errlen)
@@ -450,6 +481,15 @@ child_process_t *child_process_spawn(uv_loop_t *loop, const tern_spawn_opts *opt
         tern_seterr(err, errlen, TERN_E2BIG, "spawn \"%s\": %zu bytes of stdin, at most %u",
                     opts.argv[0], opts.stdin_len, UINT32_MAX);
         return NULL;
+    }
+
+    if ((opts.flags & TERN_SPAWN_SET_IDS) && opts.cwd != NULL) {
+        int rc = cwd_reachable_as(opts.cwd, (uid_t)opts.uid, (gid_t)opts.gid);
+        if (rc != 0) {
+            tern_seterr(err, errlen, rc, "spawn \"%s\": cwd \"%s\": %s (as uid %u)", opts.argv[0],
+                        opts.cwd, uv_strerror(rc), (unsigned)opts.uid);
+            return NULL;
+        }
     }
 
     child_process_t *cp = xcalloc(1, sizeof *cp);

@@ -14,7 +14,8 @@
  *   allow_shell  shell steps are refused unless it is true (ExecNotAllowed);
  *   programs     when given, only these programs run: each entry a name (found in
  *                the default PATH when the plugin loads) or an absolute path, matched
- *                by realpath against argv[0] as the child's PATH and cwd resolve it,
+ *                by realpath and by name (the file's name before symlinks) against argv[0]
+ *                as the child's PATH and cwd resolve it,
  *                and the path found is what runs; a shell step needs /bin/sh listed;
  *   user         whom children run as when ternd is root (default "nobody", with its
  *                group and no supplementary groups); when not root, children run as
@@ -25,7 +26,8 @@
  * script gets a positional-parameter reference in place of each template and the
  * values follow as `sh -c SCRIPT sh VALUE1 ...` (build_shell). In an argv array each
  * element stays one argument whatever its values hold, and a value that would begin
- * an argument with '-' (an option) is refused unless a literal "--" came before.
+ * an argument with '-' (an option) is refused unless a literal "--" came before; in
+ * ["sh", "-c", SCRIPT] a template in the script (code) is refused.
  *
  * The child gets a minimal environment by default (PATH=/usr/local/bin:/usr/bin:/bin
  * plus the step's "env"), so what a command sees does not depend on how ternd was
@@ -206,6 +208,7 @@ typedef struct exec_config {
     bool allow_shell;  /* "allow_shell": shell steps may run */
     bool has_programs; /* "programs" was given: only those programs run */
     char **programs;   /* realpath of each allowed program */
+    char **names;      /* parallel: the name it was found by (basename, before symlinks) */
     size_t n_programs;
     bool set_ids; /* run children as uid/gid (ternd is root) */
     uid_t uid;
@@ -216,9 +219,12 @@ static void config_free(exec_config_t *c)
 {
     if (c == NULL)
         return;
-    for (size_t i = 0; i < c->n_programs; i++)
+    for (size_t i = 0; i < c->n_programs; i++) {
         free(c->programs[i]);
+        free(c->names[i]);
+    }
     free(c->programs);
+    free(c->names);
     free(c);
 }
 
@@ -281,7 +287,8 @@ static int config_programs(exec_config_t *c, const json_t *list, char *err, size
     }
     c->has_programs = true;
     c->programs = calloc(json_array_size(list) + 1, sizeof *c->programs);
-    if (c->programs == NULL) {
+    c->names = calloc(json_array_size(list) + 1, sizeof *c->names);
+    if (c->programs == NULL || c->names == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -312,7 +319,14 @@ static int config_programs(exec_config_t *c, const json_t *list, char *err, size
             snprintf(err, errlen, "programs[%zu]: \"%s\": %s", i, found, strerror(errno));
             return -1;
         }
-        c->programs[c->n_programs++] = real;
+        char *base = strdup(strrchr(found, '/') + 1);
+        if (base == NULL) {
+            free(real);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        c->programs[c->n_programs] = real;
+        c->names[c->n_programs++] = base;
     }
     return 0;
 }
@@ -429,13 +443,29 @@ static const char *program_allowed(const exec_config_t *c, const char *program, 
                  program, path != NULL ? path : "unset");
         return msg;
     }
+    /* The same file and the same name: a program may act on the name it is run by
+     * (rbash and bash are one file, and so are view and vim). */
     char *real = realpath(found, NULL);
+    const char *name = strrchr(found, '/') + 1;
+    const char *alias_of = NULL;
     for (size_t i = 0; real != NULL && i < c->n_programs; i++) {
-        if (strcmp(real, c->programs[i]) == 0) {
+        if (strcmp(real, c->programs[i]) != 0)
+            continue;
+        if (strcmp(name, c->names[i]) == 0) {
             free(real);
             snprintf(run_path, run_len, "%s", found);
             return NULL;
         }
+        alias_of = c->names[i];
+    }
+    if (alias_of != NULL) {
+        snprintf(msg, msglen,
+                 "program \"%s\" (%s) is not allowed: it is \"%s\" of the exec plugin's "
+                 "\"programs\" list under another name, and a program may act on the name it "
+                 "is run by",
+                 program, found, alias_of);
+        free(real);
+        return msg;
     }
     snprintf(msg, msglen,
              "program \"%s\" (%s) is not allowed: it is not in the exec plugin's \"programs\" "
@@ -558,9 +588,13 @@ enum shell_quote { SQ_NONE, SQ_SINGLE, SQ_DOUBLE };
 /* The quoting of literal script text as the shell will read it, so that each
  * template's reference is written in the form that keeps its value one word there.
  * A command substitution ($(...) or `...`) starts a new unquoted level inside the
- * quotes around it, as in the shell; levels deeper than SHELL_NEST_MAX are followed
- * as if they were the deepest. Whatever the lexer concludes, the values are not in
- * the script: a mistake here can split a value into words, never run it. */
+ * quotes around it, as in the shell; comments are skipped. Whatever the lexer
+ * concludes, the values are not in the script, but a mistake here would leave a
+ * reference unquoted, where the shell splits its value into words (options among
+ * them). So where the text is beyond what the lexer follows (here-documents, a case
+ * pattern's ")" inside parentheses, backslashes inside backquotes, $'...', levels
+ * deeper than SHELL_NEST_MAX) it records why in `unsure`, and no template may come
+ * after that point. */
 typedef struct shell_lexer {
     struct {
         enum shell_quote q;
@@ -570,12 +604,17 @@ typedef struct shell_lexer {
     } lv[SHELL_NEST_MAX];
     int depth;
     bool escaped;
+    bool word_start;    /* the next character would begin a word (a "#" there is a comment) */
+    bool comment;       /* inside a comment, up to the end of the line */
+    const char *unsure; /* what the lexer does not follow, once met; NULL while it follows */
 } shell_lexer_t;
 
 static void lexer_push(shell_lexer_t *lx, bool backtick, bool arith)
 {
-    if (lx->depth + 1 >= SHELL_NEST_MAX)
+    if (lx->depth + 1 >= SHELL_NEST_MAX) {
+        lx->unsure = "command substitutions nested more than 15 deep";
         return;
+    }
     lx->depth++;
     lx->lv[lx->depth].q = SQ_NONE;
     lx->lv[lx->depth].parens = 0;
@@ -592,18 +631,55 @@ static bool lexer_in_arith(const shell_lexer_t *lx)
     return false;
 }
 
+/* True when the depth-th level or one around it was opened by a backquote. */
+static bool lexer_in_backticks(const shell_lexer_t *lx)
+{
+    for (int d = 0; d <= lx->depth; d++)
+        if (lx->lv[d].backtick)
+            return true;
+    return false;
+}
+
+/* Notes in lx->unsure what, starting at s[i] (unquoted, not escaped, beginning a word
+ * when word_start), the lexer does not follow. */
+static void lexer_check_unfollowed(shell_lexer_t *lx, const char *s, size_t n, size_t i,
+                                   bool word_start)
+{
+    char c = s[i];
+    if (lx->unsure != NULL || lexer_in_arith(lx))
+        return;
+    if (c == '<' && i + 1 < n && s[i + 1] == '<')
+        lx->unsure = "a here-document (<<)";
+    else if (c == '$' && i + 1 < n && s[i + 1] == '\'')
+        lx->unsure = "$'...' (bash reads it as one quoted string, dash as \"$\" and a string)";
+    else if (c == 'c' && word_start && n - i >= 5 && memcmp(s + i, "case", 4) == 0 &&
+             strchr(" \t\n", s[i + 4]) != NULL && (lx->depth > 0 || lx->lv[lx->depth].parens > 0))
+        lx->unsure = "a case statement inside parentheses or $(...) (its patterns end with \")\")";
+}
+
 static void follow_quotes(shell_lexer_t *lx, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         enum shell_quote *q = &lx->lv[lx->depth].q;
-        if (*q == SQ_SINGLE) {
+        bool word_start = lx->word_start, was_escaped = lx->escaped;
+        lx->word_start = false;
+        if (lx->comment) {
+            if (c == '\n') {
+                lx->comment = false;
+                lx->word_start = true;
+            }
+        } else if (*q == SQ_SINGLE) {
             if (c == '\'')
                 *q = SQ_NONE;
         } else if (lx->escaped) {
             lx->escaped = false;
         } else if (c == '\\') {
             lx->escaped = true;
+            if (lexer_in_backticks(lx) && lx->unsure == NULL)
+                lx->unsure = "a backslash inside backquotes (use $(...) instead)";
+        } else if (*q == SQ_NONE && c == '#' && word_start) {
+            lx->comment = true;
         } else if (c == '$' && i + 2 < n && s[i + 1] == '(' && s[i + 2] == '(') {
             lexer_push(lx, false, true);
             i += 2;
@@ -630,6 +706,12 @@ static void follow_quotes(shell_lexer_t *lx, const char *s, size_t n)
                 lx->depth--;
             }
         }
+        if (!lx->comment && lx->lv[lx->depth].q == SQ_NONE && !was_escaped && !lx->escaped) {
+            if (c != '\'' && c != '"')
+                lexer_check_unfollowed(lx, s, n, i, word_start);
+            /* After a blank or an operator a new word begins, as after "$(" and "`". */
+            lx->word_start = s[i] != '\0' && strchr(" \t\n;&|()<>`", s[i]) != NULL;
+        }
     }
 }
 
@@ -645,7 +727,7 @@ static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t 
     const json_t *values = json_object_get(a, "values");
     char *script = NULL;
     size_t len = 0;
-    shell_lexer_t lx = {0};
+    shell_lexer_t lx = {.word_start = true};
 
     for (size_t i = 0; i < json_array_size(strings); i++) {
         const json_t *s = json_array_get(strings, i);
@@ -661,6 +743,15 @@ static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t 
                      "expression (bash runs the command substitutions in one); check the value "
                      "in the script before any arithmetic",
                      i + 1);
+            free(script);
+            return msg;
+        }
+        if (lx.unsure != NULL) {
+            snprintf(msg, msglen,
+                     "argv: template %zu comes after %s, whose quoting is not followed here, so "
+                     "the form that keeps its value one word is not known; give the value to a "
+                     "variable before that point and use \"$x\" after it",
+                     i + 1, lx.unsure);
             free(script);
             return msg;
         }
@@ -680,6 +771,7 @@ static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t 
                  i + 1);
         if (append_text(&script, &len, ref, strlen(ref)) != 0)
             goto NoMemory;
+        lx.word_start = false; /* what follows is glued to the reference: "${1}"#x */
     }
     if (script == NULL || script[0] == '\0' || strlen(script) != len) {
         snprintf(msg, msglen,
@@ -766,6 +858,62 @@ NoMemoryArg:
 NoMemory:
     snprintf(msg, msglen, "out of memory building argv");
     return msg;
+}
+
+/* Shells whose -c takes the next operand as a script. */
+static bool is_shell_program(const char *program)
+{
+    static const char *const shells[] = {"sh",   "bash", "dash", "rbash", "ash", "ksh",
+                                         "mksh", "zsh",  "yash", "posh",  NULL};
+    const char *slash = strrchr(program, '/');
+    const char *base = slash != NULL ? slash + 1 : program;
+    for (size_t i = 0; shells[i] != NULL; i++)
+        if (strcmp(base, shells[i]) == 0)
+            return true;
+    return false;
+}
+
+/* In ["sh", "-c", SCRIPT, ...] the script is code: a template in it, or among the
+ * shell's options before it, would put its value in the code. Values belong after
+ * the script, where the shell reads them as "$1"... The shell may come after a
+ * program that runs it (timeout 5 sh -c, env X=1 bash -c, sudo sh -c). Returns the
+ * index of the first element with a template up to a script, with the shell's index
+ * in *shell, or 0 when there is none. */
+static size_t shell_c_template(const json_t *a, const strv_t *argv, size_t *shell)
+{
+    for (size_t k = 0; k < argv->n; k++) {
+        if (!is_shell_program(argv->v[k]))
+            continue;
+        size_t j = k + 1;
+        bool dash_c = false;
+        for (; j < argv->n; j++) {
+            const char *s = argv->v[j];
+            if (strcmp(s, "--") == 0 || strcmp(s, "-") == 0) {
+                j++;
+                break;
+            }
+            if ((s[0] != '-' && s[0] != '+') || s[1] == '\0')
+                break;
+            if (s[0] == '-' && s[1] == '-') { /* long options; two take a file */
+                if (strcmp(s, "--rcfile") == 0 || strcmp(s, "--init-file") == 0)
+                    j++;
+                continue;
+            }
+            dash_c = dash_c || strchr(s + 1, 'c') != NULL;
+            for (const char *o = s + 1; *o != '\0'; o++) /* -o NAME, -O NAME */
+                if (*o == 'o' || *o == 'O')
+                    j++;
+        }
+        if (!dash_c)
+            continue;
+        for (size_t i = k + 1; i <= j && i < json_array_size(a); i++) {
+            if (json_array_size(json_object_get(json_array_get(a, i), "values")) > 0) {
+                *shell = k;
+                return i;
+            }
+        }
+    }
+    return 0;
 }
 
 /* The argument vector: the array as given, or /bin/sh -c <script> when shell is true.
@@ -855,6 +1003,16 @@ static const char *build_argv(const json_t *args, strv_t *argv, bool *is_shell, 
     }
     if (argv->v[0][0] == '\0') {
         snprintf(msg, msglen, "argv[0]: empty program name");
+        bad = msg;
+        goto Out;
+    }
+    size_t shell_at = 0, in_script = whole_value ? 0 : shell_c_template(a, argv, &shell_at);
+    if (in_script > 0) {
+        snprintf(msg, msglen,
+                 "argv[%zu]: a template in the script of %s -c, or in the options before it, "
+                 "would make its value shell code; write \"shell\": true, or pass the value "
+                 "as an argument after the script and use \"$1\" in it",
+                 in_script, argv->v[shell_at]);
         bad = msg;
     }
 Out:

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <grp.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pwd.h>
@@ -502,6 +503,33 @@ static void test_programs_allowlist(void **state)
     task_harness_free(h);
 }
 
+/* A program that acts on the name it is run by is allowed only by that name: "rbash"
+ * listed does not let "bash" (the same file) run unrestricted. */
+static void test_programs_alias_refused(void **state)
+{
+    (void)state;
+    struct stat st;
+    if (lstat("/usr/bin/rbash", &st) != 0 || !S_ISLNK(st.st_mode))
+        skip(); /* Debian's rbash is a symlink to bash */
+    task_harness_t *h = harness_with("{\"programs\": [\"rbash\"]}");
+    harness_run_t r;
+    run_in(h, "{\"argv\": [\"bash\", \"-c\", \"cd / && echo unrestricted\"]}", &r);
+    if (r.outcome.kind == TASK_DONE)
+        fail_msg("bash ran: %s", result_str(&r, "stdout"));
+    assert_string_equal(r.outcome.code, "ExecNotAllowed");
+    assert_non_null(strstr(r.outcome.message, "program \"bash\" (/usr/bin/bash) is not allowed: "
+                                              "it is \"rbash\" of the exec plugin's \"programs\" "
+                                              "list under another name"));
+    harness_run_dispose(&r);
+    /* by its own name it runs, and restricted: cd is refused */
+    run_in(h, "{\"argv\": [\"rbash\", \"-c\", \"cd / && echo unrestricted\"]}", &r);
+    assert_int_equal(r.outcome.kind, TASK_FAILED);
+    assert_string_equal(r.outcome.code, "ExecNonZeroExit");
+    assert_non_null(strstr(r.outcome.message, "restricted"));
+    harness_run_dispose(&r);
+    task_harness_free(h);
+}
+
 /* ---- templates and the shell ------------------------------------------------- */
 
 /* Runs a shell step whose script is `script` (JSON string contents) with params. */
@@ -631,6 +659,112 @@ static void test_templates_never_reach_the_shell(void **state)
     task_harness_free(h);
 }
 
+/* Scripts an author may well write, where reading the quoting wrongly would leave a
+ * reference unquoted, so that the shell splits the value into words (an option among
+ * them): each keeps the value one word, or is refused saying what is not followed. */
+static void test_shell_quoting_misread_is_refused(void **state)
+{
+    (void)state;
+    task_harness_t *h = harness_with("{\"allow_shell\": true}");
+    plugin_registry_t *reg = registry_with("{\"allow_shell\": true}");
+    /* a template inside command substitutions nested deeper than the lexer follows */
+    char deep[1024] = "printf '<%s>' ";
+    for (int d = 0; d < 16; d++)
+        strcat(deep, "\"$(printf %s ");
+    strcat(deep, "\"${params.v}\"");
+    for (int d = 0; d < 16; d++)
+        strcat(deep, ")\"");
+    const struct {
+        const char *script;
+        const char *refusal; /* NULL: runs and prints `want` */
+        const char *want;
+    } cases[] = {
+        /* a quote in a comment; "#" inside a word or ${#x} is no comment */
+        {"# it's here\nprintf '<%s>' \"${params.v}\"", NULL, "<a  b -x>"},
+        {"x=a#'b'; y=$${#x}; printf '<%s>' ${params.v} \"$y\"", NULL, "<a  b -x><3>"},
+        {"printf '<%s>' ${params.v}#'it' \"${params.v}\"", NULL, "<a  b -x#it><a  b -x>"},
+        /* a quote in a here-document */
+        {"cat <<EOF >/dev/null\nit's\nEOF\nprintf '<%s>' \"${params.v}\"",
+         "template 1 comes after a here-document (<<)"},
+        /* a case pattern's ")" inside $(...) */
+        {"printf '<%s>' \"$(case x in x) printf %s ${params.v};; esac)\"",
+         "template 1 comes after a case statement inside parentheses or $(...)"},
+        /* escaped double quotes inside backquotes inside double quotes */
+        {"printf '<%s>' \"`printf %s \\\"${params.v}\\\"`\"",
+         "template 1 comes after a backslash inside backquotes"},
+        {deep, "template 1 comes after command substitutions nested more than 15 deep"},
+    };
+    json_t *params = json_pack("{s:s}", "v", "a  b -x");
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(cases); i++) {
+        harness_run_t r;
+        shell_step(h, reg, cases[i].script, params, &r);
+        if (cases[i].refusal == NULL) {
+            if (r.outcome.kind != TASK_DONE)
+                fail_msg("case %zu: %s: %s", i, r.outcome.code, r.outcome.message);
+            /* printf prints one "<...>" per argument */
+            if (strcmp(result_str(&r, "stdout"), cases[i].want) != 0)
+                fail_msg("case %zu split the value: \"%s\"", i, result_str(&r, "stdout"));
+        } else {
+            if (r.outcome.kind == TASK_DONE)
+                fail_msg("case %zu ran: \"%s\"", i, result_str(&r, "stdout"));
+            assert_string_equal(r.outcome.code, "InvalidArgument");
+            if (strstr(r.outcome.message, cases[i].refusal) == NULL)
+                fail_msg("case %zu: %s", i, r.outcome.message);
+        }
+        harness_run_dispose(&r);
+    }
+    json_decref(params);
+    plugin_registry_free(reg);
+    task_harness_free(h);
+}
+
+/* ["sh", "-c", SCRIPT] in an argv array: a template in the script would be code, so
+ * it is refused; the value goes after the script, as "$1". */
+static void test_argv_shell_script_template_refused(void **state)
+{
+    task_harness_t *h = *state;
+    plugin_registry_t *reg = registry_with(NULL);
+    char marker[64], params[512], want[512];
+    harness_run_t r;
+    marker_path(marker, sizeof marker);
+    snprintf(params, sizeof params, "{\"v\": \"x; touch %s\"}", marker);
+    static const char *const refused[] = {
+        "{\"argv\": [\"sh\", \"-c\", \"echo ${params.v}\"]}",
+        "{\"argv\": [\"/bin/bash\", \"-ec\", \"echo '${params.v}'\"]}",
+        "{\"argv\": [\"bash\", \"-o\", \"pipefail\", \"-c\", \"echo ${params.v}\", \"sh\"]}",
+        "{\"argv\": [\"dash\", \"-e\", \"-c\", \"echo \\\"${params.v}\\\"\"]}",
+        "{\"argv\": [\"timeout\", \"5\", \"sh\", \"-c\", \"echo ${params.v}\"]}",
+        "{\"argv\": [\"env\", \"X=1\", \"/bin/sh\", \"-xc\", \"echo ${params.v}\"]}",
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(refused); i++) {
+        assert_int_equal(run_step(h, reg, refused[i], params, &r), 0);
+        assert_no_file(marker);
+        if (r.outcome.kind == TASK_DONE)
+            fail_msg("%s ran: %s", refused[i], result_str(&r, "stdout"));
+        assert_string_equal(r.outcome.code, "InvalidArgument");
+        assert_non_null(strstr(r.outcome.message, "would make its value shell code"));
+        harness_run_dispose(&r);
+    }
+    /* The value after the script is an argument of the script: printed, not run. */
+    assert_int_equal(
+        run_step(
+            h, reg,
+            "{\"argv\": [\"sh\", \"-c\", \"printf '<%s>' \\\"$1\\\"\", \"sh\", \"${params.v}\"]}",
+            params, &r),
+        0);
+    assert_done(&r);
+    snprintf(want, sizeof want, "<x; touch %s>", marker);
+    assert_string_equal(result_str(&r, "stdout"), want);
+    harness_run_dispose(&r);
+    /* A script file named by a template is no -c script. */
+    assert_int_equal(
+        run_step(h, reg, "{\"argv\": [\"sh\", \"${params.f}\"]}", "{\"f\": \"/dev/null\"}", &r), 0);
+    assert_done(&r);
+    harness_run_dispose(&r);
+    assert_no_file(marker);
+    plugin_registry_free(reg);
+}
+
 static void test_argv_values_stay_one_argument(void **state)
 {
     task_harness_t *h = *state;
@@ -701,9 +835,16 @@ static void test_runs_as_unprivileged_user(void **state)
     assert_non_null(pw);
     char want[64];
     snprintf(want, sizeof want, "%u\n%u\n", (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
-    /* The default as root: nobody, with its group only (root's groups are dropped). */
+    /* The default as root: nobody, with its group only (ternd's supplementary groups,
+     * given here so that there are some, are dropped). */
+    gid_t saved[64];
+    int n_saved = getgroups(64, saved);
+    assert_true(n_saved >= 0);
+    const gid_t extra[] = {0, 4};
+    assert_int_equal(setgroups(2, extra), 0);
     harness_run_t r;
     run(state, "{\"argv\": [\"sh\", \"-c\", \"id -u; id -G\"]}", &r);
+    assert_int_equal(setgroups((size_t)n_saved, saved), 0);
     assert_done(&r);
     assert_string_equal(result_str(&r, "stdout"), want);
     harness_run_dispose(&r);
@@ -725,6 +866,45 @@ static void test_runs_as_unprivileged_user(void **state)
     assert_string_equal(result_str(&r, "stdout"), "0\n");
     harness_run_dispose(&r);
     task_harness_free(h);
+}
+
+/* A cwd the step's user may not reach is refused: the permissions of the directories
+ * on its path hold for the child as they would for that user (the chdir is not made
+ * with ternd's rights). Here the cwd itself is open to all, inside a root-only one. */
+static void test_cwd_checked_as_the_step_user(void **state)
+{
+    if (geteuid() != 0) {
+        printf("# skipped test_cwd_checked_as_the_step_user: needs root (euid %u)\n",
+               (unsigned)geteuid());
+        return;
+    }
+    char dir[] = "/tmp/tern-exec-private-XXXXXX", open_dir[128], file[256];
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(chmod(dir, 0700), 0);
+    snprintf(open_dir, sizeof open_dir, "%s/open", dir);
+    assert_int_equal(mkdir(open_dir, 0755), 0);
+    assert_int_equal(chmod(open_dir, 0755), 0);
+    snprintf(file, sizeof file, "%s/readable", open_dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("not for nobody\n", f);
+    fclose(f);
+    assert_int_equal(chmod(file, 0644), 0);
+    char args[PATH_MAX + 128];
+    snprintf(args, sizeof args, "{\"argv\": [\"cat\", \"readable\"], \"cwd\": \"%s\"}", open_dir);
+    harness_run_t r;
+    run(state, args, &r);
+    if (r.outcome.kind == TASK_DONE)
+        fail_msg("nobody read a file below a root-only directory: %s", result_str(&r, "stdout"));
+    assert_string_equal(r.outcome.code, "ExecSpawnError");
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof want, "cwd \"%s\": permission denied", open_dir);
+    if (strstr(r.outcome.message, want) == NULL)
+        fail_msg("%s", r.outcome.message);
+    harness_run_dispose(&r);
+    unlink(file);
+    rmdir(open_dir);
+    rmdir(dir);
 }
 
 /* The real loader accepts exec.so, and its schema is what workflows are checked with. */
@@ -782,9 +962,13 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_shell_refused_by_default),
         cmocka_unit_test(test_configuration_refused_at_load),
         cmocka_unit_test(test_programs_allowlist),
+        cmocka_unit_test(test_programs_alias_refused),
         cmocka_unit_test(test_templates_never_reach_the_shell),
         cmocka_unit_test(test_argv_values_stay_one_argument),
+        cmocka_unit_test(test_argv_shell_script_template_refused),
+        cmocka_unit_test(test_shell_quoting_misread_is_refused),
         cmocka_unit_test(test_runs_as_unprivileged_user),
+        cmocka_unit_test(test_cwd_checked_as_the_step_user),
     };
     int failures = cmocka_run_group_tests_name("plugin_exec", tests, group_setup, group_teardown);
     return failures == 0 ? 0 : 1;
