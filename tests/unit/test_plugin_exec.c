@@ -166,6 +166,18 @@ static const char *result_str(const harness_run_t *r, const char *key)
     return s;
 }
 
+/* Runs exec.run under a configuration and asserts it succeeds printing `want`. */
+static void assert_stdout_with(const char *config_text, const char *args_text, const char *want)
+{
+    task_harness_t *h = harness_with(config_text);
+    harness_run_t r;
+    run_in(h, args_text, &r);
+    assert_done(&r);
+    assert_string_equal(result_str(&r, "stdout"), want);
+    harness_run_dispose(&r);
+    task_harness_free(h);
+}
+
 static void test_result_shape(void **state)
 {
     harness_run_t r;
@@ -495,12 +507,8 @@ static void test_programs_allowlist(void **state)
     assert_string_equal(r.outcome.code, "ExecNotAllowed");
     harness_run_dispose(&r);
     task_harness_free(h);
-    h = harness_with("{\"programs\": [\"sh\"], \"allow_shell\": true}");
-    run_in(h, "{\"argv\": \"echo x\", \"shell\": true}", &r);
-    assert_done(&r);
-    assert_string_equal(result_str(&r, "stdout"), "x\n");
-    harness_run_dispose(&r);
-    task_harness_free(h);
+    assert_stdout_with("{\"programs\": [\"sh\"], \"allow_shell\": true}",
+                       "{\"argv\": \"echo x\", \"shell\": true}", "x\n");
 }
 
 /* A program that acts on the name it is run by is allowed only by that name: "rbash"
@@ -852,20 +860,11 @@ static void test_runs_as_unprivileged_user(void **state)
     pw = getpwnam("daemon");
     assert_non_null(pw);
     snprintf(want, sizeof want, "%u\n%u\n", (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
-    task_harness_t *h = harness_with("{\"user\": \"daemon\"}");
-    run_in(h, "{\"argv\": [\"sh\", \"-c\", \"id -u; id -G\"]}", &r);
-    assert_done(&r);
-    assert_string_equal(result_str(&r, "stdout"), want);
-    harness_run_dispose(&r);
-    task_harness_free(h);
+    assert_stdout_with("{\"user\": \"daemon\"}", "{\"argv\": [\"sh\", \"-c\", \"id -u; id -G\"]}",
+                       want);
 
     /* Root only when the configuration says so. */
-    h = harness_with("{\"user\": \"root\"}");
-    run_in(h, "{\"argv\": [\"id\", \"-u\"]}", &r);
-    assert_done(&r);
-    assert_string_equal(result_str(&r, "stdout"), "0\n");
-    harness_run_dispose(&r);
-    task_harness_free(h);
+    assert_stdout_with("{\"user\": \"root\"}", "{\"argv\": [\"id\", \"-u\"]}", "0\n");
 }
 
 /* A cwd the step's user may not reach is refused: the permissions of the directories
