@@ -765,13 +765,6 @@ local function follow_job_expiry(uuid)
     end
 end
 
--- The size of the locks of unfinished jobs: locks:sizes maps each job of the locks hash
--- that has a size to the instructions of its compiled lock (what a process keeps in
--- memory and matches every create against), and locks:size is their sum. Only the
--- scripts that write the locks hash change them, in the same call (job_create.lua and
--- job_redrive.lua add, finish drops), so they move together; a lock stored by an earlier
--- version has no size and counts 0.
-
 -- {'LOCKS', version, job1, pattern1, ...}, the table of locks of unfinished jobs, when
 -- the caller's copy (version `seen`) is stale; nil when it is current. A create or a
 -- retry answers with it instead of storing: the caller matches its target again.
@@ -787,6 +780,13 @@ local function locks_if_stale(seen)
     end
     return out
 end
+
+-- The size of the locks of unfinished jobs: locks:sizes maps each job of the locks hash
+-- that has a size to the instructions of its compiled lock (what a process keeps in
+-- memory and matches every create against), and locks:size is their sum. Only the
+-- scripts that write the locks hash change them, in the same call (job_create.lua and
+-- job_redrive.lua add, finish drops), so they move together; a lock stored by an earlier
+-- version has no size and counts 0.
 
 -- The instructions held now when a lock of `size` would take them past `cap`; nil when
 -- it fits. With no lock held, a sum left over (by an earlier version's writes) is

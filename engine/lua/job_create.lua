@@ -146,7 +146,7 @@ if locks ~= '' then
     fields[#fields + 1] = 'locks'
     fields[#fields + 1] = locks
     fields[#fields + 1] = 'locks_size'
-    fields[#fields + 1] = tostring(locks_size)
+    fields[#fields + 1] = time_text(locks_size)
     redis.call('HSET', P .. 'locks', uuid, locks)
     redis.call('INCR', P .. 'locks:version')
     locks_size_add(uuid, locks_size)
