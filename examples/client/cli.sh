@@ -8,4 +8,4 @@ shift || true
 args=""
 for kv in "$@"; do args="$args -p $kv"; done
 # shellcheck disable=SC2086
-exec build/engine/cli/tern job create "$workflow" $args --watch
+exec build/cli/tern job create "$workflow" $args --watch

@@ -26,7 +26,7 @@
  *
  * Configuration ({"plugins": {"http": {...}}}): "allow_networks", an array of CIDR
  * blocks ["10.0.0.0/8", "fd00::/8"], limits the addresses requests may connect to,
- * checked by the engine after DNS (engine/net_allow.h). Without it any address ternd's
+ * checked by the engine after DNS (engine/base/net_allow.h). Without it any address ternd's
  * host can reach is allowed, loopback and link-local (169.254.169.254) included.
  *
  * Ownership: each request in flight has an `http_call_t` (method, URL and expected

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "events.h"
+#include "base/clock.h"
+#include "events/events.h"
 #include "harness.h"
 
 static int n_jobs = 10000;
@@ -87,16 +87,16 @@ static void bench_sleepers(void **state)
     long rss_idle = itest_peak_rss_kb(t.pid);
     bench_t b = {.c = &c};
     events_follow_t *f = events_follow(&c.loop, &c.addr, NULL, "$", on_global_event, &b);
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     for (int i = 0; i < n_jobs; i++) {
         job_create_req_t req = {.workflow = "sleeper"};
         job_ops_create(c.ops, &req, on_created, &b);
     }
     /* Bounded: sleep time plus a generous margin. */
     uint64_t bound = (uint64_t)sleep_ms + 60000;
-    while (b.finished < n_jobs && tern_mono_ms() - t0 < bound)
+    while (b.finished < n_jobs && clock_mono_ms() - t0 < bound)
         uv_run(&c.loop, UV_RUN_ONCE);
-    uint64_t elapsed = tern_mono_ms() - t0;
+    uint64_t elapsed = clock_mono_ms() - t0;
     long rss = itest_peak_rss_kb(t.pid);
     printf("{\"bench\": \"sleepers\", \"jobs\": %d, \"sleep_ms\": %d, \"finished\": %d, "
            "\"create_failures\": %d, \"elapsed_ms\": %llu, \"runner_peak_rss_kb\": %ld, "

@@ -49,8 +49,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "common.h"
-#include "events.h"
+#include "events/events.h"
 #include "harness.h"
 #include "http_blast.h"
 

@@ -14,7 +14,7 @@
  *
  * What it does not do: TLS, redirects, other hosts, Expect/100-continue, and bodies
  * sent with Transfer-Encoding (ternd gives every answer a Content-Length, see
- * engine/http_api.c send_body): such an answer counts as bad with a message saying so.
+ * engine/http/http_api.c send_body): such an answer counts as bad with a message saying so.
  * An answer without a length is read until the server closes. Answer bodies are read
  * and thrown away.
  */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """script_cost.py -- Redis's time per job in each script of a 1-step job's life.
 
-Runs engine/lua's job_create, job_claim and step_commit (as tools/embed_lua.py builds
+Runs engine/store/lua's job_create, job_claim and step_commit (as tools/embed_lua.py builds
 them) against a private redis-server (append-only, fsync every second, a free loopback
 port), for ROUNDS rounds of BATCH jobs: one batched create call, one claim, one batched
 commit per round, with the arguments ternd sends for a no-op job. Prints the time Redis

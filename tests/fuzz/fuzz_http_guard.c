@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "http_guard.h"
+#include "base/alloc.h"
+#include "http/http_guard.h"
 
 /* The next field: up to the next newline, or NULL (absent) when the input ran out. */
 static const char *field(const char **p, const char *end, size_t *len)

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "http_route.h"
+#include "base/alloc.h"
+#include "http/http_route.h"
 
 static void never(api_req_t *r)
 {

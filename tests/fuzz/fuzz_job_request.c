@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "common.h"
-#include "job_request.h"
+#include "base/error.h"
+#include "model/job_request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

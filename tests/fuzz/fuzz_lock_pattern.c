@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_pattern.h"
+#include "model/lock_pattern.h"
 
 #define DIFF_MAX_PATTERN 24 /* bytes: glibc compiles these in microseconds */
 #define MAX_TARGETS      8

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "template.h"
+#include "model/template.h"
 
 static template_scope_t scope;
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "workflow.h"
+#include "base/error.h"
+#include "model/workflow.h"
 
 /* Accepts the tasks of the "core" and "disk" families whose args are an object without
  * a member "bad", in the shape plugin_registry_check_task reports faults. */
@@ -20,11 +20,11 @@ static int fake_check(void *data, const char *task, const json_t *args, const ch
 {
     (void)data;
     if (strncmp(task, "core.", 5) != 0 && strncmp(task, "disk.", 5) != 0)
-        return tern_seterr(err, errlen, TERN_ENOENT, "%s.task: unknown task \"%s\"", path, task);
+        return err_set(err, errlen, TERN_ENOENT, "%s.task: unknown task \"%s\"", path, task);
     if (!json_is_object(args))
-        return tern_seterr(err, errlen, TERN_EINVAL, "%s.args: expected an object", path);
+        return err_set(err, errlen, TERN_EINVAL, "%s.args: expected an object", path);
     if (json_object_get(args, "bad") != NULL)
-        return tern_seterr(err, errlen, TERN_EINVAL, "%s.args.bad: not allowed", path);
+        return err_set(err, errlen, TERN_EINVAL, "%s.args.bad: not allowed", path);
     return 0;
 }
 

@@ -31,12 +31,12 @@ mkdir -p "$out"
 # The engine sources each target compiles directly.
 sources() {
     case $1 in
-    workflow) echo workflow.c template.c backoff.c describe.c common.c ;;
-    template) echo template.c common.c ;;
-    job_request) echo job_request.c iso8601.c common.c ;;
-    http_route) echo http_route.c common.c ;;
-    lock_pattern) echo lock_pattern.c common.c ;;
-    http_guard) echo http_guard.c common.c ;;
+    workflow) echo model/workflow.c model/template.c model/retry_policy.c base/describe.c ;;
+    template) echo model/template.c ;;
+    job_request) echo model/job_request.c base/iso8601.c ;;
+    http_route) echo http/http_route.c ;;
+    lock_pattern) echo model/lock_pattern.c ;;
+    http_guard) echo http/http_guard.c ;;
     *) echo "unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -50,7 +50,8 @@ status=0
 summary=""
 for t in $targets; do
     srcs=""
-    for s in $(sources "$t"); do srcs="$srcs $top/engine/$s"; done
+    # Every target also gets base's allocation, errors, clocks and identifiers.
+    for s in $(sources "$t") base/alloc.c base/error.c base/clock.c base/ident.c base/decimal.c; do srcs="$srcs $top/engine/$s"; done
     bin="$out/fuzz_$t"
     # shellcheck disable=SC2086
     $cc $cflags -o "$bin" "$top/tests/fuzz/fuzz_$t.c" $srcs $libs

@@ -21,8 +21,8 @@
 
 #include <hiredis/hiredis.h>
 
-#include "common.h"
-#include "events.h"
+#include "base/alloc.h"
+#include "events/events.h"
 
 void itest_pause_ms(unsigned ms)
 {

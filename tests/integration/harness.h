@@ -22,9 +22,9 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "job_ops.h"
-#include "redis_addr.h"
-#include "store.h"
+#include "ops/job_ops.h"
+#include "redis/redis_addr.h"
+#include "store/store.h"
 
 /* A private directory for one test (removed by itest_dir_remove). */
 typedef struct itest_dir {

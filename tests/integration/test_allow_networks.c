@@ -14,7 +14,7 @@
 
 #include <curl/curl.h>
 
-#include "common.h"
+#include "base/alloc.h"
 #include "harness.h"
 #include "http_sync.h"
 #include "loop_util.h"

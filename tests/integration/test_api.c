@@ -14,10 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/ident.h"
+#include "base/iso8601.h"
 #include "harness.h"
 #include "http_sync.h"
-#include "iso8601.h"
 
 static itest_world_t W;
 static http_sync_t http;    /* a client of W's API */
@@ -123,7 +125,7 @@ static void expect_unchanged(snapshot_t before)
 /* An ISO 8601 time `secs` from now, as JavaScript writes it. */
 static const char *iso_in(long secs, char out[32])
 {
-    tern_iso_time(tern_now_ms() + (uint64_t)(secs * 1000), out);
+    iso8601_format(clock_wall_ms() + (uint64_t)(secs * 1000), out);
     return out;
 }
 
@@ -212,7 +214,7 @@ static void test_workflow_post_and_get(void **state)
     expect_status(&r, 201);
     char uuid[40], loc[128], want[128];
     snprintf(uuid, sizeof uuid, "%s", str_of(r.json, "uuid"));
-    assert_true(tern_uuid_valid(uuid));
+    assert_true(uuid_valid(uuid));
     assert_string_equal(str_of(r.json, "name"), "api-wf");
     assert_int_equal(json_integer_value(json_object_get(r.json, "timeout")), 60);
     assert_int_equal(json_array_size(json_object_get(r.json, "chain")), 1);

@@ -26,7 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/ident.h"
+#include "base/iso8601.h"
 #include "harness.h"
 #include "mini_http_server.h"
 
@@ -127,11 +130,11 @@ static void append(char **buf, size_t *len, const char *p, size_t n)
  * the pipes closed. */
 static bool child_read(child_t *c, const char *needle, unsigned ms)
 {
-    uint64_t until = tern_mono_ms() + ms;
+    uint64_t until = clock_mono_ms() + ms;
     while (c->out_fd >= 0 || c->err_fd >= 0) {
         if (needle != NULL && strstr(c->out, needle) != NULL)
             return true;
-        uint64_t now = tern_mono_ms();
+        uint64_t now = clock_mono_ms();
         if (now >= until)
             return false;
         struct pollfd fds[2] = {{.fd = c->out_fd, .events = POLLIN},
@@ -165,14 +168,14 @@ static bool child_read(child_t *c, const char *needle, unsigned ms)
  * the test if it does not end in time. */
 static void child_finish(child_t *c, unsigned ms)
 {
-    uint64_t until = tern_mono_ms() + ms;
+    uint64_t until = clock_mono_ms() + ms;
     child_read(c, NULL, ms);
     int st = 0;
     for (;;) {
         pid_t r = waitpid(c->pid, &st, WNOHANG);
         if (r == c->pid)
             break;
-        if (tern_mono_ms() >= until) {
+        if (clock_mono_ms() >= until) {
             kill(c->pid, SIGKILL);
             waitpid(c->pid, &st, 0);
             fail_msg("tern did not end within %u ms; stdout:\n%s\nstderr:\n%s", ms, c->out, c->err);
@@ -269,7 +272,7 @@ static void create_job(char uuid[40], const char *const *args)
     if (len != 37 || c.out[36] != '\n')
         fail_msg("job create printed \"%s\", expected a uuid and a newline", c.out);
     snprintf(uuid, 40, "%.36s", c.out);
-    assert_true(tern_uuid_valid(uuid));
+    assert_true(uuid_valid(uuid));
     child_dispose(&c);
 }
 
@@ -430,7 +433,7 @@ static void on_fake_sigterm(uv_signal_t *h, int signum)
 static void fake_api_start(fake_api_t *f, const fake_script_t *script)
 {
     memset(f, 0, sizeof *f);
-    snprintf(f->log, sizeof f->log, "%s/fake-%d.log", W.dir.path, (int)tern_mono_ms());
+    snprintf(f->log, sizeof f->log, "%s/fake-%d.log", W.dir.path, (int)clock_mono_ms());
     int p[2];
     if (pipe(p) != 0)
         fail_msg("pipe: %s", strerror(errno));
@@ -469,9 +472,9 @@ static char *fake_api_stop(fake_api_t *f)
 {
     kill(f->pid, SIGTERM);
     int st;
-    uint64_t until = tern_mono_ms() + 10000;
+    uint64_t until = clock_mono_ms() + 10000;
     while (waitpid(f->pid, &st, WNOHANG) != f->pid) {
-        if (tern_mono_ms() > until) {
+        if (clock_mono_ms() > until) {
             kill(f->pid, SIGKILL);
             waitpid(f->pid, &st, 0);
             fail_msg("the fake API did not stop");
@@ -804,7 +807,7 @@ static void test_exec_after(void **state)
     clock_gettime(CLOCK_REALTIME, &now);
     uint64_t now_ms = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
     char iso[32];
-    tern_iso_time(now_ms + 3600000u, iso);
+    iso8601_format(now_ms + 3600000u, iso);
     assert_int_equal(strncmp(exec_after, iso, 13), 0); /* the same hour */
     json_decref(job);
     child_dispose(&c);
@@ -1040,7 +1043,7 @@ static void test_retry_through_cli(void **state)
     expect_in(c.out, CROSS " check (");
     char uuid[40];
     snprintf(uuid, sizeof uuid, "%.36s", c.out + 4); /* "Job <uuid> (...)" */
-    assert_true(tern_uuid_valid(uuid));
+    assert_true(uuid_valid(uuid));
     child_dispose(&c);
     RUN(&c, "job", "retry", uuid, "-p", "ok=true", "--watch");
     expect_status(&c, 0);

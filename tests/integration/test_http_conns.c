@@ -20,7 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "harness.h"
 #include "http_sync.h"
 
@@ -63,12 +64,12 @@ static void send_text(int fd, const char *s)
  * took, or -1 when the connection is still open at the bound. */
 static long wait_closed(int fd, unsigned bound_ms, char *got, size_t cap)
 {
-    uint64_t start = tern_mono_ms();
+    uint64_t start = clock_mono_ms();
     size_t len = 0;
     if (got != NULL)
         got[0] = '\0';
     for (;;) {
-        uint64_t now = tern_mono_ms();
+        uint64_t now = clock_mono_ms();
         if (now - start >= bound_ms)
             return -1;
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -80,7 +81,7 @@ static long wait_closed(int fd, unsigned bound_ms, char *got, size_t cap)
         char buf[4096];
         ssize_t n = recv(fd, buf, sizeof buf, 0);
         if (n <= 0)
-            return (long)(tern_mono_ms() - start);
+            return (long)(clock_mono_ms() - start);
         if (got != NULL && len + 1 < cap) {
             size_t k = (size_t)n < cap - len - 1 ? (size_t)n : cap - len - 1;
             memcpy(got + len, buf, k);
@@ -95,8 +96,8 @@ static bool read_until(int fd, const char *needle, unsigned bound_ms)
 {
     char got[8192];
     size_t len = 0;
-    uint64_t start = tern_mono_ms();
-    while (tern_mono_ms() - start < bound_ms) {
+    uint64_t start = clock_mono_ms();
+    while (clock_mono_ms() - start < bound_ms) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 100) <= 0)
             continue;
@@ -133,7 +134,7 @@ static void test_dripped_header_closed(void **state)
     int fd = dial();
     const char *head = "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa";
     long closed_ms = -1;
-    uint64_t start = tern_mono_ms();
+    uint64_t start = clock_mono_ms();
     for (size_t i = 0; head[i] != '\0' && closed_ms < 0; i++) {
         char one[2] = {head[i], '\0'};
         if (send(fd, one, 1, MSG_NOSIGNAL) != 1)
@@ -142,7 +143,7 @@ static void test_dripped_header_closed(void **state)
     }
     if (closed_ms < 0)
         closed_ms = wait_closed(fd, CLOSE_BOUND_MS, NULL, 0);
-    long total = (long)(tern_mono_ms() - start);
+    long total = (long)(clock_mono_ms() - start);
     close(fd);
     if (closed_ms < 0 || total > HEADER_MS + SLACK_MS)
         fail_msg("a dripped header held its connection %ld ms (header timeout %d ms)", total,
@@ -155,10 +156,10 @@ static void test_idle_keep_alive_closed(void **state)
     int fd = dial();
     send_text(fd, "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     assert_true(read_until(fd, "pong", 5000));
-    uint64_t answered = tern_mono_ms();
+    uint64_t answered = clock_mono_ms();
     long ms = wait_closed(fd, CLOSE_BOUND_MS, NULL, 0);
     close(fd);
-    long idle = (long)(tern_mono_ms() - answered);
+    long idle = (long)(clock_mono_ms() - answered);
     if (ms < 0 || idle > IDLE_MS + SLACK_MS)
         fail_msg("an idle keep-alive connection stayed open %ld ms (idle timeout %d ms)", idle,
                  IDLE_MS);
@@ -172,7 +173,7 @@ static void test_slow_body_cut_off(void **state)
     int fd = dial();
     send_text(fd, "POST /jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   "Content-Length: 200\r\n\r\n{");
-    uint64_t start = tern_mono_ms();
+    uint64_t start = clock_mono_ms();
     long closed_ms = -1;
     for (int i = 0; i < 100 && closed_ms < 0; i++) {
         if (send(fd, " ", 1, MSG_NOSIGNAL) != 1)
@@ -181,7 +182,7 @@ static void test_slow_body_cut_off(void **state)
     }
     if (closed_ms < 0)
         closed_ms = wait_closed(fd, CLOSE_BOUND_MS, NULL, 0);
-    long total = (long)(tern_mono_ms() - start);
+    long total = (long)(clock_mono_ms() - start);
     close(fd);
     if (closed_ms < 0 || total > HEADER_MS + BODY_MS + SLACK_MS)
         fail_msg("a slow body held its connection %ld ms", total);
@@ -282,9 +283,9 @@ static void test_fd_reserve_caps_connections(void **state)
     /* Those over the cap end at once (all within one 3 s deadline, far below the 10 s
      * header timeout); the others stay. */
     int closed = 0;
-    uint64_t deadline = tern_mono_ms() + 3000;
+    uint64_t deadline = clock_mono_ms() + 3000;
     for (int i = CAP; i < OPENED; i++) {
-        uint64_t now = tern_mono_ms();
+        uint64_t now = clock_mono_ms();
         if (wait_closed(fds[i], now < deadline ? (unsigned)(deadline - now) : 1, NULL, 0) >= 0)
             closed++;
     }
@@ -382,9 +383,9 @@ static void test_event_stream_not_cut(void **state)
     http_sync_resp_t r;
     char path[120];
     snprintf(path, sizeof path, "/jobs/%s/events", uuid);
-    uint64_t start = tern_mono_ms();
+    uint64_t start = clock_mono_ms();
     int rc = http_sync_do(&h, "GET", path, NULL, 0, NULL, &r);
-    uint64_t took = tern_mono_ms() - start;
+    uint64_t took = clock_mono_ms() - start;
     if (rc != 0 || r.status != 200)
         fail_msg("event stream: curl %d, status %ld: %s", rc, r.status, r.error);
     assert_non_null(strstr(r.body, "\"finished\""));

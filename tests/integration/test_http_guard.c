@@ -22,7 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "harness.h"
 #include "http_sync.h"
 
@@ -93,8 +94,8 @@ static char *raw_exchange(const char *request)
     size_t cap = 8192, len = 0;
     char *got = xmalloc(cap);
     got[0] = '\0';
-    uint64_t start = tern_mono_ms();
-    while (tern_mono_ms() - start < 5000 && len + 1 < cap) {
+    uint64_t start = clock_mono_ms();
+    while (clock_mono_ms() - start < 5000 && len + 1 < cap) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 100) <= 0)
             continue;

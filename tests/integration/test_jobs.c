@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "events.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/ident.h"
+#include "events/events.h"
 #include "harness.h"
 
 static itest_world_t W;
@@ -266,7 +269,7 @@ static void test_creates_in_one_turn_share_a_call(void **state)
     itest_answer_t answers[N];
     memset(answers, 0, sizeof answers);
     char first[40];
-    tern_uuid_v4(first);
+    uuid_v4(first);
     json_t *other = json_pack("{s:b}", "other", 1);
     /* A follower of the global stream from its newest entry: the burst's events reach
      * it although they share entries (stream_entry.h). */
@@ -321,9 +324,9 @@ static void test_creates_in_one_turn_share_a_call(void **state)
         json_decref(jobs[i]);
     /* Every job's "created" and "finished" reached the follower once, in order. */
     int seen_created = 0, out_of_order = 0, finished = 0;
-    uint64_t t0 = tern_now_ms();
+    uint64_t t0 = clock_wall_ms();
     while ((finished = burst_count(seen, uuids, n_uuids, &seen_created, &out_of_order)) < n_uuids &&
-           tern_now_ms() - t0 < 10000)
+           clock_wall_ms() - t0 < 10000)
         uv_run(&W.client.loop, UV_RUN_ONCE);
     events_follow_stop(follower);
     json_decref(seen);
@@ -406,7 +409,7 @@ static void test_repeated_create_is_answered(void **state)
     (void)state;
     put("{\"name\": \"repeatable\", \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
     char uuid[40];
-    tern_uuid_v4(uuid);
+    uuid_v4(uuid);
     json_t *params = json_pack("{s:s}", "vm", "v1");
     job_create_req_t req = {
         .workflow = "repeatable", .uuid = uuid, .params = params, .target = "vm-v1"};
@@ -441,7 +444,7 @@ static void test_target_not_utf8_is_refused(void **state)
     (void)state;
     put("{\"name\": \"utf8-target\", \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
     char uuid[40];
-    tern_uuid_v4(uuid);
+    uuid_v4(uuid);
     job_create_req_t req = {.workflow = "utf8-target", .uuid = uuid, .target = "vm-\xe9"};
     itest_answer_t a = {0}, g = {0};
     char msg[256];
@@ -461,7 +464,7 @@ static void test_isolated_step_progress(void **state)
     char uuid[40];
     itest_job_create_ok(&W.client, "iso-progress", NULL, uuid);
     bool seen = false;
-    for (uint64_t t0 = tern_mono_ms(); !seen && tern_mono_ms() - t0 < 10000;) {
+    for (uint64_t t0 = clock_mono_ms(); !seen && clock_mono_ms() - t0 < 10000;) {
         json_t *events = itest_events(&W.client, uuid);
         size_t i;
         json_t *ev;
@@ -543,7 +546,7 @@ static void test_queued_job_keeps_its_workflow(void **state)
     put("{\"name\": \"frozen\", \"version\": \"1.0.0\", \"chain\": [{\"name\": \"say\","
         "\"task\": \"core.log\", \"args\": {\"msg\": \"version one\"}}]}");
     char old_job[40], msg[1024];
-    assert_int_equal(itest_job_create(&W.client, "frozen", NULL, NULL, tern_now_ms() + 1200, NULL,
+    assert_int_equal(itest_job_create(&W.client, "frozen", NULL, NULL, clock_wall_ms() + 1200, NULL,
                                       old_job, msg, sizeof msg),
                      0);
     put("{\"name\": \"frozen\", \"version\": \"2.0.0\", \"chain\": [{\"name\": \"say\","

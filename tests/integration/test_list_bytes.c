@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "base/alloc.h"
+#include "base/iso8601.h"
 #include "harness.h"
-#include "iso8601.h"
 #include "http_sync.h"
 
 #define BOUND     65536 /* list_max_bytes */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "base/clock.h"
 #include "harness.h"
 #include "http_sync.h"
 
@@ -42,11 +42,11 @@ static const char *str_of(const json_t *o, const char *key)
 static uint64_t call_on(http_sync_t *c, http_sync_resp_t *out, const char *method, const char *path,
                         const char *body)
 {
-    uint64_t t0 = tern_now_ms();
+    uint64_t t0 = clock_wall_ms();
     int rc = http_sync_do(c, method, path, body, body != NULL ? strlen(body) : 0, NULL, out);
     if (rc != 0)
         fail_msg("%s %s: transport error: %s", method, path, out->error);
-    return tern_now_ms() - t0;
+    return clock_wall_ms() - t0;
 }
 
 static void create_ok(const char *body, char uuid[40])
@@ -72,7 +72,7 @@ static void cancel_ok(const char *uuid)
 /* An hour from now: a job created so stays queued, its lock held. */
 static unsigned long long later_ms(void)
 {
-    return (unsigned long long)tern_now_ms() + 3600 * 1000;
+    return (unsigned long long)clock_wall_ms() + 3600 * 1000;
 }
 
 static int group_setup(void **state)
@@ -254,9 +254,9 @@ static void test_loop_serves_while_checking(void **state)
     assert_int_equal(pthread_create(&th, NULL, creator_main, &c), 0);
     /* GET /ping on this connection while the creates are checked: each answer is
      * timed; the loop serves it between two slices of a check. */
-    uint64_t t0 = tern_now_ms(), worst = 0;
+    uint64_t t0 = clock_wall_ms(), worst = 0;
     int pings = 0;
-    while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE) && tern_now_ms() - t0 < 180000) {
+    while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE) && clock_wall_ms() - t0 < 180000) {
         http_sync_resp_t r;
         uint64_t ms = call_on(&http, &r, "GET", "/ping", NULL);
         assert_int_equal(r.status, 200);
@@ -266,7 +266,7 @@ static void test_loop_serves_while_checking(void **state)
         itest_pause_ms(5);
     }
     assert_int_equal(pthread_join(th, NULL), 0);
-    uint64_t took = tern_now_ms() - t0;
+    uint64_t took = clock_wall_ms() - t0;
     print_message("%d creates against %d locks of %d instructions in %llu ms; %d pings, the "
                   "longest %llu ms\n",
                   N_CREATES, N_LOCKERS, WORST_SIZE, (unsigned long long)took, pings,
@@ -318,9 +318,9 @@ static void test_stop_while_checking(void **state)
     /* An idle keep-alive connection holds h2o's shutdown (a known limit): closed first. */
     http_sync_close(&http);
     itest_pause_ms(300); /* let the four queue their checks */
-    uint64_t t0 = tern_now_ms();
+    uint64_t t0 = clock_wall_ms();
     assert_int_equal(itest_ternd_signal(&W.ternd, SIGTERM, 15000), 0);
-    uint64_t took = tern_now_ms() - t0;
+    uint64_t took = clock_wall_ms() - t0;
     int created = 0;
     for (int i = 0; i < 4; i++) {
         assert_int_equal(pthread_join(th[i], NULL), 0);

@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "harness.h"
 #include "http_sync.h"
-#include "lock_pattern.h"
+#include "model/lock_pattern.h"
 
 static itest_world_t W;
 static http_sync_t http;
@@ -58,11 +59,11 @@ static const char *str_of(const json_t *o, const char *key)
  * within http_sync's 15 s). Returns how long the answer took in ms. */
 static uint64_t call(http_sync_resp_t *out, const char *method, const char *path, const char *body)
 {
-    uint64_t t0 = tern_now_ms();
+    uint64_t t0 = clock_wall_ms();
     int rc = http_sync_do(&http, method, path, body, body != NULL ? strlen(body) : 0, NULL, out);
     if (rc != 0)
         fail_msg("%s %s: transport error: %s", method, path, out->error);
-    return tern_now_ms() - t0;
+    return clock_wall_ms() - t0;
 }
 
 static void expect_error(const http_sync_resp_t *r, long status, const char *code,
@@ -114,7 +115,7 @@ static int log_lines_with(const char *a, const char *b)
  * its lock held) and costs the runner nothing. */
 static unsigned long long later_ms(void)
 {
-    return (unsigned long long)tern_now_ms() + 3600 * 1000;
+    return (unsigned long long)clock_wall_ms() + 3600 * 1000;
 }
 
 /* ---- locks that would stall the loop --------------------------------------------- */

@@ -11,7 +11,7 @@
 
 #include <curl/curl.h>
 
-#include "common.h"
+#include "base/clock.h"
 #include "harness.h"
 #include "http_sync.h"
 
@@ -103,8 +103,8 @@ static void test_metrics_after_a_few_jobs(void **state)
     json_t *job = itest_wait_finished(&W.client, uuid, 10000);
     assert_string_equal(itest_execution(job), "failed");
     json_decref(job);
-    create("m-orphan", 0, uuid);                       /* nobody serves "orphans" */
-    create("m-ok", tern_now_ms() + 3600 * 1000, uuid); /* due in an hour */
+    create("m-orphan", 0, uuid);                         /* nobody serves "orphans" */
+    create("m-ok", clock_wall_ms() + 3600 * 1000, uuid); /* due in an hour */
 
     /* In-flight counts come from the runners' heartbeats, so the page may show the
      * last job for one heartbeat after it finished: wait for it, with a bound. */

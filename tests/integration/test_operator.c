@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "events.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "events/events.h"
 #include "harness.h"
 
 static itest_world_t W;
@@ -213,7 +214,7 @@ static void test_cancel_queued(void **state)
                   "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 1}}]}",
                   W.side));
     char uuid[40], msg[1024];
-    create_ok("op-later", NULL, NULL, tern_now_ms() + 60000, NULL, uuid);
+    create_ok("op-later", NULL, NULL, clock_wall_ms() + 60000, NULL, uuid);
     json_t *job = itest_job_get(&W.client, uuid);
     assert_string_equal(itest_execution(job), "queued");
     assert_non_null(str_at(job, "exec_after"));
@@ -250,11 +251,11 @@ static void test_cancel_running(void **state)
     create_ok("op-cancel-run", NULL, NULL, 0, NULL, uuid);
     wait_side("start", step_key(uuid, 0, 0), 1, 10000);
 
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     int rc = itest_job_cancel(&W.client, uuid, msg, sizeof msg);
     assert_int_equal(rc, 0);
     json_t *job = must_finish(uuid, 8000);
-    uint64_t took = tern_mono_ms() - t0;
+    uint64_t took = clock_mono_ms() - t0;
     print_message("cancel of a running job took %llu ms\n", (unsigned long long)took);
     assert_true(took < 3000);
     assert_string_equal(itest_execution(job), "canceled");
@@ -453,10 +454,10 @@ static void test_workflow_timeout(void **state)
                   "{\"msg\": \"gave up: ${error.code}\"}}]}",
                   W.side));
     char uuid[40];
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     create_ok("op-wf-timeout", NULL, NULL, 0, NULL, uuid);
     json_t *job = must_finish(uuid, 8000);
-    uint64_t took = tern_mono_ms() - t0;
+    uint64_t took = clock_mono_ms() - t0;
     print_message("a 1 s workflow timeout ended the job after %llu ms\n", (unsigned long long)took);
     assert_true(took >= 1000);
     assert_true(took < 3000);

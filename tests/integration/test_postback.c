@@ -16,7 +16,6 @@
 
 #include <curl/curl.h>
 
-#include "common.h"
 #include "harness.h"
 #include "http_sync.h"
 #include "loop_util.h"

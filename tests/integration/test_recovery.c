@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "events.h"
+#include "events/events.h"
 #include "harness.h"
 
 typedef struct world {

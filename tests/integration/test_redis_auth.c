@@ -16,7 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "common.h"
+#include "base/alloc.h"
 #include "harness.h"
 
 /* Distinctive, so that finding it in a log cannot be a coincidence. */

@@ -1,5 +1,5 @@
 /*
- * test_redis_embedded.c -- engine/redis_embedded.c against the real redis-server.
+ * test_redis_embedded.c -- engine/redis/redis_embedded.c against the real redis-server.
  *
  * Each test works in a fresh directory under a mkdtemp base. Every server a test
  * starts is recorded in the fixture and stopped by PID in the teardown if the test
@@ -7,9 +7,10 @@
  * redis-server behind. The process is made a child subreaper so that a server whose
  * ternd died is reparented to this test, which can then wait for it with a bound.
  */
-#include <stdarg.h>
-#include <stddef.h>
 #include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
@@ -33,8 +34,10 @@
 
 #include <hiredis/hiredis.h>
 
-#include "common.h"
-#include "redis_embedded.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "redis/redis_embedded.h"
 
 #define START_TIMEOUT_MS 10000
 #define STOP_TIMEOUT_MS  5000
@@ -273,9 +276,9 @@ static void test_locked_dir_refused(void **state)
     assert_int_equal(flock(fd, LOCK_EX), 0);
 
     char err[2048] = "";
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     int rc = redis_embedded_start(f->dir, "redis-server", 300, &f->r[0], err, sizeof err);
-    uint64_t took = tern_mono_ms() - t0;
+    uint64_t took = clock_mono_ms() - t0;
     close(fd);
     assert_int_equal(rc, TERN_EEXIST);
     assert_in_range(took, 250, 3000);
@@ -385,9 +388,9 @@ static void test_timeout_kills_child(void **state)
     snprintf(body, sizeof body, "echo $$ > %s\necho 'starting slowly'\nexec sleep 30", pidfile);
     write_script(script, body);
     char err[2048] = "";
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     int rc = redis_embedded_start(f->dir, script, 300, &f->r[0], err, sizeof err);
-    uint64_t took = tern_mono_ms() - t0;
+    uint64_t took = clock_mono_ms() - t0;
     assert_int_equal(rc, TERN_EIO);
     assert_in_range(took, 250, 3000);
     char *real = realpath(f->dir, NULL);

@@ -25,7 +25,7 @@
 
 #include <curl/curl.h>
 
-#include "common.h"
+#include "base/ident.h"
 #include "harness.h"
 #include "http_sync.h"
 
@@ -250,7 +250,7 @@ static void test_frozen_redis(void **state)
     const char *named = json_string_value(json_object_get(body, "uuid"));
     const char *message = json_string_value(json_object_get(body, "message"));
     if (create_call.resp.status != 503 || code == NULL || strcmp(code, "OutcomeUnknown") != 0 ||
-        named == NULL || !tern_uuid_valid(named) || message == NULL)
+        named == NULL || !uuid_valid(named) || message == NULL)
         fail_msg("POST /jobs during the freeze answered %ld after %lld ms: %s",
                  create_call.resp.status, create_call.elapsed_ms,
                  create_call.resp.body ? create_call.resp.body : create_call.resp.error);

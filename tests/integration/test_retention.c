@@ -14,7 +14,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "common.h"
+#include "base/clock.h"
 #include "harness.h"
 #include "http_sync.h"
 
@@ -313,8 +313,8 @@ static void test_deletion_goes_on_while_jobs_are_due(void **state)
         if (itest_answer_wait(&W.client, &answers[i], NULL, NULL, 0) != 0)
             fail_msg("create %d refused: %s", i, answers[i].msg);
     /* Every job ends (and is given its time of deletion) within the bound. */
-    uint64_t t0 = tern_mono_ms();
-    while (due_for_deletion() < SWEEP_JOBS && tern_mono_ms() - t0 < 30000)
+    uint64_t t0 = clock_mono_ms();
+    while (due_for_deletion() < SWEEP_JOBS && clock_mono_ms() - t0 < 30000)
         itest_pause_ms(50);
     assert_int_equal(due_for_deletion(), SWEEP_JOBS);
     /* The runner is held still until every job is due, so that its next tick finds
@@ -324,22 +324,22 @@ static void test_deletion_goes_on_while_jobs_are_due(void **state)
     long long last_due = itest_redis_int(&W.redis, "EVAL %s 0",
                                          "local s = redis.call('ZRANGE', 'tern:expiring', -1, -1, "
                                          "'WITHSCORES') return tonumber(s[2])");
-    t0 = tern_mono_ms();
+    t0 = clock_mono_ms();
     while (itest_redis_int(&W.redis, "EVAL %s 0",
                            "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + "
                            "math.floor(tonumber(t[2]) / 1000)") <= last_due &&
-           tern_mono_ms() - t0 < RETENTION_MS + 5000)
+           clock_mono_ms() - t0 < RETENTION_MS + 5000)
         itest_pause_ms(50);
     assert_int_equal(kill(W.ternd.pid, SIGCONT), 0);
     /* Its first tick comes within a heartbeat; from then on, the rest must go well
      * before the next one. */
-    t0 = tern_mono_ms();
-    while (due_for_deletion() == SWEEP_JOBS && tern_mono_ms() - t0 < 2 * SWEEP_HEARTBEAT_MS)
+    t0 = clock_mono_ms();
+    while (due_for_deletion() == SWEEP_JOBS && clock_mono_ms() - t0 < 2 * SWEEP_HEARTBEAT_MS)
         itest_pause_ms(10);
     if (due_for_deletion() == SWEEP_JOBS)
         fail_msg("no job was deleted within %d ms of the runner going on", 2 * SWEEP_HEARTBEAT_MS);
-    t0 = tern_mono_ms();
-    while (due_for_deletion() > 0 && tern_mono_ms() - t0 < SWEEP_HEARTBEAT_MS / 2)
+    t0 = clock_mono_ms();
+    while (due_for_deletion() > 0 && clock_mono_ms() - t0 < SWEEP_HEARTBEAT_MS / 2)
         itest_pause_ms(10);
     assert_int_equal(due_for_deletion(), 0);
     assert_int_equal(itest_job_hashes(&W.redis), 0);

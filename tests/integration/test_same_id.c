@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/iso8601.h"
 #include "harness.h"
-#include "iso8601.h"
 
 typedef struct world {
     itest_dir_t dir;

@@ -19,12 +19,13 @@
 
 #include <hiredis/hiredis.h>
 
-#include "common.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "events/stream_entry.h"
 #include "harness.h"
-#include "plugin_loader.h"
-#include "stream_entry.h"
-#include "task_ctx.h"
-#include "workflow.h"
+#include "model/workflow.h"
+#include "plugins/plugin_loader.h"
+#include "run/task_ctx.h"
 
 static itest_world_t W;
 static itest_ternd_t extra_runner; /* a runner of another kind that one test starts */
@@ -537,14 +538,14 @@ static void test_exec_after_on_time_without_heartbeat(void **state)
     (void)state;
     /* Only r1 (heartbeat 5 s) is alive: nothing else promotes delayed jobs. */
     long long live = itest_redis_int(&W.redis, "ZCOUNT tern:runners %llu +inf",
-                                     (unsigned long long)tern_now_ms());
+                                     (unsigned long long)clock_wall_ms());
     assert_int_equal(live, 1);
     put(itest_fmt("{\"name\": \"later\", \"chain\": [{\"name\": \"do\", \"task\": "
                   "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 5}}]}",
                   W.side));
     /* The later job is created first: the runner's timer must move to the earlier due
      * time when it is announced, and on to the later one after promoting the earlier. */
-    uint64_t now = tern_now_ms();
+    uint64_t now = clock_wall_ms();
     uint64_t due[2] = {now + 1600, now + 800};
     char uuid[2][40];
     create_at("later", NULL, due[0], uuid[0]);

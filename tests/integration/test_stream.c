@@ -17,11 +17,11 @@
 
 #include <curl/curl.h>
 
-#include "common.h"
-#include "events.h"
+#include "base/alloc.h"
+#include "events/events.h"
 #include "harness.h"
 #include "http_sync.h"
-#include "job_history.h"
+#include "model/job_history.h"
 
 static itest_world_t W;
 

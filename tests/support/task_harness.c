@@ -23,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "http_client.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/ident.h"
 #include "loop_util.h"
+#include "run/http_client.h"
 
 #define CLOSE_BOUND_MS 10000
 
@@ -60,7 +62,7 @@ static void on_outcome(void *owner, task_outcome_t *o)
     run->outcome = true;
     run->out->finished = true;
     run->out->outcome = *o; /* the members are ours now */
-    run->out->elapsed_ms = tern_mono_ms() - run->started_ms;
+    run->out->elapsed_ms = clock_mono_ms() - run->started_ms;
 }
 
 static void on_progress(void *owner, json_t *progress)
@@ -172,12 +174,12 @@ int task_harness_run(task_harness_t *h, const char *entry, const json_t *args, c
         return -ENOENT;
 
     char uuid[37];
-    tern_uuid_v4(uuid);
+    uuid_v4(uuid);
     char task_name[256], idem[128];
     snprintf(task_name, sizeof task_name, "%s.%s", h->plugin->name, def->name);
     snprintf(idem, sizeof idem, "%s/chain/0", uuid);
 
-    run_t run = {.out = out, .started_ms = tern_mono_ms()};
+    run_t run = {.out = out, .started_ms = clock_mono_ms()};
     uv_update_time(&h->loop); /* the bounds count from now, not from the last iteration */
     h->bound.data = &run;
     h->cancel.data = &run;
@@ -220,7 +222,7 @@ int task_harness_run(task_harness_t *h, const char *entry, const json_t *args, c
     h->bound.data = NULL;
     h->cancel.data = NULL;
     if (!out->finished)
-        out->elapsed_ms = tern_mono_ms() - run.started_ms;
+        out->elapsed_ms = clock_mono_ms() - run.started_ms;
 
     if (out->finished)
         return 0;

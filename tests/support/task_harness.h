@@ -1,6 +1,6 @@
 /*
  * task_harness.h -- runs one task of a built plugin to its outcome, on a private
- * loop, through the engine's real task context (engine/task_ctx.c) and host table.
+ * loop, through the engine's real task context (engine/run/task_ctx.c) and host table.
  * Used by each plugin's tests; no Redis involved (tern_redis_eval fails with
  * -ENOTCONN unless the test supplies ops).
  *
@@ -17,7 +17,7 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "task_ctx.h"
+#include "run/task_ctx.h"
 
 typedef struct task_harness task_harness_t;
 

@@ -12,8 +12,8 @@
 
 #include <string.h>
 
-#include "args_schema.h"
-#include "common.h"
+#include "base/error.h"
+#include "model/args_schema.h"
 
 static const char *const schema_text =
     "{\"required\": [\"url\"],"

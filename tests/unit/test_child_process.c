@@ -18,9 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "child_process.h"
-#include "common.h"
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "loop_util.h"
+#include "run/child_process.h"
 
 #define BOUND_MS 10000
 
@@ -427,11 +428,11 @@ static void test_cancel_means_no_callback(void **state)
     assert_non_null(cp);
     /* Let it run a little: one loop turn that has something to do. */
     uv_run(&loop, UV_RUN_NOWAIT);
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     child_process_cancel(cp);
     /* The loop ends once the child has been reaped and every handle is closed. */
     assert_int_equal(loop_close_bounded(&loop, BOUND_MS), 0);
-    assert_true(tern_mono_ms() - t0 < 1900); /* SIGTERM sufficed: no SIGKILL wait */
+    assert_true(clock_mono_ms() - t0 < 1900); /* SIGTERM sufficed: no SIGKILL wait */
     assert_int_equal(o.calls, 0);
 }
 
@@ -469,10 +470,10 @@ static void test_cancel_kills_stubborn_child(void **state)
     assert_int_equal(loop_run_until(&loop, file_exists, ready, BOUND_MS), 0);
     uv_close((uv_handle_t *)&poll, NULL);
 
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     child_process_cancel(cp);
     assert_int_equal(loop_close_bounded(&loop, BOUND_MS), 0);
-    uint64_t took = tern_mono_ms() - t0;
+    uint64_t took = clock_mono_ms() - t0;
     assert_in_range(took, 1900, 5000); /* SIGKILL came 2 s after SIGTERM */
     assert_int_equal(o.calls, 0);
     assert_int_equal(unlink(ready), 0);

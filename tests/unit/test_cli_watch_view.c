@@ -1,5 +1,5 @@
 /*
- * test_cli_watch_view.c -- how `tern job watch` draws a job (engine/cli/watch_view.c):
+ * test_cli_watch_view.c -- how `tern job watch` draws a job (cli/watch_view.c):
  * the lines piped output gets, and what a terminal shows once the live line has been
  * redrawn in place (a small screen model interprets '\r', '\n' and the clear-line
  * escape), with and without colours, and on a "dumb" terminal.

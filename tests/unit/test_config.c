@@ -1,5 +1,5 @@
 /*
- * test_config.c -- engine/config.c: defaults, the file, flags over the file, and the
+ * test_config.c -- engine/ternd/config.c: defaults, the file, flags over the file, and the
  * exact message an operator gets for each mistake.
  *
  * Configuration files are written into a private mkdtemp directory made by the group
@@ -21,8 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "config.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "ternd/config.h"
 
 #define PLUGIN_DIR "/usr/lib/tern/tasks"
 
@@ -65,7 +66,7 @@ static void write_file(const char *path, const char *text)
 #define LOAD(c, err, ...)                                                                          \
     load_args((c), (err), sizeof(err), (const char *[]){"ternd", __VA_ARGS__, NULL})
 
-static int load_args(tern_config_t *c, char *err, size_t errlen, const char **args)
+static int load_args(ternd_config_t *c, char *err, size_t errlen, const char **args)
 {
     int argc = 0;
     while (args[argc] != NULL)
@@ -77,7 +78,7 @@ static int load_args(tern_config_t *c, char *err, size_t errlen, const char **ar
 /* Expects the arguments to be refused with exactly `expect`. */
 static void expect_refused(const char *expect, const char **args)
 {
-    tern_config_t c;
+    ternd_config_t c;
     char err[1024];
     int rc = load_args(&c, err, sizeof err, args);
     if (rc != TERN_EINVAL)
@@ -94,7 +95,7 @@ static void expect_refused(const char *expect, const char **args)
 static void test_defaults(void **state)
 {
     (void)state;
-    tern_config_t c;
+    ternd_config_t c;
     char err[256] = "";
     char *argv[] = {"ternd", NULL};
     assert_int_equal(config_load(&c, 1, argv, PLUGIN_DIR, err, sizeof err), 0);
@@ -138,7 +139,7 @@ static void test_defaults(void **state)
 static void test_flags_both_spellings(void **state)
 {
     (void)state;
-    tern_config_t c;
+    ternd_config_t c;
     char err[256];
     assert_int_equal(LOAD(&c, err, "--role", "runner", "--listen=0.0.0.0:9090",
                           "--redis=redis://:pw@10.0.0.7:6380/2", "--data-dir", "/var/lib/tern",
@@ -205,7 +206,7 @@ static void test_file_then_flags(void **state)
                         "  \"postback_allow_networks\": [\"10.0.0.0/8\", \"::1\"],\n"
                         "  \"plugins\": {\"vm\": {\"inventory\": \"/etc/dc.json\"}, \"net\": {}}\n"
                         "}\n");
-    tern_config_t c;
+    ternd_config_t c;
     char err[256];
     /* Flags before and after --config both win over the file. */
     assert_int_equal(LOAD(&c, err, "--concurrency", "9", "--config", f->path, "--queues", "z",
@@ -257,7 +258,7 @@ static void test_file_then_flags(void **state)
 static void test_queues_parsing(void **state)
 {
     (void)state;
-    tern_config_t c;
+    ternd_config_t c;
     char err[256];
     assert_int_equal(LOAD(&c, err, "--queues", "default"), 0);
     assert_int_equal(c.n_queues, 1);
@@ -412,7 +413,7 @@ static void test_file_errors(void **state)
 static void test_file_unreadable(void **state)
 {
     fixture_t *f = *state;
-    tern_config_t c;
+    ternd_config_t c;
     char err[512], expect[512];
     assert_int_equal(LOAD(&c, err, "--config", "/nonexistent/tern.json"), TERN_ENOENT);
     assert_string_equal(err, "config /nonexistent/tern.json: cannot open: No such file or "
@@ -436,7 +437,7 @@ static void test_file_too_big(void **state)
     memcpy(text + size - strlen(tail), tail, strlen(tail));
     text[size] = '\0';
     write_file(f->path, text);
-    tern_config_t c;
+    ternd_config_t c;
     char err[1024], expect[1024];
     int rc = LOAD(&c, err, "--config", f->path);
     assert_int_equal(rc, TERN_E2BIG);
@@ -461,7 +462,7 @@ static char *capture_stdout(int *rc, const char **args)
     fflush(stdout);
     int saved = dup(1);
     dup2(fd, 1);
-    tern_config_t c;
+    ternd_config_t c;
     char err[256];
     *rc = load_args(&c, err, sizeof err, args);
     fflush(stdout);
@@ -480,7 +481,7 @@ static char *capture_stdout(int *rc, const char **args)
 static void test_retention(void **state)
 {
     (void)state;
-    tern_config_t c;
+    ternd_config_t c;
     char err[1024];
     assert_int_equal(LOAD(&c, err, "--retention-days", "7"), 0);
     assert_int_equal(c.retention_days, 7);
@@ -501,7 +502,7 @@ static void test_retention(void **state)
 static void test_api_front_door(void **state)
 {
     fixture_t *f = *state;
-    tern_config_t c;
+    ternd_config_t c;
     char err[1024];
     assert_int_equal(LOAD(&c, err, "--allowed-hosts", "tern.example,API.example.org",
                           "--allowed-origins", "http://ui.example:3000", "--max-connections", "50"),

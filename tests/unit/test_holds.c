@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "holds.h"
+#include "model/holds.h"
 
 static void test_sorted_and_expanded(void **state)
 {

@@ -1,5 +1,5 @@
 /*
- * test_http_client.c -- engine/http_client.c against mini_http_server on one loop:
+ * test_http_client.c -- engine/run/http_client.c against mini_http_server on one loop:
  * methods, bodies and headers in both directions, status passthrough, connection
  * refused, the response size limit, timeouts, cancel, teardown with requests in
  * flight and many concurrent requests. Every test closes what it opened and asserts
@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "http_client.h"
+#include "base/alloc.h"
 #include "loop_util.h"
 #include "mini_http_server.h"
+#include "run/http_client.h"
 
 #define BOUND_MS 10000
 

@@ -11,9 +11,10 @@
 
 #include <cmocka.h>
 
-#include "common.h"
-#include "http_guard.h"
-#include "http_request.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "http/http_guard.h"
+#include "http/http_request.h"
 
 #define S(lit) lit, strlen(lit)
 
@@ -286,8 +287,9 @@ static void test_served_routes_scopes(void **state)
         {"GET", "/runners", HTTP_SCOPE_OPERATOR},
         {"GET", "/metrics", HTTP_SCOPE_OPERATOR},
     };
-    const api_route_t *const tables[] = {http_routes_workflows, http_routes_jobs, http_routes_misc,
-                                         http_routes_events, http_routes_metrics};
+    const api_route_t *const tables[] = {http_routes_workflows, http_routes_jobs,
+                                         http_routes_service, http_routes_events,
+                                         http_routes_metrics};
     size_t served = 0;
     for (size_t t = 0; t < TERN_ARRAY_SIZE(tables); t++) {
         for (const api_route_t *r = tables[t]; r->method != NULL; r++) {

@@ -10,8 +10,9 @@
 
 #include <cmocka.h>
 
-#include "common.h"
-#include "http_route.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "http/http_route.h"
 
 static void free_params(api_req_t *r)
 {

@@ -1,7 +1,7 @@
 /*
- * test_iso8601.c -- unit tests of engine/iso8601.c: the date-times API clients send
+ * test_iso8601.c -- unit tests of engine/base/iso8601.c: the date-times API clients send
  * as exec_after, every accepted variant and every refusal, checked against
- * tern_iso_time (what tern writes back).
+ * iso8601_format (what tern writes back).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,8 +11,8 @@
 
 #include <string.h>
 
-#include "common.h"
-#include "iso8601.h"
+#include "base/error.h"
+#include "base/iso8601.h"
 
 static uint64_t parsed(const char *s)
 {
@@ -25,17 +25,17 @@ static uint64_t parsed(const char *s)
 static void test_round_trip(void **state)
 {
     (void)state;
-    /* What JavaScript's toISOString and tern_iso_time write reads back exactly. */
+    /* What JavaScript's toISOString and iso8601_format write reads back exactly. */
     uint64_t samples[] = {0, 1000, 951782400123ull, 1795240921999ull, 4102444800000ull};
     for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
         char iso[32];
-        tern_iso_time(samples[i], iso);
+        iso8601_format(samples[i], iso);
         assert_int_equal(parsed(iso), samples[i]);
     }
     assert_int_equal(parsed("2000-02-29T00:00:00.000Z"), 951782400000ull);
 }
 
-/* tern_iso_time keeps the text of the last second it wrote: times within that second,
+/* iso8601_format keeps the text of the last second it wrote: times within that second,
  * after it and back again each read as they should. */
 static void test_iso_time_text(void **state)
 {
@@ -53,7 +53,7 @@ static void test_iso_time_text(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char iso[32];
-        tern_iso_time(cases[i].ms, iso);
+        iso8601_format(cases[i].ms, iso);
         assert_string_equal(iso, cases[i].iso);
     }
 }

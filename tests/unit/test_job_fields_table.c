@@ -1,5 +1,5 @@
 /*
- * test_job_fields_table.c -- the table of job fields in engine/store.h against the code:
+ * test_job_fields_table.c -- the table of job fields in engine/store/store.h against the code:
  * every field of a job's hash (tern:job:<uuid>) that a script or a C file writes or reads
  * by name must have a line in the table, and every line must name a field the code uses.
  * The source root is the first argument of this program.
@@ -483,7 +483,7 @@ static void c_literal_arg(const char *p, int skip, const char *where, int how, u
 
 static void c_scan(const char *text, const char *where, uses_t *u)
 {
-    bool reads = strstr(text, "#include \"job_fields.h\"") != NULL;
+    bool reads = strstr(text, "#include \"store/job_fields.h\"") != NULL;
     static const struct {
         const char *call;
         int skip; /* arguments before the name */
@@ -702,7 +702,7 @@ static void scan_tree(uses_t *code)
 {
     char dir[1024];
     size_t nlua = 0, nc = 0;
-    snprintf(dir, sizeof dir, "%s/engine/lua", source_root);
+    snprintf(dir, sizeof dir, "%s/engine/store/lua", source_root);
     scan_dir(dir, true, code, &nlua);
     snprintf(dir, sizeof dir, "%s/engine", source_root);
     scan_dir(dir, false, code, &nc);
@@ -713,7 +713,7 @@ static void scan_tree(uses_t *code)
 static char *store_h(void)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/engine/store.h", source_root);
+    snprintf(path, sizeof path, "%s/engine/store/store.h", source_root);
     char *text = read_text(path);
     assert_non_null(text);
     return text;
@@ -762,7 +762,7 @@ static void test_scanner_c_rules(void **state)
 {
     (void)state;
     uses_t u = {0};
-    c_scan("#include \"job_fields.h\"\n"
+    c_scan("#include \"store/job_fields.h\"\n"
            "    {\"shown\", M_STR, \"alpha\", 0},\n"
            "    {\"chain\", M_STEPS, NULL, 0},\n"
            "    v = job_fields_get(f, \"beta\", NULL);\n"

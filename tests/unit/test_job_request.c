@@ -9,8 +9,9 @@
 
 #include <cmocka.h>
 
-#include "common.h"
-#include "job_request.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "model/job_request.h"
 
 static json_t *load(const char *text)
 {

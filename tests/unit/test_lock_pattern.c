@@ -19,8 +19,9 @@
 #include <malloc.h>
 #include <regex.h>
 
-#include "common.h"
-#include "lock_pattern.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "model/lock_pattern.h"
 
 static bool test_one(const char *pattern, const char *target)
 {

@@ -1,5 +1,5 @@
 /*
- * test_log.c -- engine/log.c: the lines an operator's `bunyan` tool reads.
+ * test_log.c -- engine/base/log.c: the lines an operator's `bunyan` tool reads.
  *
  * Every test logs into the write end of a pipe (enlarged to 1 MiB so one long line
  * fits without a reader) and reads the lines back from the read end, then parses them
@@ -19,8 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/iso8601.h"
+#include "base/log.h"
 
 typedef struct fixture {
     int rd, wr;
@@ -126,7 +128,7 @@ static void test_core_fields(void **state)
     regfree(&re);
     /* And it is today's date, not some fixed one. */
     char now[32];
-    tern_iso_time(tern_now_ms(), now);
+    iso8601_format(clock_wall_ms(), now);
     assert_memory_equal(t, now, 10);
     json_decref(doc);
 }

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "base/metrics.h"
 
 static int reset(void **state)
 {

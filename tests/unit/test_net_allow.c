@@ -12,8 +12,8 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "common.h"
-#include "net_allow.h"
+#include "base/error.h"
+#include "base/net_allow.h"
 
 /* An address as a sockaddr (v4 or v6, by its text). */
 typedef union addr {

@@ -17,9 +17,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "args_schema.h"
-#include "common.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "model/args_schema.h"
 #include "task_harness.h"
 
 #define BOUND_MS 10000
@@ -94,9 +95,9 @@ static void test_noop(void **state)
 static void test_sleep_duration(void **state)
 {
     fixture_t *f = *state;
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     assert_int_equal(run(f, "sleep", "{\"ms\": 150}", BOUND_MS, 0), 0);
-    uint64_t took = tern_mono_ms() - t0;
+    uint64_t took = clock_mono_ms() - t0;
     assert_int_equal(f->run.outcome.kind, TASK_DONE);
     assert_int_equal(json_integer_value(json_object_get(f->run.outcome.result, "slept_ms")), 150);
     assert_true(f->run.outcome.elapsed_ms >= 150);
@@ -110,9 +111,9 @@ static void test_sleep_duration(void **state)
 static void test_sleep_cancel_stops_early(void **state)
 {
     fixture_t *f = *state;
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     assert_int_equal(run(f, "sleep", "{\"ms\": 60000}", BOUND_MS, 50), -ECANCELED);
-    uint64_t took = tern_mono_ms() - t0;
+    uint64_t took = clock_mono_ms() - t0;
     assert_false(f->run.finished);
     assert_true(took >= 50);
     assert_true(took < 5000);

@@ -27,10 +27,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "plugin_loader.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "model/template.h"
+#include "plugins/plugin_loader.h"
 #include "task_harness.h"
-#include "template.h"
 
 #define BOUND_MS 10000
 
@@ -353,13 +355,13 @@ static void test_cancel_kills_child(void **state)
 {
     json_t *args = json_pack("{s:[s,s]}", "argv", "sleep", "30");
     harness_run_t r;
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     int rc = task_harness_run(*state, "run", args, NULL, NULL, BOUND_MS, 100, &r);
     json_decref(args);
     assert_int_equal(rc, -ECANCELED);
     assert_false(r.finished);
     /* The run returns once the context is gone, i.e. once the child was reaped. */
-    assert_true(tern_mono_ms() - t0 < 1900);
+    assert_true(clock_mono_ms() - t0 < 1900);
     harness_run_dispose(&r);
 }
 

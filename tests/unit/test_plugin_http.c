@@ -18,10 +18,11 @@
 
 #include <dlfcn.h>
 
-#include "args_schema.h"
-#include "common.h"
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "loop_util.h"
 #include "mini_http_server.h"
+#include "model/args_schema.h"
 #include "task_harness.h"
 
 #define BOUND_MS 10000
@@ -361,11 +362,11 @@ static void test_cancel_in_flight(void **state)
     mini_http_server_script(f->server, "/slow",
                             &(mini_http_response_t){.body = "late", .delay_ms = 5000});
     char u[128];
-    uint64_t t0 = tern_mono_ms();
+    uint64_t t0 = clock_mono_ms();
     assert_int_equal(run_args(f, json_pack("{s:s}", "url", url(f, "/slow", u, sizeof u)), 100),
                      -ECANCELED);
     assert_false(f->run.finished);
-    assert_true(tern_mono_ms() - t0 < 5000);
+    assert_true(clock_mono_ms() - t0 < 5000);
     /* The request had reached the server; the plugin's bookkeeping is freed by its
      * cancel hook (ASan builds would report it otherwise). */
     assert_int_equal(

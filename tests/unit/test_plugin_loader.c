@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "log.h"
-#include "plugin_loader.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "plugins/plugin_loader.h"
 
 static char plugins_dir[PATH_MAX]; /* realpath of the test plugins' directory */
 

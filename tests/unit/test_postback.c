@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "postback.h"
+#include "run/postback.h"
 
 static void test_delay_doubles_up_to_the_cap(void **state)
 {

@@ -1,5 +1,5 @@
 /*
- * test_redis_addr.c -- engine/redis_addr.c: every address form an operator may pass
+ * test_redis_addr.c -- engine/redis/redis_addr.c: every address form an operator may pass
  * to --redis, every refusal with its exact message, and that no password ever shows
  * in a message or in the redacted form.
  */
@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "redis_addr.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "redis/redis_addr.h"
 
 /* Parses url, which must succeed, into *a. */
 static void parse_ok(const char *url, redis_addr_t *a)

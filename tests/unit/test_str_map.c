@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "str_map.h"
+#include "base/str_map.h"
 
 #define N_KEYS 3000
 

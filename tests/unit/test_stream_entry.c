@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "stream_entry.h"
+#include "events/stream_entry.h"
 
 /* An entry's [field, value, ...] array as Redis sends it, parsed by hiredis's reader
  * (caller frees with freeReplyObject). `pairs` is NULL-terminated. */

@@ -1,5 +1,5 @@
 /*
- * test_task_ctx.c -- engine/task_ctx.c with a task defined in this file (the "probe"),
+ * test_task_ctx.c -- engine/run/task_ctx.c with a task defined in this file (the "probe"),
  * whose behaviour each test picks with args {"mode": ...}: exactly one outcome per
  * attempt, late and double reports logged and ignored, delivery from the loop, state
  * overlay and key checks, progress coalescing, tracked timers, work, children and
@@ -20,10 +20,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "loop_util.h"
-#include "task_ctx.h"
+#include "run/task_ctx.h"
 
 #define BOUND_MS 10000
 
@@ -291,7 +292,7 @@ static void on_progress(void *owner, json_t *p)
     if (r->outcomes > 0)
         r->progress_after_outcome++;
     json_array_append_new(r->progress, json_pack("{s:o, s:I}", "p", p, "at_ms",
-                                                 (json_int_t)(tern_mono_ms() - r->t0)));
+                                                 (json_int_t)(clock_mono_ms() - r->t0)));
 }
 
 static void on_closed(void *owner)
@@ -370,7 +371,7 @@ static tern_ctx *start_probe(fixture_t *f, const char *mode, const json_t *state
                  .on_closed = on_closed,
                  .owner = &f->rec},
     };
-    f->rec.t0 = tern_mono_ms();
+    f->rec.t0 = clock_mono_ms();
     tern_ctx *ctx = task_ctx_start(&opts, args);
     json_decref(args);
     json_decref(params); /* the context keeps its own reference */

@@ -1,5 +1,5 @@
 /*
- * test_template.c -- unit tests of engine/template.c: types kept by whole-string
+ * test_template.c -- unit tests of engine/model/template.c: types kept by whole-string
  * templates, interpolation, escapes, defaults, array indexes, every root, the
  * messages of missing names and syntax errors, and template_check's rules on roots
  * and known steps.
@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "template.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "model/template.h"
 
 typedef struct fixture {
     json_t *params, *steps, *state, *job, *error;

@@ -1,5 +1,5 @@
 /*
- * test_workflow.c -- unit tests of engine/workflow.c: the keys of a definition and
+ * test_workflow.c -- unit tests of engine/model/workflow.c: the keys of a definition and
  * their rules, step names and their uniqueness, template roots per part of a workflow,
  * the task check callback, limits, the normalized document and the model borrowed from
  * it, text syntax errors, and every shipped file in workflows/ (whose directory is the
@@ -16,10 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "plugin_loader.h"
-#include "template.h"
-#include "workflow.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "model/template.h"
+#include "model/workflow.h"
+#include "plugins/plugin_loader.h"
 
 static const char *workflows_dir; /* argv[1] */
 static const char *plugins_dir;   /* argv[2]: the built plugins */
@@ -51,7 +52,7 @@ static int check_task(void *data, const char *task, const json_t *args, const ch
     for (size_t i = 0; known_tasks[i] != NULL; i++)
         if (strcmp(task, known_tasks[i]) == 0)
             return 0;
-    return tern_seterr(err, errlen, TERN_ENOENT, "%s.task: unknown task \"%s\"", path, task);
+    return err_set(err, errlen, TERN_ENOENT, "%s.task: unknown task \"%s\"", path, task);
 }
 
 /* Parses text with the fake registry; returns the code and fills *wf or err. */
@@ -886,9 +887,9 @@ static int check_core_task(void *data, const char *task, const json_t *args, con
     else if (strcmp(task, "core.log") == 0)
         need = "msg";
     else
-        return tern_seterr(err, errlen, TERN_ENOENT, "%s: not a core task: \"%s\"", path, task);
+        return err_set(err, errlen, TERN_ENOENT, "%s: not a core task: \"%s\"", path, task);
     if (json_object_get(args, need) == NULL)
-        return tern_seterr(err, errlen, TERN_EINVAL, "%s: %s needs args.%s", path, task, need);
+        return err_set(err, errlen, TERN_EINVAL, "%s: %s needs args.%s", path, task, need);
     return 0;
 }
 

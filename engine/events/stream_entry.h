@@ -1,0 +1,25 @@
+/*
+ * stream_entry.h -- the events held by one entry of an event stream.
+ *
+ * An entry's field "e" is one event (a JSON object); a field "a" is a JSON array of
+ * events, in order: scripts that write many jobs' events in one call append them to
+ * the global stream as one entry (see GATHER in engine/store/lua/_common.lua), which costs
+ * Redis one small write instead of one per event. Readers take both.
+ */
+#ifndef TERN_STREAM_ENTRY_H
+#define TERN_STREAM_ENTRY_H
+
+#include <stdbool.h>
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+
+/* Called for each event of an entry, in order; `ev` is borrowed for the call. Returns
+ * false to stop. */
+typedef bool (*stream_entry_cb)(void *data, const json_t *ev);
+
+/* Calls cb for each event in `fields` (an entry's [field, value, ...] array). A value
+ * that is not JSON is skipped. Returns false when cb stopped the walk, else true. */
+bool stream_entry_each(const redisReply *fields, stream_entry_cb cb, void *data);
+
+#endif

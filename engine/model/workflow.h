@@ -1,0 +1,108 @@
+/*
+ * workflow.h -- workflow definitions: parsing, validation and the in-memory model.
+ *
+ * A definition is JSON (see README "Workflows"): a name, a version, an optional
+ * timeout (seconds), queue and holds, a non-empty `chain` of steps and optional
+ * `onerror` and `oncancel` chains. Each step names a task "family.entry", its `args`
+ * (templates allowed, see template.h), and optionally timeout, retry, fallback,
+ * idempotent, isolate and holds.
+ *
+ * Validation reports the first fault with its JSON path:
+ *   "chain[1].retry.initial_ms: expected a positive integer, got -5"
+ *   "chain[2].name: duplicate step name \"resize\" (first at chain[0])"
+ *   "onerror[0].task: unknown task \"core.lgo\""
+ * Nothing is stored unless the whole definition is valid.
+ *
+ * The parsed workflow keeps the normalized document it was made from (`doc`): that
+ * document, not the text the operator wrote, is what is stored and frozen into every
+ * job, so a job's copy never depends on defaults changing later.
+ */
+#ifndef TERN_WORKFLOW_H
+#define TERN_WORKFLOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "model/retry_policy.h"
+
+/* The queue of a workflow that names none, and the one a runner serves unless told
+ * otherwise (jobs of this queue store no queue field: store/lua/job_create.lua). */
+#define TERN_DEFAULT_QUEUE "default"
+
+/* Limits; a definition over them is refused with a message naming the limit. */
+#define WORKFLOW_MAX_BYTES (1024 * 1024)
+#define WORKFLOW_MAX_STEPS 1000 /* per chain */
+#define WORKFLOW_MAX_HOLDS 32   /* per workflow or step */
+#define WORKFLOW_NAME_MAX  128
+
+/* The three chains of a workflow. The numeric values are stored in job cursors. */
+typedef enum wf_phase {
+    WF_CHAIN = 0,
+    WF_ONERROR = 1,
+    WF_ONCANCEL = 2,
+} wf_phase_t;
+#define WF_NPHASES 3
+
+/* A resource ticket: "vm:${params.vm_uuid}" (capacity 1) or
+ * {"resource": "migrations:${params.source_server}", "capacity": 5}. */
+typedef struct wf_hold {
+    const char *resource; /* a template, borrowed from the workflow's doc */
+    uint32_t capacity;    /* >= 1 */
+} wf_hold_t;
+
+typedef struct wf_step {
+    const char *name;    /* borrowed from doc; a fallback is named "<step>.fallback" */
+    const char *task;    /* "family.entry", borrowed from doc */
+    const json_t *args;  /* templates, borrowed from doc; an empty object if absent */
+    uint64_t timeout_ms; /* 0 = none */
+    retry_policy_t retry;
+    bool idempotent;  /* false: a runner death mid-step fails the job (StepInterrupted) */
+    bool isolate;     /* run the task in a helper process */
+    wf_hold_t *holds; /* owned array; held for the step only */
+    size_t n_holds;
+    struct wf_step *fallback; /* owned; NULL when the step has none */
+} wf_step_t;
+
+typedef struct workflow {
+    json_t *doc;         /* owned: the normalized definition */
+    const char *name;    /* borrowed from doc */
+    const char *version; /* borrowed from doc; default "1.0.0" */
+    const char *queue;   /* borrowed from doc; default "default" */
+    uint64_t timeout_ms; /* whole job; 0 = none */
+    wf_hold_t *holds;    /* owned array; held for the whole job */
+    size_t n_holds;
+    wf_step_t *steps[WF_NPHASES]; /* owned arrays */
+    size_t n_steps[WF_NPHASES];
+} workflow_t;
+
+/* Checks that a task exists (and, if it describes its arguments, that `args` fit).
+ * `path` is the step's ("chain[1]", "chain[1].fallback"); the message names the fault
+ * below it ("chain[1].task: ...", "chain[1].args.msg: ...", as plugin_registry_check_task
+ * does). Returns 0, or TERN_ENOENT/TERN_EINVAL with the message in err. A NULL checker
+ * accepts every well-formed "family.entry". */
+typedef int (*workflow_task_check_fn)(void *data, const char *task, const json_t *args,
+                                      const char *path, char *err, size_t errlen);
+
+/* Validates `doc` and builds the model. `doc` is borrowed (the model keeps a
+ * normalized deep copy). Returns 0 and *out (free with workflow_free), or TERN_EINVAL,
+ * TERN_ENOENT or TERN_E2BIG with the JSON path of the fault in err. */
+int workflow_parse(const json_t *doc, workflow_task_check_fn check, void *check_data,
+                   workflow_t **out, char *err, size_t errlen);
+
+/* Like workflow_parse, from JSON text (duplicate keys refused, at most
+ * WORKFLOW_MAX_BYTES). Syntax errors read "line 3, column 7: unexpected token". */
+int workflow_parse_text(const char *buf, size_t len, workflow_task_check_fn check, void *check_data,
+                        workflow_t **out, char *err, size_t errlen);
+
+void workflow_free(workflow_t *wf);
+
+/* The step at `index` of `phase`, or NULL past the end. Borrowed from wf. */
+const wf_step_t *workflow_step_get(const workflow_t *wf, wf_phase_t phase, size_t index);
+
+/* "chain", "onerror", "oncancel". */
+const char *workflow_phase_name(wf_phase_t phase);
+
+#endif /* TERN_WORKFLOW_H */

@@ -1,0 +1,324 @@
+/*
+ * store.h -- everything tern keeps in Redis, and the only code that talks to it about
+ * jobs and workflows.
+ *
+ * Key schema (prefix "tern:"; one Redis, replicated with Sentinel; scripts compute
+ * key names, so this is not meant for Redis Cluster):
+ *
+ *   wf:<uuid>               hash  doc, canon (without uuid), name, version, created_at
+ *   wf:index                hash  "<name>@<version>" -> workflow uuid
+ *   wf:latest               hash  name -> uuid of the version stored last
+ *   wf:all                  zset  workflow uuids by creation time
+ *   wfdoc:<uuid>            string  the frozen document of workflow <uuid>, shared by its
+ *                                 jobs; written with the version, kept after it is
+ *                                 deleted (a uuid names one document for good)
+ *   job:<uuid>              hash  the job (fields below)
+ *   job:<uuid>:res:<phase>  list  result entries of chain (0), onerror (1), oncancel (2)
+ *   job:<uuid>:state        hash  job-scoped state: key -> JSON value text
+ *   job:<uuid>:history      list  operator actions (cancel, resume, retry), JSON
+ *   job:<uuid>:info         list  node-workflow's job info: entries POSTed to
+ *                                 /jobs/:uuid/info (JSON), append-only, bounded
+ *   job:<uuid>:held         set   resources the job holds
+ *   job:<uuid>:postbacks    list  post-back attempts {url, attempt, time, status|error,
+ *                                 delivered, ...} (JSON), the last 200
+ *   job:<uuid>:events       stream  the job's events, capped (field "e": JSON); only once
+ *                                 the job needs one (see STREAMS in lua/_common.lua)
+ *   events                  stream  every job's events, capped (about N events: an entry
+ *                                 holds one, field "e", or many, field "a")
+ *   events:avg              string  moving average of events per entry of `events`
+ *                                 (how many entries the cap in events means)
+ *   jobs:<execution>        zset  jobs in that execution by creation time; each job is in
+ *                                 one, so listing every job merges them (job_list.lua;
+ *                                 a separate index of every job cost each job a ZADD)
+ *   jobs                    zset  every job by creation time: jobs of layout 2 only, kept
+ *                                 until they expire (tick.lua takes them out)
+ *   q:<queue>               list  ready job uuids; new work LPUSHed, runners pop RIGHT
+ *   r:<runner>:jobs         list  jobs a runner has claimed (the reliable-queue list)
+ *   runners                 zset  runner id -> lease expiry (ms, server clock)
+ *   runner:<id>             hash  info (JSON), seen
+ *   delayed                 zset  job uuid -> due time (exec_after, backoff, re-queue)
+ *   deadlines               zset  job uuid -> workflow deadline, while no runner holds it
+ *   unique                  hash  hash of (workflow, target, params) -> unfinished job
+ *   locks                   hash  job uuid -> regex over targets, while the job runs
+ *   locks:version           string  bumped on every change of locks
+ *   locks:sizes             hash  job uuid -> the size of its compiled lock (instructions)
+ *   locks:size              string  their sum, checked against max_lock_instructions
+ *   hold:<res>:h / :w / :cap  set of holders / FIFO of waiters / capacity per waiter
+ *   wake                    channel  a delayed job became the earliest (runners re-arm)
+ *   control                 channel  "cancel <uuid>" for the runner running it
+ *   queues                  set   every queue name a job was created in (GET /metrics)
+ *   postbacks               zset  "<job uuid>/<url index>" -> due time of its next
+ *                                 post-back attempt (filled by finish() in _common.lua)
+ *   postbacks:lease         zset  deliveries claimed by a ternd -> lease expiry
+ *   postbacks:wake          channel  a post-back became due at <ms> (deliverers re-arm)
+ *   expiring                zset  finished job uuid -> when its keys are deleted (ms):
+ *                                 tick.lua deletes them and takes the job out of jobs and
+ *                                 jobs:<execution> (the keys have no expiry of their own,
+ *                                 but a succeeded job's event stream)
+ *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
+ *
+ * Job fields (job:<uuid>), one per line (a long list goes on below its column):
+ *
+ *   field          type        written by                          read by
+ *   uuid           text        none since layout 2 (in the key)    view (job_snapshot adds it)
+ *   name           text        job_create (job_ops.c)              _common, postback_claim, view
+ *   version        text        job_create (job_ops.c)              view
+ *   workflow_uuid  text        job_create (job_ops.c)              _common, job_create, view
+ *   workflow       JSON        none (jobs before wfdoc:)           _common, job_claim, runner, view
+ *   params         JSON        job_create (job_ops.c),             job_claim, job_create, job_list,
+ *                              job_redrive                         postback_claim, runner, view
+ *   target         text        job_create (job_ops.c)              job_claim, job_create,
+ *                                                                  job_redrive, runner, view
+ *   queue          text        job_create (absent: default)        _common, job_cancel, tick, view
+ *   execution      text        _common, job_claim, job_create,     _common, job_cancel, job_claim,
+ *                              step_commit                         job_create, job_redrive,
+ *                                                                  job_resume, postback_claim,
+ *                                                                  step_commit, tick, view
+ *   created_at     integer ms  job_create                          _common, job_claim, step_commit,
+ *                                                                  view
+ *   exec_after     integer ms  job_create                          view
+ *   started_at     integer ms  job_claim, job_create               _common, job_cancel, job_claim,
+ *                                                                  view
+ *   started_by     text        job_claim, job_create               _common
+ *   finished_at    integer ms  _common; job_redrive deletes        _common, postback_claim, view
+ *   timeout_ms     count (ms)  job_create (job_ops.c)              job_claim, view
+ *   deadline       integer ms  job_claim, job_create; job_redrive  _common, job_claim, step_commit,
+ *                              deletes                             runner
+ *   runner         text        _common, job_claim, job_create,     _common, job_claim, step_begin,
+ *                              job_redrive, step_begin,            step_commit, tick, view
+ *                              step_commit, tick
+ *   fence          count       _common, job_claim, job_create,     job_claim, step_begin,
+ *                              tick                                step_commit
+ *   phase          count (0-2) job_cancel, job_redrive,            job_cancel, job_claim,
+ *                              step_commit                         step_begin, step_commit, tick,
+ *                                                                  runner, view
+ *   idx            count       job_cancel, job_redrive,            job_claim, step_begin,
+ *                              step_commit                         step_commit, tick, runner, view
+ *   attempt        count       job_cancel, job_redrive,            job_claim, runner, view
+ *                              step_commit
+ *   polls          count       job_redrive, step_commit            _common, step_commit
+ *   retried        count       tick                                view
+ *   error          JSON        _common, step_commit; job_redrive   job_claim, postback_claim,
+ *                              deletes                             runner, view
+ *   failed_at      text        _common, step_commit; job_redrive   none by name (whole-hash reads)
+ *                              deletes
+ *   holds          text lines  job_create (job_ops.c)              _common, job_claim
+ *   step_holds     text lines  step_begin; _common deletes         _common, step_commit
+ *   blocked_on     text        _common, step_begin                 _common, step_commit, tick, view
+ *   inflight       text        step_begin; _common, job_redrive,   _common, job_claim, step_commit,
+ *                              step_commit delete                  tick
+ *   cancel         flag        job_cancel; _common, job_redrive    _common, job_cancel, job_claim,
+ *                              delete                              step_begin, step_commit, runner,
+ *                                                                  view
+ *   timed_out      flag        tick; job_redrive deletes           job_claim, tick, runner
+ *   resume         JSON        job_resume; _common, job_cancel,    _common, job_claim, step_commit,
+ *                              job_redrive, step_commit delete     runner
+ *   wait_info      JSON        step_commit; job_cancel,            view
+ *                              job_redrive, job_resume delete
+ *   requeue_info   JSON        step_commit                         none by name (whole-hash reads)
+ *   unique         text        job_create, job_redrive             _common, step_commit
+ *   locks          text        job_create                          _common, job_redrive,
+ *                                                                  step_commit
+ *   locks_size     count       job_create                          job_redrive
+ *   has_oncancel   flag        job_create (job_ops.c)              job_cancel
+ *   post_back_urls JSON        job_create (job_ops.c)              _common, postback_claim,
+ *                                                                  step_commit, view
+ *   pb_attempt:<i> count       postback_done; _common deletes      postback_claim
+ *   pb_fence:<i>   count       postback_claim                      postback_done
+ *   lv             count       job_create                          _common, job_claim, step_commit
+ *   xk             flag        _common, job_cancel, job_info_add,  _common, step_commit
+ *                              job_redrive, job_resume,
+ *                              postback_done, step_commit
+ *   es             flag        _common                             _common, job_claim, step_commit
+ *   rf             flag        _common, job_cancel, job_claim,     step_commit
+ *                              job_create, job_info_add,
+ *                              job_redrive, job_resume,
+ *                              postback_done, step_begin,
+ *                              step_commit
+ *
+ * Notes on the table above:
+ * - Writers and readers are script stems of engine/store/lua/ (a helper of _common counts as
+ *   _common); "(job_ops.c)": sent by job_ops.c, stored by job_create; "runner": runner.c
+ *   (job_adopt, from job_claim's answer); "view": job_view.c (GET /jobs and every answer
+ *   with a job). A reader of a whole hash (job_get, job_list, job_events_open) is not
+ *   listed. tests/unit/test_job_fields_table.c fails on a field the code uses that is not
+ *   here, a field here that no code uses, and a script or C file using a field that its
+ *   line does not list.
+ * - workflow_uuid: its document is wfdoc:<uuid>; jobs stored before that carry it in the
+ *   field `workflow`.
+ * - started_by: the runner of the first start. holds: job-level, "<capacity> <resource>"
+ *   lines, expanded at creation. inflight, failed_at: "<phase>:<idx>" (inflight: an
+ *   irreversible step in flight). resume: the outcome given to a waiting job.
+ * - fence: claim counter: a runner's writes carry the fence it claimed with, so a runner
+ *   that lost its lease cannot write; bumped also when a claim is revoked (the job
+ *   re-queued or failed with StepInterrupted). idx: the cursor (the step to run next);
+ *   attempt: failed attempts of that step; retried: times re-queued after a runner died.
+ * - post_back_urls: JSON array of http(s) URLs given at creation, to be told when the job
+ *   ends; pb_attempt:<i> and pb_fence:<i>: attempts made and claims taken of the post-back
+ *   to URL i (one field per URL).
+ * - lv: layout version (see LAYOUT in lua/_common.lua); from 3 on fence, phase, idx and
+ *   attempt are not stored while 0: a missing one reads as 0. locks_size: the size counted
+ *   for the job in locks:size (the cap on lock patterns).
+ * - xk: set once the job has a key beyond its hash, res:0 and events: its end then looks
+ *   for holds and expires every key (see has_extra_keys in _common.lua). es: set when the
+ *   job's own event stream starts: a job of layout 3 or later without it has none (see
+ *   stream_seen). rf: set, never cleared, once the job may have one of RARE_FIELDS, so
+ *   step_commit asks for those only then (see RARE_FIELDS in _common.lua).
+ *
+ * Every multi-key change is one Lua script (engine/store/lua/), loaded with SCRIPT LOAD on
+ * each connect and called with EVALSHA (EVAL when Redis answers NOSCRIPT); creates and
+ * step commits made in one turn of the loop share one call (see store_eval). Every
+ * state-changing script is safe to repeat after a lost reply: creates are keyed by
+ * uuid, step commits by (fence, cursor).
+ */
+#ifndef TERN_STORE_H
+#define TERN_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "redis/redis_addr.h"
+#include "redis/redis_conn.h"
+
+typedef struct store store_t;
+
+/* Status of a store call: 0, TERN_ENOTCONN (not sent: Redis unreachable), TERN_EIO
+ * (connection lost before the answer: it may or may not have happened), or
+ * TERN_EINVAL (Redis answered with an error; errmsg says which). `reply` is valid only
+ * during the callback and is NULL unless status is 0. */
+typedef void (*store_reply_cb)(void *data, int status, const redisReply *reply, const char *errmsg);
+
+/* Reported when the store becomes usable (connected, scripts loaded) or not. */
+typedef void (*store_state_cb)(store_t *s, bool up, void *data);
+
+typedef struct store_opts {
+    const redis_addr_t *addr;
+    const char *name;            /* connection name prefix: "runner-1" */
+    uint32_t event_max_job;      /* events kept per job */
+    uint32_t event_max_global;   /* events kept in the global stream */
+    uint64_t retention_ms;       /* finished jobs expire after this; 0 keeps them */
+    uint64_t success_events_ms;  /* a succeeded job's event stream expires after this (0:
+                                  * with the job) */
+    uint32_t health_timeout_ms;  /* the store counts as down while its oldest call has
+                                  * waited longer (0: 2000); see redis_conn.h */
+    uint32_t command_timeout_ms; /* calls still unanswered after this fail with TERN_EIO
+                                  * and the connection is made again (0: 5000) */
+    store_state_cb on_state;     /* may be NULL */
+    void *data;
+} store_opts_t;
+
+#define STORE_HEALTH_TIMEOUT_MS  2000
+#define STORE_COMMAND_TIMEOUT_MS 5000
+
+/* The scripts of engine/store/lua/, by file stem. */
+typedef enum store_script {
+    SCRIPT_EVENT_ADD,
+    SCRIPT_JOB_CANCEL,
+    SCRIPT_JOB_CLAIM,
+    SCRIPT_JOB_CREATE,
+    SCRIPT_JOB_EVENTS_OPEN,
+    SCRIPT_JOB_GET,
+    SCRIPT_JOB_INFO_ADD,
+    SCRIPT_JOB_INFO_GET,
+    SCRIPT_JOB_LIST,
+    SCRIPT_JOB_REDRIVE,
+    SCRIPT_JOB_RESUME,
+    SCRIPT_JOB_STATS,
+    SCRIPT_METRICS_READ,
+    SCRIPT_POSTBACK_CLAIM,
+    SCRIPT_POSTBACK_DONE,
+    SCRIPT_RUNNERS_READ,
+    SCRIPT_STEP_BEGIN,
+    SCRIPT_STEP_COMMIT,
+    SCRIPT_TICK,
+    SCRIPT_WORKFLOW_DELETE,
+    SCRIPT_WORKFLOW_GET,
+    SCRIPT_WORKFLOW_LIST,
+    SCRIPT_WORKFLOW_PUT,
+    SCRIPT_COUNT
+} store_script_t;
+
+/* A growable argument vector for Redis commands. Owns copies of what is pushed. */
+typedef struct store_args {
+    size_t n, cap;
+    char **v;
+    size_t *len;
+} store_args_t;
+
+void store_args_init(store_args_t *a);
+void store_args_push(store_args_t *a, const char *s);
+void store_args_pushb(store_args_t *a, const char *buf, size_t len);
+void store_args_pushf(store_args_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void store_args_push_u64(store_args_t *a, uint64_t v);
+/* Pushes the compact JSON text of v (borrowed); "" when v is NULL. */
+void store_args_push_json(store_args_t *a, const json_t *v);
+void store_args_dispose(store_args_t *a);
+
+/* Creates the store and starts connecting. Never returns NULL. */
+store_t *store_new(uv_loop_t *loop, const store_opts_t *opts);
+
+/* Closes the connection (callbacks of calls sent get TERN_EIO, of calls not sent yet
+ * TERN_ENOTCONN) and frees the store once its handles are closed. */
+void store_free(store_t *s);
+
+/* True when the store is usable: connected, scripts loaded, and Redis answering (no
+ * call has waited longer than the health timeout). */
+bool store_is_up(const store_t *s);
+
+/* The Redis address (borrowed), for connections of other kinds (blocking, pub/sub). */
+const redis_addr_t *store_addr(const store_t *s);
+
+/* Runs script `id` with the script arguments in `args` (copied; the store prepends
+ * the event caps, the retention and the events' time after a success). `cb` runs exactly once
+ * unless the call returns non-zero, in which case it does not run at all (TERN_ENOTCONN). The
+ * scripts marked "-- batched" (job_create, step_commit) are not sent at once: the call waits for
+ * the next turn of the loop and goes to Redis in one script call with every other call of that
+ * script made meanwhile (up to STORE_BATCH_MAX), so that many jobs share one round trip and one
+ * script run; `cb` gets this call's own element of the answer (an item's Lua error as TERN_EINVAL),
+ * or TERN_ENOTCONN when the batch could not be sent. */
+int store_eval(store_t *s, store_script_t id, const store_args_t *args, store_reply_cb cb,
+               void *data);
+
+/* store_eval taking the arguments instead of copying them: their strings move into
+ * the call and *args is left empty (and may be disposed of or reused). For callers
+ * that dispose of the arguments right after the call (store_op_send). */
+int store_eval_move(store_t *s, store_script_t id, store_args_t *args, store_reply_cb cb,
+                    void *data);
+
+/* Most calls of one batched script sent in one script call. */
+#define STORE_BATCH_MAX 128
+/* Calls of one batched script that are sent at once, without waiting for the end of the
+ * loop's turn (see flush_early in store.c). */
+#define STORE_FLUSH_EARLY 16
+
+/* Sends a plain command (argv copied). Same callback contract as store_eval; `cb` may
+ * be NULL when nobody needs the answer. */
+int store_command(store_t *s, const store_args_t *args, store_reply_cb cb, void *data);
+
+/* Appends an event (JSON text) the job's record does not tell to the job's stream
+ * (started if need be) and the global one, capped, without waiting for the answer
+ * (progress reports). Returns 0 or TERN_ENOTCONN. */
+int store_event_append(store_t *s, const char *uuid, const char *json_text);
+
+/* Round-trip time of the last reply in microseconds (for metrics). */
+uint64_t store_last_rtt_us(const store_t *s);
+
+/* ---- helpers to read replies --------------------------------------------------- */
+
+/* The element `i` of an array reply, or NULL. */
+const redisReply *store_reply_at(const redisReply *r, size_t i);
+/* True when r is a string/status reply equal to s. */
+bool store_reply_is(const redisReply *r, const char *s);
+/* Integer value of an integer reply or of a decimal string reply; `def` otherwise. */
+long long store_reply_int(const redisReply *r, long long def);
+/* A new JSON object from a flat [k1, v1, k2, v2, ...] array reply (values as strings). */
+json_t *store_reply_hash(const redisReply *r);
+/* Looks up field `name` in a flat array reply; borrowed string or NULL. */
+const char *store_reply_hash_get(const redisReply *r, const char *name, size_t *len);
+
+#endif /* TERN_STORE_H */
