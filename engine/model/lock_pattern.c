@@ -731,7 +731,7 @@ static int parse_repeat(parser_t *p)
         return -1;
     for (;;) {
         size_t at = p->pos;
-        int min, max;
+        int min = 0, max = 0; /* set by quantifier_read when it answers 1 */
         int q = quantifier_read(p, &min, &max);
         if (q < 0)
             return -1;
