@@ -51,6 +51,10 @@
 
 #include <tern/task.h>
 
+#include "lib/args.h"
+#include "lib/json_kind.h"
+#include "lib/strvec.h"
+
 #define DEFAULT_PATH_DIRS "/usr/local/bin:/usr/bin:/bin"
 #define DEFAULT_PATH      "PATH=" DEFAULT_PATH_DIRS
 #define DEFAULT_USER      "nobody" /* whom steps run as when ternd is root and no user is set */
@@ -59,79 +63,18 @@
 #define DEFAULT_TAIL      4096
 #define MAX_MSG_STDERR    2048 /* bytes of stderr quoted in a failure message */
 
-/* A NULL-terminated vector of strings whose elements are borrowed or owned per entry. */
-typedef struct strv {
-    const char **v;
-    char **owned; /* parallel: what to free */
-    size_t n, cap;
-} strv_t;
-
-static int strv_push(strv_t *s, const char *borrowed, char *owned)
-{
-    if (s->n + 2 > s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 8;
-        const char **v = realloc(s->v, cap * sizeof *v);
-        if (v == NULL)
-            return -1;
-        s->v = v;
-        char **o = realloc(s->owned, cap * sizeof *o);
-        if (o == NULL)
-            return -1;
-        s->owned = o;
-        s->cap = cap;
-    }
-    s->v[s->n] = owned != NULL ? owned : borrowed;
-    s->owned[s->n] = owned;
-    s->n++;
-    s->v[s->n] = NULL;
-    return 0;
-}
-
-static void strv_free(strv_t *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->owned[i]);
-    free(s->owned);
-    free(s->v);
-}
-
-static const char *json_kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "object";
-    case JSON_ARRAY:
-        return "array";
-    case JSON_STRING:
-        return "string";
-    case JSON_INTEGER:
-        return "integer";
-    case JSON_REAL:
-        return "number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "unknown";
-}
-
 /* Builds the child's environment into *env (left empty when the child simply inherits
  * ternd's). Returns NULL, or `msg` filled with what is wrong. */
-static const char *build_env(const json_t *args, strv_t *env, bool *inherit_all, char *msg,
+static const char *build_env(const json_t *args, task_strv_t *env, bool *inherit_all, char *msg,
                              size_t msglen)
 {
-    const json_t *given = json_object_get(args, "env");
-    const json_t *inherit = json_object_get(args, "inherit_env");
-    if (given != NULL && !json_is_object(given) && !json_is_null(given)) {
-        snprintf(msg, msglen, "env: expected object, got %s", json_kind(given));
-        return msg;
-    }
-    if (inherit != NULL && !json_is_boolean(inherit)) {
-        snprintf(msg, msglen, "inherit_env: expected boolean, got %s", json_kind(inherit));
-        return msg;
-    }
+    const json_t *given = NULL;
+    bool inherit = false;
+    const char *bad = task_args_object(args, "env", &given, msg, msglen);
+    if (bad == NULL)
+        bad = task_args_bool(args, "inherit_env", &inherit, msg, msglen);
+    if (bad != NULL)
+        return bad;
     const char *key;
     const json_t *val;
     json_object_foreach((json_t *)given, key, val)
@@ -141,11 +84,11 @@ static const char *build_env(const json_t *args, strv_t *env, bool *inherit_all,
             return msg;
         }
         if (!json_is_string(val)) {
-            snprintf(msg, msglen, "env.%s: expected string, got %s", key, json_kind(val));
+            snprintf(msg, msglen, "env.%s: expected string, got %s", key, task_json_kind(val));
             return msg;
         }
     }
-    *inherit_all = json_is_true(inherit);
+    *inherit_all = inherit;
     if (*inherit_all && json_object_size(given) == 0)
         return NULL; /* plain inheritance: the host passes NULL */
 
@@ -154,11 +97,11 @@ static const char *build_env(const json_t *args, strv_t *env, bool *inherit_all,
             const char *eq = strchr(*e, '=');
             if (eq == NULL || json_object_getn(given, *e, (size_t)(eq - *e)) != NULL)
                 continue; /* malformed, or overridden by the step's env below */
-            if (strv_push(env, *e, NULL) != 0)
+            if (task_strv_push(env, *e, NULL) != 0)
                 goto NoMemory;
         }
     } else if (json_object_get(given, "PATH") == NULL) {
-        if (strv_push(env, DEFAULT_PATH, NULL) != 0)
+        if (task_strv_push(env, DEFAULT_PATH, NULL) != 0)
             goto NoMemory;
     }
     json_object_foreach((json_t *)given, key, val)
@@ -168,7 +111,7 @@ static const char *build_env(const json_t *args, strv_t *env, bool *inherit_all,
         if (entry == NULL)
             goto NoMemory;
         snprintf(entry, len, "%s=%s", key, json_string_value(val));
-        if (strv_push(env, NULL, entry) != 0) {
+        if (task_strv_push(env, NULL, entry) != 0) {
             free(entry);
             goto NoMemory;
         }
@@ -177,27 +120,6 @@ static const char *build_env(const json_t *args, strv_t *env, bool *inherit_all,
 NoMemory:
     snprintf(msg, msglen, "out of memory building the environment");
     return msg;
-}
-
-/* Reads an optional non-negative integer argument. Returns NULL, or `msg` filled. */
-static const char *get_uint(const json_t *args, const char *name, uint64_t max, uint64_t *out,
-                            char *msg, size_t msglen)
-{
-    const json_t *v = json_object_get(args, name);
-    if (v == NULL || json_is_null(v))
-        return NULL;
-    if (!json_is_integer(v)) {
-        snprintf(msg, msglen, "%s: expected integer, got %s", name, json_kind(v));
-        return msg;
-    }
-    json_int_t i = json_integer_value(v);
-    if (i < 0 || (uint64_t)i > max) {
-        snprintf(msg, msglen, "%s: %lld is out of range 0..%llu", name, (long long)i,
-                 (unsigned long long)max);
-        return msg;
-    }
-    *out = (uint64_t)i;
-    return NULL;
 }
 
 /* ---- the plugin's configuration ------------------------------------------------ */
@@ -282,7 +204,7 @@ static int config_programs(exec_config_t *c, const json_t *list, char *err, size
 {
     if (!json_is_array(list)) {
         snprintf(err, errlen, "programs: expected an array of program names or paths, got %s",
-                 json_kind(list));
+                 task_json_kind(list));
         return -1;
     }
     c->has_programs = true;
@@ -338,7 +260,7 @@ static int config_programs(exec_config_t *c, const json_t *list, char *err, size
 static int config_user(exec_config_t *c, const json_t *user, char *err, size_t errlen)
 {
     if (user != NULL && (!json_is_string(user) || json_string_length(user) == 0)) {
-        snprintf(err, errlen, "user: expected a user name, got %s", json_kind(user));
+        snprintf(err, errlen, "user: expected a user name, got %s", task_json_kind(user));
         return -1;
     }
     const char *name = user != NULL ? json_string_value(user) : DEFAULT_USER;
@@ -376,7 +298,7 @@ static int exec_init(const tern_host *host, const json_t *config, void **state, 
 {
     (void)host;
     if (config != NULL && !json_is_object(config)) {
-        snprintf(err, errlen, "configuration: expected object, got %s", json_kind(config));
+        snprintf(err, errlen, "configuration: expected object, got %s", task_json_kind(config));
         return -1;
     }
     const char *key;
@@ -398,7 +320,7 @@ static int exec_init(const tern_host *host, const json_t *config, void **state, 
     }
     const json_t *allow = json_object_get(config, "allow_shell");
     if (allow != NULL && !json_is_boolean(allow)) {
-        snprintf(err, errlen, "allow_shell: expected boolean, got %s", json_kind(allow));
+        snprintf(err, errlen, "allow_shell: expected boolean, got %s", task_json_kind(allow));
         goto Error;
     }
     c->allow_shell = json_is_true(allow);
@@ -721,7 +643,7 @@ static void follow_quotes(shell_lexer_t *lx, const char *s, size_t n)
  * Unquoted, a reference is written "${N}" (one word, no globbing); inside double
  * quotes ${N}; inside single quotes '"${N}"' (the quotes are closed around it); the
  * same inside a command substitution, by the quoting within it. */
-static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t msglen)
+static const char *build_shell(const json_t *a, task_strv_t *argv, char *msg, size_t msglen)
 {
     const json_t *strings = json_object_get(a, "strings");
     const json_t *values = json_object_get(a, "values");
@@ -780,12 +702,12 @@ static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t 
         free(script);
         return msg;
     }
-    if (strv_push(argv, SHELL_PATH, NULL) != 0 || strv_push(argv, "-c", NULL) != 0 ||
-        strv_push(argv, NULL, script) != 0) {
+    if (task_strv_push(argv, SHELL_PATH, NULL) != 0 || task_strv_push(argv, "-c", NULL) != 0 ||
+        task_strv_push(argv, NULL, script) != 0) {
         free(script);
         goto NoMemory;
     }
-    if (strv_push(argv, "sh", NULL) != 0) /* $0 */
+    if (task_strv_push(argv, "sh", NULL) != 0) /* $0 */
         goto NoMemory;
     for (size_t i = 0; i < json_array_size(values); i++) {
         char *v = NULL;
@@ -796,7 +718,7 @@ static const char *build_shell(const json_t *a, strv_t *argv, char *msg, size_t 
             snprintf(msg, msglen, "argv: the value of template %zu contains a NUL byte", i + 1);
             return msg;
         }
-        if (strv_push(argv, NULL, v) != 0) {
+        if (task_strv_push(argv, NULL, v) != 0) {
             free(v);
             goto NoMemory;
         }
@@ -809,7 +731,7 @@ NoMemory:
 
 /* One element of an argv array: a plain string, or its parts. *from_value is set when
  * the element starts with a template's value (no literal text before it). */
-static const char *build_arg(const json_t *el, size_t i, strv_t *argv, bool *starts_with_value,
+static const char *build_arg(const json_t *el, size_t i, task_strv_t *argv, bool *starts_with_value,
                              char *msg, size_t msglen)
 {
     *starts_with_value = false;
@@ -818,12 +740,12 @@ static const char *build_arg(const json_t *el, size_t i, strv_t *argv, bool *sta
             snprintf(msg, msglen, "argv[%zu]: contains a NUL byte", i);
             return msg;
         }
-        if (strv_push(argv, json_string_value(el), NULL) != 0)
+        if (task_strv_push(argv, json_string_value(el), NULL) != 0)
             goto NoMemory;
         return NULL;
     }
     if (!is_parts(el)) {
-        snprintf(msg, msglen, "argv[%zu]: expected string, got %s", i, json_kind(el));
+        snprintf(msg, msglen, "argv[%zu]: expected string, got %s", i, task_json_kind(el));
         return msg;
     }
     const json_t *strings = json_object_get(el, "strings");
@@ -850,7 +772,7 @@ static const char *build_arg(const json_t *el, size_t i, strv_t *argv, bool *sta
     }
     *starts_with_value =
         json_array_size(values) > 0 && json_string_length(json_array_get(strings, 0)) == 0;
-    if (strv_push(argv, NULL, arg) != 0)
+    if (task_strv_push(argv, NULL, arg) != 0)
         goto NoMemoryArg;
     return NULL;
 NoMemoryArg:
@@ -879,7 +801,7 @@ static bool is_shell_program(const char *program)
  * program that runs it (timeout 5 sh -c, env X=1 bash -c, sudo sh -c). Returns the
  * index of the first element with a template up to a script, with the shell's index
  * in *shell, or 0 when there is none. */
-static size_t shell_c_template(const json_t *a, const strv_t *argv, size_t *shell)
+static size_t shell_c_template(const json_t *a, const task_strv_t *argv, size_t *shell)
 {
     for (size_t k = 0; k < argv->n; k++) {
         if (!is_shell_program(argv->v[k]))
@@ -920,21 +842,19 @@ static size_t shell_c_template(const json_t *a, const strv_t *argv, size_t *shel
  * `argv` in args is what the engine hands over for an "interpolation": "parts"
  * argument (or plain strings, when a caller expands nothing). Returns NULL, or `msg`
  * filled. */
-static const char *build_argv(const json_t *args, strv_t *argv, bool *is_shell, char *msg,
+static const char *build_argv(const json_t *args, task_strv_t *argv, bool *is_shell, char *msg,
                               size_t msglen)
 {
     const json_t *a = json_object_get(args, "argv");
-    const json_t *shell = json_object_get(args, "shell");
-    if (shell != NULL && !json_is_boolean(shell)) {
-        snprintf(msg, msglen, "shell: expected boolean, got %s", json_kind(shell));
+    bool shell = false;
+    if (task_args_bool(args, "shell", &shell, msg, msglen) != NULL)
         return msg;
-    }
     /* A string without templates arrives as its parts too: read it as the string. */
     json_t *plain = NULL;
     if (is_parts(a) && json_array_size(json_object_get(a, "values")) == 0)
         a = plain = json_incref(json_array_get(json_object_get(a, "strings"), 0));
     const char *bad = NULL;
-    *is_shell = json_is_true(shell);
+    *is_shell = shell;
     if (*is_shell) {
         if (json_is_string(a)) {
             json_t *p = json_pack("{s:[O], s:[]}", "strings", a, "values");
@@ -946,7 +866,7 @@ static const char *build_argv(const json_t *args, strv_t *argv, bool *is_shell, 
             snprintf(msg, msglen,
                      "argv: with \"shell\": true, expected one non-empty string (the command "
                      "line for /bin/sh -c), got %s",
-                     a == NULL ? "nothing" : json_kind(a));
+                     a == NULL ? "nothing" : task_json_kind(a));
             bad = msg;
         }
         json_decref(plain);
@@ -973,7 +893,7 @@ static const char *build_argv(const json_t *args, strv_t *argv, bool *is_shell, 
         snprintf(msg, msglen, "argv: expected a non-empty array of strings, got %s",
                  a == NULL          ? "nothing"
                  : json_is_array(a) ? "an empty array"
-                                    : json_kind(a));
+                                    : task_json_kind(a));
         bad = msg;
         goto Out;
     }
@@ -1072,7 +992,7 @@ static void run_start(tern_ctx *ctx, const json_t *args)
 {
     char msg[512];
     const char *bad = NULL;
-    strv_t argv = {0}, env = {0};
+    task_strv_t argv = {0}, env = {0};
     bool inherit_all = false;
     uint64_t timeout_ms = 0, tail = DEFAULT_TAIL;
 
@@ -1082,19 +1002,15 @@ static void run_start(tern_ctx *ctx, const json_t *args)
     if (bad == NULL)
         bad = build_env(args, &env, &inherit_all, msg, sizeof msg);
     if (bad == NULL)
-        bad = get_uint(args, "timeout_ms", UINTPTR_MAX, &timeout_ms, msg, sizeof msg);
+        bad = task_args_uint(args, "timeout_ms", UINTPTR_MAX, &timeout_ms, msg, sizeof msg);
     if (bad == NULL)
-        bad = get_uint(args, "tail_bytes", MAX_TAIL_BYTES, &tail, msg, sizeof msg);
-    const json_t *cwd = json_object_get(args, "cwd");
-    if (bad == NULL && cwd != NULL && !json_is_string(cwd) && !json_is_null(cwd)) {
-        snprintf(msg, sizeof msg, "cwd: expected string, got %s", json_kind(cwd));
-        bad = msg;
-    }
-    const json_t *in = json_object_get(args, "stdin");
-    if (bad == NULL && in != NULL && !json_is_string(in) && !json_is_null(in)) {
-        snprintf(msg, sizeof msg, "stdin: expected string, got %s", json_kind(in));
-        bad = msg;
-    }
+        bad = task_args_uint(args, "tail_bytes", MAX_TAIL_BYTES, &tail, msg, sizeof msg);
+    const char *cwd = NULL, *in = NULL;
+    size_t in_len = 0;
+    if (bad == NULL)
+        bad = task_args_string(args, "cwd", &cwd, NULL, msg, sizeof msg);
+    if (bad == NULL)
+        bad = task_args_string(args, "stdin", &in, &in_len, msg, sizeof msg);
     if (bad != NULL) {
         tern_task_fail(ctx, "InvalidArgument", "%s", bad);
         goto Out;
@@ -1110,8 +1026,8 @@ static void run_start(tern_ctx *ctx, const json_t *args)
     for (size_t i = 0; path == NULL && i < env.n; i++)
         if (strncmp(env.v[i], "PATH=", 5) == 0)
             path = env.v[i] + 5;
-    if (program_allowed(cfg, argv.v[0], path, json_string_value(cwd), run_path, sizeof run_path,
-                        msg, sizeof msg) != NULL) {
+    if (program_allowed(cfg, argv.v[0], path, cwd, run_path, sizeof run_path, msg, sizeof msg) !=
+        NULL) {
         tern_task_fail(
             ctx, "ExecNotAllowed", "%s%s", msg,
             is_shell ? " (a shell step needs the shell, " SHELL_PATH ", among the programs)" : "");
@@ -1125,11 +1041,11 @@ static void run_start(tern_ctx *ctx, const json_t *args)
         .size = sizeof(tern_spawn_opts),
         .argv = argv.v,
         .env = inherit_all && env.n == 0 ? NULL : env.v,
-        .cwd = json_string_value(cwd),
+        .cwd = cwd,
         .timeout_ms = timeout_ms,
         .tail_bytes = tail == 0 ? DEFAULT_TAIL : (size_t)tail,
-        .stdin_data = json_is_string(in) ? json_string_value(in) : NULL,
-        .stdin_len = json_is_string(in) ? json_string_length(in) : 0,
+        .stdin_data = in,
+        .stdin_len = in_len,
         .flags = cfg != NULL && cfg->set_ids ? TERN_SPAWN_SET_IDS : 0,
         .uid = cfg != NULL ? (uint32_t)cfg->uid : 0,
         .gid = cfg != NULL ? (uint32_t)cfg->gid : 0,
@@ -1138,8 +1054,8 @@ static void run_start(tern_ctx *ctx, const json_t *args)
     if (rc < 0)
         tern_task_fail(ctx, "ExecSpawnError", "spawn \"%s\": %s", argv.v[0], strerror(-rc));
 Out:
-    strv_free(&argv);
-    strv_free(&env);
+    task_strv_free(&argv);
+    task_strv_free(&env);
 }
 
 static const char *const run_fatal[] = {"ExecSpawnError", "InvalidArgument", "ExecNotAllowed",

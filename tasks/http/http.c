@@ -44,6 +44,8 @@
 
 #include <tern/task.h>
 
+#include "lib/utf8.h"
+
 #define EXCERPT_BYTES 200
 #define MAX_EXPECT    32
 
@@ -93,64 +95,6 @@ static char *dup_str(const char *s)
     return p;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    if (s[0] < 0x80)
-        return 1;
-    size_t len;
-    unsigned min;
-    unsigned cp;
-    if ((s[0] & 0xe0) == 0xc0) {
-        len = 2, min = 0x80, cp = s[0] & 0x1f;
-    } else if ((s[0] & 0xf0) == 0xe0) {
-        len = 3, min = 0x800, cp = s[0] & 0x0f;
-    } else if ((s[0] & 0xf8) == 0xf0) {
-        len = 4, min = 0x10000, cp = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
-/* A JSON string of the bytes, with invalid UTF-8 replaced by U+FFFD and, when
- * `one_line`, control characters by spaces. New reference. */
-static json_t *text_value(const char *s, size_t n, bool one_line)
-{
-    char *out = malloc(n * 3 + 1);
-    if (out == NULL)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        size_t l = utf8_len((const unsigned char *)s + i, n - i);
-        if (l == 0) {
-            memcpy(out + o, "\xef\xbf\xbd", 3);
-            o += 3;
-            i++;
-            continue;
-        }
-        if (s[i] == '\0' || (one_line && l == 1 && (unsigned char)s[i] < 0x20)) {
-            out[o++] = ' ';
-        } else {
-            memcpy(out + o, s + i, l);
-            o += l;
-        }
-        i += l;
-    }
-    json_t *v = json_stringn(out, o);
-    free(out);
-    return v;
-}
-
 /* The first EXCERPT_BYTES of a body on one line, cut on a character boundary. Returns
  * a malloc'd C string. */
 static char *excerpt(const char *body, size_t len)
@@ -161,7 +105,7 @@ static char *excerpt(const char *body, size_t len)
         while (n > 0 && ((unsigned char)body[n] & 0xc0) == 0x80)
             n--;
     }
-    json_t *t = text_value(body, n, true);
+    json_t *t = task_utf8_to_json(body, n, true);
     const char *s = json_string_value(t);
     char *out = malloc((s ? strlen(s) : 0) + 4);
     if (out != NULL)
@@ -243,7 +187,7 @@ static json_t *response_body(const tern_http_res *res)
         if (doc != NULL)
             return doc;
     }
-    return text_value(res->body, res->body_len, false);
+    return task_utf8_to_json(res->body, res->body_len, false);
 }
 
 static void on_response(tern_ctx *ctx, const tern_http_res *res, void *data)
