@@ -29,7 +29,7 @@
 
 #include "output.h"
 
-/* Exit statuses scripts can rely on (also in `tern --help` and the README). */
+/* Exit statuses scripts can rely on (also in `tern --help` and docs/CLI.md). */
 typedef enum cli_status {
     CLI_OK = 0,            /* success; for watch: the job succeeded */
     CLI_FAILED = 1,        /* the job failed or was canceled (watch); a file is invalid

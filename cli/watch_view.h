@@ -19,7 +19,7 @@
  * code at all. Colours only when term.color says so.
  *
  * The view is pure: it is fed the job (GET /jobs/:uuid) and the events of the job's
- * stream (see README "Events") and writes to a FILE; the driver (watch.c) decides
+ * stream (see "Events" in docs/WORKFLOWS.md) and writes to a FILE; the driver (watch.c) decides
  * which "finished" event is the last one. json_t arguments are borrowed.
  */
 #ifndef TERN_CLI_WATCH_VIEW_H

@@ -2,7 +2,7 @@
  * events.h -- following an event stream: a job's (tern:job:<uuid>:events) or the
  * global one (tern:events), from its start or from now, on a connection of its own
  * (XREAD BLOCK would delay every other reply on a shared one). Events are JSON objects
- * with at least "type", "job" and "time"; see README "Events".
+ * with at least "type", "job" and "time"; see "Events" in docs/WORKFLOWS.md.
  */
 #ifndef TERN_EVENTS_H
 #define TERN_EVENTS_H

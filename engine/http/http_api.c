@@ -229,8 +229,9 @@ static void send_body(h2o_req_t *req, int status, const char *content_type, cons
     static h2o_generator_t generator = {NULL, NULL};
     req->res.status = status;
     req->res.reason = reason_phrase(status);
-    /* A length on every answer: without it h2o closes the connection after any status
-     * but 200 (LIBS.md 1.5), and keep-alive matters to API clients. */
+    /* A length on every answer: without it h2o 2.2 closes the connection after any
+     * status but 200, and keep-alive matters to API clients (test_api's
+     * test_keep_alive_across_statuses). */
     req->res.content_length = len;
     if (len > 0)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type,

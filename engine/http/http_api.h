@@ -53,7 +53,8 @@ int http_api_start(const http_api_opts_t *opts, http_api_t **out, char *err, siz
 int http_api_port(const http_api_t *api);
 
 /* Stops accepting, ends event streams and asks open connections to close. h2o needs
- * the loop to run about a second more before http_api_dispose (LIBS.md 1.9). */
+ * the loop to run about a second more before http_api_dispose: h2o 2.2's shutdown
+ * arms a one-second timeout that disposing earlier trips over (main.c waits for it). */
 void http_api_shutdown(http_api_t *api);
 
 /* Frees everything; call after uv_run returned (h2o re-enters the loop here). */

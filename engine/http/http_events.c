@@ -12,8 +12,8 @@
  * browser repeats the original URL. Keep-alives: every heartbeat interval (15 s by
  * default) an idle stream sends an SSE comment (": keep-alive") or, in ND-JSON, an
  * empty line, which clients skip. Over HTTP/1.1 h2o only learns that a client went
- * away when a write fails (LIBS.md 1.6), so the heartbeat is what frees the streams of
- * vanished clients.
+ * away when a write fails, so the heartbeat is what frees the streams of vanished
+ * clients (test_stream's test_vanished_clients_are_freed).
  *
  * Each response is a heap-allocated generator (ev_stream_t) that owns its heartbeat
  * timer, its hub watch and two buffers: `pending` (events formatted but not sent yet)
@@ -199,7 +199,7 @@ static void flush(ev_stream_t *s)
 {
     if (s->done || s->sending || s->req == NULL || !s->first_read_done)
         return;
-    /* HTTP/1.1 flushes the headers only with a non-empty chunk (LIBS.md 1.6). */
+    /* h2o 2.2 flushes HTTP/1.1 headers only with a non-empty chunk. */
     if (!s->wrote && s->pending.len == 0 && !s->ending)
         buf_adds(&s->pending, s->sse ? ": connected\n\n" : NDJSON_KEEPALIVE);
     if (s->pending.len == 0) {

@@ -1,7 +1,7 @@
 /*
  * workflow.h -- workflow definitions: parsing, validation and the in-memory model.
  *
- * A definition is JSON (see README "Workflows"): a name, a version, an optional
+ * A definition is JSON (see docs/WORKFLOWS.md): a name, a version, an optional
  * timeout (seconds), queue and holds, a non-empty `chain` of steps and optional
  * `onerror` and `oncancel` chains. Each step names a task "family.entry", its `args`
  * (templates allowed, see template.h), and optionally timeout, retry, fallback,

@@ -42,7 +42,8 @@ void job_view_wf_free(job_view_wf_t *w);
  * pairs stored for the job (names at even positions; borrowed), `now` the server's
  * time of the create, `w` its workflow's part. A new job has no results, state,
  * history or post-back attempts yet, so these need no reply (job_create.lua answers
- * without the job: that answer cost Redis 7 % of its work for a 1-step job). */
+ * without the job: tests/bench/script_cost.py --callgrind showed that answer among the
+ * larger parts of Redis's work for a 1-step job). */
 void job_view_new_text(const store_args_t *fields, long long now, const job_view_wf_t *w,
                        json_text_t *out);
 

@@ -57,8 +57,9 @@
  *   "io_timeout_ms": 30000       (a write to a client making no progress)
  *   "direct_start": 1            --direct-start 0|1  (with both roles, a job created
  *                                through this ternd starts at once on its runner when it
- *                                has a free slot and the job's queue is empty: README
- *                                "Direct start"; 0: every job goes through its queue)
+ *                                has a free slot and the job's queue is empty:
+ *                                docs/WORKFLOWS.md, "Direct start"; 0: every job goes
+ *                                through its queue)
  *
  * Unknown keys in the file and unknown flags are refused with a message naming them.
  */

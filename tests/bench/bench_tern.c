@@ -1,6 +1,6 @@
 /*
- * bench_tern.c -- tern's side of the benchmark suite (see tests/bench/run.sh and README
- * "Speed"). Against a Redis that is already running (its URL is an argument), it starts
+ * bench_tern.c -- tern's side of the benchmark suite (see tests/bench/run.sh and
+ * docs/PERFORMANCE.md). Against a Redis that is already running (its URL is an argument), it starts
  * one ternd (runner and API, --concurrency 1000), runs one scenario and prints one JSON
  * line per measurement: {"system": "tern", "scenario", "metric", "value", "rep"}.
  *
@@ -173,7 +173,8 @@ static void world_start(bench_t *b)
     /* Scenario e measures jobs at rest: their own event streams (kept 60 s after a
      * success by default) gone within seconds. */
     const char *success_events = strcmp(scenario, "e") == 0 ? "2" : "60";
-    /* BENCH_DIRECT_START=0 measures creates through the queue (README "Direct start"). */
+    /* BENCH_DIRECT_START=0 measures creates through the queue ("Direct start" in
+     * docs/WORKFLOWS.md). */
     const char *direct = getenv("BENCH_DIRECT_START");
     const char *extra[] = {"--concurrency",
                            "1000",
@@ -237,8 +238,8 @@ static void tail_finish(tail_t *t, const char *err)
  * an array of them), counted in their text: tern writes each as an object that starts
  * {"type":"finished" (event_finished_text in _common.lua), and the bench's tasks return
  * {}, so no other text holds it. Parsing every event with jansson (four per 1-step job)
- * took 30 % of the submitting process's CPU, which Redis and ternd, on the same two
- * cores, then lacked. */
+ * was a large part of the submitting process's CPU in the a-bulk scenario, CPU that
+ * Redis and ternd, on the same two cores, then lacked. */
 static int finished_in_entry(const redisReply *fields)
 {
     static const char mark[] = "{\"type\":\"finished\"";
@@ -491,7 +492,7 @@ static char *noop_chain_json(int steps)
 /* ---- the scenarios --------------------------------------------------------------- */
 
 /* Redis's CPU per job since `rcpu0` (redis_cpu_s): what bounds (a) and (b), since
- * Redis runs on one core (README "Where (a) stops"). */
+ * Redis runs on one core (docs/PERFORMANCE.md, "Where (a) through the bulk path stops"). */
 static void emit_redis_us_per_job(const bench_t *b, const char *scen, double rcpu0)
 {
     emit(scen, "redis_us_per_job", (redis_cpu_s(b) - rcpu0) * 1e6 / n_jobs);
@@ -518,7 +519,7 @@ static void run_bulk(bench_t *b, const char *workflow, int steps, const char *sc
 }
 
 /* Requests in flight in a-api: 256 connections, one request on each. The client of
- * BullMQ's (a) keeps 1,000 adds in flight; on the 2-core machine of README "Speed" tern
+ * BullMQ's (a) keeps 1,000 adds in flight; on the 2-core machine of docs/PERFORMANCE.md tern
  * did best at 256 (64 keeps ternd, Redis and the client taking turns on each burst,
  * 1,000 makes bursts longer than Redis's answers are quick). (f) keeps 64. */
 #define A_API_CONNS 256

@@ -1,7 +1,7 @@
 -- g_step_commit.lua -- the Redis work of one tern step commit in its simplest form
 -- (read the job's owner fields, append the result, move the cursor, write the event to
--- the global stream, and to the job's own only if it has one: see "Events" in the
--- README), for redis-benchmark's ceiling in tests/bench/run.sh.
+-- the global stream, and to the job's own only if it has one: see "Events" in
+-- docs/WORKFLOWS.md), for redis-benchmark's ceiling in tests/bench/run.sh.
 -- KEYS[1] a job key; ARGV[1] the result/event JSON; ARGV[2] the new step index.
 local k = KEYS[1]
 redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel')

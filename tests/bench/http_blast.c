@@ -38,7 +38,7 @@
 /* When a turn of the loop brought fewer events than a quarter of the connections, the client pauses
  * GATHER_US before the next epoll_wait, so that answers gather: otherwise ternd, slower
  * than this client, wakes it for nearly every answer, and a sleep and a wake-up per
- * answer cost about as much as its send and read (on the 2-core VM of README "Speed",
+ * answer cost about as much as its send and read (on the 2-core VM of docs/PERFORMANCE.md,
  * GET /jobs/<uuid>: 21 to 24 us of CPU per request without the pause, 15 to 16 with it,
  * at the same requests/s). ternd keeps the other requests in flight meanwhile, so its
  * queue does not run dry; a ternd fast enough to answer that many per turn is never

@@ -6,7 +6,7 @@ call, 1,000 calls), against a private redis-server (append-only, fsync every sec
 a free loopback port), and prints Redis's process CPU per probe (user + system, so the
 append-only file and the replies are counted), minus the same loop doing nothing. A
 script that calls Redis pays this per redis.call; these figures are what tern's
-scripts are made of (README "Where (a) stops").
+scripts are made of (docs/PERFORMANCE.md, "Where (a) through the bulk path stops").
 
 Usage: tests/bench/redis_prims.py [-r REPS] [PROBE...]
 """

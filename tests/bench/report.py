@@ -12,7 +12,7 @@ median at each point and its ratio to the dimension's first point.
 
 Usage: tests/bench/report.py results.json [--markdown]
   --markdown: the comparison table (scenario, metric, tern, BullMQ, node-workflow,
-  ratios, target) and the scaling summary (a row per point), as Markdown for the README;
+  ratios, target) and the scaling summary (a row per point), as Markdown for docs/PERFORMANCE.md;
   without it, every median, ratio and target, and the scaling tables per dimension.
 """
 import json
@@ -328,7 +328,7 @@ def print_scale(scale, md):
 
 
 def print_scale_summary(scale):
-    """One Markdown table for the README: a row per point, the ratios to the dimension's
+    """One Markdown table for docs/PERFORMANCE.md: a row per point, the ratios to the dimension's
     first point in parentheses."""
     print("| dimension | point | jobs/s | steps/s | Redis bytes/job | ternd peak RSS MB "
           "| Redis busy % | CPU µs per job: Redis / ternd / client |")

@@ -1,5 +1,5 @@
 #!/bin/sh
-# run.sh -- the benchmark suite (README "Speed"): builds tern in release mode, starts one
+# run.sh -- the benchmark suite (docs/PERFORMANCE.md): builds tern in release mode, starts one
 # private redis-server (append-only, fsync every second) on a free loopback port, runs
 # every tern scenario, redis-benchmark's ceiling and the peers' side
 # (tests/bench/peers/run.sh) against the same Redis, one repetition of each in turn,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# scale.sh -- how tern's costs grow (README "Speed"): builds tern in release mode, starts
+# scale.sh -- how tern's costs grow (docs/PERFORMANCE.md): builds tern in release mode, starts
 # one private redis-server (append-only, fsync every second, like run.sh) on a free
 # loopback port and runs tests/bench/bench_tern's scale-* scenarios at three points per
 # dimension, REPS times each, varying one thing at a time from 1-step no-op jobs without

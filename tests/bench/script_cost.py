@@ -7,15 +7,15 @@ port), for ROUNDS rounds of BATCH jobs: one batched create call, one claim, one 
 commit per round, with the arguments ternd sends for a no-op job. Prints the time Redis
 spent in each script per job (INFO commandstats, usec of EVALSHA), so a change to a
 script can be judged in seconds without ternd or a client: these are the microseconds
-that bound (a) of the suite (README "Speed").
+that bound (a) of the suite (docs/PERFORMANCE.md).
 
 With --callgrind, Redis runs under valgrind's callgrind and the figure is the number
 of instructions Redis executes per job (scripts, replies and the append-only file's
 formatting; not the kernel's part): slow (a minute), but the same count run after run
-whatever else the machine does, so changes of a few percent can be told apart on a
-shared machine where the times above move by 20 %.
+whatever else the machine does, so small changes can be told apart on a shared
+machine where the times above move from one run to the next (-r 3 shows how much).
 
---direct measures jobs that creates start at once (README "Direct start"): no claim.
+--direct measures jobs that creates start at once ("Direct start" in docs/WORKFLOWS.md): no claim.
 
 Usage: tests/bench/script_cost.py [-b BATCH] [-n ROUNDS] [-r REPS] [--lua DIR] [--callgrind]
                                   [--direct]

@@ -548,7 +548,7 @@ static void test_help_and_version(void **state)
     assert_int_equal(rc, 1);
     assert_string_equal(out, config_usage());
     assert_true(strncmp(out, "usage: ternd ", 13) == 0);
-    /* Every flag of the command line in DESIGN.md is in the usage text. */
+    /* Every flag of ternd's command line (docs/OPERATIONS.md) is in the usage text. */
     const char *flags[] = {"--config",    "--role",       "--listen",       "--redis",
                            "--data-dir",  "--plugin-dir", "--workflows",    "--concurrency",
                            "--runner-id", "--queues",     "--lease-ms",     "--heartbeat-ms",

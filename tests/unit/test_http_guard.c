@@ -257,7 +257,7 @@ static void test_route_scope(void **state)
 }
 
 /* Every route the API serves (the tables http_api.c routes with) has the scope the
- * README gives it, and every route given a scope here is served: renaming a pattern
+ * docs/API.md gives it, and every route given a scope here is served: renaming a pattern
  * in a route table without the scope table, or adding a route, fails here instead of
  * leaving a submit caller with 403 or a route's scope undecided. */
 static void test_served_routes_scopes(void **state)
