@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "world.h"
 #include "http_sync.h"
 
 static itest_world_t W;

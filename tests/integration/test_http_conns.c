@@ -22,7 +22,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "harness.h"
+#include "world.h"
 #include "http_sync.h"
 
 #define MAX_CONNECTIONS 4

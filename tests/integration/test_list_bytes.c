@@ -15,7 +15,7 @@
 
 #include "base/alloc.h"
 #include "base/iso8601.h"
-#include "harness.h"
+#include "world.h"
 #include "http_sync.h"
 
 #define BOUND     65536 /* list_max_bytes */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "world.h"
 #include "http_sync.h"
 
 static itest_world_t W;

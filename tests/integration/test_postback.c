@@ -16,7 +16,7 @@
 
 #include <curl/curl.h>
 
-#include "harness.h"
+#include "world.h"
 #include "http_sync.h"
 #include "loop_util.h"
 #include "mini_http_server.h"

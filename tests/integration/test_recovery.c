@@ -25,45 +25,32 @@
 #include <time.h>
 
 #include "events/events.h"
-#include "harness.h"
+#include "world.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_client_t client;
-    itest_fleet_t fleet; /* the runners of the current test */
-} world_t;
-
-static world_t W;
+static itest_fleet_world_t W;
 
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_client_open(&W.client, &W.redis);
+    itest_fleet_world_start(&W);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&W.client);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_fleet_world_stop(&W, 10000);
     return 0;
 }
 
 /* Stops, by PID, the runners a test left running, and brings Redis back if a test
  * failed while it was down (a failed assertion skips the test's own clean-up). */
-static void wait_client_state(bool up, unsigned timeout_ms);
-
 static int test_teardown(void **state)
 {
     (void)state;
     if (W.redis.pid <= 0) {
         itest_redis_restart(&W.redis);
-        wait_client_state(true, 15000);
+        itest_client_wait_state(&W.client, true, 15000);
     }
     itest_fleet_stop(&W.fleet, 10000);
     return 0;
@@ -138,17 +125,6 @@ static int last_started_within(const char *side, long bytes, const char *uuid)
     return last;
 }
 
-static long file_size(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fclose(f);
-    return n;
-}
-
 /* Waits until the side channel holds at least `n` start lines with `prefix`. The
  * plugin writes a line when a task starts, so this waits on that start itself. */
 static void wait_side(const char *side, const char *prefix, int n, unsigned timeout_ms)
@@ -166,30 +142,6 @@ static json_t *wait_match(const char *uuid, const char *type, const char *status
         fail_msg("job %s: no event %s%s%s (index %lld, occurrence %d) within %u ms", uuid, type,
                  status ? "/" : "", status ? status : "", index, nth, timeout_ms);
     return ev;
-}
-
-/* Runs the client's loop until its store is up (or down). The client notices a lost
- * connection only while its loop runs, as any process on a loop does. */
-static void wait_client_state(bool up, unsigned timeout_ms)
-{
-    for (unsigned waited = 0; waited < timeout_ms; waited += 20) {
-        if (store_is_up(W.client.store) == up)
-            return;
-        bool never = false;
-        itest_client_run_until(&W.client, &never, 20);
-    }
-    fail_msg("the client's store was not %s within %u ms", up ? "up" : "down", timeout_ms);
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "";
-}
-
-static const char *error_code_of(const json_t *holder)
-{
-    return str_of(json_object_get(holder, "error"), "code");
 }
 
 /* A chain of `n` itest.record steps of `ms` on `queue`; step `irreversible` (or -1)
@@ -223,7 +175,7 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
     json_decref(ev);
     json_t *job = itest_job_get(&W.client, uuid);
     char holder[64];
-    snprintf(holder, sizeof holder, "%s", str_of(job, "runner_id"));
+    snprintf(holder, sizeof holder, "%s", itest_str_of(job, "runner_id"));
     json_decref(job);
     itest_ternd_t *victim = runner_by_id(holder);
     if (victim == NULL)
@@ -247,15 +199,15 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
     const char *last_runner = "";
     json_array_foreach(events, i, e)
     {
-        const char *type = str_of(e, "type");
+        const char *type = itest_str_of(e, "type");
         if (strcmp(type, "retried") == 0) {
             retried_events++;
-            assert_string_equal(str_of(e, "runner"), holder);
+            assert_string_equal(itest_str_of(e, "runner"), holder);
         } else if (strcmp(type, "step") == 0 && retried_events == 0 &&
-                   strcmp(str_of(e, "status"), "succeeded") == 0) {
+                   strcmp(itest_str_of(e, "status"), "succeeded") == 0) {
             done_before++;
         } else if (strcmp(type, "running") == 0) {
-            last_runner = str_of(e, "runner");
+            last_runner = itest_str_of(e, "runner");
         }
     }
     assert_true(retried_events >= 1);
@@ -345,7 +297,7 @@ static void test_killed_runner_takes_its_helper_along(void **state)
     snprintf(key, sizeof key, "%s/0/0", uuid);
     wait_side(side, key, 1, 10000);
     json_t *job = itest_job_get(&W.client, uuid);
-    itest_ternd_t *victim = runner_by_id(str_of(job, "runner_id"));
+    itest_ternd_t *victim = runner_by_id(itest_str_of(job, "runner_id"));
     json_decref(job);
     assert_non_null(victim);
     pid_t helper = helper_of(victim->pid);
@@ -395,14 +347,14 @@ static void test_interrupted_irreversible_step_fails_then_retry(void **state)
     snprintf(key, sizeof key, "%s/0/1", uuid);
     wait_side(side, key, 1, 10000);
     json_t *job = itest_job_get(&W.client, uuid);
-    itest_ternd_t *victim = runner_by_id(str_of(job, "runner_id"));
+    itest_ternd_t *victim = runner_by_id(itest_str_of(job, "runner_id"));
     json_decref(job);
     assert_non_null(victim);
     assert_int_equal(itest_ternd_signal(victim, SIGKILL, 5000), 128 + SIGKILL);
 
     job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "failed");
-    assert_string_equal(error_code_of(job), "StepInterrupted");
+    assert_string_equal(itest_error_code_of(job), "StepInterrupted");
     assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 1);
     assert_int_equal(step_starts(side, uuid, 1), 1);
     assert_int_equal(step_starts(side, uuid, 2), 0);
@@ -459,7 +411,7 @@ static void test_runner_restarted_under_same_id(void **state)
 
     json_t *job = finished(irrev, 20000);
     assert_string_equal(itest_execution(job), "failed");
-    assert_string_equal(error_code_of(job), "StepInterrupted");
+    assert_string_equal(itest_error_code_of(job), "StepInterrupted");
     assert_int_equal(step_starts(side, irrev, 1), 1);
     json_decref(job);
 
@@ -475,11 +427,11 @@ static void test_runner_restarted_under_same_id(void **state)
     int claims = 0, done_before = 0;
     json_array_foreach(events, i, e)
     {
-        const char *type = str_of(e, "type");
+        const char *type = itest_str_of(e, "type");
         if (strcmp(type, "running") == 0)
             claims++;
         else if (strcmp(type, "step") == 0 && claims == 1 &&
-                 strcmp(str_of(e, "status"), "succeeded") == 0)
+                 strcmp(itest_str_of(e, "status"), "succeeded") == 0)
             done_before++;
     }
     json_decref(events);
@@ -523,9 +475,9 @@ static void test_redis_restart_mid_run(void **state)
     /* Some steps have run everywhere (about two per job) when Redis dies. */
     wait_side(side, "", REDIS_JOBS * 2, 15000);
     /* What had started before the kill: lines past this size started later. */
-    long before_kill = file_size(side);
+    long before_kill = itest_file_size(side);
     itest_redis_stop(&W.redis, SIGKILL);
-    wait_client_state(false, 5000);
+    itest_client_wait_state(&W.client, false, 5000);
     for (unsigned waited = 0; !itest_ternd_log_has(r, "Redis is unreachable"); waited += 10) {
         if (waited > 5000)
             fail_msg("the runner did not notice that Redis died");
@@ -534,7 +486,7 @@ static void test_redis_restart_mid_run(void **state)
     /* The outage itself: steps in flight end meanwhile and their commits must wait. */
     itest_pause_ms(1000);
     itest_redis_restart(&W.redis);
-    wait_client_state(true, 15000);
+    itest_client_wait_state(&W.client, true, 15000);
     /* New work is claimed too: the runner's blocking claim was re-armed. */
     char late[40];
     create("rec-redis", "{\"n\": \"late\"}", late);
@@ -619,22 +571,22 @@ static void sigterm_scenario(const char *tag, bool second_first)
     bool step2_done = false, released = false, resumed = false;
     json_array_foreach(events, i, e)
     {
-        const char *type = str_of(e, "type");
+        const char *type = itest_str_of(e, "type");
         assert_string_not_equal(type, "retried");
         if (strcmp(type, "running") == 0) {
-            running_on = str_of(e, "runner");
+            running_on = itest_str_of(e, "runner");
             if (strcmp(running_on, name_b) == 0) {
                 assert_true(released);
                 resumed = true;
             }
         } else if (strcmp(type, "step") == 0 &&
                    json_integer_value(json_object_get(e, "index")) == 2 &&
-                   strcmp(str_of(e, "status"), "succeeded") == 0) {
+                   strcmp(itest_str_of(e, "status"), "succeeded") == 0) {
             assert_string_equal(running_on, name_a);
             step2_done = true;
         } else if (strcmp(type, "released") == 0) {
             assert_true(step2_done);
-            assert_string_equal(str_of(e, "runner"), name_a);
+            assert_string_equal(itest_str_of(e, "runner"), name_a);
             released = true;
         }
     }
@@ -718,16 +670,16 @@ static void test_isolated_crash_hang_twice(void **state)
     json_t *job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "failed");
     json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
-    assert_string_equal(error_code_of(entry), "TaskCrashed");
-    const char *message = str_of(json_object_get(entry, "error"), "message");
+    assert_string_equal(itest_error_code_of(entry), "TaskCrashed");
+    const char *message = itest_str_of(json_object_get(entry, "error"), "message");
     print_message("crash: %s\n", message);
     if (strstr(message, "SIGSEGV") == NULL)
         fail_msg("the crash message does not name the signal: %s", message);
-    assert_string_equal(error_code_of(job), "TaskCrashed");
+    assert_string_equal(itest_error_code_of(job), "TaskCrashed");
     json_t *oe = json_object_get(job, "onerror_results");
     assert_int_equal(json_array_size(oe), 1);
-    assert_non_null(
-        strstr(str_of(json_object_get(json_array_get(oe, 0), "result"), "msg"), "TaskCrashed: "));
+    assert_non_null(strstr(itest_str_of(json_object_get(json_array_get(oe, 0), "result"), "msg"),
+                           "TaskCrashed: "));
     assert_int_equal(step_starts(side, uuid, 0), 1);
     json_decref(job);
     assert_true(kill(r->pid, 0) == 0);
@@ -740,7 +692,7 @@ static void test_isolated_crash_hang_twice(void **state)
         job = finished(uuid, 20000);
         assert_string_equal(itest_execution(job), "failed");
         entry = json_array_get(json_object_get(job, "chain_results"), 0);
-        assert_string_equal(error_code_of(entry), "TaskTimeout");
+        assert_string_equal(itest_error_code_of(entry), "TaskTimeout");
         assert_int_equal(step_starts(side, uuid, 0), 1);
         json_decref(job);
         json_t *ev = wait_match(uuid, "step", "failed", 0, 1, 1000);
@@ -766,7 +718,7 @@ static void test_isolated_crash_hang_twice(void **state)
     size_t i;
     json_t *e;
     int step_events = 0;
-    json_array_foreach(events, i, e) step_events += strcmp(str_of(e, "type"), "step") == 0;
+    json_array_foreach(events, i, e) step_events += strcmp(itest_str_of(e, "type"), "step") == 0;
     assert_int_equal(step_events, 1);
     json_decref(events);
     assert_true(itest_ternd_log_has(r, "task itest.twice reported done after its outcome"));

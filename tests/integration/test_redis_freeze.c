@@ -26,7 +26,7 @@
 #include <curl/curl.h>
 
 #include "base/ident.h"
-#include "harness.h"
+#include "world.h"
 #include "http_sync.h"
 
 #define STEPS      3
@@ -143,13 +143,8 @@ static double metric(http_sync_t *h, const char *series)
 {
     http_sync_resp_t r;
     double v = -1;
-    if (http_get(h, "/metrics", &r) == 200 && r.body != NULL) {
-        char needle[128];
-        snprintf(needle, sizeof needle, "\n%s ", series);
-        const char *p = strstr(r.body, needle);
-        if (p != NULL)
-            v = atof(p + strlen(needle));
-    }
+    if (http_get(h, "/metrics", &r) == 200)
+        v = itest_metric_sample(r.body, series);
     http_sync_resp_dispose(&r);
     return v;
 }

@@ -28,42 +28,31 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness.h"
+#include "world.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_client_t client;
-    itest_fleet_t fleet; /* the runners of the current test */
-    bool redis_stopped;  /* SIGSTOP'd by the current test */
-} world_t;
-
-static world_t W;
+static itest_fleet_world_t W;
+static bool redis_stopped; /* SIGSTOP'd by the current test */
 
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_client_open(&W.client, &W.redis);
+    itest_fleet_world_start(&W);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&W.client);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_fleet_world_stop(&W, 15000);
     return 0;
 }
 
 static int test_teardown(void **state)
 {
     (void)state;
-    if (W.redis_stopped) {
+    if (redis_stopped) {
         kill(W.redis.pid, SIGCONT);
-        W.redis_stopped = false;
+        redis_stopped = false;
     }
     itest_fleet_stop(&W.fleet, 15000);
     return 0;
@@ -89,13 +78,7 @@ static void create(const char *workflow, const char *params, char uuid[40])
 
 static json_t *finished(const char *uuid, unsigned timeout_ms)
 {
-    json_t *job = itest_wait_finished(&W.client, uuid, timeout_ms);
-    if (job == NULL) {
-        json_t *now = itest_job_get(&W.client, uuid);
-        const char *ex = now != NULL ? itest_execution(now) : "(gone)";
-        fail_msg("job %s did not finish within %u ms (it is %s)", uuid, timeout_ms, ex);
-    }
-    return job;
+    return itest_wait_finished_ok(&W.client, uuid, timeout_ms);
 }
 
 static json_t *event(const char *uuid, const char *type, unsigned timeout_ms)
@@ -131,12 +114,6 @@ static int starts(const char *side, const char *uuid, int phase, int idx)
 static void wait_side(const char *side, const char *prefix, unsigned timeout_ms)
 {
     itest_side_wait(side, "start", prefix, 1, timeout_ms);
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "";
 }
 
 /* Closes the runner's pub/sub connection from the server side, so that what is
@@ -233,7 +210,7 @@ static void test_stalled_runner_cannot_go_past_an_interrupted_step(void **state)
     kill(a->pid, SIGSTOP);
     json_t *job = finished(uuid, 10000);
     assert_string_equal(itest_execution(job), "failed");
-    assert_string_equal(str_of(json_object_get(job, "error"), "code"), "StepInterrupted");
+    assert_string_equal(itest_error_code_of(job), "StepInterrupted");
     json_decref(job);
     kill(a->pid, SIGCONT);
 
@@ -274,13 +251,13 @@ static void test_grace_over_with_commit_in_flight(void **state)
 
     /* Redis stops answering; the step ends and its commit waits for an answer. */
     kill(W.redis.pid, SIGSTOP);
-    W.redis_stopped = true;
+    redis_stopped = true;
     itest_pause_ms(600);
     /* A stop whose grace ends with the commit still unanswered. */
     kill(a->pid, SIGTERM);
     itest_pause_ms(800);
     kill(W.redis.pid, SIGCONT);
-    W.redis_stopped = false;
+    redis_stopped = false;
     /* The answer then reaches a runner that gave the job up: a clean exit. */
     assert_int_equal(itest_ternd_signal(a, SIGTERM, 15000), 0);
 
@@ -361,7 +338,7 @@ static void test_resume_is_not_the_outcome_of_onerror(void **state)
 
     json_t *job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "failed");
-    assert_string_equal(str_of(json_object_get(job, "error"), "code"), "WorkflowTimeout");
+    assert_string_equal(itest_error_code_of(job), "WorkflowTimeout");
     /* The onerror step ran; the operator's outcome was not taken for its result. */
     json_t *oe = json_object_get(job, "onerror_results");
     assert_int_equal(json_array_size(oe), 1);
@@ -523,7 +500,7 @@ static void test_tickets_kept_until_the_job_ends(void **state)
     j1 = finished(first, 10000);
     j2 = finished(next, 10000);
     assert_string_equal(itest_execution(j1), "failed");
-    assert_string_equal(str_of(json_object_get(j1, "error"), "code"), "WorkflowTimeout");
+    assert_string_equal(itest_error_code_of(j1), "WorkflowTimeout");
     assert_int_equal(json_array_size(json_object_get(j1, "onerror_results")), 1);
     assert_string_equal(itest_execution(j2), "succeeded");
     ended = event_time(first, "finished");
@@ -568,7 +545,7 @@ static void test_cancel_in_fallback_then_oncancel_fallback(void **state)
     assert_string_equal(itest_execution(job), "canceled");
     json_t *oc = json_object_get(job, "oncancel_results");
     assert_int_equal(json_array_size(oc), 1);
-    assert_string_equal(str_of(json_object_get(json_array_get(oc, 0), "result"), "msg"),
+    assert_string_equal(itest_str_of(json_object_get(json_array_get(oc, 0), "result"), "msg"),
                         "undo fell back: Flaky");
     json_decref(job);
     /* A sanitizer build reports anything the runner leaked at exit. */

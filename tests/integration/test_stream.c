@@ -19,7 +19,7 @@
 
 #include "base/alloc.h"
 #include "events/events.h"
-#include "harness.h"
+#include "world.h"
 #include "http_sync.h"
 #include "model/job_history.h"
 
@@ -267,12 +267,7 @@ static long metric(const char *name)
     http_sync_open(&h, W.base);
     http_sync_resp_t r;
     http_sync_do(&h, "GET", "/metrics", NULL, 0, NULL, &r);
-    long v = -1;
-    char needle[128];
-    snprintf(needle, sizeof needle, "\n%s ", name);
-    const char *p = r.body != NULL ? strstr(r.body, needle) : NULL;
-    if (p != NULL)
-        v = atol(p + strlen(needle));
+    long v = (long)itest_metric_sample(r.body, name);
     http_sync_resp_dispose(&r);
     http_sync_close(&h);
     return v;
