@@ -677,6 +677,15 @@ json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type, 
     return itest_wait_event_nth(c, uuid, type, status, -1, 1, timeout_ms);
 }
 
+json_t *itest_wait_event_ok(itest_client_t *c, const char *uuid, const char *type,
+                            unsigned timeout_ms)
+{
+    json_t *ev = itest_wait_event(c, uuid, type, NULL, timeout_ms);
+    if (ev == NULL)
+        fail_msg("job %s: no \"%s\" event within %u ms", uuid, type, timeout_ms);
+    return ev;
+}
+
 json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeout_ms)
 {
     json_t *ev = itest_wait_event(c, uuid, "finished", NULL, timeout_ms);
@@ -808,6 +817,13 @@ int itest_side_count_exact(const char *file, const char *what, const char *key)
             n++;
     fclose(f);
     return n;
+}
+
+int itest_side_starts(const char *file, const char *uuid, int phase, int idx)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%.39s/%d/%d", uuid, phase, idx);
+    return itest_side_count_exact(file, "start", key);
 }
 
 int itest_side_lines(const char *file, const char *what, const char *key, itest_side_line_t *out,

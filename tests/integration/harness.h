@@ -166,6 +166,10 @@ json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type, 
  * holds the events of its first run. */
 json_t *itest_wait_event_nth(itest_client_t *c, const char *uuid, const char *type,
                              const char *status, long long index, int nth, unsigned timeout_ms);
+/* The job's first event of `type` (new reference), or fails the test after
+ * timeout_ms. */
+json_t *itest_wait_event_ok(itest_client_t *c, const char *uuid, const char *type,
+                            unsigned timeout_ms);
 /* Waits for the job's "finished" event and returns the job (new reference), or NULL
  * after timeout_ms. */
 json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeout_ms);
@@ -178,6 +182,8 @@ json_t *itest_events(itest_client_t *c, const char *uuid);
 int itest_side_count(const char *file, const char *what, const char *key_prefix);
 /* Lines of `what` whose key is exactly `key` ("<uuid>/0/1", not its fallback). */
 int itest_side_count_exact(const char *file, const char *what, const char *key);
+/* Start lines of exactly "<uuid>/<phase>/<idx>" (phase 0: chain; not its fallback). */
+int itest_side_starts(const char *file, const char *uuid, int phase, int idx);
 /* One line of the side channel: when (wall-clock ms) and in which process. */
 typedef struct itest_side_line {
     long long time_ms;

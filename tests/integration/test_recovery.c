@@ -86,25 +86,6 @@ static json_t *finished(const char *uuid, unsigned timeout_ms)
     return itest_wait_finished_ok(&W.client, uuid, timeout_ms);
 }
 
-/* A side channel of the test's own, so counts never mix across tests. */
-static void side_path(char *out, size_t len, const char *name)
-{
-    snprintf(out, len, "%s/side-%s", W.dir.path, name);
-}
-
-/* Starts of exactly `key` ("<uuid>/<phase>/<idx>") in the side channel. */
-static int starts_of(const char *side, const char *key)
-{
-    return itest_side_count_exact(side, "start", key);
-}
-
-static int step_starts(const char *side, const char *uuid, int idx)
-{
-    char key[64];
-    snprintf(key, sizeof key, "%.39s/0/%d", uuid, idx);
-    return starts_of(side, key);
-}
-
 /* The highest chain index of `uuid` started within the first `bytes` of the side
  * channel, or -1. */
 static int last_started_within(const char *side, long bytes, const char *uuid)
@@ -164,7 +145,7 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "kill");
+    itest_fleet_world_side_path(&W, side, sizeof side, "kill");
     put_records("rec-kill", "rec-kill", 10, 150, side, -1);
     start_runner("kill-a", "rec-kill");
     start_runner("kill-b", "rec-kill");
@@ -216,7 +197,7 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
     assert_true(done_before >= 4); /* step 3 had succeeded before the kill */
     assert_true(done_before < 10); /* the kill was mid-job */
     for (int s = 0; s < 10; s++) {
-        int n = step_starts(side, uuid, s);
+        int n = itest_side_starts(side, uuid, 0, s);
         if (s == done_before) {
             /* Interrupted: at most once on each runner. */
             assert_in_range(n, 1, 2);
@@ -284,7 +265,7 @@ static void test_killed_runner_takes_its_helper_along(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "helper");
+    itest_fleet_world_side_path(&W, side, sizeof side, "helper");
     put(itest_fmt("{\"name\": \"rec-helper\", \"queue\": \"rec-helper\", \"chain\": ["
                   "{\"name\": \"long\", \"task\": \"itest.record\", \"isolate\": true, "
                   "\"args\": {\"file\": \"%s\", \"ms\": 3000}}]}",
@@ -318,7 +299,7 @@ static void test_killed_runner_takes_its_helper_along(void **state)
         fail_msg("helper %d of the killed runner still runs (state %c)", (int)helper, st);
     job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "succeeded");
-    assert_int_equal(step_starts(side, uuid, 0), 2);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 0), 2);
     json_decref(job);
 }
 
@@ -328,7 +309,7 @@ static void test_interrupted_irreversible_step_fails_then_retry(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "irrev");
+    itest_fleet_world_side_path(&W, side, sizeof side, "irrev");
     put(itest_fmt("{\"name\": \"rec-irrev\", \"queue\": \"rec-irrev\", \"chain\": ["
                   "{\"name\": \"before\", \"task\": \"itest.record\", \"args\": {\"file\": "
                   "\"%s\", \"ms\": 10}},"
@@ -356,8 +337,8 @@ static void test_interrupted_irreversible_step_fails_then_retry(void **state)
     assert_string_equal(itest_execution(job), "failed");
     assert_string_equal(itest_error_code_of(job), "StepInterrupted");
     assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 1);
-    assert_int_equal(step_starts(side, uuid, 1), 1);
-    assert_int_equal(step_starts(side, uuid, 2), 0);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 1), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 2), 0);
     json_decref(job);
     json_t *ev = wait_match(uuid, "step_interrupted", NULL, -1, 1, 1000);
     json_decref(ev);
@@ -371,9 +352,9 @@ static void test_interrupted_irreversible_step_fails_then_retry(void **state)
     job = itest_job_get(&W.client, uuid);
     assert_string_equal(itest_execution(job), "succeeded");
     assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 3);
-    assert_int_equal(step_starts(side, uuid, 0), 1);
-    assert_int_equal(step_starts(side, uuid, 1), 2);
-    assert_int_equal(step_starts(side, uuid, 2), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 0), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 1), 2);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 2), 1);
     json_decref(job);
 }
 
@@ -387,7 +368,7 @@ static void test_runner_restarted_under_same_id(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "same");
+    itest_fleet_world_side_path(&W, side, sizeof side, "same");
     put_records("rec-same", "rec-same", 6, 150, side, -1);
     put(itest_fmt("{\"name\": \"rec-same-irrev\", \"queue\": \"rec-same\", \"chain\": ["
                   "{\"name\": \"before\", \"task\": \"itest.record\", \"args\": {\"file\": "
@@ -412,7 +393,7 @@ static void test_runner_restarted_under_same_id(void **state)
     json_t *job = finished(irrev, 20000);
     assert_string_equal(itest_execution(job), "failed");
     assert_string_equal(itest_error_code_of(job), "StepInterrupted");
-    assert_int_equal(step_starts(side, irrev, 1), 1);
+    assert_int_equal(itest_side_starts(side, irrev, 0, 1), 1);
     json_decref(job);
 
     job = finished(plain, 20000);
@@ -438,7 +419,7 @@ static void test_runner_restarted_under_same_id(void **state)
     assert_int_equal(claims, 2);
     assert_true(done_before >= 2);
     for (int s = 0; s < 6; s++) {
-        int n = step_starts(side, plain, s);
+        int n = itest_side_starts(side, plain, 0, s);
         if (s == done_before)
             assert_in_range(n, 1, 2);
         else if (n != 1)
@@ -452,7 +433,7 @@ static void test_runner_restarted_under_same_id(void **state)
     json_decref(wait_match(irrev, "finished", NULL, -1, 2, 20000));
     job = itest_job_get(&W.client, irrev);
     assert_string_equal(itest_execution(job), "succeeded");
-    assert_int_equal(step_starts(side, irrev, 1), 2);
+    assert_int_equal(itest_side_starts(side, irrev, 0, 1), 2);
     json_decref(job);
 }
 
@@ -465,7 +446,7 @@ static void test_redis_restart_mid_run(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "redis");
+    itest_fleet_world_side_path(&W, side, sizeof side, "redis");
     put_records("rec-redis", "rec-redis", REDIS_STEPS, 100, side, -1);
     itest_ternd_t *r = start_runner("redis-a", "rec-redis");
     static char uuids[REDIS_JOBS][40];
@@ -502,7 +483,7 @@ static void test_redis_restart_mid_run(void **state)
          * size snapshot and the kill, its predecessor then being committed). */
         int in_flight = last_started_within(side, before_kill, uuids[i]);
         for (int s = 0; s < REDIS_STEPS; s++) {
-            int n = step_starts(side, uuids[i], s);
+            int n = itest_side_starts(side, uuids[i], 0, s);
             bool may_repeat = s == in_flight || s == in_flight + 1;
             if (n < 1 || n > (may_repeat ? 2 : 1))
                 fail_msg("job %d step %d started %d times (step %d was in flight)", i, s, n,
@@ -515,7 +496,7 @@ static void test_redis_restart_mid_run(void **state)
     json_t *job = finished(late, 30000);
     assert_string_equal(itest_execution(job), "succeeded");
     for (int s = 0; s < REDIS_STEPS; s++)
-        assert_int_equal(step_starts(side, late, s), 1);
+        assert_int_equal(itest_side_starts(side, late, 0, s), 1);
     json_decref(job);
     assert_true(kill(r->pid, 0) == 0);
 }
@@ -528,7 +509,7 @@ static void test_redis_restart_mid_run(void **state)
 static void sigterm_scenario(const char *tag, bool second_first)
 {
     char side[320], queue[64], name_a[64], name_b[64];
-    side_path(side, sizeof side, tag);
+    itest_fleet_world_side_path(&W, side, sizeof side, tag);
     snprintf(queue, sizeof queue, "rec-%s", tag);
     snprintf(name_a, sizeof name_a, "%s-a", tag);
     snprintf(name_b, sizeof name_b, "%s-b", tag);
@@ -558,8 +539,8 @@ static void sigterm_scenario(const char *tag, bool second_first)
     assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 6);
     assert_int_equal(json_integer_value(json_object_get(job, "retried")), 0);
     for (int s = 0; s < 6; s++)
-        if (step_starts(side, uuid, s) != 1)
-            fail_msg("step %d started %d times", s, step_starts(side, uuid, s));
+        if (itest_side_starts(side, uuid, 0, s) != 1)
+            fail_msg("step %d started %d times", s, itest_side_starts(side, uuid, 0, s));
 
     /* The story in the events: the step in flight succeeded on the first runner, which
      * then handed the job back ("released", not "retried"), and the second runner
@@ -617,7 +598,7 @@ static void run_ok_job(const char *side)
     create("rec-iso-ok", NULL, uuid);
     json_t *job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "succeeded");
-    assert_int_equal(step_starts(side, uuid, 0), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 0), 1);
     json_decref(job);
 }
 
@@ -625,7 +606,7 @@ static void test_isolated_crash_hang_twice(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "iso");
+    itest_fleet_world_side_path(&W, side, sizeof side, "iso");
     put(itest_fmt("{\"name\": \"rec-iso-crash\", \"queue\": \"rec-iso\", \"chain\": ["
                   "{\"name\": \"boom\", \"task\": \"itest.crash\", \"isolate\": true, "
                   "\"args\": {\"file\": \"%s\"}}],"
@@ -680,7 +661,7 @@ static void test_isolated_crash_hang_twice(void **state)
     assert_int_equal(json_array_size(oe), 1);
     assert_non_null(strstr(itest_str_of(json_object_get(json_array_get(oe, 0), "result"), "msg"),
                            "TaskCrashed: "));
-    assert_int_equal(step_starts(side, uuid, 0), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 0), 1);
     json_decref(job);
     assert_true(kill(r->pid, 0) == 0);
     run_ok_job(side);
@@ -693,7 +674,7 @@ static void test_isolated_crash_hang_twice(void **state)
         assert_string_equal(itest_execution(job), "failed");
         entry = json_array_get(json_object_get(job, "chain_results"), 0);
         assert_string_equal(itest_error_code_of(entry), "TaskTimeout");
-        assert_int_equal(step_starts(side, uuid, 0), 1);
+        assert_int_equal(itest_side_starts(side, uuid, 0, 0), 1);
         json_decref(job);
         json_t *ev = wait_match(uuid, "step", "failed", 0, 1, 1000);
         /* About 300 ms: the timer counts from the loop's cached time, the duration from

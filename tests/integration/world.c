@@ -82,3 +82,9 @@ void itest_fleet_world_stop(itest_fleet_world_t *w, unsigned runner_exit_ms)
     itest_redis_stop(&w->redis, SIGTERM);
     itest_dir_remove(&w->dir);
 }
+
+void itest_fleet_world_side_path(const itest_fleet_world_t *w, char *out, size_t len,
+                                 const char *name)
+{
+    snprintf(out, len, "%s/side-%s", w->dir.path, name);
+}

@@ -62,5 +62,9 @@ void itest_fleet_world_start(itest_fleet_world_t *w);
 /* Stops the runners still in the fleet (waiting at most `runner_exit_ms` for each),
  * closes the client, stops redis-server and removes the directory. */
 void itest_fleet_world_stop(itest_fleet_world_t *w, unsigned runner_exit_ms);
+/* The path of a side channel of the test's own, "<dir>/side-<name>", into out: counts
+ * never mix across the tests of a group. */
+void itest_fleet_world_side_path(const itest_fleet_world_t *w, char *out, size_t len,
+                                 const char *name);
 
 #endif /* TERN_ITEST_WORLD_H */
