@@ -14,11 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api_calls.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/ident.h"
 #include "base/iso8601.h"
-#include "api_calls.h"
 #include "world.h"
 
 static itest_world_t W;

@@ -30,8 +30,8 @@
 #include "base/clock.h"
 #include "base/ident.h"
 #include "base/iso8601.h"
-#include "world.h"
 #include "mini_http_server.h"
+#include "world.h"
 
 #define TOKEN        "cli-test-token-0123456789"
 #define SUBMIT_TOKEN "cli-submit-token-0123456789"

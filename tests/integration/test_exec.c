@@ -24,8 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "world.h"
 #include "http_sync.h"
+#include "world.h"
 
 static itest_world_t W;
 static http_sync_t http;

@@ -30,8 +30,8 @@
 
 #include <hiredis/hiredis.h>
 
-#include "world.h"
 #include "http_sync.h"
+#include "world.h"
 
 #define STEPS     5
 #define MAX_KILLS 128

@@ -22,9 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api_calls.h"
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "api_calls.h"
 #include "world.h"
 
 static itest_world_t W;

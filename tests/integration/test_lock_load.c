@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "api_calls.h"
+#include "base/clock.h"
 #include "world.h"
 
 /* The costliest lock within the limits: 2482 instructions, every one of them alive at

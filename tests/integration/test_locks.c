@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_calls.h"
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "api_calls.h"
-#include "world.h"
 #include "model/lock_pattern.h"
+#include "world.h"
 
 static itest_world_t W;
 static http_sync_t http;

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "world.h"
 #include "http_sync.h"
+#include "world.h"
 
 static itest_world_t W;
 

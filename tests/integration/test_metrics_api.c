@@ -12,8 +12,8 @@
 #include <curl/curl.h>
 
 #include "base/clock.h"
-#include "world.h"
 #include "http_sync.h"
+#include "world.h"
 
 static itest_world_t W;
 

@@ -26,8 +26,8 @@
 #include <curl/curl.h>
 
 #include "base/ident.h"
-#include "world.h"
 #include "http_sync.h"
+#include "world.h"
 
 #define STEPS      3
 #define FREEZE_MS  12000 /* longer than the command timeout: reconnects meet the freeze */

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "world.h"
 #include "hold_proxy.h"
+#include "world.h"
 
 enum { SEEN_LRANGE, SEEN_TICK, SEEN_FINISH };
 

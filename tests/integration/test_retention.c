@@ -15,8 +15,8 @@
 #include <hiredis/hiredis.h>
 
 #include "base/clock.h"
-#include "world.h"
 #include "http_sync.h"
+#include "world.h"
 
 /* The hidden test setting: finished jobs expire 2 s after they end. */
 #define RETENTION_MS 2000

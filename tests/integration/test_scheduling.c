@@ -22,10 +22,10 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "events/stream_entry.h"
-#include "world.h"
 #include "model/workflow.h"
 #include "plugins/plugin_loader.h"
 #include "run/task_ctx.h"
+#include "world.h"
 
 static itest_world_t W;
 static itest_ternd_t extra_runner; /* a runner of another kind that one test starts */

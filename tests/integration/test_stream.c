@@ -19,9 +19,9 @@
 
 #include "base/alloc.h"
 #include "events/events.h"
-#include "world.h"
 #include "http_sync.h"
 #include "model/job_history.h"
+#include "world.h"
 
 static itest_world_t W;
 
