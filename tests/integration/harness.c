@@ -760,6 +760,27 @@ long itest_peak_rss_kb(pid_t pid)
     return kb;
 }
 
+char itest_proc_state(pid_t pid, pid_t *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return '\0';
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "pid (comm) state ppid ...": comm may hold spaces, so parse after the last ')'. */
+    char *close = strrchr(buf, ')');
+    char state = '\0';
+    int parent = 0;
+    if (close == NULL || sscanf(close + 1, " %c %d", &state, &parent) != 2)
+        return '\0';
+    if (ppid != NULL)
+        *ppid = (pid_t)parent;
+    return state;
+}
+
 itest_ternd_t *itest_fleet_start(itest_fleet_t *f, const itest_redis_t *r, const itest_dir_t *dir,
                                  const char *id, const char *queue, const char *const *more)
 {

@@ -82,6 +82,9 @@ bool itest_ternd_log_has_both(const itest_ternd_t *t, const char *a, const char 
 
 /* The peak resident set (VmHWM) of process `pid` in kB, or -1 when unknown. */
 long itest_peak_rss_kb(pid_t pid);
+/* The state letter of process `pid` in /proc ('R', 'S', 'T', 'Z', ...), its parent's
+ * pid into *ppid when ppid is not NULL; '\0' when the process is gone or unreadable. */
+char itest_proc_state(pid_t pid, pid_t *ppid);
 
 /* The runners one test starts (at most ITEST_FLEET_MAX), kept so that its teardown
  * stops, by PID, those a failed assertion left running. Zeroed means empty. */

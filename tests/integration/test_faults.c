@@ -30,6 +30,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "base/clock.h"
 #include "http_sync.h"
 #include "world.h"
 
@@ -61,9 +62,7 @@ static int test_teardown(void **state)
 
 static long long now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000L;
+    return (long long)clock_mono_ms();
 }
 
 static itest_ternd_t *start_runner(const char *id, const char *queue, const char *concurrency)

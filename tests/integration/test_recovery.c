@@ -211,28 +211,6 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
 
 /* ---- 1b. an isolated step's helper dies with its runner ------------------------- */
 
-/* The state letter of process `pid` from /proc ('\0' when it is gone), and its parent. */
-static char proc_state(pid_t pid, pid_t *ppid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return '\0';
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* "pid (comm) state ppid ...": comm may hold spaces, so parse after the last ')'. */
-    char *close = strrchr(buf, ')');
-    char state = '\0';
-    int parent = 0;
-    if (close == NULL || sscanf(close + 1, " %c %d", &state, &parent) != 2)
-        return '\0';
-    if (ppid != NULL)
-        *ppid = (pid_t)parent;
-    return state;
-}
-
 /* The pid of the isolated-task helper whose parent is `parent`, or 0. */
 static pid_t helper_of(pid_t parent)
 {
@@ -242,7 +220,7 @@ static pid_t helper_of(pid_t parent)
     while (d != NULL && found == 0 && (de = readdir(d)) != NULL) {
         pid_t pid = (pid_t)atoi(de->d_name);
         pid_t ppid = 0;
-        if (pid <= 0 || proc_state(pid, &ppid) == '\0' || ppid != parent)
+        if (pid <= 0 || itest_proc_state(pid, &ppid) == '\0' || ppid != parent)
             continue;
         char path[64], cmd[256] = "";
         snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
@@ -290,7 +268,7 @@ static void test_killed_runner_takes_its_helper_along(void **state)
      * must not go on meanwhile (it would run for 3 s; the kernel ends it at once). */
     char st = 'R';
     for (unsigned waited = 0; waited < 1000; waited += 10) {
-        st = proc_state(helper, NULL);
+        st = itest_proc_state(helper, NULL);
         if (st == '\0' || st == 'Z')
             break;
         itest_pause_ms(10);
