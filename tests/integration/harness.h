@@ -7,6 +7,10 @@
  * event itself (a job's "finished" event, a log line, a process exit), never on a
  * fixed sleep. Paths of the built binaries come from the environment set by meson:
  * TERN_BIN (ternd), TERN_TASKS (the build's plugin directory), TERN_ITEST (itest.so).
+ *
+ * Built on it: world.h, the worlds a test group runs against (directory, redis-server,
+ * ternd or a fleet of runners, client), and api_calls.h, calls of the HTTP API and what
+ * the tests expect of the answers.
  */
 #ifndef TERN_ITEST_HARNESS_H
 #define TERN_ITEST_HARNESS_H

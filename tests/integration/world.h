@@ -8,7 +8,7 @@
  *                        runners the current test starts (a fleet): groups that kill,
  *                        stop and restart runners.
  *
- * Everything a world starts its stop ends by PID (see harness.h).
+ * A world's stop ends, by PID, every process its start began (see harness.h).
  */
 #ifndef TERN_ITEST_WORLD_H
 #define TERN_ITEST_WORLD_H
