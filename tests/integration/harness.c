@@ -475,6 +475,17 @@ void itest_client_close(itest_client_t *c)
     redis_addr_dispose(&c->addr);
 }
 
+void itest_client_wait_state(itest_client_t *c, bool up, unsigned timeout_ms)
+{
+    for (unsigned waited = 0; waited < timeout_ms; waited += 20) {
+        if (store_is_up(c->store) == up)
+            return;
+        bool never = false;
+        itest_client_run_until(c, &never, 20);
+    }
+    fail_msg("the client's store was not %s within %u ms", up ? "up" : "down", timeout_ms);
+}
+
 void itest_on_answer(void *data, int status, const json_t *result, const char *message)
 {
     itest_answer_t *o = data;
@@ -558,8 +569,11 @@ void itest_job_create_ok(itest_client_t *c, const char *workflow, const char *pa
 json_t *itest_wait_finished_ok(itest_client_t *c, const char *uuid, unsigned timeout_ms)
 {
     json_t *job = itest_wait_finished(c, uuid, timeout_ms);
-    if (job == NULL)
-        fail_msg("job %s did not finish within %u ms", uuid, timeout_ms);
+    if (job == NULL) {
+        json_t *now = itest_job_get(c, uuid);
+        const char *ex = now != NULL ? itest_execution(now) : "(gone)";
+        fail_msg("job %s did not finish within %u ms (it is %s)", uuid, timeout_ms, ex);
+    }
     return job;
 }
 
@@ -663,6 +677,15 @@ json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type, 
     return itest_wait_event_nth(c, uuid, type, status, -1, 1, timeout_ms);
 }
 
+json_t *itest_wait_event_ok(itest_client_t *c, const char *uuid, const char *type,
+                            unsigned timeout_ms)
+{
+    json_t *ev = itest_wait_event(c, uuid, type, NULL, timeout_ms);
+    if (ev == NULL)
+        fail_msg("job %s: no \"%s\" event within %u ms", uuid, type, timeout_ms);
+    return ev;
+}
+
 json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeout_ms)
 {
     json_t *ev = itest_wait_event(c, uuid, "finished", NULL, timeout_ms);
@@ -701,14 +724,26 @@ json_t *itest_events(itest_client_t *c, const char *uuid)
     return out;
 }
 
-/* ---- the usual world ---------------------------------------------------------- */
+/* ---- files, memory and fleets ------------------------------------------------- */
 
-static void write_file(const char *path, const char *text)
+void itest_write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
-    assert_non_null(f);
+    if (f == NULL)
+        fail_msg("%s: %s", path, strerror(errno));
     fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+long itest_file_size(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
     fclose(f);
+    return n;
 }
 
 long itest_peak_rss_kb(pid_t pid)
@@ -723,6 +758,27 @@ long itest_peak_rss_kb(pid_t pid)
     if (f != NULL)
         fclose(f);
     return kb;
+}
+
+char itest_proc_state(pid_t pid, pid_t *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return '\0';
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "pid (comm) state ppid ...": comm may hold spaces, so parse after the last ')'. */
+    char *close = strrchr(buf, ')');
+    char state = '\0';
+    int parent = 0;
+    if (close == NULL || sscanf(close + 1, " %c %d", &state, &parent) != 2)
+        return '\0';
+    if (ppid != NULL)
+        *ppid = (pid_t)parent;
+    return state;
 }
 
 itest_ternd_t *itest_fleet_start(itest_fleet_t *f, const itest_redis_t *r, const itest_dir_t *dir,
@@ -749,37 +805,6 @@ void itest_fleet_stop(itest_fleet_t *f, unsigned wait_ms)
         }
     }
     f->n = 0;
-}
-
-void itest_world_start(itest_world_t *w, const char *id, const char *config_json,
-                       const char *const *extra)
-{
-    itest_dir_make(&w->dir);
-    itest_redis_start(&w->redis, w->dir.path);
-    const char *argv[32];
-    size_t n = 0;
-    w->config[0] = '\0';
-    if (config_json != NULL) {
-        snprintf(w->config, sizeof w->config, "%s/ternd.json", w->dir.path);
-        write_file(w->config, config_json);
-        argv[n++] = "--config";
-        argv[n++] = w->config;
-    }
-    for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 31; i++)
-        argv[n++] = extra[i];
-    argv[n] = NULL;
-    itest_ternd_start(&w->ternd, &w->redis, &w->dir, id, argv);
-    snprintf(w->base, sizeof w->base, "http://127.0.0.1:%d", w->ternd.api_port);
-    itest_client_open(&w->client, &w->redis);
-    snprintf(w->side, sizeof w->side, "%s/side", w->dir.path);
-}
-
-void itest_world_stop(itest_world_t *w, unsigned ternd_exit_ms)
-{
-    itest_client_close(&w->client);
-    itest_ternd_signal(&w->ternd, SIGTERM, ternd_exit_ms);
-    itest_redis_stop(&w->redis, SIGTERM);
-    itest_dir_remove(&w->dir);
 }
 
 /* ---- side channel and small helpers ------------------------------------------- */
@@ -813,6 +838,13 @@ int itest_side_count_exact(const char *file, const char *what, const char *key)
             n++;
     fclose(f);
     return n;
+}
+
+int itest_side_starts(const char *file, const char *uuid, int phase, int idx)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%.39s/%d/%d", uuid, phase, idx);
+    return itest_side_count_exact(file, "start", key);
 }
 
 int itest_side_lines(const char *file, const char *what, const char *key, itest_side_line_t *out,
@@ -869,6 +901,25 @@ const char *itest_execution(const json_t *job)
 {
     const char *s = json_string_value(json_object_get(job, "execution"));
     return s != NULL ? s : "(none)";
+}
+
+const char *itest_str_of(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s != NULL ? s : "(none)";
+}
+
+const char *itest_error_code_of(const json_t *holder)
+{
+    return itest_str_of(json_object_get(holder, "error"), "code");
+}
+
+double itest_metric_sample(const char *page, const char *series)
+{
+    char needle[512];
+    snprintf(needle, sizeof needle, "\n%s ", series);
+    const char *p = page != NULL ? strstr(page, needle) : NULL;
+    return p != NULL ? atof(p + strlen(needle)) : -1;
 }
 
 const char *itest_fmt(const char *fmt, ...)

@@ -7,6 +7,10 @@
  * event itself (a job's "finished" event, a log line, a process exit), never on a
  * fixed sleep. Paths of the built binaries come from the environment set by meson:
  * TERN_BIN (ternd), TERN_TASKS (the build's plugin directory), TERN_ITEST (itest.so).
+ *
+ * Built on it: world.h, the worlds a test group runs against (directory, redis-server,
+ * ternd or a fleet of runners, client), and api_calls.h, calls of the HTTP API and what
+ * the tests expect of the answers.
  */
 #ifndef TERN_ITEST_HARNESS_H
 #define TERN_ITEST_HARNESS_H
@@ -82,6 +86,9 @@ bool itest_ternd_log_has_both(const itest_ternd_t *t, const char *a, const char 
 
 /* The peak resident set (VmHWM) of process `pid` in kB, or -1 when unknown. */
 long itest_peak_rss_kb(pid_t pid);
+/* The state letter of process `pid` in /proc ('R', 'S', 'T', 'Z', ...), its parent's
+ * pid into *ppid when ppid is not NULL; '\0' when the process is gone or unreadable. */
+char itest_proc_state(pid_t pid, pid_t *ppid);
 
 /* The runners one test starts (at most ITEST_FLEET_MAX), kept so that its teardown
  * stops, by PID, those a failed assertion left running. Zeroed means empty. */
@@ -111,6 +118,10 @@ void itest_client_open(itest_client_t *c, const itest_redis_t *r);
 void itest_client_close(itest_client_t *c);
 /* Runs the client's loop until *done or `ms` pass; returns *done. */
 bool itest_client_run_until(itest_client_t *c, bool *done, unsigned ms);
+/* Runs the client's loop until its store is up (or down), or fails the test after
+ * timeout_ms. The client notices a lost connection only while its loop runs, as any
+ * process on a loop does. */
+void itest_client_wait_state(itest_client_t *c, bool up, unsigned timeout_ms);
 
 /* The answer of one job_ops call made with itest_on_answer and &answer (zeroed). */
 typedef struct itest_answer {
@@ -143,7 +154,7 @@ int itest_job_create(itest_client_t *c, const char *workflow, const char *params
 void itest_job_create_ok(itest_client_t *c, const char *workflow, const char *params_json,
                          char uuid[40]);
 /* Waits for the job's end and returns it (new reference), or fails the test after
- * timeout_ms. */
+ * timeout_ms, naming the execution the job is in then. */
 json_t *itest_wait_finished_ok(itest_client_t *c, const char *uuid, unsigned timeout_ms);
 json_t *itest_job_get(itest_client_t *c, const char *uuid);
 int itest_job_cancel(itest_client_t *c, const char *uuid, char *msg, size_t msglen);
@@ -162,6 +173,10 @@ json_t *itest_wait_event(itest_client_t *c, const char *uuid, const char *type, 
  * holds the events of its first run. */
 json_t *itest_wait_event_nth(itest_client_t *c, const char *uuid, const char *type,
                              const char *status, long long index, int nth, unsigned timeout_ms);
+/* The job's first event of `type` (new reference), or fails the test after
+ * timeout_ms. */
+json_t *itest_wait_event_ok(itest_client_t *c, const char *uuid, const char *type,
+                            unsigned timeout_ms);
 /* Waits for the job's "finished" event and returns the job (new reference), or NULL
  * after timeout_ms. */
 json_t *itest_wait_finished(itest_client_t *c, const char *uuid, unsigned timeout_ms);
@@ -174,6 +189,8 @@ json_t *itest_events(itest_client_t *c, const char *uuid);
 int itest_side_count(const char *file, const char *what, const char *key_prefix);
 /* Lines of `what` whose key is exactly `key` ("<uuid>/0/1", not its fallback). */
 int itest_side_count_exact(const char *file, const char *what, const char *key);
+/* Start lines of exactly "<uuid>/<phase>/<idx>" (phase 0: chain; not its fallback). */
+int itest_side_starts(const char *file, const char *uuid, int phase, int idx);
 /* One line of the side channel: when (wall-clock ms) and in which process. */
 typedef struct itest_side_line {
     long long time_ms;
@@ -196,32 +213,25 @@ int itest_count_events(const json_t *events, const char *type, const char *statu
 
 /* The execution of a job view ("succeeded", ...). */
 const char *itest_execution(const json_t *job);
+/* The string member `key` of object `o` (borrowed from o), or "(none)" when o is NULL
+ * or the member is absent or not a string. */
+const char *itest_str_of(const json_t *o, const char *key);
+/* The "code" of the "error" object of `holder` (a job, a chain result), or "(none)". */
+const char *itest_error_code_of(const json_t *holder);
+
+/* The value of sample `series` (a name with its labels, as the page spells it) in a
+ * Prometheus text page, or -1 when page is NULL or has no such line. */
+double itest_metric_sample(const char *page, const char *series);
+
+/* Writes `text` to `path` (created or truncated), or fails the test. */
+void itest_write_file(const char *path, const char *text);
+/* The size of the file in bytes; 0 when it does not exist. */
+long itest_file_size(const char *path);
 
 /* Formats into a static buffer (one at a time): for building workflow JSON. */
 const char *itest_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Sleeps `ms` milliseconds; only for polling something that has no event. */
 void itest_pause_ms(unsigned ms);
-
-/* The world most test groups run against: a private directory, a redis-server, one
- * ternd (runner and API) and a client. */
-typedef struct itest_world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_ternd_t ternd;
-    itest_client_t client;
-    char side[320];   /* the itest plugin's side channel file: <dir>/side */
-    char config[320]; /* <dir>/ternd.json when the group gave a config, else "" */
-    char base[64];    /* the HTTP API: "http://127.0.0.1:<port>" */
-} itest_world_t;
-
-/* For a group_setup: makes the directory, starts redis-server, then ternd `id` with
- * `config_json` (when not NULL) written to w->config and given as --config ahead of
- * the NULL-terminated `extra` flags (may be NULL), and opens the client. */
-void itest_world_start(itest_world_t *w, const char *id, const char *config_json,
-                       const char *const *extra);
-/* For a group_teardown: closes the client, stops ternd with SIGTERM (failing the test
- * unless it exits within `ternd_exit_ms`) and redis-server, and removes the directory. */
-void itest_world_stop(itest_world_t *w, unsigned ternd_exit_ms);
 
 #endif /* TERN_ITEST_HARNESS_H */

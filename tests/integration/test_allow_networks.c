@@ -14,11 +14,11 @@
 
 #include <curl/curl.h>
 
+#include "api_calls.h"
 #include "base/alloc.h"
-#include "harness.h"
-#include "http_sync.h"
 #include "loop_util.h"
 #include "mini_http_server.h"
+#include "world.h"
 
 #define SETTINGS                                                                                   \
     "\"postback_initial_ms\": 100, \"postback_max_ms\": 1000, \"postback_max_attempts\": 3, "      \
@@ -85,12 +85,7 @@ static void create_job(itest_world_t *w, const char *workflow, const char *extra
     http_sync_open(&h, w->base);
     char body[2048];
     snprintf(body, sizeof body, "{\"workflow\": \"%s\", %s}", workflow, extra);
-    http_sync_resp_t r;
-    http_sync_do(&h, "POST", "/jobs", body, strlen(body), NULL, &r);
-    if (r.status != 201)
-        fail_msg("POST /jobs answered %ld: %s", r.status, r.body);
-    snprintf(uuid, 40, "%s", json_string_value(json_object_get(r.json, "uuid")));
-    http_sync_resp_dispose(&r);
+    itest_api_create_ok(&h, body, uuid);
     http_sync_close(&h);
 }
 

@@ -14,12 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api_calls.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/ident.h"
 #include "base/iso8601.h"
-#include "harness.h"
-#include "http_sync.h"
+#include "world.h"
 
 static itest_world_t W;
 static http_sync_t http;    /* a client of W's API */
@@ -28,41 +28,9 @@ static char quick_uuid[40]; /* workflow api-quick: one core.noop step */
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static void call_on(http_sync_t *h, http_sync_resp_t *out, const char *method, const char *path,
-                    const char *body)
-{
-    int rc = http_sync_do(h, method, path, body, body != NULL ? strlen(body) : 0, NULL, out);
-    if (rc != 0)
-        fail_msg("%s %s: transport error: %s", method, path, out->error);
-}
-
 static void call(http_sync_resp_t *out, const char *method, const char *path, const char *body)
 {
-    call_on(&http, out, method, path, body);
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "(none)";
-}
-
-/* Asserts an error answer: status, restify code, and a message naming `needle`. */
-static void expect_error(const http_sync_resp_t *r, long status, const char *code,
-                         const char *needle)
-{
-    if (r->status != status)
-        fail_msg("expected %ld %s, got %ld: %s", status, code, r->status, r->body);
-    assert_non_null(r->json);
-    assert_string_equal(str_of(r->json, "code"), code);
-    if (needle != NULL && strstr(str_of(r->json, "message"), needle) == NULL)
-        fail_msg("message \"%s\" does not name \"%s\"", str_of(r->json, "message"), needle);
-}
-
-static void expect_status(const http_sync_resp_t *r, long status)
-{
-    if (r->status != status)
-        fail_msg("expected %ld, got %ld: %s", status, r->status, r->body);
+    itest_api_call(&http, out, method, path, body);
 }
 
 /* Stores a workflow over HTTP and returns its uuid in `uuid`. */
@@ -72,7 +40,7 @@ static void put_workflow(const char *json, char uuid[40])
     call(&r, "POST", "/workflows", json);
     if (r.status != 201 && r.status != 200)
         fail_msg("workflow refused (%ld): %s", r.status, r.body);
-    snprintf(uuid, 40, "%s", str_of(r.json, "uuid"));
+    snprintf(uuid, 40, "%s", itest_str_of(r.json, "uuid"));
     http_sync_resp_dispose(&r);
 }
 
@@ -82,8 +50,8 @@ static void create_job(const char *body, char uuid[40], json_t **job)
 {
     http_sync_resp_t r;
     call(&r, "POST", "/jobs", body);
-    expect_status(&r, 201);
-    snprintf(uuid, 40, "%s", str_of(r.json, "uuid"));
+    itest_expect_status(&r, 201);
+    snprintf(uuid, 40, "%s", itest_str_of(r.json, "uuid"));
     if (job != NULL)
         *job = json_incref(r.json);
     http_sync_resp_dispose(&r);
@@ -93,7 +61,7 @@ static json_t *get_json(const char *path)
 {
     http_sync_resp_t r;
     call(&r, "GET", path, NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     json_t *v = json_incref(r.json);
     http_sync_resp_dispose(&r);
     return v;
@@ -167,14 +135,14 @@ static void test_ping_and_tasks(void **state)
     (void)state;
     http_sync_resp_t r;
     call(&r, "GET", "/ping", NULL);
-    expect_status(&r, 200);
-    assert_string_equal(str_of(r.json, "ping"), "pong");
-    assert_string_equal(str_of(r.json, "backend"), "up");
+    itest_expect_status(&r, 200);
+    assert_string_equal(itest_str_of(r.json, "ping"), "pong");
+    assert_string_equal(itest_str_of(r.json, "backend"), "up");
     assert_true(json_integer_value(json_object_get(r.json, "pid")) == W.ternd.pid);
     http_sync_resp_dispose(&r);
 
     call(&r, "GET", "/tasks", NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     assert_non_null(strstr(r.body, "noop"));
     http_sync_resp_dispose(&r);
 }
@@ -185,19 +153,19 @@ static void test_unknown_route_and_method(void **state)
     snapshot_t before = snap();
     http_sync_resp_t r;
     call(&r, "GET", "/nothing/here", NULL);
-    expect_error(&r, 404, "ResourceNotFound", "/nothing/here");
+    itest_expect_error(&r, 404, "ResourceNotFound", "/nothing/here");
     http_sync_resp_dispose(&r);
     call(&r, "PUT", "/jobs", "{}");
-    expect_error(&r, 405, "MethodNotAllowed", "PUT");
+    itest_expect_error(&r, 405, "MethodNotAllowed", "PUT");
     char allow[128];
     assert_non_null(http_sync_header(&r, "Allow", allow, sizeof allow));
     assert_string_equal(allow, "GET, HEAD, POST");
     http_sync_resp_dispose(&r);
     call(&r, "DELETE", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427", NULL);
-    expect_error(&r, 405, "MethodNotAllowed", "DELETE");
+    itest_expect_error(&r, 405, "MethodNotAllowed", "DELETE");
     http_sync_resp_dispose(&r);
     call(&r, "DELETE", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427/info", NULL);
-    expect_error(&r, 405, "MethodNotAllowed", NULL);
+    itest_expect_error(&r, 405, "MethodNotAllowed", NULL);
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
 }
@@ -211,11 +179,11 @@ static void test_workflow_post_and_get(void **state)
                       " \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"}]}";
     http_sync_resp_t r;
     call(&r, "POST", "/workflows", def);
-    expect_status(&r, 201);
+    itest_expect_status(&r, 201);
     char uuid[40], loc[128], want[128];
-    snprintf(uuid, sizeof uuid, "%s", str_of(r.json, "uuid"));
+    snprintf(uuid, sizeof uuid, "%s", itest_str_of(r.json, "uuid"));
     assert_true(uuid_valid(uuid));
-    assert_string_equal(str_of(r.json, "name"), "api-wf");
+    assert_string_equal(itest_str_of(r.json, "name"), "api-wf");
     assert_int_equal(json_integer_value(json_object_get(r.json, "timeout")), 60);
     assert_int_equal(json_array_size(json_object_get(r.json, "chain")), 1);
     snprintf(want, sizeof want, "/workflows/%s", uuid);
@@ -224,12 +192,12 @@ static void test_workflow_post_and_get(void **state)
 
     /* The same definition again is the same version: 200, same uuid. */
     call(&r, "POST", "/workflows", def);
-    expect_status(&r, 200);
-    assert_string_equal(str_of(r.json, "uuid"), uuid);
+    itest_expect_status(&r, 200);
+    assert_string_equal(itest_str_of(r.json, "uuid"), uuid);
     http_sync_resp_dispose(&r);
 
     json_t *by_uuid = get_json(want);
-    assert_string_equal(str_of(by_uuid, "uuid"), uuid);
+    assert_string_equal(itest_str_of(by_uuid, "uuid"), uuid);
     json_t *by_name = get_json("/workflows/api-wf");
     assert_true(json_equal(by_uuid, by_name));
     json_t *by_version = get_json("/workflows/api-wf@1.0.0");
@@ -239,7 +207,7 @@ static void test_workflow_post_and_get(void **state)
     json_decref(by_version);
 
     call(&r, "GET", "/workflows/no-such-workflow", NULL);
-    expect_error(&r, 404, "ResourceNotFound", "no-such-workflow");
+    itest_expect_error(&r, 404, "ResourceNotFound", "no-such-workflow");
     http_sync_resp_dispose(&r);
 }
 
@@ -256,40 +224,40 @@ static void test_workflow_refusals_change_nothing(void **state)
     call(&r, "POST", "/workflows",
          "{\"name\": \"api-imm\", \"version\": \"1\", \"chain\": ["
          "{\"name\": \"b\", \"task\": \"core.noop\"}]}");
-    expect_error(&r, 409, "Conflict", "new version");
+    itest_expect_error(&r, 409, "Conflict", "new version");
     http_sync_resp_dispose(&r);
     /* node-workflow's JavaScript bodies are refused with the path of the code. */
     call(&r, "POST", "/workflows",
          "{\"name\": \"api-js\", \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"},"
          "{\"name\": \"b\", \"body\": \"function (job, cb) { return cb(null); }\"}]}");
-    expect_error(&r, 409, "InvalidArgument", "chain[1].body");
+    itest_expect_error(&r, 409, "InvalidArgument", "chain[1].body");
     http_sync_resp_dispose(&r);
     call(&r, "POST", "/workflows",
          "{\"name\": \"api-bad\", \"chain\": [{\"name\": \"a\", \"task\": \"core.nosuch\"}]}");
-    expect_error(&r, 409, "InvalidArgument", "chain[0].task");
+    itest_expect_error(&r, 409, "InvalidArgument", "chain[0].task");
     http_sync_resp_dispose(&r);
     call(&r, "POST", "/workflows", "{\"name\": 7, \"chain\": []}");
-    expect_error(&r, 409, "InvalidArgument", "name");
+    itest_expect_error(&r, 409, "InvalidArgument", "name");
     http_sync_resp_dispose(&r);
     call(&r, "POST", "/workflows", "{\"name\": \"x\", \"chain\": [");
-    expect_error(&r, 400, "InvalidContent", "not JSON");
+    itest_expect_error(&r, 400, "InvalidContent", "not JSON");
     http_sync_resp_dispose(&r);
     call(&r, "POST", "/workflows", "[1, 2]");
-    expect_error(&r, 400, "InvalidContent", "object");
+    itest_expect_error(&r, 400, "InvalidContent", "object");
     http_sync_resp_dispose(&r);
     call(&r, "POST", "/workflows", NULL);
-    expect_error(&r, 409, "InvalidArgument", "body");
+    itest_expect_error(&r, 409, "InvalidArgument", "body");
     http_sync_resp_dispose(&r);
     /* A uuid that already names another version. */
     call(&r, "POST", "/workflows",
          itest_fmt("{\"name\": \"api-other\", \"uuid\": \"%s\", \"chain\": ["
                    "{\"name\": \"a\", \"task\": \"core.noop\"}]}",
                    uuid));
-    expect_error(&r, 409, "Conflict", uuid);
+    itest_expect_error(&r, 409, "Conflict", uuid);
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
     json_t *wf = get_json(itest_fmt("/workflows/%s", uuid));
-    assert_string_equal(str_of(json_array_get(json_object_get(wf, "chain"), 0), "name"), "a");
+    assert_string_equal(itest_str_of(json_array_get(json_object_get(wf, "chain"), 0), "name"), "a");
     json_decref(wf);
 }
 
@@ -312,12 +280,12 @@ static void test_workflow_list_pages(void **state)
     for (int page = 0; page < 3; page++) {
         http_sync_resp_t r;
         call(&r, "GET", path, NULL);
-        expect_status(&r, 200);
+        itest_expect_status(&r, 200);
         assert_true(json_is_array(r.json));
         size_t n = json_array_size(r.json);
         assert_int_equal(n, page < 2 ? 2 : 1);
         for (size_t i = 0; i < n; i++, seen++) {
-            const char *u = str_of(json_array_get(r.json, i), "uuid");
+            const char *u = itest_str_of(json_array_get(r.json, i), "uuid");
             long long t = itest_redis_int(&W.redis, "ZSCORE tern:wf:all %s", u);
             assert_true(prev_time < 0 || t <= prev_time);
             prev_time = t;
@@ -340,7 +308,7 @@ static void test_workflow_list_pages(void **state)
     /* wf-client's findWorkflow: GET /workflows?name=..., the first is the latest. */
     json_t *list = get_json("/workflows?name=api-list&version=3");
     assert_int_equal(json_array_size(list), 1);
-    assert_string_equal(str_of(json_array_get(list, 0), "uuid"), uuids[2]);
+    assert_string_equal(itest_str_of(json_array_get(list, 0), "uuid"), uuids[2]);
     json_decref(list);
     list = get_json("/workflows?name=api-none");
     assert_int_equal(json_array_size(list), 0);
@@ -351,13 +319,13 @@ static void test_workflow_list_pages(void **state)
 
     http_sync_resp_t r;
     call(&r, "GET", "/workflows?limit=x", NULL);
-    expect_error(&r, 409, "InvalidArgument", "limit");
+    itest_expect_error(&r, 409, "InvalidArgument", "limit");
     http_sync_resp_dispose(&r);
     call(&r, "GET", "/workflows?marker=nope", NULL);
-    expect_error(&r, 409, "InvalidArgument", "marker");
+    itest_expect_error(&r, 409, "InvalidArgument", "marker");
     http_sync_resp_dispose(&r);
     call(&r, "GET", "/workflows?timeout=60", NULL);
-    expect_error(&r, 409, "InvalidArgument", "timeout");
+    itest_expect_error(&r, 409, "InvalidArgument", "timeout");
     http_sync_resp_dispose(&r);
 }
 
@@ -374,46 +342,46 @@ static void test_workflow_put(void **state)
 
     /* The same definition (version left out: the stored one) changes nothing. */
     call(&r, "PUT", path, "{\"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"}]}");
-    expect_status(&r, 200);
-    assert_string_equal(str_of(r.json, "uuid"), uuid);
+    itest_expect_status(&r, 200);
+    assert_string_equal(itest_str_of(r.json, "uuid"), uuid);
     http_sync_resp_dispose(&r);
 
     /* Another definition under the same version is refused, and nothing changes. */
     snapshot_t before = snap();
     call(&r, "PUT", path,
          "{\"name\": \"api-put\", \"chain\": [{\"name\": \"b\", \"task\": \"core.noop\"}]}");
-    expect_error(&r, 409, "Conflict", "version");
+    itest_expect_error(&r, 409, "Conflict", "version");
     http_sync_resp_dispose(&r);
     call(&r, "PUT", path,
          "{\"name\": \"api-renamed\", \"version\": \"2\", \"chain\": ["
          "{\"name\": \"b\", \"task\": \"core.noop\"}]}");
-    expect_error(&r, 409, "InvalidArgument", "name");
+    itest_expect_error(&r, 409, "InvalidArgument", "name");
     http_sync_resp_dispose(&r);
     call(&r, "PUT", "/workflows/1b4e28ba-2fa1-11d2-883f-0016d3cca427",
          "{\"chain\": [{\"name\": \"b\", \"task\": \"core.noop\"}]}");
-    expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
+    itest_expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
     json_t *wf = get_json(path);
-    assert_string_equal(str_of(json_array_get(json_object_get(wf, "chain"), 0), "name"), "a");
+    assert_string_equal(itest_str_of(json_array_get(json_object_get(wf, "chain"), 0), "name"), "a");
     json_decref(wf);
 
     /* A new version is stored beside the old one and becomes the name's latest. */
     call(&r, "PUT", path,
          "{\"version\": \"1.1.0\", \"chain\": [{\"name\": \"b\", \"task\": \"core.noop\"}]}");
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     char new_uuid[40], loc[128];
-    snprintf(new_uuid, sizeof new_uuid, "%s", str_of(r.json, "uuid"));
+    snprintf(new_uuid, sizeof new_uuid, "%s", itest_str_of(r.json, "uuid"));
     assert_string_not_equal(new_uuid, uuid);
-    assert_string_equal(str_of(r.json, "version"), "1.1.0");
+    assert_string_equal(itest_str_of(r.json, "version"), "1.1.0");
     assert_non_null(http_sync_header(&r, "Location", loc, sizeof loc));
     assert_non_null(strstr(loc, new_uuid));
     http_sync_resp_dispose(&r);
     wf = get_json(path);
-    assert_string_equal(str_of(wf, "version"), "1.0.0");
+    assert_string_equal(itest_str_of(wf, "version"), "1.0.0");
     json_decref(wf);
     wf = get_json("/workflows/api-put");
-    assert_string_equal(str_of(wf, "uuid"), new_uuid);
+    assert_string_equal(itest_str_of(wf, "uuid"), new_uuid);
     json_decref(wf);
 }
 
@@ -431,26 +399,27 @@ static void test_workflow_delete_keeps_jobs(void **state)
     snprintf(path, sizeof path, "/workflows/%s", wf_uuid);
     http_sync_resp_t r;
     call(&r, "DELETE", path, NULL);
-    expect_status(&r, 204);
+    itest_expect_status(&r, 204);
     assert_int_equal(r.body_len, 0);
     http_sync_resp_dispose(&r);
     call(&r, "GET", path, NULL);
-    expect_error(&r, 404, "ResourceNotFound", wf_uuid);
+    itest_expect_error(&r, 404, "ResourceNotFound", wf_uuid);
     http_sync_resp_dispose(&r);
     call(&r, "GET", "/workflows/api-del", NULL);
-    expect_error(&r, 404, "ResourceNotFound", "api-del");
+    itest_expect_error(&r, 404, "ResourceNotFound", "api-del");
     http_sync_resp_dispose(&r);
     call(&r, "DELETE", path, NULL);
-    expect_error(&r, 404, "ResourceNotFound", wf_uuid);
+    itest_expect_error(&r, 404, "ResourceNotFound", wf_uuid);
     http_sync_resp_dispose(&r);
     /* The job keeps its frozen copy. */
     json_t *job = get_json(itest_fmt("/jobs/%s", job_uuid));
-    assert_string_equal(str_of(json_array_get(json_object_get(job, "chain"), 0), "name"), "only");
+    assert_string_equal(itest_str_of(json_array_get(json_object_get(job, "chain"), 0), "name"),
+                        "only");
     json_decref(job);
     /* And no new job can be made of it. */
     snapshot_t before = snap();
     call(&r, "POST", "/jobs", itest_fmt("{\"workflow\": \"%s\"}", wf_uuid));
-    expect_error(&r, 404, "ResourceNotFound", wf_uuid);
+    itest_expect_error(&r, 404, "ResourceNotFound", wf_uuid);
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
 }
@@ -469,22 +438,22 @@ static void test_job_create_shape(void **state)
                    " \"vm_uuid\": \"alpha\", \"count\": 3, \"num_attempts\": 2,"
                    " \"post_back_urls\": [\"http://127.0.0.1:9/done\"]}",
                    quick_uuid, when));
-    expect_status(&r, 201);
+    itest_expect_status(&r, 201);
     job = json_incref(r.json);
-    snprintf(uuid, sizeof uuid, "%s", str_of(job, "uuid"));
+    snprintf(uuid, sizeof uuid, "%s", itest_str_of(job, "uuid"));
     char loc[128];
     assert_string_equal(http_sync_header(&r, "Location", loc, sizeof loc),
                         itest_fmt("/jobs/%s", uuid));
     http_sync_resp_dispose(&r);
 
     /* node-workflow's job: the body's other members are the params. */
-    assert_string_equal(str_of(job, "execution"), "queued");
-    assert_string_equal(str_of(job, "workflow_uuid"), quick_uuid);
-    assert_string_equal(str_of(job, "name"), "api-quick");
-    assert_string_equal(str_of(job, "target"), "/vms/alpha");
-    assert_string_equal(str_of(job, "exec_after"), when);
+    assert_string_equal(itest_str_of(job, "execution"), "queued");
+    assert_string_equal(itest_str_of(job, "workflow_uuid"), quick_uuid);
+    assert_string_equal(itest_str_of(job, "name"), "api-quick");
+    assert_string_equal(itest_str_of(job, "target"), "/vms/alpha");
+    assert_string_equal(itest_str_of(job, "exec_after"), when);
     json_t *params = json_object_get(job, "params");
-    assert_string_equal(str_of(params, "vm_uuid"), "alpha");
+    assert_string_equal(itest_str_of(params, "vm_uuid"), "alpha");
     assert_int_equal(json_integer_value(json_object_get(params, "count")), 3);
     assert_int_equal(json_object_size(params), 2);
     assert_int_equal(json_array_size(json_object_get(job, "chain")), 1);
@@ -511,8 +480,8 @@ static void test_job_create_shape(void **state)
                uuid, &job);
     params = json_object_get(job, "params");
     assert_int_equal(json_integer_value(json_object_get(params, "a")), 1);
-    assert_string_equal(str_of(params, "b"), "two");
-    assert_string_equal(str_of(job, "exec_after"), "2100-01-01T00:00:00.000Z");
+    assert_string_equal(itest_str_of(params, "b"), "two");
+    assert_string_equal(itest_str_of(job, "exec_after"), "2100-01-01T00:00:00.000Z");
     json_decref(job);
 }
 
@@ -559,9 +528,9 @@ static void test_job_create_answer_is_get(void **state)
         char *body = bodies[i];
         http_sync_resp_t created, got;
         call(&created, "POST", "/jobs", body);
-        expect_status(&created, 201);
-        call(&got, "GET", itest_fmt("/jobs/%s", str_of(created.json, "uuid")), NULL);
-        expect_status(&got, 200);
+        itest_expect_status(&created, 201);
+        call(&got, "GET", itest_fmt("/jobs/%s", itest_str_of(created.json, "uuid")), NULL);
+        itest_expect_status(&got, 200);
         if (created.body_len != got.body_len || memcmp(created.body, got.body, got.body_len) != 0)
             fail_msg("body %zu: %s\nthe create answered\n%s\nGET answers\n%s", i, body,
                      created.body, got.body);
@@ -592,11 +561,12 @@ static void test_job_exec_after_far_dates(void **state)
         json_t *job;
         create_job(itest_fmt("{\"workflow\": \"api-quick\", \"exec_after\": %s}", kept[i].sent),
                    uuid, &job);
-        assert_string_equal(str_of(job, "exec_after"), kept[i].read);
+        assert_string_equal(itest_str_of(job, "exec_after"), kept[i].read);
         json_decref(job);
         job = get_json(itest_fmt("/jobs/%s", uuid));
-        if (strcmp(str_of(job, "exec_after"), kept[i].read) != 0)
-            fail_msg("exec_after %s reads back as %s", kept[i].sent, str_of(job, "exec_after"));
+        if (strcmp(itest_str_of(job, "exec_after"), kept[i].read) != 0)
+            fail_msg("exec_after %s reads back as %s", kept[i].sent,
+                     itest_str_of(job, "exec_after"));
         assert_string_equal(itest_execution(job), "queued");
         json_decref(job);
     }
@@ -610,8 +580,8 @@ static void test_job_exec_after_far_dates(void **state)
         http_sync_resp_t r;
         call(&r, "POST", "/jobs",
              itest_fmt("{\"workflow\": \"api-quick\", \"exec_after\": %s}", refused[i]));
-        expect_error(&r, 409, "InvalidArgument", "exec_after");
-        if (strstr(str_of(r.json, "message"), "9999-12-31") == NULL)
+        itest_expect_error(&r, 409, "InvalidArgument", "exec_after");
+        if (strstr(itest_str_of(r.json, "message"), "9999-12-31") == NULL)
             fail_msg("%s: the message does not give the limit: %s", refused[i], r.body);
         http_sync_resp_dispose(&r);
     }
@@ -658,12 +628,12 @@ static void test_job_create_refusals_change_nothing(void **state)
     for (size_t i = 0; i < TERN_ARRAY_SIZE(cases); i++) {
         http_sync_resp_t r;
         call(&r, "POST", "/jobs", cases[i].body);
-        expect_error(&r, cases[i].status, cases[i].code, cases[i].needle);
+        itest_expect_error(&r, cases[i].status, cases[i].code, cases[i].needle);
         http_sync_resp_dispose(&r);
     }
     http_sync_resp_t r;
     call(&r, "POST", "/jobs", NULL);
-    expect_error(&r, 409, "InvalidArgument", "workflow");
+    itest_expect_error(&r, 409, "InvalidArgument", "workflow");
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
 }
@@ -681,20 +651,20 @@ static void test_job_conflicts(void **state)
     http_sync_resp_t r;
     /* The same target and params while the first is unfinished. */
     call(&r, "POST", "/jobs", "{\"workflow\": \"api-quick\", \"target\": \"vm-7\", \"size\": 10}");
-    expect_error(&r, 409, "Conflict", first);
+    itest_expect_error(&r, 409, "Conflict", first);
     http_sync_resp_dispose(&r);
     /* A target the first job locks. */
     call(&r, "POST", "/jobs", "{\"workflow\": \"api-quick\", \"target\": \"host-7/disk\"}");
-    expect_error(&r, 409, "Conflict", first);
+    itest_expect_error(&r, 409, "Conflict", first);
     http_sync_resp_dispose(&r);
     /* A uuid that is already a job's. */
     call(&r, "POST", "/jobs", itest_fmt("{\"workflow\": \"api-quick\", \"uuid\": \"%s\"}", first));
-    expect_error(&r, 409, "Conflict", first);
+    itest_expect_error(&r, 409, "Conflict", first);
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
     /* Once it is canceled, the target is free again. */
     call(&r, "POST", itest_fmt("/jobs/%s/cancel", first), NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     char second[40];
     create_job("{\"workflow\": \"api-quick\", \"target\": \"vm-7\", \"size\": 10}", second, NULL);
@@ -715,21 +685,21 @@ static void test_job_get_and_run(void **state)
     assert_non_null(done);
     json_decref(done);
     json_t *job = get_json(itest_fmt("/jobs/%s", uuid));
-    assert_string_equal(str_of(job, "execution"), "succeeded");
+    assert_string_equal(itest_str_of(job, "execution"), "succeeded");
     /* A finished job has no runner (node-workflow drops runner_id when a job ends). */
     assert_true(json_is_null(json_object_get(job, "runner_id")));
     assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 1);
-    assert_string_equal(str_of(json_array_get(json_object_get(job, "chain_results"), 0), "name"),
-                        "n");
+    assert_string_equal(
+        itest_str_of(json_array_get(json_object_get(job, "chain_results"), 0), "name"), "n");
     json_decref(job);
 
     http_sync_resp_t r;
     call(&r, "GET", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427", NULL);
-    expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
+    itest_expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
     http_sync_resp_dispose(&r);
     /* node-workflow answers 404 for any job it cannot find, UUID or not. */
     call(&r, "GET", "/jobs/not-a-uuid", NULL);
-    expect_error(&r, 404, "ResourceNotFound", "not-a-uuid");
+    itest_expect_error(&r, 404, "ResourceNotFound", "not-a-uuid");
     http_sync_resp_dispose(&r);
 }
 
@@ -741,8 +711,8 @@ static void test_job_get_and_run(void **state)
 static json_t *create_on(http_sync_t *h, const char *body)
 {
     http_sync_resp_t r;
-    call_on(h, &r, "POST", "/jobs", body);
-    expect_status(&r, 201);
+    itest_api_call(h, &r, "POST", "/jobs", body);
+    itest_expect_status(&r, 201);
     json_t *job = json_incref(r.json);
     http_sync_resp_dispose(&r);
     return job;
@@ -753,7 +723,7 @@ static void wait_execution(const char *uuid, const char *want)
 {
     for (int i = 0; i < 400; i++) {
         json_t *job = get_json(itest_fmt("/jobs/%s", uuid));
-        bool there = strcmp(str_of(job, "execution"), want) == 0;
+        bool there = strcmp(itest_str_of(job, "execution"), want) == 0;
         json_decref(job);
         if (there)
             return;
@@ -778,8 +748,8 @@ static long long started_direct_after(const char *id, const char *after)
         json_array_foreach(runners, k, r)
         {
             uint64_t seen = 0;
-            if (strcmp(str_of(r, "id"), id) == 0 &&
-                iso8601_parse_ms(str_of(r, "last_seen_at"), &seen) == 0 && seen > t0)
+            if (strcmp(itest_str_of(r, "id"), id) == 0 &&
+                iso8601_parse_ms(itest_str_of(r, "last_seen_at"), &seen) == 0 && seen > t0)
                 n = json_integer_value(
                     json_object_get(json_object_get(r, "info"), "started_direct"));
         }
@@ -815,37 +785,37 @@ static void test_direct_start(void **state)
     http_sync_open(&h, itest_fmt("http://127.0.0.1:%d", solo->api_port));
 
     json_t *a = create_on(&h, "{\"workflow\": \"api-solo\"}");
-    assert_string_equal(str_of(a, "execution"), "queued");
-    json_t *got = get_json(itest_fmt("/jobs/%s", str_of(a, "uuid")));
-    assert_string_equal(str_of(got, "execution"), "running");
-    assert_string_equal(str_of(got, "runner_id"), "solo1");
+    assert_string_equal(itest_str_of(a, "execution"), "queued");
+    json_t *got = get_json(itest_fmt("/jobs/%s", itest_str_of(a, "uuid")));
+    assert_string_equal(itest_str_of(got, "execution"), "running");
+    assert_string_equal(itest_str_of(got, "runner_id"), "solo1");
     /* Started in the create's own step: at the very time it was created. */
     uint64_t created = 0;
-    assert_int_equal(iso8601_parse_ms(str_of(got, "created_at"), &created), 0);
+    assert_int_equal(iso8601_parse_ms(itest_str_of(got, "created_at"), &created), 0);
     assert_int_equal(json_integer_value(json_object_get(got, "started")), (long long)created);
-    assert_int_equal(started_direct_after("solo1", str_of(got, "created_at")), 1);
+    assert_int_equal(started_direct_after("solo1", itest_str_of(got, "created_at")), 1);
     json_decref(got);
 
     /* The other slot is the claimer's: the next job goes through the queue to it, and
      * the one after that waits in the queue, until a slot frees. */
     json_t *b = create_on(&h, "{\"workflow\": \"api-solo\"}");
-    wait_execution(str_of(b, "uuid"), "running");
+    wait_execution(itest_str_of(b, "uuid"), "running");
     json_t *c = create_on(&h, "{\"workflow\": \"api-solo-quick\"}");
-    got = get_json(itest_fmt("/jobs/%s", str_of(c, "uuid")));
-    assert_string_equal(str_of(got, "execution"), "queued");
+    got = get_json(itest_fmt("/jobs/%s", itest_str_of(c, "uuid")));
+    assert_string_equal(itest_str_of(got, "execution"), "queued");
     json_decref(got);
     char msg[1024];
-    assert_int_equal(itest_job_cancel(&W.client, str_of(a, "uuid"), msg, sizeof msg), 0);
-    wait_execution(str_of(a, "uuid"), "canceled");
-    json_t *done = itest_wait_finished(&W.client, str_of(c, "uuid"), 20000);
+    assert_int_equal(itest_job_cancel(&W.client, itest_str_of(a, "uuid"), msg, sizeof msg), 0);
+    wait_execution(itest_str_of(a, "uuid"), "canceled");
+    json_t *done = itest_wait_finished(&W.client, itest_str_of(c, "uuid"), 20000);
     if (done == NULL)
-        fail_msg("queued job %s did not finish within 20 s", str_of(c, "uuid"));
+        fail_msg("queued job %s did not finish within 20 s", itest_str_of(c, "uuid"));
     assert_string_equal(itest_execution(done), "succeeded");
     /* b and c were claimed from the queue, not started directly. */
-    assert_int_equal(started_direct_after("solo1", str_of(done, "finished_at")), 1);
+    assert_int_equal(started_direct_after("solo1", itest_str_of(done, "finished_at")), 1);
     json_decref(done);
-    assert_int_equal(itest_job_cancel(&W.client, str_of(b, "uuid"), msg, sizeof msg), 0);
-    wait_execution(str_of(b, "uuid"), "canceled");
+    assert_int_equal(itest_job_cancel(&W.client, itest_str_of(b, "uuid"), msg, sizeof msg), 0);
+    wait_execution(itest_str_of(b, "uuid"), "canceled");
     json_decref(a);
     json_decref(b);
     json_decref(c);
@@ -858,11 +828,11 @@ static void test_direct_start(void **state)
     itest_ternd_t *queued = itest_fleet_start(&fleet, &W.redis, &W.dir, "solo2", "solo", off);
     http_sync_open(&h, itest_fmt("http://127.0.0.1:%d", queued->api_port));
     json_t *d = create_on(&h, "{\"workflow\": \"api-solo-quick\"}");
-    done = itest_wait_finished(&W.client, str_of(d, "uuid"), 20000);
+    done = itest_wait_finished(&W.client, itest_str_of(d, "uuid"), 20000);
     if (done == NULL)
-        fail_msg("job %s did not finish within 20 s", str_of(d, "uuid"));
+        fail_msg("job %s did not finish within 20 s", itest_str_of(d, "uuid"));
     assert_string_equal(itest_execution(done), "succeeded");
-    assert_int_equal(started_direct_after("solo2", str_of(done, "finished_at")), 0);
+    assert_int_equal(started_direct_after("solo2", itest_str_of(done, "finished_at")), 0);
     json_decref(done);
     json_decref(d);
     http_sync_close(&h);
@@ -886,7 +856,7 @@ static void test_job_list_pages(void **state)
     for (int page = 0; page < 3; page++) {
         http_sync_resp_t r;
         call(&r, "GET", path, NULL);
-        expect_status(&r, 200);
+        itest_expect_status(&r, 200);
         assert_int_equal(json_array_size(r.json), page < 2 ? 3 : 1);
         size_t i;
         json_t *job;
@@ -894,8 +864,9 @@ static void test_job_list_pages(void **state)
         {
             json_t *prev = json_array_get(seen, json_array_size(seen) - 1);
             if (prev != NULL)
-                assert_true(strcmp(str_of(prev, "created_at"), str_of(job, "created_at")) >= 0);
-            assert_string_equal(str_of(json_object_get(job, "params"), "batch"), "b7");
+                assert_true(
+                    strcmp(itest_str_of(prev, "created_at"), itest_str_of(job, "created_at")) >= 0);
+            assert_string_equal(itest_str_of(json_object_get(job, "params"), "batch"), "b7");
             json_array_append(seen, job);
         }
         const char *m = http_sync_header(&r, "x-tern-next-marker", marker, sizeof marker);
@@ -912,7 +883,7 @@ static void test_job_list_pages(void **state)
         int found = 0;
         size_t k;
         json_t *job;
-        json_array_foreach(seen, k, job) found += strcmp(str_of(job, "uuid"), uuids[i]) == 0;
+        json_array_foreach(seen, k, job) found += strcmp(itest_str_of(job, "uuid"), uuids[i]) == 0;
         assert_int_equal(found, 1);
     }
     json_decref(seen);
@@ -922,7 +893,8 @@ static void test_job_list_pages(void **state)
     json_t *last = get_json(itest_fmt("/jobs/%s", uuids[6]));
     json_t *list = get_json("/jobs?limit=1");
     assert_int_equal(json_array_size(list), 1);
-    assert_string_equal(str_of(json_array_get(list, 0), "created_at"), str_of(last, "created_at"));
+    assert_string_equal(itest_str_of(json_array_get(list, 0), "created_at"),
+                        itest_str_of(last, "created_at"));
     json_decref(list);
     json_decref(last);
     /* By execution, and numbers filter as text. */
@@ -932,7 +904,7 @@ static void test_job_list_pages(void **state)
     http_sync_resp_t counted;
     char count[24];
     call(&counted, "GET", "/jobs?execution=queued&limit=1", NULL);
-    expect_status(&counted, 200);
+    itest_expect_status(&counted, 200);
     assert_non_null(http_sync_header(&counted, "x-count", count, sizeof count));
     assert_int_equal(atoll(count), itest_redis_int(&W.redis, "ZCARD tern:jobs:queued"));
     http_sync_resp_dispose(&counted);
@@ -944,7 +916,7 @@ static void test_job_list_pages(void **state)
     json_decref(list);
     list = get_json("/jobs?batch=b7&i=4");
     assert_int_equal(json_array_size(list), 1);
-    assert_string_equal(str_of(json_array_get(list, 0), "uuid"), uuids[4]);
+    assert_string_equal(itest_str_of(json_array_get(list, 0), "uuid"), uuids[4]);
     json_decref(list);
     /* node-workflow's offset still works. */
     list = get_json("/jobs?batch=b7&offset=5&limit=10");
@@ -967,7 +939,7 @@ static void test_job_list_pages(void **state)
     for (size_t i = 0; i < TERN_ARRAY_SIZE(bad); i++) {
         http_sync_resp_t r;
         call(&r, "GET", bad[i].path, NULL);
-        expect_error(&r, 409, "InvalidArgument", bad[i].needle);
+        itest_expect_error(&r, 409, "InvalidArgument", bad[i].needle);
         http_sync_resp_dispose(&r);
     }
 }
@@ -1010,13 +982,13 @@ static void test_job_list_ties(void **state)
     for (int page = 0; page < 3; page++) {
         http_sync_resp_t r;
         call(&r, "GET", path, NULL);
-        expect_status(&r, 200);
+        itest_expect_status(&r, 200);
         assert_int_equal(json_array_size(r.json), 2);
         size_t i;
         json_t *job;
         json_array_foreach(r.json, i, job)
         {
-            const char *u = str_of(job, "uuid");
+            const char *u = itest_str_of(job, "uuid");
             if (prev[0] != '\0')
                 assert_true(memcmp(prev, u, 36) > 0);
             snprintf(prev, sizeof prev, "%s", u);
@@ -1044,21 +1016,21 @@ static void test_job_cancel(void **state)
                queued, NULL);
     http_sync_resp_t r;
     call(&r, "POST", itest_fmt("/jobs/%s/cancel", queued), NULL);
-    expect_status(&r, 200);
-    assert_string_equal(str_of(r.json, "uuid"), queued);
-    assert_string_equal(str_of(r.json, "execution"), "canceled");
+    itest_expect_status(&r, 200);
+    assert_string_equal(itest_str_of(r.json, "uuid"), queued);
+    assert_string_equal(itest_str_of(r.json, "execution"), "canceled");
     assert_int_equal(json_array_size(json_object_get(r.json, "history")), 1);
     http_sync_resp_dispose(&r);
     /* A finished job cannot be canceled. */
     snapshot_t before = snap();
     call(&r, "POST", itest_fmt("/jobs/%s/cancel", queued), NULL);
-    expect_error(&r, 409, "Conflict", "finished");
+    itest_expect_error(&r, 409, "Conflict", "finished");
     http_sync_resp_dispose(&r);
     call(&r, "POST", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427/cancel", NULL);
-    expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
+    itest_expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
     http_sync_resp_dispose(&r);
     call(&r, "POST", "/jobs/zzz/cancel", NULL);
-    expect_error(&r, 404, "ResourceNotFound", "zzz");
+    itest_expect_error(&r, 404, "ResourceNotFound", "zzz");
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
 
@@ -1069,9 +1041,9 @@ static void test_job_cancel(void **state)
     assert_non_null(ev);
     json_decref(ev);
     call(&r, "POST", itest_fmt("/jobs/%s/cancel", running), NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     assert_true(json_is_true(json_object_get(r.json, "cancel_requested")) ||
-                strcmp(str_of(r.json, "execution"), "canceled") == 0);
+                strcmp(itest_str_of(r.json, "execution"), "canceled") == 0);
     http_sync_resp_dispose(&r);
     json_t *job = itest_wait_finished(&W.client, running, 20000);
     assert_non_null(job);
@@ -1089,8 +1061,8 @@ static void test_job_resume(void **state)
     json_decref(ev);
     http_sync_resp_t r;
     call(&r, "POST", itest_fmt("/jobs/%s/resume", uuid), "{\"result\": {\"answer\": 42}}");
-    expect_status(&r, 200);
-    assert_string_equal(str_of(r.json, "uuid"), uuid);
+    itest_expect_status(&r, 200);
+    assert_string_equal(itest_str_of(r.json, "uuid"), uuid);
     http_sync_resp_dispose(&r);
     json_t *job = itest_wait_finished(&W.client, uuid, 20000);
     assert_non_null(job);
@@ -1099,7 +1071,7 @@ static void test_job_resume(void **state)
     assert_int_equal(json_integer_value(json_object_get(
                          json_object_get(json_array_get(results, 0), "result"), "answer")),
                      42);
-    assert_string_equal(str_of(json_object_get(json_array_get(results, 1), "result"), "msg"),
+    assert_string_equal(itest_str_of(json_object_get(json_array_get(results, 1), "result"), "msg"),
                         "answer 42");
     json_decref(job);
 
@@ -1110,35 +1082,35 @@ static void test_job_resume(void **state)
     json_decref(ev);
     snapshot_t before = snap();
     call(&r, "POST", itest_fmt("/jobs/%s/resume", uuid), "{\"error\": 42}");
-    expect_error(&r, 409, "InvalidArgument", "error");
+    itest_expect_error(&r, 409, "InvalidArgument", "error");
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
     call(&r, "POST", itest_fmt("/jobs/%s/resume", uuid), "{\"error\": \"remote side failed\"}");
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     job = itest_wait_finished(&W.client, uuid, 20000);
     assert_non_null(job);
     assert_string_equal(itest_execution(job), "failed");
     json_t *err =
         json_object_get(json_array_get(json_object_get(job, "chain_results"), 0), "error");
-    assert_string_equal(str_of(err, "code"), "ExternalTaskError");
-    assert_string_equal(str_of(err, "message"), "remote side failed");
+    assert_string_equal(itest_str_of(err, "code"), "ExternalTaskError");
+    assert_string_equal(itest_str_of(err, "message"), "remote side failed");
     json_decref(job);
 
     /* Only a waiting job can be resumed. */
     before = snap();
     call(&r, "POST", itest_fmt("/jobs/%s/resume", uuid), "{}");
-    expect_error(&r, 409, "Conflict", "waiting");
+    itest_expect_error(&r, 409, "Conflict", "waiting");
     http_sync_resp_dispose(&r);
     call(&r, "POST", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427/resume", "{}");
-    expect_error(&r, 404, "ResourceNotFound", NULL);
+    itest_expect_error(&r, 404, "ResourceNotFound", NULL);
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
 
     /* tern's retry of the failed job answers with the job too. */
     call(&r, "POST", itest_fmt("/jobs/%s/retry", uuid), "{}");
-    expect_status(&r, 200);
-    assert_string_equal(str_of(r.json, "uuid"), uuid);
+    itest_expect_status(&r, 200);
+    assert_string_equal(itest_str_of(r.json, "uuid"), uuid);
     http_sync_resp_dispose(&r);
     ev = itest_wait_event(&W.client, uuid, "redrive", NULL, 10000);
     assert_non_null(ev);
@@ -1182,7 +1154,7 @@ static void test_job_resume_retry_unknown_members(void **state)
     json_decref(ev);
     snapshot_t before = snap();
     json_t *story = job_story(uuid);
-    assert_string_equal(str_of(story, "execution"), "waiting");
+    assert_string_equal(itest_str_of(story, "execution"), "waiting");
     static const struct {
         const char *body, *needle;
     } resumes[] = {
@@ -1195,7 +1167,7 @@ static void test_job_resume_retry_unknown_members(void **state)
     http_sync_resp_t r;
     for (size_t i = 0; i < TERN_ARRAY_SIZE(resumes); i++) {
         call(&r, "POST", itest_fmt("/jobs/%s/resume", uuid), resumes[i].body);
-        expect_error(&r, 409, "InvalidArgument", resumes[i].needle);
+        itest_expect_error(&r, 409, "InvalidArgument", resumes[i].needle);
         http_sync_resp_dispose(&r);
     }
     expect_unchanged(before);
@@ -1204,7 +1176,7 @@ static void test_job_resume_retry_unknown_members(void **state)
 
     /* Still waiting: an error resume fails it, and a retry is refused the same way. */
     call(&r, "POST", itest_fmt("/jobs/%s/resume", uuid), "{\"error\": \"remote side failed\"}");
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     json_t *job = itest_wait_finished(&W.client, uuid, 20000);
     assert_non_null(job);
@@ -1221,14 +1193,14 @@ static void test_job_resume_retry_unknown_members(void **state)
     };
     for (size_t i = 0; i < TERN_ARRAY_SIZE(retries); i++) {
         call(&r, "POST", itest_fmt("/jobs/%s/retry", uuid), retries[i].body);
-        expect_error(&r, 409, "InvalidArgument", retries[i].needle);
+        itest_expect_error(&r, 409, "InvalidArgument", retries[i].needle);
         http_sync_resp_dispose(&r);
     }
     expect_unchanged(before);
     expect_story(uuid, story);
     json_decref(story);
     call(&r, "POST", itest_fmt("/jobs/%s/retry", uuid), "{\"from_step\": \"w\"}");
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     ev = itest_wait_event(&W.client, uuid, "redrive", NULL, 10000);
     assert_non_null(ev);
@@ -1251,39 +1223,39 @@ static void test_job_info(void **state)
     json_decref(info);
     http_sync_resp_t r;
     call(&r, "POST", path, "{\"message\": {\"10%\": \"step one\"}}");
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     assert_int_equal(r.body_len, 0);
     http_sync_resp_dispose(&r);
     call(&r, "POST", path, "{\"message\": {\"20%\": \"step two\"}}");
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     info = get_json(path);
     assert_int_equal(json_array_size(info), 2);
-    assert_string_equal(str_of(json_object_get(json_array_get(info, 0), "message"), "10%"),
+    assert_string_equal(itest_str_of(json_object_get(json_array_get(info, 0), "message"), "10%"),
                         "step one");
-    assert_string_equal(str_of(json_object_get(json_array_get(info, 1), "message"), "20%"),
+    assert_string_equal(itest_str_of(json_object_get(json_array_get(info, 1), "message"), "20%"),
                         "step two");
     json_decref(info);
 
     snapshot_t before = snap();
     long long entries = itest_redis_int(&W.redis, "LLEN tern:job:%s:info", uuid);
     call(&r, "POST", path, "{\"message\": 42}");
-    expect_error(&r, 409, "InvalidArgument", "message");
+    itest_expect_error(&r, 409, "InvalidArgument", "message");
     http_sync_resp_dispose(&r);
     call(&r, "POST", path, NULL);
-    expect_error(&r, 409, "InvalidArgument", "body");
+    itest_expect_error(&r, 409, "InvalidArgument", "body");
     http_sync_resp_dispose(&r);
     call(&r, "POST", path, "[\"x\"]");
-    expect_error(&r, 400, "InvalidContent", NULL);
+    itest_expect_error(&r, 400, "InvalidContent", NULL);
     http_sync_resp_dispose(&r);
     call(&r, "POST", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427/info", "{\"message\": {}}");
-    expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
+    itest_expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
     http_sync_resp_dispose(&r);
     call(&r, "GET", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427/info", NULL);
-    expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
+    itest_expect_error(&r, 404, "ResourceNotFound", "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
     http_sync_resp_dispose(&r);
     call(&r, "GET", "/jobs/nope/info", NULL);
-    expect_error(&r, 404, "ResourceNotFound", "nope");
+    itest_expect_error(&r, 404, "ResourceNotFound", "nope");
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
     assert_int_equal(itest_redis_int(&W.redis, "LLEN tern:job:%s:info", uuid), entries);
@@ -1334,7 +1306,7 @@ static void test_runners(void **state)
     json_t *mine = NULL;
     size_t i;
     json_t *r;
-    json_array_foreach(runners, i, r) if (strcmp(str_of(r, "id"), "api1") == 0) mine = r;
+    json_array_foreach(runners, i, r) if (strcmp(itest_str_of(r, "id"), "api1") == 0) mine = r;
     assert_non_null(mine);
     assert_true(json_is_true(json_object_get(mine, "alive")));
     assert_true(json_integer_value(json_object_get(mine, "lease_ms_left")) > 0);
@@ -1375,8 +1347,8 @@ static void test_keep_alive_across_statuses(void **state)
     seq[0].body = first_body;
     for (size_t i = 0; i < TERN_ARRAY_SIZE(seq); i++) {
         http_sync_resp_t r;
-        call_on(&h, &r, seq[i].method, seq[i].path, seq[i].body);
-        expect_status(&r, seq[i].status);
+        itest_api_call(&h, &r, seq[i].method, seq[i].path, seq[i].body);
+        itest_expect_status(&r, seq[i].status);
         /* HEAD: the length a GET would have, and no body, which would otherwise be
          * read as the next answer on this connection. */
         if (strcmp(seq[i].method, "HEAD") == 0) {
@@ -1396,23 +1368,13 @@ static void test_keep_alive_across_statuses(void **state)
 
 /* ---- auth, TLS, body limit (a ternd of their own) ----------------------------- */
 
-static void start_api_only(itest_ternd_t *t, const char *id, const char *const *flags)
-{
-    const char *extra[16] = {"--role", "api"};
-    size_t n = 2;
-    for (size_t i = 0; flags != NULL && flags[i] != NULL && n < 15; i++)
-        extra[n++] = flags[i];
-    extra[n] = NULL;
-    itest_ternd_start(t, &W.redis, &W.dir, id, extra);
-}
-
 static void test_auth_token(void **state)
 {
     (void)state;
     const char *token = "s3cret-token-for-the-api-test";
     setenv("TERN_API_TOKEN", token, 1);
     itest_ternd_t t;
-    start_api_only(&t, "auth", NULL);
+    itest_world_start_api_only(&W, &t, "auth", NULL);
     unsetenv("TERN_API_TOKEN");
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%d", t.api_port);
@@ -1420,28 +1382,28 @@ static void test_auth_token(void **state)
     http_sync_open(&h, base);
     snapshot_t before = snap();
     http_sync_resp_t r;
-    call_on(&h, &r, "GET", "/jobs", NULL);
-    expect_error(&r, 401, "InvalidCredentials", "Bearer");
+    itest_api_call(&h, &r, "GET", "/jobs", NULL);
+    itest_expect_error(&r, 401, "InvalidCredentials", "Bearer");
     http_sync_resp_dispose(&r);
-    call_on(&h, &r, "POST", "/jobs", "{\"workflow\": \"api-quick\"}");
-    expect_error(&r, 401, "InvalidCredentials", NULL);
+    itest_api_call(&h, &r, "POST", "/jobs", "{\"workflow\": \"api-quick\"}");
+    itest_expect_error(&r, 401, "InvalidCredentials", NULL);
     http_sync_resp_dispose(&r);
     snprintf(h.auth, sizeof h.auth, "Authorization: Bearer %s-wrong", token);
-    call_on(&h, &r, "GET", "/stats", NULL);
-    expect_error(&r, 401, "InvalidCredentials", NULL);
+    itest_api_call(&h, &r, "GET", "/stats", NULL);
+    itest_expect_error(&r, 401, "InvalidCredentials", NULL);
     http_sync_resp_dispose(&r);
     expect_unchanged(before);
     /* The health check needs no token. */
     h.auth[0] = '\0';
-    call_on(&h, &r, "GET", "/ping", NULL);
-    expect_status(&r, 200);
+    itest_api_call(&h, &r, "GET", "/ping", NULL);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     snprintf(h.auth, sizeof h.auth, "Authorization: Bearer %s", token);
-    call_on(&h, &r, "GET", "/jobs?limit=1", NULL);
-    expect_status(&r, 200);
+    itest_api_call(&h, &r, "GET", "/jobs?limit=1", NULL);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
-    call_on(&h, &r, "GET", "/workflows/api-quick", NULL);
-    expect_status(&r, 200);
+    itest_api_call(&h, &r, "GET", "/workflows/api-quick", NULL);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     http_sync_close(&h);
     assert_int_equal(itest_ternd_signal(&t, SIGTERM, 10000), 0);
@@ -1481,7 +1443,7 @@ static void test_tls(void **state)
     const char *flags[] = {"--tls-cert",       cert,       "--tls-key", key,
                            "--api-token-file", token_file, NULL};
     itest_ternd_t t;
-    start_api_only(&t, "tls", flags);
+    itest_world_start_api_only(&W, &t, "tls", flags);
     char base[64];
     snprintf(base, sizeof base, "https://127.0.0.1:%d", t.api_port);
     http_sync_t h;
@@ -1489,17 +1451,17 @@ static void test_tls(void **state)
     snprintf(h.ca_file, sizeof h.ca_file, "%s", cert);
     snprintf(h.auth, sizeof h.auth, "Authorization: Bearer token-from-a-file-0123456789");
     http_sync_resp_t r;
-    call_on(&h, &r, "GET", "/workflows/api-quick", NULL);
-    expect_status(&r, 200);
-    assert_string_equal(str_of(r.json, "uuid"), quick_uuid);
+    itest_api_call(&h, &r, "GET", "/workflows/api-quick", NULL);
+    itest_expect_status(&r, 200);
+    assert_string_equal(itest_str_of(r.json, "uuid"), quick_uuid);
     http_sync_resp_dispose(&r);
     /* Over HTTP/1.1 too, and the connection is kept. */
     h.http1_only = true;
-    call_on(&h, &r, "GET", "/ping", NULL);
-    expect_status(&r, 200);
+    itest_api_call(&h, &r, "GET", "/ping", NULL);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
-    call_on(&h, &r, "GET", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427", NULL);
-    expect_error(&r, 404, "ResourceNotFound", NULL);
+    itest_api_call(&h, &r, "GET", "/jobs/1b4e28ba-2fa1-11d2-883f-0016d3cca427", NULL);
+    itest_expect_error(&r, 404, "ResourceNotFound", NULL);
     assert_int_equal(r.connects, 0);
     http_sync_resp_dispose(&r);
     http_sync_close(&h);
@@ -1519,7 +1481,7 @@ static void test_body_limit(void **state)
     (void)state;
     const char *flags[] = {"--max-body-bytes", "4096", NULL};
     itest_ternd_t t;
-    start_api_only(&t, "limit", flags);
+    itest_world_start_api_only(&W, &t, "limit", flags);
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%d", t.api_port);
     http_sync_t h;
@@ -1533,17 +1495,17 @@ static void test_body_limit(void **state)
     memset(body + n, 'x', pad);
     snprintf(body + n + pad, 128, "\"}");
     http_sync_resp_t r;
-    call_on(&h, &r, "POST", "/jobs", body);
-    expect_status(&r, 413);
+    itest_api_call(&h, &r, "POST", "/jobs", body);
+    itest_expect_status(&r, 413);
     http_sync_resp_dispose(&r);
-    call_on(&h, &r, "POST", "/workflows", body);
-    expect_status(&r, 413);
+    itest_api_call(&h, &r, "POST", "/workflows", body);
+    itest_expect_status(&r, 413);
     http_sync_resp_dispose(&r);
     free(body);
     expect_unchanged(before);
     /* Under the limit, the same server serves. */
-    call_on(&h, &r, "GET", "/workflows/api-quick", NULL);
-    expect_status(&r, 200);
+    itest_api_call(&h, &r, "GET", "/workflows/api-quick", NULL);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     http_sync_close(&h);
     assert_int_equal(itest_ternd_signal(&t, SIGTERM, 10000), 0);

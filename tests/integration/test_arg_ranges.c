@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
 #include "http_sync.h"
+#include "world.h"
 
 static itest_world_t W;
 

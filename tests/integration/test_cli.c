@@ -30,8 +30,8 @@
 #include "base/clock.h"
 #include "base/ident.h"
 #include "base/iso8601.h"
-#include "harness.h"
 #include "mini_http_server.h"
+#include "world.h"
 
 #define TOKEN        "cli-test-token-0123456789"
 #define SUBMIT_TOKEN "cli-submit-token-0123456789"
@@ -40,16 +40,7 @@
 #define CHECK        "\u2713"
 #define CROSS        "\u2717"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_ternd_t ternd;
-    itest_client_t client;
-    char url[64];
-    char side[320];
-} world_t;
-
-static world_t W;
+static itest_world_t W;
 
 /* ---- running the CLI ----------------------------------------------------------- */
 
@@ -91,7 +82,7 @@ static void child_start(child_t *c, const char *const *args, const char *const *
         close(err[0]);
         close(out[1]);
         close(err[1]);
-        setenv("TERN_URL", W.url, 1);
+        setenv("TERN_URL", W.base, 1);
         setenv("TERN_TOKEN", TOKEN, 1);
         /* Even with a capable terminal named, piped output must stay plain. */
         setenv("TERM", "xterm-256color", 1);
@@ -292,11 +283,7 @@ static void write_file(const char *name, const char *text)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/%s", W.dir.path, name);
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        fail_msg("%s: %s", path, strerror(errno));
-    fputs(text, f);
-    fclose(f);
+    itest_write_file(path, text);
 }
 
 static const char *path_of(const char *name)
@@ -311,15 +298,11 @@ static const char *path_of(const char *name)
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
+    itest_world_start_redis(&W);
     /* The operator's token bare (as one-token files always were), and a submit one. */
     write_file("token", TOKEN "\nsubmit " SUBMIT_TOKEN "\n");
     const char *extra[] = {"--api-token-file", path_of("token"), NULL};
-    itest_ternd_start(&W.ternd, &W.redis, &W.dir, "r1", extra);
-    itest_client_open(&W.client, &W.redis);
-    snprintf(W.url, sizeof W.url, "http://127.0.0.1:%d", W.ternd.api_port);
-    snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    itest_world_start_ternd(&W, "r1", NULL, extra);
 
     write_file("three.json",
                "{\"name\": \"cli-three\", \"version\": \"1.0.0\", \"chain\": ["
@@ -382,10 +365,7 @@ static void test_token_never_logged(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&W.client);
-    itest_ternd_signal(&W.ternd, SIGTERM, 10000);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_world_stop(&W, 10000);
     return 0;
 }
 

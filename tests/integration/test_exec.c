@@ -24,8 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
 #include "http_sync.h"
+#include "world.h"
 
 static itest_world_t W;
 static http_sync_t http;
@@ -54,12 +54,6 @@ static int group_teardown(void **state)
     http_sync_close(&http);
     itest_world_stop(&W, 15000);
     return 0;
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "(none)";
 }
 
 /* The first chain result of a finished job. */
@@ -104,8 +98,8 @@ static void test_shell_refused_when_stored(void **state)
     assert_int_equal(http_sync_do(&http, "POST", "/workflows", def, strlen(def), NULL, &r), 0);
     if (r.status != 409)
         fail_msg("expected 409, got %ld: %s", r.status, r.body);
-    assert_string_equal(str_of(r.json, "code"), "InvalidArgument");
-    assert_string_equal(str_of(r.json, "message"),
+    assert_string_equal(itest_str_of(r.json, "code"), "InvalidArgument");
+    assert_string_equal(itest_str_of(r.json, "message"),
                         "chain[1].args.shell: \"shell\": true is not allowed; the exec plugin's "
                         "configuration must say \"allow_shell\": true ({\"plugins\": {\"exec\": "
                         "{\"allow_shell\": true}}})");
@@ -161,7 +155,7 @@ static void test_shell_refused_at_run_time(void **state)
     assert_string_equal(itest_execution(job), "failed");
     const json_t *res = first_result(job);
     assert_int_equal(json_integer_value(json_object_get(res, "attempts")), 1);
-    assert_string_equal(str_of(json_object_get(job, "error"), "code"), "ExecNotAllowed");
+    assert_string_equal(itest_str_of(json_object_get(job, "error"), "code"), "ExecNotAllowed");
     json_decref(job);
 }
 
@@ -184,7 +178,7 @@ static void test_values_reach_the_shell_as_parameters(void **state)
         fail_msg("job %s: %s", itest_execution(job), json_dumps(json_object_get(job, "error"), 0));
     char want[400];
     snprintf(want, sizeof want, "hello x; touch %s\n", marker);
-    assert_string_equal(str_of(json_object_get(first_result(job), "result"), "stdout"), want);
+    assert_string_equal(itest_str_of(json_object_get(first_result(job), "result"), "stdout"), want);
     json_decref(job);
 }
 
@@ -220,7 +214,8 @@ static void test_steps_run_unprivileged(void **state)
         assert_string_equal(itest_execution(job), "succeeded");
         char want[32];
         snprintf(want, sizeof want, "%u\n", (unsigned)(i == 0 ? nobody : daemon_uid));
-        assert_string_equal(str_of(json_object_get(first_result(job), "result"), "stdout"), want);
+        assert_string_equal(itest_str_of(json_object_get(first_result(job), "result"), "stdout"),
+                            want);
         json_decref(job);
     }
 }

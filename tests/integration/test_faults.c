@@ -30,30 +30,19 @@
 
 #include <hiredis/hiredis.h>
 
-#include "harness.h"
+#include "base/clock.h"
 #include "http_sync.h"
+#include "world.h"
 
 #define STEPS     5
 #define MAX_KILLS 128
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_client_t client;
-    itest_fleet_t fleet; /* the runners of the current test */
-    char side[320];
-} world_t;
-
-static world_t W;
+static itest_fleet_world_t W;
 
 static int test_setup(void **state)
 {
     (void)state;
-    memset(&W, 0, sizeof W);
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_client_open(&W.client, &W.redis);
-    snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    itest_fleet_world_start(&W);
     return 0;
 }
 
@@ -65,10 +54,7 @@ static int test_teardown(void **state)
     (void)state;
     if (W.redis.pid <= 0)
         itest_redis_restart(&W.redis);
-    itest_client_close(&W.client);
-    itest_fleet_stop(&W.fleet, 15000);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_fleet_world_stop(&W, 15000);
     return 0;
 }
 
@@ -76,20 +62,7 @@ static int test_teardown(void **state)
 
 static long long now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000L;
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "";
-}
-
-static const char *error_code_of(const json_t *holder)
-{
-    return str_of(json_object_get(holder, "error"), "code");
+    return (long long)clock_mono_ms();
 }
 
 static itest_ternd_t *start_runner(const char *id, const char *queue, const char *concurrency)
@@ -150,17 +123,6 @@ static void put_records(const char *name, const char *queue, int ms)
     itest_workflow_put_ok(
         &W.client,
         itest_fmt("{\"name\": \"%s\", \"queue\": \"%s\", \"chain\": [%s]}", name, queue, steps));
-}
-
-static long file_size(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fclose(f);
-    return n;
 }
 
 /* Waits until the side channel holds at least `n` start lines. */
@@ -448,10 +410,10 @@ static void test_runner_killed_every_2s(void **state)
         if (now_ms() >= next_kill && n_kills < MAX_KILLS) {
             itest_ternd_t *victim = &W.fleet.runners[n_kills % 3];
             recovery_note(&recs[n_kills], victim->id);
-            kills[n_kills].before = file_size(W.side);
+            kills[n_kills].before = itest_file_size(W.side);
             recs[n_kills].killed_at = now_ms();
             assert_int_equal(itest_ternd_signal(victim, SIGKILL, 5000), 128 + SIGKILL);
-            kills[n_kills].after = file_size(W.side);
+            kills[n_kills].after = itest_file_size(W.side);
             n_kills++;
             restart_runner(victim, "fa", "200", n_kills);
             restarts++;
@@ -499,13 +461,13 @@ static void test_redis_killed_mid_run(void **state)
 
     /* About a third of the steps have started when Redis dies. */
     wait_side(B_JOBS * STEPS / 3, 30000);
-    kill_mark_t kill = {.before = file_size(W.side)};
+    kill_mark_t kill = {.before = itest_file_size(W.side)};
     long long killed_at = now_ms();
     itest_redis_stop(&W.redis, SIGKILL);
     for (int i = 0; i < 3; i++)
         wait_log_both(&W.fleet.runners[i], "\"level\":40", "Redis is unreachable", 5000);
     /* Steps in flight go on and end meanwhile; their commits must wait for Redis. */
-    kill.after = file_size(W.side);
+    kill.after = itest_file_size(W.side);
     itest_redis_restart(&W.redis);
     long long restarted_at = now_ms();
 
@@ -513,7 +475,7 @@ static void test_redis_killed_mid_run(void **state)
     long long recovered_at = -1;
     long long ok = 0;
     for (;;) {
-        if (recovered_at < 0 && file_size(W.side) > kill.after)
+        if (recovered_at < 0 && itest_file_size(W.side) > kill.after)
             recovered_at = now_ms();
         ok = zcard("succeeded");
         if (ok == B_JOBS)
@@ -556,32 +518,13 @@ static long http_status(http_sync_t *h, const char *path, char **body)
     return status;
 }
 
-/* The value of sample `series` in a Prometheus page, or -1. */
-static double sample(const char *page, const char *series)
-{
-    char needle[256];
-    snprintf(needle, sizeof needle, "\n%s ", series);
-    const char *p = page != NULL ? strstr(page, needle) : NULL;
-    return p != NULL ? atof(p + strlen(needle)) : -1;
-}
-
 static double redis_up_metric(http_sync_t *h)
 {
     char *page = NULL;
-    double v = http_status(h, "/metrics", &page) == 200 ? sample(page, "tern_redis_up") : -1;
+    double v =
+        http_status(h, "/metrics", &page) == 200 ? itest_metric_sample(page, "tern_redis_up") : -1;
     free(page);
     return v;
-}
-
-static void wait_client_state(bool up, unsigned timeout_ms)
-{
-    long long end = now_ms() + timeout_ms;
-    while (store_is_up(W.client.store) != up) {
-        if (now_ms() > end)
-            fail_msg("the client's store was not %s within %u ms", up ? "up" : "down", timeout_ms);
-        bool never = false;
-        itest_client_run_until(&W.client, &never, 20);
-    }
 }
 
 static void test_redis_unreachable_30s(void **state)
@@ -612,7 +555,7 @@ static void test_redis_unreachable_30s(void **state)
     itest_redis_stop(&W.redis, SIGTERM);
     /* The client notices only while its loop runs; it must see the outage to see the
      * return. */
-    wait_client_state(false, 5000);
+    itest_client_wait_state(&W.client, false, 5000);
 
     /* The outage is noticed and reported... */
     long long end = now_ms() + 5000;
@@ -648,7 +591,7 @@ static void test_redis_unreachable_30s(void **state)
     long long back_ms = now_ms() - restarted_at;
     assert_true(redis_up_metric(&h) == 1);
 
-    wait_client_state(true, 15000);
+    itest_client_wait_state(&W.client, true, 15000);
     create("fc", "{\"when\": \"after\"}", after);
     const char *jobs[] = {before, after};
     for (int i = 0; i < 2; i++) {
@@ -727,9 +670,9 @@ static void test_misbehaving_plugins(void **state)
     json_t *job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "failed");
     json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
-    assert_string_equal(error_code_of(entry), "TaskCrashed");
+    assert_string_equal(itest_error_code_of(entry), "TaskCrashed");
     char crash[512];
-    snprintf(crash, sizeof crash, "%s", str_of(json_object_get(entry, "error"), "message"));
+    snprintf(crash, sizeof crash, "%s", itest_str_of(json_object_get(entry, "error"), "message"));
     if (strstr(crash, "SIGSEGV") == NULL)
         fail_msg("the crash message does not name the signal: %s", crash);
     json_decref(job);
@@ -739,8 +682,8 @@ static void test_misbehaving_plugins(void **state)
     job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "failed");
     entry = json_array_get(json_object_get(job, "chain_results"), 0);
-    assert_string_equal(error_code_of(entry), "TaskTimeout");
-    assert_string_equal(error_code_of(job), "TaskTimeout");
+    assert_string_equal(itest_error_code_of(entry), "TaskTimeout");
+    assert_string_equal(itest_error_code_of(job), "TaskTimeout");
     json_decref(job);
     run_ok_job(r);
 

@@ -22,8 +22,8 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "harness.h"
 #include "http_sync.h"
+#include "world.h"
 
 #define MAX_CONNECTIONS 4
 #define HEADER_MS       800

@@ -22,21 +22,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api_calls.h"
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "harness.h"
-#include "http_sync.h"
+#include "world.h"
 
 static itest_world_t W;
 static http_sync_t http;
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "(none)";
-}
 
 static void call_with(http_sync_t *h, http_sync_resp_t *out, const char *method, const char *path,
                       const char *body, const char *const *headers)
@@ -47,23 +41,6 @@ static void call_with(http_sync_t *h, http_sync_resp_t *out, const char *method,
                  headers != NULL && headers[0] != NULL ? headers[0] : "", out->error);
 }
 
-static void expect_error(const http_sync_resp_t *r, long status, const char *code,
-                         const char *needle)
-{
-    if (r->status != status)
-        fail_msg("expected %ld %s, got %ld: %s", status, code, r->status, r->body);
-    assert_non_null(r->json);
-    assert_string_equal(str_of(r->json, "code"), code);
-    if (needle != NULL && strstr(str_of(r->json, "message"), needle) == NULL)
-        fail_msg("message \"%s\" does not name \"%s\"", str_of(r->json, "message"), needle);
-}
-
-static void expect_status(const http_sync_resp_t *r, long status)
-{
-    if (r->status != status)
-        fail_msg("expected %ld, got %ld: %s", status, r->status, r->body);
-}
-
 /* The number of workflows stored under `name` (GET /workflows?name=). */
 static size_t workflows_named(const char *name)
 {
@@ -71,7 +48,7 @@ static size_t workflows_named(const char *name)
     char path[200];
     snprintf(path, sizeof path, "/workflows?name=%s", name);
     call_with(&http, &r, "GET", path, NULL, NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     size_t n = json_array_size(r.json);
     http_sync_resp_dispose(&r);
     return n;
@@ -110,26 +87,6 @@ static char *raw_exchange(const char *request)
 }
 
 /* Starts an api-only ternd with the NULL-terminated `flags`. */
-static void start_api_only(itest_ternd_t *t, const char *id, const char *const *flags)
-{
-    const char *extra[24];
-    size_t n = 0;
-    extra[n++] = "--role";
-    extra[n++] = "api";
-    for (size_t i = 0; flags != NULL && flags[i] != NULL && n < 22; i++)
-        extra[n++] = flags[i];
-    extra[n] = NULL;
-    itest_ternd_start(t, &W.redis, &W.dir, id, extra);
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
-
 /* ---- a web page cannot store a workflow or create a job ----------------------- */
 
 /* The request a page could make before: a cross-origin, rebinding-style POST of a
@@ -170,36 +127,36 @@ static void check_each_alone(http_sync_t *h)
 
     const char *const host_only[] = {"Host: evil.example", NULL};
     call_with(h, &r, "POST", "/workflows", wf, host_only);
-    expect_error(&r, 421, "MisdirectedRequest", "--allowed-hosts");
+    itest_expect_error(&r, 421, "MisdirectedRequest", "--allowed-hosts");
     http_sync_resp_dispose(&r);
     call_with(h, &r, "GET", "/jobs", NULL, host_only);
-    expect_error(&r, 421, "MisdirectedRequest", "evil.example");
+    itest_expect_error(&r, 421, "MisdirectedRequest", "evil.example");
     http_sync_resp_dispose(&r);
 
     const char *const origin_only[] = {"Origin: http://evil.example", NULL};
     call_with(h, &r, "POST", "/workflows", wf, origin_only);
-    expect_error(&r, 403, "Forbidden", "http://evil.example");
+    itest_expect_error(&r, 403, "Forbidden", "http://evil.example");
     http_sync_resp_dispose(&r);
     call_with(h, &r, "GET", "/jobs", NULL, origin_only); /* every route */
-    expect_error(&r, 403, "Forbidden", NULL);
+    itest_expect_error(&r, 403, "Forbidden", NULL);
     http_sync_resp_dispose(&r);
     const char *const origin_null[] = {"Origin: null", NULL};
     call_with(h, &r, "POST", "/jobs", "{\"workflow\":\"guard-alone\"}", origin_null);
-    expect_error(&r, 403, "Forbidden", "null");
+    itest_expect_error(&r, 403, "Forbidden", "null");
     http_sync_resp_dispose(&r);
     /* A page on a public address is not ternd's origin either. */
     const char *const origin_ip[] = {"Origin: http://203.0.113.7", NULL};
     call_with(h, &r, "POST", "/jobs/00000000-0000-4000-8000-000000000000/cancel", NULL, origin_ip);
-    expect_error(&r, 403, "Forbidden", NULL);
+    itest_expect_error(&r, 403, "Forbidden", NULL);
     http_sync_resp_dispose(&r);
 
     const char *const plain[] = {"Content-Type: text/plain", NULL};
     call_with(h, &r, "POST", "/workflows", wf, plain);
-    expect_error(&r, 415, "UnsupportedMediaType", "text/plain");
+    itest_expect_error(&r, 415, "UnsupportedMediaType", "text/plain");
     http_sync_resp_dispose(&r);
     const char *const form[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
     call_with(h, &r, "POST", "/jobs", "{\"workflow\":\"guard-alone\"}", form);
-    expect_error(&r, 415, "UnsupportedMediaType", "application/x-www-form-urlencoded");
+    itest_expect_error(&r, 415, "UnsupportedMediaType", "application/x-www-form-urlencoded");
     http_sync_resp_dispose(&r);
     assert_int_equal(workflows_named("guard-alone"), 0);
 
@@ -208,19 +165,19 @@ static void check_each_alone(http_sync_t *h)
     const char *const fine[] = {"Host: localhost:1",
                                 "Content-Type: application/json; charset=utf-8", NULL};
     call_with(h, &r, "POST", "/workflows", wf, fine);
-    expect_status(&r, 201);
+    itest_expect_status(&r, 201);
     char gone[120];
-    snprintf(gone, sizeof gone, "/workflows/%s", str_of(r.json, "uuid"));
+    snprintf(gone, sizeof gone, "/workflows/%s", itest_str_of(r.json, "uuid"));
     http_sync_resp_dispose(&r);
     const char *const v6[] = {"Host: [::1]:8080", NULL};
     call_with(h, &r, "GET", "/workflows/guard-alone", NULL, v6);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     char own[120];
     snprintf(own, sizeof own, "Origin: %s", W.base);
     const char *const own_origin[] = {own, NULL};
     call_with(h, &r, "DELETE", gone, NULL, own_origin);
-    expect_status(&r, 204);
+    itest_expect_status(&r, 204);
     http_sync_resp_dispose(&r);
 }
 
@@ -235,7 +192,7 @@ static void test_each_check_alone_http1(void **state)
     const char *const no_host[] = {"Host:", NULL};
     http_sync_resp_t r;
     call_with(&h, &r, "GET", "/ping", NULL, no_host);
-    expect_error(&r, 400, "BadRequest", "Host");
+    itest_expect_error(&r, 400, "BadRequest", "Host");
     http_sync_resp_dispose(&r);
     http_sync_close(&h);
 }
@@ -299,7 +256,7 @@ static void test_allowed_hosts_and_origins(void **state)
     itest_ternd_t t;
     const char *const flags[] = {"--allowed-hosts", "tern.example,API.Example.org",
                                  "--allowed-origins", "http://ui.example:3000", NULL};
-    start_api_only(&t, "names", flags);
+    itest_world_start_api_only(&W, &t, "names", flags);
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%d", t.api_port);
     http_sync_t h;
@@ -308,15 +265,15 @@ static void test_allowed_hosts_and_origins(void **state)
     const char *const named[] = {"Host: api.example.org:443", "Origin: http://ui.example:3000",
                                  NULL};
     call_with(&h, &r, "GET", "/jobs?limit=1", NULL, named);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     const char *const other[] = {"Host: tern.example.evil", NULL};
     call_with(&h, &r, "GET", "/jobs?limit=1", NULL, other);
-    expect_error(&r, 421, "MisdirectedRequest", NULL);
+    itest_expect_error(&r, 421, "MisdirectedRequest", NULL);
     http_sync_resp_dispose(&r);
     const char *const other_origin[] = {"Origin: http://ui.example:3001", NULL};
     call_with(&h, &r, "GET", "/jobs?limit=1", NULL, other_origin);
-    expect_error(&r, 403, "Forbidden", NULL);
+    itest_expect_error(&r, 403, "Forbidden", NULL);
     http_sync_resp_dispose(&r);
     http_sync_close(&h);
     assert_int_equal(itest_ternd_signal(&t, SIGTERM, 10000), 0);
@@ -332,13 +289,13 @@ static void test_scopes(void **state)
     (void)state;
     char file[400];
     snprintf(file, sizeof file, "%s/tokens", W.dir.path);
-    write_file(file, "# the API's callers\n"
-                     "submit   " SUBMIT_TOKEN "\n"
-                     "\n"
-                     "operator " OPERATOR_TOKEN "\r\n");
+    itest_write_file(file, "# the API's callers\n"
+                           "submit   " SUBMIT_TOKEN "\n"
+                           "\n"
+                           "operator " OPERATOR_TOKEN "\r\n");
     itest_ternd_t t;
     const char *const flags[] = {"--api-token-file", file, NULL};
-    start_api_only(&t, "scopes", flags);
+    itest_world_start_api_only(&W, &t, "scopes", flags);
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%d", t.api_port);
     http_sync_t h;
@@ -348,57 +305,57 @@ static void test_scopes(void **state)
 
     /* Without a token nothing about routes is told: not 404, not 405. */
     call_with(&h, &r, "GET", "/no-such-route", NULL, NULL);
-    expect_error(&r, 401, "InvalidCredentials", NULL);
+    itest_expect_error(&r, 401, "InvalidCredentials", NULL);
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "DELETE", "/jobs", NULL, NULL);
-    expect_error(&r, 401, "InvalidCredentials", NULL);
+    itest_expect_error(&r, 401, "InvalidCredentials", NULL);
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "GET", "/ping", NULL, NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
 
     /* submit: no workflows stored, no operator routes; jobs and reads work. */
     snprintf(h.auth, sizeof h.auth, "Authorization: Bearer %s", SUBMIT_TOKEN);
     call_with(&h, &r, "POST", "/workflows", wf, NULL);
-    expect_error(&r, 403, "NotAuthorized", "scope operator; this token has scope submit");
+    itest_expect_error(&r, 403, "NotAuthorized", "scope operator; this token has scope submit");
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "GET", "/stats", NULL, NULL);
-    expect_error(&r, 403, "NotAuthorized", "operator");
+    itest_expect_error(&r, 403, "NotAuthorized", "operator");
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "GET", "/no-such-route", NULL, NULL);
-    expect_error(&r, 404, "ResourceNotFound", NULL);
+    itest_expect_error(&r, 404, "ResourceNotFound", NULL);
     http_sync_resp_dispose(&r);
     assert_int_equal(workflows_named("scoped"), 0);
 
     snprintf(h.auth, sizeof h.auth, "Authorization: Bearer %s", OPERATOR_TOKEN);
     call_with(&h, &r, "POST", "/workflows", wf, NULL);
-    expect_status(&r, 201);
+    itest_expect_status(&r, 201);
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "GET", "/stats", NULL, NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "DELETE", "/jobs", NULL, NULL);
-    expect_error(&r, 405, "MethodNotAllowed", NULL);
+    itest_expect_error(&r, 405, "MethodNotAllowed", NULL);
     http_sync_resp_dispose(&r);
 
     snprintf(h.auth, sizeof h.auth, "Authorization: Bearer %s", SUBMIT_TOKEN);
     call_with(&h, &r, "GET", "/workflows?name=scoped", NULL, NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     assert_int_equal(json_array_size(r.json), 1);
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "GET", "/tasks", NULL, NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "POST", "/jobs", "{\"workflow\":\"scoped\",\"target\":\"s1\"}", NULL);
-    expect_status(&r, 201);
+    itest_expect_status(&r, 201);
     char path[120];
-    snprintf(path, sizeof path, "/jobs/%s", str_of(r.json, "uuid"));
+    snprintf(path, sizeof path, "/jobs/%s", itest_str_of(r.json, "uuid"));
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "GET", path, NULL, NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "DELETE", "/workflows/scoped", NULL, NULL);
-    expect_error(&r, 403, "NotAuthorized", "submit");
+    itest_expect_error(&r, 403, "NotAuthorized", "submit");
     http_sync_resp_dispose(&r);
     assert_int_equal(workflows_named("scoped"), 1);
 
@@ -453,7 +410,7 @@ static void test_malformed_token_file(void **state)
         {"operator a b c d e f g h i j\n", "line 1: expected"},
     };
     for (size_t i = 0; i < TERN_ARRAY_SIZE(cases); i++) {
-        write_file(file, cases[i].text);
+        itest_write_file(file, cases[i].text);
         char *out = run_refused(flags);
         if (strstr(out, cases[i].needle) == NULL || strstr(out, file) == NULL)
             fail_msg("case %zu: output does not name %s and %s: %s", i, file, cases[i].needle, out);
@@ -472,7 +429,7 @@ static char *job_text(http_sync_t *h, const char *uuid)
     char path[120];
     snprintf(path, sizeof path, "/jobs/%s", uuid);
     call_with(h, &r, "GET", path, NULL, NULL);
-    expect_status(&r, 200);
+    itest_expect_status(&r, 200);
     char *s = xstrdup(r.body);
     http_sync_resp_dispose(&r);
     return s;
@@ -510,12 +467,12 @@ static void test_env_token_not_in_children(void **state)
              (int)t.pid);
     http_sync_resp_t r;
     call_with(&h, &r, "POST", "/workflows", wf, NULL);
-    expect_status(&r, 201);
+    itest_expect_status(&r, 201);
     http_sync_resp_dispose(&r);
     call_with(&h, &r, "POST", "/jobs", "{\"workflow\":\"envtok\",\"target\":\"e\"}", NULL);
-    expect_status(&r, 201);
+    itest_expect_status(&r, 201);
     char uuid[40];
-    snprintf(uuid, sizeof uuid, "%s", str_of(r.json, "uuid"));
+    snprintf(uuid, sizeof uuid, "%s", itest_str_of(r.json, "uuid"));
     http_sync_resp_dispose(&r);
     json_t *job = itest_wait_finished_ok(&W.client, uuid, 20000);
     json_decref(job);
@@ -541,9 +498,9 @@ static void test_env_token_not_in_embedded_redis(void **state)
     snprintf(seen, sizeof seen, "%s/redis-env", W.dir.path);
     snprintf(data, sizeof data, "%s/embedded", W.dir.path);
     snprintf(log, sizeof log, "%s/embedded.log", W.dir.path);
-    write_file(wrapper, itest_fmt("#!/bin/sh\nenv > %s.tmp && mv %s.tmp %s\n"
-                                  "exec redis-server \"$@\"\n",
-                                  seen, seen, seen));
+    itest_write_file(wrapper, itest_fmt("#!/bin/sh\nenv > %s.tmp && mv %s.tmp %s\n"
+                                        "exec redis-server \"$@\"\n",
+                                        seen, seen, seen));
     assert_int_equal(chmod(wrapper, 0700), 0);
     snprintf(cmd, sizeof cmd,
              "TERN_API_TOKEN=%s exec %s --role api --listen 127.0.0.1:0 --data-dir %s "

@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "base/ident.h"
 #include "events/events.h"
-#include "harness.h"
+#include "world.h"
 
 static itest_world_t W;
 

@@ -15,8 +15,8 @@
 
 #include "base/alloc.h"
 #include "base/iso8601.h"
-#include "harness.h"
 #include "http_sync.h"
+#include "world.h"
 
 #define BOUND     65536 /* list_max_bytes */
 #define JOBS      60

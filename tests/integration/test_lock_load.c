@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_calls.h"
 #include "base/clock.h"
-#include "harness.h"
-#include "http_sync.h"
+#include "world.h"
 
 /* The costliest lock within the limits: 2482 instructions, every one of them alive at
  * every code point of a target of 'a's. */
@@ -31,43 +31,6 @@ static itest_world_t W;
 static itest_ternd_t watcher;
 static http_sync_t http;
 static char lockers[N_LOCKERS][40];
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "(none)";
-}
-
-/* Sends a request on `c`; fails the test on a transport error. Returns the ms taken. */
-static uint64_t call_on(http_sync_t *c, http_sync_resp_t *out, const char *method, const char *path,
-                        const char *body)
-{
-    uint64_t t0 = clock_wall_ms();
-    int rc = http_sync_do(c, method, path, body, body != NULL ? strlen(body) : 0, NULL, out);
-    if (rc != 0)
-        fail_msg("%s %s: transport error: %s", method, path, out->error);
-    return clock_wall_ms() - t0;
-}
-
-static void create_ok(const char *body, char uuid[40])
-{
-    http_sync_resp_t r;
-    call_on(&http, &r, "POST", "/jobs", body);
-    if (r.status != 201)
-        fail_msg("create refused (%ld): %s", r.status, r.body);
-    snprintf(uuid, 40, "%s", str_of(r.json, "uuid"));
-    http_sync_resp_dispose(&r);
-}
-
-static void cancel_ok(const char *uuid)
-{
-    http_sync_resp_t r;
-    call_on(&http, &r, "POST", itest_fmt("/jobs/%s/cancel", uuid), NULL);
-    if (r.status != 200)
-        fail_msg("cancel %s (%ld): %s", uuid, r.status, r.body);
-    http_sync_resp_dispose(&r);
-    json_decref(itest_wait_finished_ok(&W.client, uuid, 10000));
-}
 
 /* An hour from now: a job created so stays queued, its lock held. */
 static unsigned long long later_ms(void)
@@ -124,30 +87,33 @@ static void test_cap_refuses_and_frees(void **state)
     (void)state;
     /* A failed job whose lock is dropped when it ends, to be retried at the cap. */
     char failed[40];
-    create_ok("{\"workflow\": \"ll-fail\", \"locks\": \"" WORST_LOCK "\"}", failed);
+    itest_api_create_ok(&http, "{\"workflow\": \"ll-fail\", \"locks\": \"" WORST_LOCK "\"}",
+                        failed);
     json_t *job = itest_wait_finished_ok(&W.client, failed, 10000);
     assert_string_equal(itest_execution(job), "failed");
     json_decref(job);
     assert_int_equal(locks_size(), 0);
 
     for (int i = 0; i < N_LOCKERS; i++)
-        create_ok(itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"params\": "
-                            "{\"i\": %d}, \"locks\": \"" WORST_LOCK "\"}",
-                            later_ms(), i),
-                  lockers[i]);
+        itest_api_create_ok(
+            &http,
+            itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"params\": "
+                      "{\"i\": %d}, \"locks\": \"" WORST_LOCK "\"}",
+                      later_ms(), i),
+            lockers[i]);
     assert_int_equal(locks_size(), (long long)N_LOCKERS * WORST_SIZE);
 
     /* One more would pass the cap: refused, naming it, and nothing is stored. */
     long long keys = itest_redis_int(&W.redis, "DBSIZE"),
               version = itest_redis_int(&W.redis, "GET tern:locks:version");
     http_sync_resp_t r;
-    call_on(&http, &r, "POST", "/jobs",
-            itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"locks\": "
-                      "\"" WORST_LOCK "\"}",
-                      later_ms()));
-    if (r.status != 503 || strcmp(str_of(r.json, "code"), "ServiceUnavailable") != 0 ||
-        strstr(str_of(r.json, "message"), "max_lock_instructions") == NULL ||
-        strstr(str_of(r.json, "message"), itest_fmt("%d", LOCK_CAP)) == NULL)
+    itest_api_call(&http, &r, "POST", "/jobs",
+                   itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"locks\": "
+                             "\"" WORST_LOCK "\"}",
+                             later_ms()));
+    if (r.status != 503 || strcmp(itest_str_of(r.json, "code"), "ServiceUnavailable") != 0 ||
+        strstr(itest_str_of(r.json, "message"), "max_lock_instructions") == NULL ||
+        strstr(itest_str_of(r.json, "message"), itest_fmt("%d", LOCK_CAP)) == NULL)
         fail_msg("expected 503 naming max_lock_instructions and %d, got %ld: %s", LOCK_CAP,
                  r.status, r.body);
     http_sync_resp_dispose(&r);
@@ -157,8 +123,8 @@ static void test_cap_refuses_and_frees(void **state)
 
     /* A retry would hold the failed job's lock again: refused as well, nothing changed. */
     json_t *before = itest_job_get(&W.client, failed);
-    call_on(&http, &r, "POST", itest_fmt("/jobs/%s/retry", failed), NULL);
-    if (r.status != 503 || strstr(str_of(r.json, "message"), "max_lock_instructions") == NULL)
+    itest_api_call(&http, &r, "POST", itest_fmt("/jobs/%s/retry", failed), NULL);
+    if (r.status != 503 || strstr(itest_str_of(r.json, "message"), "max_lock_instructions") == NULL)
         fail_msg("expected the retry refused with 503, got %ld: %s", r.status, r.body);
     http_sync_resp_dispose(&r);
     json_t *after = itest_job_get(&W.client, failed);
@@ -171,26 +137,28 @@ static void test_cap_refuses_and_frees(void **state)
 
     /* A small lock still fits. */
     char small[40];
-    create_ok(itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"locks\": "
-                        "\"^small$\"}",
-                        later_ms()),
-              small);
-    cancel_ok(small);
+    itest_api_create_ok(&http,
+                        itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"locks\": "
+                                  "\"^small$\"}",
+                                  later_ms()),
+                        small);
+    itest_api_cancel_ok(&http, &W.client, small);
     assert_int_equal(locks_size(), (long long)N_LOCKERS * WORST_SIZE);
 
     /* A locked job ends: the retry fits again, and so does a new lock once it ended. */
-    cancel_ok(lockers[N_LOCKERS - 1]);
+    itest_api_cancel_ok(&http, &W.client, lockers[N_LOCKERS - 1]);
     assert_int_equal(locks_size(), (long long)(N_LOCKERS - 1) * WORST_SIZE);
-    call_on(&http, &r, "POST", itest_fmt("/jobs/%s/retry", failed), NULL);
+    itest_api_call(&http, &r, "POST", itest_fmt("/jobs/%s/retry", failed), NULL);
     if (r.status != 200)
         fail_msg("retry refused (%ld): %s", r.status, r.body);
     http_sync_resp_dispose(&r);
     json_decref(itest_wait_event_nth(&W.client, failed, "finished", NULL, -1, 2, 10000));
     assert_int_equal(locks_size(), (long long)(N_LOCKERS - 1) * WORST_SIZE);
-    create_ok(itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"params\": "
-                        "{\"i\": %d}, \"locks\": \"" WORST_LOCK "\"}",
-                        later_ms(), N_LOCKERS - 1),
-              lockers[N_LOCKERS - 1]);
+    itest_api_create_ok(&http,
+                        itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"params\": "
+                                  "{\"i\": %d}, \"locks\": \"" WORST_LOCK "\"}",
+                                  later_ms(), N_LOCKERS - 1),
+                        lockers[N_LOCKERS - 1]);
     assert_int_equal(locks_size(), (long long)N_LOCKERS * WORST_SIZE);
 }
 
@@ -245,7 +213,7 @@ static void test_loop_serves_while_checking(void **state)
     (void)state;
     /* The runner's one slot runs a job of three 400 ms steps on a 400 ms lease. */
     char steps[40];
-    create_ok("{\"workflow\": \"ll-steps\"}", steps);
+    itest_api_create_ok(&http, "{\"workflow\": \"ll-steps\"}", steps);
     json_decref(itest_wait_event(&W.client, steps, "running", NULL, 10000));
 
     creator_t c = {0};
@@ -258,7 +226,7 @@ static void test_loop_serves_while_checking(void **state)
     int pings = 0;
     while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE) && clock_wall_ms() - t0 < 180000) {
         http_sync_resp_t r;
-        uint64_t ms = call_on(&http, &r, "GET", "/ping", NULL);
+        uint64_t ms = itest_api_call(&http, &r, "GET", "/ping", NULL);
         assert_int_equal(r.status, 200);
         http_sync_resp_dispose(&r);
         worst = ms > worst ? ms : worst;
@@ -293,7 +261,7 @@ static void test_cap_drains(void **state)
 {
     (void)state;
     for (int i = 0; i < N_LOCKERS; i++)
-        cancel_ok(lockers[i]);
+        itest_api_cancel_ok(&http, &W.client, lockers[i]);
     assert_int_equal(locks_size(), 0);
     assert_int_equal(itest_redis_int(&W.redis, "HLEN tern:locks:sizes"), 0);
 }
@@ -304,10 +272,12 @@ static void test_stop_while_checking(void **state)
 {
     (void)state;
     for (int i = 0; i < 40; i++)
-        create_ok(itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"params\": "
-                            "{\"i\": %d}, \"locks\": \"" WORST_LOCK "\"}",
-                            later_ms(), i),
-                  lockers[i]);
+        itest_api_create_ok(
+            &http,
+            itest_fmt("{\"workflow\": \"ll-quick\", \"exec_after\": %llu, \"params\": "
+                      "{\"i\": %d}, \"locks\": \"" WORST_LOCK "\"}",
+                      later_ms(), i),
+            lockers[i]);
     creator_t c[4];
     pthread_t th[4];
     memset(c, 0, sizeof c);

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_calls.h"
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "harness.h"
-#include "http_sync.h"
 #include "model/lock_pattern.h"
+#include "world.h"
 
 static itest_world_t W;
 static http_sync_t http;
@@ -49,52 +49,10 @@ static int group_teardown(void **state)
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "(none)";
-}
-
-/* Sends a request; fails the test on a transport error (which includes no answer
- * within http_sync's 15 s). Returns how long the answer took in ms. */
+/* Sends a request on the group's client; see itest_api_call. */
 static uint64_t call(http_sync_resp_t *out, const char *method, const char *path, const char *body)
 {
-    uint64_t t0 = clock_wall_ms();
-    int rc = http_sync_do(&http, method, path, body, body != NULL ? strlen(body) : 0, NULL, out);
-    if (rc != 0)
-        fail_msg("%s %s: transport error: %s", method, path, out->error);
-    return clock_wall_ms() - t0;
-}
-
-static void expect_error(const http_sync_resp_t *r, long status, const char *code,
-                         const char *needle)
-{
-    if (r->status != status)
-        fail_msg("expected %ld %s, got %ld: %s", status, code, r->status, r->body);
-    assert_string_equal(str_of(r->json, "code"), code);
-    if (needle != NULL && strstr(str_of(r->json, "message"), needle) == NULL)
-        fail_msg("message \"%s\" does not name \"%s\"", str_of(r->json, "message"), needle);
-}
-
-/* Creates a job that must be accepted; returns its uuid in `uuid`. */
-static void create_ok(const char *body, char uuid[40])
-{
-    http_sync_resp_t r;
-    call(&r, "POST", "/jobs", body);
-    if (r.status != 201)
-        fail_msg("create refused (%ld): %s", r.status, r.body);
-    snprintf(uuid, 40, "%s", str_of(r.json, "uuid"));
-    http_sync_resp_dispose(&r);
-}
-
-static void cancel_ok(const char *uuid)
-{
-    http_sync_resp_t r;
-    call(&r, "POST", itest_fmt("/jobs/%s/cancel", uuid), NULL);
-    if (r.status != 200)
-        fail_msg("cancel %s (%ld): %s", uuid, r.status, r.body);
-    http_sync_resp_dispose(&r);
-    json_decref(itest_wait_finished_ok(&W.client, uuid, 10000));
+    return itest_api_call(&http, out, method, path, body);
 }
 
 /* The number of lines of ternd's log holding both needles. */
@@ -129,7 +87,7 @@ static void test_stalling_locks_refused_at_once(void **state)
     uint64_t ms = call(&r, "POST", "/jobs",
                        "{\"workflow\": \"lk-quick\", \"target\": \"a\", "
                        "\"locks\": \"a{1,1000}{1,1000}\"}");
-    expect_error(&r, 413, "RequestEntityTooLarge", "more than 2500 instructions");
+    itest_expect_error(&r, 413, "RequestEntityTooLarge", "more than 2500 instructions");
     http_sync_resp_dispose(&r);
     if (ms > 1000)
         fail_msg("the refusal of a{1,1000}{1,1000} took %llu ms", (unsigned long long)ms);
@@ -137,7 +95,8 @@ static void test_stalling_locks_refused_at_once(void **state)
     ms = call(&r, "POST", "/jobs",
               "{\"workflow\": \"lk-quick\", \"target\": \"a\", "
               "\"locks\": \"(.*)(.*)(.*)(.*)(.*)\\\\5\\\\4\\\\3\\\\2\\\\1x\"}");
-    expect_error(&r, 409, "InvalidArgument", "back-reference \\5 at offset 20 is not supported");
+    itest_expect_error(&r, 409, "InvalidArgument",
+                       "back-reference \\5 at offset 20 is not supported");
     http_sync_resp_dispose(&r);
     if (ms > 1000)
         fail_msg("the refusal of a back-reference took %llu ms", (unsigned long long)ms);
@@ -147,7 +106,7 @@ static void test_stalling_locks_refused_at_once(void **state)
     memset(body + n, 'a', LOCK_PATTERN_MAX_BYTES + 1);
     snprintf(body + n + LOCK_PATTERN_MAX_BYTES + 1, 8, "\"}");
     call(&r, "POST", "/jobs", body);
-    expect_error(&r, 413, "RequestEntityTooLarge", "2049 bytes, the limit is 2048");
+    itest_expect_error(&r, 413, "RequestEntityTooLarge", "2049 bytes, the limit is 2048");
     http_sync_resp_dispose(&r);
     free(body);
     assert_int_equal(itest_job_hashes(&W.redis), jobs);
@@ -159,9 +118,11 @@ static void test_refused_stored_lock_blocks_nothing(void **state)
 {
     (void)state;
     char holder[40], uuid[40];
-    create_ok(itest_fmt("{\"workflow\": \"lk-quick\", \"exec_after\": %llu, \"locks\": \"^old$\"}",
-                        later_ms()),
-              holder);
+    itest_api_create_ok(
+        &http,
+        itest_fmt("{\"workflow\": \"lk-quick\", \"exec_after\": %llu, \"locks\": \"^old$\"}",
+                  later_ms()),
+        holder);
     static const char old[] = "(.*)(.*)(.*)(.*)(.*)\\5\\4\\3\\2\\1x";
     assert_true(itest_redis_int(&W.redis, "HSET tern:job:%s locks %s", holder, old) >= 0);
     assert_true(itest_redis_int(&W.redis, "HSET tern:locks %s %s", holder, old) >= 0);
@@ -178,7 +139,7 @@ static void test_refused_stored_lock_blocks_nothing(void **state)
                            itest_fmt("{\"workflow\": \"lk-quick\", \"target\": \"%s\"}", target));
         if (r.status != 201)
             fail_msg("create of %s refused (%ld): %s", target, r.status, r.body);
-        snprintf(uuid, sizeof uuid, "%s", str_of(r.json, "uuid"));
+        snprintf(uuid, sizeof uuid, "%s", itest_str_of(r.json, "uuid"));
         http_sync_resp_dispose(&r);
         if (ms > 1000)
             fail_msg("the create of a 44-character target took %llu ms", (unsigned long long)ms);
@@ -187,7 +148,7 @@ static void test_refused_stored_lock_blocks_nothing(void **state)
         json_decref(job);
     }
     assert_int_equal(log_lines_with(holder, "not accepted by this version"), 1);
-    cancel_ok(holder);
+    itest_api_cancel_ok(&http, &W.client, holder);
 }
 
 /* ---- many locks, many creates --------------------------------------------------- */
@@ -206,16 +167,18 @@ static void test_creates_against_many_locks(void **state)
                           itest_fmt("{\"name\": \"lk-hold\", \"chain\": [{\"name\": \"h\", "
                                     "\"task\": \"itest.wait\", \"args\": {\"file\": \"%s\"}}]}",
                                     W.side));
-    create_ok("{\"workflow\": \"lk-hold\", \"target\": \"rack-9\", "
-              "\"locks\": \"^(vm-1[0-9]|vm-2[0-9])$\"}",
-              holder);
+    itest_api_create_ok(&http,
+                        "{\"workflow\": \"lk-hold\", \"target\": \"rack-9\", "
+                        "\"locks\": \"^(vm-1[0-9]|vm-2[0-9])$\"}",
+                        holder);
     json_decref(itest_wait_event(&W.client, holder, "waiting", NULL, 10000));
     for (int i = 0; i < N_LOCKERS; i++)
-        create_ok(itest_fmt("{\"workflow\": \"lk-quick\", \"exec_after\": %llu, "
-                            "\"params\": {\"i\": %d}, \"locks\": \"(.?){1240}x\"}",
-                            later_ms(), i),
-                  lockers[i]);
-    create_ok("{\"workflow\": \"lk-steps\"}", steps);
+        itest_api_create_ok(&http,
+                            itest_fmt("{\"workflow\": \"lk-quick\", \"exec_after\": %llu, "
+                                      "\"params\": {\"i\": %d}, \"locks\": \"(.?){1240}x\"}",
+                                      later_ms(), i),
+                            lockers[i]);
+    itest_api_create_ok(&http, "{\"workflow\": \"lk-steps\"}", steps);
 
     char target[1025];
     memset(target, 'a', 1024);
@@ -244,7 +207,7 @@ static void test_creates_against_many_locks(void **state)
     /* The ordinary lock still refuses what it covers. */
     http_sync_resp_t r;
     call(&r, "POST", "/jobs", "{\"workflow\": \"lk-quick\", \"target\": \"vm-17\"}");
-    expect_error(&r, 409, "Conflict", holder);
+    itest_expect_error(&r, 409, "Conflict", holder);
     http_sync_resp_dispose(&r);
 
     /* The runner's job ran on, each step once, never re-queued. */
@@ -256,9 +219,9 @@ static void test_creates_against_many_locks(void **state)
     json_decref(events);
     assert_int_equal(itest_side_count(W.side, "start", steps), 3);
 
-    cancel_ok(holder);
+    itest_api_cancel_ok(&http, &W.client, holder);
     for (int i = 0; i < N_LOCKERS; i++)
-        cancel_ok(lockers[i]);
+        itest_api_cancel_ok(&http, &W.client, lockers[i]);
 }
 
 /* ---- retry ---------------------------------------------------------------------- */
@@ -267,22 +230,23 @@ static void test_retry_respects_locks(void **state)
 {
     (void)state;
     char failed[40], locker[40];
-    create_ok("{\"workflow\": \"lk-fail\", \"target\": \"vm-42\"}", failed);
+    itest_api_create_ok(&http, "{\"workflow\": \"lk-fail\", \"target\": \"vm-42\"}", failed);
     json_t *job = itest_wait_finished_ok(&W.client, failed, 10000);
     assert_string_equal(itest_execution(job), "failed");
     json_decref(job);
-    create_ok(itest_fmt("{\"workflow\": \"lk-quick\", \"exec_after\": %llu, "
-                        "\"locks\": \"^vm-4[0-9]$\"}",
-                        later_ms()),
-              locker);
+    itest_api_create_ok(&http,
+                        itest_fmt("{\"workflow\": \"lk-quick\", \"exec_after\": %llu, "
+                                  "\"locks\": \"^vm-4[0-9]$\"}",
+                                  later_ms()),
+                        locker);
 
     json_t *before = itest_job_get(&W.client, failed);
     long long keys = itest_redis_int(&W.redis, "DBSIZE");
     http_sync_resp_t r;
     call(&r, "POST", itest_fmt("/jobs/%s/retry", failed), NULL);
-    expect_error(&r, 409, "Conflict", locker);
-    if (strstr(str_of(r.json, "message"), "^vm-4[0-9]$") == NULL)
-        fail_msg("the refusal does not name the lock: %s", str_of(r.json, "message"));
+    itest_expect_error(&r, 409, "Conflict", locker);
+    if (strstr(itest_str_of(r.json, "message"), "^vm-4[0-9]$") == NULL)
+        fail_msg("the refusal does not name the lock: %s", itest_str_of(r.json, "message"));
     http_sync_resp_dispose(&r);
     /* Nothing changed: the job is failed as it was, with the same history. */
     json_t *after = itest_job_get(&W.client, failed);
@@ -296,7 +260,7 @@ static void test_retry_respects_locks(void **state)
     json_decref(after);
 
     /* The lock goes with its job: the retry runs. */
-    cancel_ok(locker);
+    itest_api_cancel_ok(&http, &W.client, locker);
     call(&r, "POST", itest_fmt("/jobs/%s/retry", failed), NULL);
     if (r.status != 200)
         fail_msg("retry refused (%ld): %s", r.status, r.body);
@@ -310,18 +274,20 @@ static void test_retry_own_locks_not_checked(void **state)
 {
     (void)state;
     char failed[40], other[40];
-    create_ok("{\"workflow\": \"lk-fail\", \"locks\": \"^db-1$\"}", failed);
+    itest_api_create_ok(&http, "{\"workflow\": \"lk-fail\", \"locks\": \"^db-1$\"}", failed);
     json_decref(itest_wait_finished_ok(&W.client, failed, 10000));
-    create_ok(itest_fmt("{\"workflow\": \"lk-quick\", \"target\": \"db-1\", \"exec_after\": %llu}",
-                        later_ms()),
-              other);
+    itest_api_create_ok(
+        &http,
+        itest_fmt("{\"workflow\": \"lk-quick\", \"target\": \"db-1\", \"exec_after\": %llu}",
+                  later_ms()),
+        other);
     http_sync_resp_t r;
     call(&r, "POST", itest_fmt("/jobs/%s/retry", failed), NULL);
     if (r.status != 200)
         fail_msg("retry refused (%ld): %s", r.status, r.body);
     http_sync_resp_dispose(&r);
     json_decref(itest_wait_event_nth(&W.client, failed, "finished", NULL, -1, 2, 10000));
-    cancel_ok(other);
+    itest_api_cancel_ok(&http, &W.client, other);
 }
 
 int main(void)

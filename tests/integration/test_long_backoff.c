@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
 #include "http_sync.h"
+#include "world.h"
 
 static itest_world_t W;
 
@@ -59,14 +59,7 @@ static char *api_get(const char *path, json_t **json)
 static long long metric(const char *name)
 {
     char *body = api_get("/metrics", NULL);
-    long long v = -1;
-    size_t len = strlen(name);
-    for (const char *p = body; p != NULL && *p != '\0';) {
-        if (strncmp(p, name, len) == 0 && p[len] == ' ')
-            v = atoll(p + len + 1);
-        p = strchr(p, '\n');
-        p = p != NULL ? p + 1 : NULL;
-    }
+    long long v = (long long)itest_metric_sample(body, name);
     free(body);
     return v;
 }

@@ -12,8 +12,8 @@
 #include <curl/curl.h>
 
 #include "base/clock.h"
-#include "harness.h"
 #include "http_sync.h"
+#include "world.h"
 
 static itest_world_t W;
 
@@ -64,18 +64,9 @@ static char *scrape(char *ctype, size_t ctlen)
     return body;
 }
 
-/* The value of sample `series` (name with its labels, as printed), or -1. */
-static double sample(const char *page, const char *series)
-{
-    char needle[512];
-    snprintf(needle, sizeof needle, "\n%s ", series);
-    const char *p = strstr(page, needle);
-    return p != NULL ? atof(p + strlen(needle)) : -1;
-}
-
 static void assert_sample(const char *page, const char *series, double want)
 {
-    double v = sample(page, series);
+    double v = itest_metric_sample(page, series);
     if (v != want)
         fail_msg("%s = %g, expected %g", series, v, want);
 }
@@ -110,14 +101,15 @@ static void test_metrics_after_a_few_jobs(void **state)
      * last job for one heartbeat after it finished: wait for it, with a bound. */
     char ctype[128];
     char *page = scrape(ctype, sizeof ctype);
-    for (int tries = 0; tries < 50 && sample(page, "tern_jobs_in_flight") != 0; tries++) {
+    for (int tries = 0; tries < 50 && itest_metric_sample(page, "tern_jobs_in_flight") != 0;
+         tries++) {
         free(page);
         itest_pause_ms(50);
         page = scrape(ctype, sizeof ctype);
     }
     assert_string_equal(ctype, "text/plain; version=0.0.4");
     assert_sample(page, "tern_redis_up", 1);
-    assert_true(sample(page, "tern_redis_rtt_seconds") > 0);
+    assert_true(itest_metric_sample(page, "tern_redis_rtt_seconds") > 0);
     assert_sample(page, "tern_jobs{execution=\"succeeded\"}", 3);
     assert_sample(page, "tern_jobs{execution=\"failed\"}", 1);
     assert_sample(page, "tern_jobs{execution=\"queued\"}", 2);
@@ -132,8 +124,9 @@ static void test_metrics_after_a_few_jobs(void **state)
                   3);
     assert_sample(page,
                   "tern_step_duration_seconds_count{task=\"core.sleep\",status=\"succeeded\"}", 3);
-    assert_true(sample(page, "tern_step_duration_seconds_sum{task=\"core.sleep\",status=\""
-                             "succeeded\"}") >= 0.09);
+    assert_true(itest_metric_sample(page,
+                                    "tern_step_duration_seconds_sum{task=\"core.sleep\",status=\""
+                                    "succeeded\"}") >= 0.09);
     assert_sample(page, "tern_step_duration_seconds_count{task=\"core.fail\",status=\"failed\"}",
                   3);
     assert_sample(page, "tern_step_retries_total{task=\"core.fail\"}", 2);
@@ -142,8 +135,9 @@ static void test_metrics_after_a_few_jobs(void **state)
 
     /* This scrape is counted by the next one. */
     page = scrape(NULL, 0);
-    assert_true(sample(page, "tern_http_requests_total{route=\"/metrics\",method=\"GET\","
-                             "status=\"200\"}") >= 1);
+    assert_true(itest_metric_sample(page,
+                                    "tern_http_requests_total{route=\"/metrics\",method=\"GET\","
+                                    "status=\"200\"}") >= 1);
     free(page);
 }
 
@@ -158,7 +152,7 @@ static void test_redis_down_and_back(void **state)
     for (int i = 0; i < 200; i++) {
         free(page);
         page = scrape(NULL, 0);
-        if (sample(page, "tern_redis_up") == 0)
+        if (itest_metric_sample(page, "tern_redis_up") == 0)
             break;
         itest_pause_ms(25);
     }
@@ -170,8 +164,8 @@ static void test_redis_down_and_back(void **state)
     for (int i = 0; i < 400; i++) {
         free(page);
         page = scrape(NULL, 0);
-        if (sample(page, "tern_redis_up") == 1 &&
-            sample(page, "tern_jobs{execution=\"succeeded\"}") == 3)
+        if (itest_metric_sample(page, "tern_redis_up") == 1 &&
+            itest_metric_sample(page, "tern_jobs{execution=\"succeeded\"}") == 3)
             break;
         itest_pause_ms(25);
     }

@@ -10,7 +10,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "events/events.h"
-#include "harness.h"
+#include "world.h"
 
 static itest_world_t W;
 

@@ -16,10 +16,10 @@
 
 #include <curl/curl.h>
 
-#include "harness.h"
-#include "http_sync.h"
+#include "api_calls.h"
 #include "loop_util.h"
 #include "mini_http_server.h"
+#include "world.h"
 
 static itest_world_t W;
 static mini_http_server_t *receiver; /* the post-backs' receiver, on the client's loop */
@@ -68,12 +68,7 @@ static void create_job(const char *workflow, const char *params, const char *url
     char body[4096];
     snprintf(body, sizeof body, "{\"workflow\": \"%s\", \"params\": %s, \"post_back_urls\": %s}",
              workflow, params, urls);
-    http_sync_resp_t r;
-    http_sync_do(&h, "POST", "/jobs", body, strlen(body), NULL, &r);
-    if (r.status != 201)
-        fail_msg("POST /jobs answered %ld: %s", r.status, r.body);
-    snprintf(uuid, 40, "%s", json_string_value(json_object_get(r.json, "uuid")));
-    http_sync_resp_dispose(&r);
+    itest_api_create_ok(&h, body, uuid);
     http_sync_close(&h);
 }
 

@@ -25,45 +25,32 @@
 #include <time.h>
 
 #include "events/events.h"
-#include "harness.h"
+#include "world.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_client_t client;
-    itest_fleet_t fleet; /* the runners of the current test */
-} world_t;
-
-static world_t W;
+static itest_fleet_world_t W;
 
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_client_open(&W.client, &W.redis);
+    itest_fleet_world_start(&W);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&W.client);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_fleet_world_stop(&W, 10000);
     return 0;
 }
 
 /* Stops, by PID, the runners a test left running, and brings Redis back if a test
  * failed while it was down (a failed assertion skips the test's own clean-up). */
-static void wait_client_state(bool up, unsigned timeout_ms);
-
 static int test_teardown(void **state)
 {
     (void)state;
     if (W.redis.pid <= 0) {
         itest_redis_restart(&W.redis);
-        wait_client_state(true, 15000);
+        itest_client_wait_state(&W.client, true, 15000);
     }
     itest_fleet_stop(&W.fleet, 10000);
     return 0;
@@ -99,25 +86,6 @@ static json_t *finished(const char *uuid, unsigned timeout_ms)
     return itest_wait_finished_ok(&W.client, uuid, timeout_ms);
 }
 
-/* A side channel of the test's own, so counts never mix across tests. */
-static void side_path(char *out, size_t len, const char *name)
-{
-    snprintf(out, len, "%s/side-%s", W.dir.path, name);
-}
-
-/* Starts of exactly `key` ("<uuid>/<phase>/<idx>") in the side channel. */
-static int starts_of(const char *side, const char *key)
-{
-    return itest_side_count_exact(side, "start", key);
-}
-
-static int step_starts(const char *side, const char *uuid, int idx)
-{
-    char key[64];
-    snprintf(key, sizeof key, "%.39s/0/%d", uuid, idx);
-    return starts_of(side, key);
-}
-
 /* The highest chain index of `uuid` started within the first `bytes` of the side
  * channel, or -1. */
 static int last_started_within(const char *side, long bytes, const char *uuid)
@@ -138,17 +106,6 @@ static int last_started_within(const char *side, long bytes, const char *uuid)
     return last;
 }
 
-static long file_size(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fclose(f);
-    return n;
-}
-
 /* Waits until the side channel holds at least `n` start lines with `prefix`. The
  * plugin writes a line when a task starts, so this waits on that start itself. */
 static void wait_side(const char *side, const char *prefix, int n, unsigned timeout_ms)
@@ -166,30 +123,6 @@ static json_t *wait_match(const char *uuid, const char *type, const char *status
         fail_msg("job %s: no event %s%s%s (index %lld, occurrence %d) within %u ms", uuid, type,
                  status ? "/" : "", status ? status : "", index, nth, timeout_ms);
     return ev;
-}
-
-/* Runs the client's loop until its store is up (or down). The client notices a lost
- * connection only while its loop runs, as any process on a loop does. */
-static void wait_client_state(bool up, unsigned timeout_ms)
-{
-    for (unsigned waited = 0; waited < timeout_ms; waited += 20) {
-        if (store_is_up(W.client.store) == up)
-            return;
-        bool never = false;
-        itest_client_run_until(&W.client, &never, 20);
-    }
-    fail_msg("the client's store was not %s within %u ms", up ? "up" : "down", timeout_ms);
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "";
-}
-
-static const char *error_code_of(const json_t *holder)
-{
-    return str_of(json_object_get(holder, "error"), "code");
 }
 
 /* A chain of `n` itest.record steps of `ms` on `queue`; step `irreversible` (or -1)
@@ -212,7 +145,7 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "kill");
+    itest_fleet_world_side_path(&W, side, sizeof side, "kill");
     put_records("rec-kill", "rec-kill", 10, 150, side, -1);
     start_runner("kill-a", "rec-kill");
     start_runner("kill-b", "rec-kill");
@@ -223,7 +156,7 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
     json_decref(ev);
     json_t *job = itest_job_get(&W.client, uuid);
     char holder[64];
-    snprintf(holder, sizeof holder, "%s", str_of(job, "runner_id"));
+    snprintf(holder, sizeof holder, "%s", itest_str_of(job, "runner_id"));
     json_decref(job);
     itest_ternd_t *victim = runner_by_id(holder);
     if (victim == NULL)
@@ -247,15 +180,15 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
     const char *last_runner = "";
     json_array_foreach(events, i, e)
     {
-        const char *type = str_of(e, "type");
+        const char *type = itest_str_of(e, "type");
         if (strcmp(type, "retried") == 0) {
             retried_events++;
-            assert_string_equal(str_of(e, "runner"), holder);
+            assert_string_equal(itest_str_of(e, "runner"), holder);
         } else if (strcmp(type, "step") == 0 && retried_events == 0 &&
-                   strcmp(str_of(e, "status"), "succeeded") == 0) {
+                   strcmp(itest_str_of(e, "status"), "succeeded") == 0) {
             done_before++;
         } else if (strcmp(type, "running") == 0) {
-            last_runner = str_of(e, "runner");
+            last_runner = itest_str_of(e, "runner");
         }
     }
     assert_true(retried_events >= 1);
@@ -264,7 +197,7 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
     assert_true(done_before >= 4); /* step 3 had succeeded before the kill */
     assert_true(done_before < 10); /* the kill was mid-job */
     for (int s = 0; s < 10; s++) {
-        int n = step_starts(side, uuid, s);
+        int n = itest_side_starts(side, uuid, 0, s);
         if (s == done_before) {
             /* Interrupted: at most once on each runner. */
             assert_in_range(n, 1, 2);
@@ -278,28 +211,6 @@ static void test_killed_runner_job_finishes_elsewhere(void **state)
 
 /* ---- 1b. an isolated step's helper dies with its runner ------------------------- */
 
-/* The state letter of process `pid` from /proc ('\0' when it is gone), and its parent. */
-static char proc_state(pid_t pid, pid_t *ppid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return '\0';
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* "pid (comm) state ppid ...": comm may hold spaces, so parse after the last ')'. */
-    char *close = strrchr(buf, ')');
-    char state = '\0';
-    int parent = 0;
-    if (close == NULL || sscanf(close + 1, " %c %d", &state, &parent) != 2)
-        return '\0';
-    if (ppid != NULL)
-        *ppid = (pid_t)parent;
-    return state;
-}
-
 /* The pid of the isolated-task helper whose parent is `parent`, or 0. */
 static pid_t helper_of(pid_t parent)
 {
@@ -309,7 +220,7 @@ static pid_t helper_of(pid_t parent)
     while (d != NULL && found == 0 && (de = readdir(d)) != NULL) {
         pid_t pid = (pid_t)atoi(de->d_name);
         pid_t ppid = 0;
-        if (pid <= 0 || proc_state(pid, &ppid) == '\0' || ppid != parent)
+        if (pid <= 0 || itest_proc_state(pid, &ppid) == '\0' || ppid != parent)
             continue;
         char path[64], cmd[256] = "";
         snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
@@ -332,7 +243,7 @@ static void test_killed_runner_takes_its_helper_along(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "helper");
+    itest_fleet_world_side_path(&W, side, sizeof side, "helper");
     put(itest_fmt("{\"name\": \"rec-helper\", \"queue\": \"rec-helper\", \"chain\": ["
                   "{\"name\": \"long\", \"task\": \"itest.record\", \"isolate\": true, "
                   "\"args\": {\"file\": \"%s\", \"ms\": 3000}}]}",
@@ -345,7 +256,7 @@ static void test_killed_runner_takes_its_helper_along(void **state)
     snprintf(key, sizeof key, "%s/0/0", uuid);
     wait_side(side, key, 1, 10000);
     json_t *job = itest_job_get(&W.client, uuid);
-    itest_ternd_t *victim = runner_by_id(str_of(job, "runner_id"));
+    itest_ternd_t *victim = runner_by_id(itest_str_of(job, "runner_id"));
     json_decref(job);
     assert_non_null(victim);
     pid_t helper = helper_of(victim->pid);
@@ -357,7 +268,7 @@ static void test_killed_runner_takes_its_helper_along(void **state)
      * must not go on meanwhile (it would run for 3 s; the kernel ends it at once). */
     char st = 'R';
     for (unsigned waited = 0; waited < 1000; waited += 10) {
-        st = proc_state(helper, NULL);
+        st = itest_proc_state(helper, NULL);
         if (st == '\0' || st == 'Z')
             break;
         itest_pause_ms(10);
@@ -366,7 +277,7 @@ static void test_killed_runner_takes_its_helper_along(void **state)
         fail_msg("helper %d of the killed runner still runs (state %c)", (int)helper, st);
     job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "succeeded");
-    assert_int_equal(step_starts(side, uuid, 0), 2);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 0), 2);
     json_decref(job);
 }
 
@@ -376,7 +287,7 @@ static void test_interrupted_irreversible_step_fails_then_retry(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "irrev");
+    itest_fleet_world_side_path(&W, side, sizeof side, "irrev");
     put(itest_fmt("{\"name\": \"rec-irrev\", \"queue\": \"rec-irrev\", \"chain\": ["
                   "{\"name\": \"before\", \"task\": \"itest.record\", \"args\": {\"file\": "
                   "\"%s\", \"ms\": 10}},"
@@ -395,17 +306,17 @@ static void test_interrupted_irreversible_step_fails_then_retry(void **state)
     snprintf(key, sizeof key, "%s/0/1", uuid);
     wait_side(side, key, 1, 10000);
     json_t *job = itest_job_get(&W.client, uuid);
-    itest_ternd_t *victim = runner_by_id(str_of(job, "runner_id"));
+    itest_ternd_t *victim = runner_by_id(itest_str_of(job, "runner_id"));
     json_decref(job);
     assert_non_null(victim);
     assert_int_equal(itest_ternd_signal(victim, SIGKILL, 5000), 128 + SIGKILL);
 
     job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "failed");
-    assert_string_equal(error_code_of(job), "StepInterrupted");
+    assert_string_equal(itest_error_code_of(job), "StepInterrupted");
     assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 1);
-    assert_int_equal(step_starts(side, uuid, 1), 1);
-    assert_int_equal(step_starts(side, uuid, 2), 0);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 1), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 2), 0);
     json_decref(job);
     json_t *ev = wait_match(uuid, "step_interrupted", NULL, -1, 1, 1000);
     json_decref(ev);
@@ -419,9 +330,9 @@ static void test_interrupted_irreversible_step_fails_then_retry(void **state)
     job = itest_job_get(&W.client, uuid);
     assert_string_equal(itest_execution(job), "succeeded");
     assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 3);
-    assert_int_equal(step_starts(side, uuid, 0), 1);
-    assert_int_equal(step_starts(side, uuid, 1), 2);
-    assert_int_equal(step_starts(side, uuid, 2), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 0), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 1), 2);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 2), 1);
     json_decref(job);
 }
 
@@ -435,7 +346,7 @@ static void test_runner_restarted_under_same_id(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "same");
+    itest_fleet_world_side_path(&W, side, sizeof side, "same");
     put_records("rec-same", "rec-same", 6, 150, side, -1);
     put(itest_fmt("{\"name\": \"rec-same-irrev\", \"queue\": \"rec-same\", \"chain\": ["
                   "{\"name\": \"before\", \"task\": \"itest.record\", \"args\": {\"file\": "
@@ -459,8 +370,8 @@ static void test_runner_restarted_under_same_id(void **state)
 
     json_t *job = finished(irrev, 20000);
     assert_string_equal(itest_execution(job), "failed");
-    assert_string_equal(error_code_of(job), "StepInterrupted");
-    assert_int_equal(step_starts(side, irrev, 1), 1);
+    assert_string_equal(itest_error_code_of(job), "StepInterrupted");
+    assert_int_equal(itest_side_starts(side, irrev, 0, 1), 1);
     json_decref(job);
 
     job = finished(plain, 20000);
@@ -475,18 +386,18 @@ static void test_runner_restarted_under_same_id(void **state)
     int claims = 0, done_before = 0;
     json_array_foreach(events, i, e)
     {
-        const char *type = str_of(e, "type");
+        const char *type = itest_str_of(e, "type");
         if (strcmp(type, "running") == 0)
             claims++;
         else if (strcmp(type, "step") == 0 && claims == 1 &&
-                 strcmp(str_of(e, "status"), "succeeded") == 0)
+                 strcmp(itest_str_of(e, "status"), "succeeded") == 0)
             done_before++;
     }
     json_decref(events);
     assert_int_equal(claims, 2);
     assert_true(done_before >= 2);
     for (int s = 0; s < 6; s++) {
-        int n = step_starts(side, plain, s);
+        int n = itest_side_starts(side, plain, 0, s);
         if (s == done_before)
             assert_in_range(n, 1, 2);
         else if (n != 1)
@@ -500,7 +411,7 @@ static void test_runner_restarted_under_same_id(void **state)
     json_decref(wait_match(irrev, "finished", NULL, -1, 2, 20000));
     job = itest_job_get(&W.client, irrev);
     assert_string_equal(itest_execution(job), "succeeded");
-    assert_int_equal(step_starts(side, irrev, 1), 2);
+    assert_int_equal(itest_side_starts(side, irrev, 0, 1), 2);
     json_decref(job);
 }
 
@@ -513,7 +424,7 @@ static void test_redis_restart_mid_run(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "redis");
+    itest_fleet_world_side_path(&W, side, sizeof side, "redis");
     put_records("rec-redis", "rec-redis", REDIS_STEPS, 100, side, -1);
     itest_ternd_t *r = start_runner("redis-a", "rec-redis");
     static char uuids[REDIS_JOBS][40];
@@ -523,9 +434,9 @@ static void test_redis_restart_mid_run(void **state)
     /* Some steps have run everywhere (about two per job) when Redis dies. */
     wait_side(side, "", REDIS_JOBS * 2, 15000);
     /* What had started before the kill: lines past this size started later. */
-    long before_kill = file_size(side);
+    long before_kill = itest_file_size(side);
     itest_redis_stop(&W.redis, SIGKILL);
-    wait_client_state(false, 5000);
+    itest_client_wait_state(&W.client, false, 5000);
     for (unsigned waited = 0; !itest_ternd_log_has(r, "Redis is unreachable"); waited += 10) {
         if (waited > 5000)
             fail_msg("the runner did not notice that Redis died");
@@ -534,7 +445,7 @@ static void test_redis_restart_mid_run(void **state)
     /* The outage itself: steps in flight end meanwhile and their commits must wait. */
     itest_pause_ms(1000);
     itest_redis_restart(&W.redis);
-    wait_client_state(true, 15000);
+    itest_client_wait_state(&W.client, true, 15000);
     /* New work is claimed too: the runner's blocking claim was re-armed. */
     char late[40];
     create("rec-redis", "{\"n\": \"late\"}", late);
@@ -550,7 +461,7 @@ static void test_redis_restart_mid_run(void **state)
          * size snapshot and the kill, its predecessor then being committed). */
         int in_flight = last_started_within(side, before_kill, uuids[i]);
         for (int s = 0; s < REDIS_STEPS; s++) {
-            int n = step_starts(side, uuids[i], s);
+            int n = itest_side_starts(side, uuids[i], 0, s);
             bool may_repeat = s == in_flight || s == in_flight + 1;
             if (n < 1 || n > (may_repeat ? 2 : 1))
                 fail_msg("job %d step %d started %d times (step %d was in flight)", i, s, n,
@@ -563,7 +474,7 @@ static void test_redis_restart_mid_run(void **state)
     json_t *job = finished(late, 30000);
     assert_string_equal(itest_execution(job), "succeeded");
     for (int s = 0; s < REDIS_STEPS; s++)
-        assert_int_equal(step_starts(side, late, s), 1);
+        assert_int_equal(itest_side_starts(side, late, 0, s), 1);
     json_decref(job);
     assert_true(kill(r->pid, 0) == 0);
 }
@@ -576,7 +487,7 @@ static void test_redis_restart_mid_run(void **state)
 static void sigterm_scenario(const char *tag, bool second_first)
 {
     char side[320], queue[64], name_a[64], name_b[64];
-    side_path(side, sizeof side, tag);
+    itest_fleet_world_side_path(&W, side, sizeof side, tag);
     snprintf(queue, sizeof queue, "rec-%s", tag);
     snprintf(name_a, sizeof name_a, "%s-a", tag);
     snprintf(name_b, sizeof name_b, "%s-b", tag);
@@ -606,8 +517,8 @@ static void sigterm_scenario(const char *tag, bool second_first)
     assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 6);
     assert_int_equal(json_integer_value(json_object_get(job, "retried")), 0);
     for (int s = 0; s < 6; s++)
-        if (step_starts(side, uuid, s) != 1)
-            fail_msg("step %d started %d times", s, step_starts(side, uuid, s));
+        if (itest_side_starts(side, uuid, 0, s) != 1)
+            fail_msg("step %d started %d times", s, itest_side_starts(side, uuid, 0, s));
 
     /* The story in the events: the step in flight succeeded on the first runner, which
      * then handed the job back ("released", not "retried"), and the second runner
@@ -619,22 +530,22 @@ static void sigterm_scenario(const char *tag, bool second_first)
     bool step2_done = false, released = false, resumed = false;
     json_array_foreach(events, i, e)
     {
-        const char *type = str_of(e, "type");
+        const char *type = itest_str_of(e, "type");
         assert_string_not_equal(type, "retried");
         if (strcmp(type, "running") == 0) {
-            running_on = str_of(e, "runner");
+            running_on = itest_str_of(e, "runner");
             if (strcmp(running_on, name_b) == 0) {
                 assert_true(released);
                 resumed = true;
             }
         } else if (strcmp(type, "step") == 0 &&
                    json_integer_value(json_object_get(e, "index")) == 2 &&
-                   strcmp(str_of(e, "status"), "succeeded") == 0) {
+                   strcmp(itest_str_of(e, "status"), "succeeded") == 0) {
             assert_string_equal(running_on, name_a);
             step2_done = true;
         } else if (strcmp(type, "released") == 0) {
             assert_true(step2_done);
-            assert_string_equal(str_of(e, "runner"), name_a);
+            assert_string_equal(itest_str_of(e, "runner"), name_a);
             released = true;
         }
     }
@@ -665,7 +576,7 @@ static void run_ok_job(const char *side)
     create("rec-iso-ok", NULL, uuid);
     json_t *job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "succeeded");
-    assert_int_equal(step_starts(side, uuid, 0), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 0), 1);
     json_decref(job);
 }
 
@@ -673,7 +584,7 @@ static void test_isolated_crash_hang_twice(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "iso");
+    itest_fleet_world_side_path(&W, side, sizeof side, "iso");
     put(itest_fmt("{\"name\": \"rec-iso-crash\", \"queue\": \"rec-iso\", \"chain\": ["
                   "{\"name\": \"boom\", \"task\": \"itest.crash\", \"isolate\": true, "
                   "\"args\": {\"file\": \"%s\"}}],"
@@ -718,17 +629,17 @@ static void test_isolated_crash_hang_twice(void **state)
     json_t *job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "failed");
     json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
-    assert_string_equal(error_code_of(entry), "TaskCrashed");
-    const char *message = str_of(json_object_get(entry, "error"), "message");
+    assert_string_equal(itest_error_code_of(entry), "TaskCrashed");
+    const char *message = itest_str_of(json_object_get(entry, "error"), "message");
     print_message("crash: %s\n", message);
     if (strstr(message, "SIGSEGV") == NULL)
         fail_msg("the crash message does not name the signal: %s", message);
-    assert_string_equal(error_code_of(job), "TaskCrashed");
+    assert_string_equal(itest_error_code_of(job), "TaskCrashed");
     json_t *oe = json_object_get(job, "onerror_results");
     assert_int_equal(json_array_size(oe), 1);
-    assert_non_null(
-        strstr(str_of(json_object_get(json_array_get(oe, 0), "result"), "msg"), "TaskCrashed: "));
-    assert_int_equal(step_starts(side, uuid, 0), 1);
+    assert_non_null(strstr(itest_str_of(json_object_get(json_array_get(oe, 0), "result"), "msg"),
+                           "TaskCrashed: "));
+    assert_int_equal(itest_side_starts(side, uuid, 0, 0), 1);
     json_decref(job);
     assert_true(kill(r->pid, 0) == 0);
     run_ok_job(side);
@@ -740,8 +651,8 @@ static void test_isolated_crash_hang_twice(void **state)
         job = finished(uuid, 20000);
         assert_string_equal(itest_execution(job), "failed");
         entry = json_array_get(json_object_get(job, "chain_results"), 0);
-        assert_string_equal(error_code_of(entry), "TaskTimeout");
-        assert_int_equal(step_starts(side, uuid, 0), 1);
+        assert_string_equal(itest_error_code_of(entry), "TaskTimeout");
+        assert_int_equal(itest_side_starts(side, uuid, 0, 0), 1);
         json_decref(job);
         json_t *ev = wait_match(uuid, "step", "failed", 0, 1, 1000);
         /* About 300 ms: the timer counts from the loop's cached time, the duration from
@@ -766,7 +677,7 @@ static void test_isolated_crash_hang_twice(void **state)
     size_t i;
     json_t *e;
     int step_events = 0;
-    json_array_foreach(events, i, e) step_events += strcmp(str_of(e, "type"), "step") == 0;
+    json_array_foreach(events, i, e) step_events += strcmp(itest_str_of(e, "type"), "step") == 0;
     assert_int_equal(step_events, 1);
     json_decref(events);
     assert_true(itest_ternd_log_has(r, "task itest.twice reported done after its outcome"));

@@ -17,23 +17,20 @@
 #include <hiredis/hiredis.h>
 
 #include "base/alloc.h"
-#include "harness.h"
+#include "world.h"
 
 /* Distinctive, so that finding it in a log cannot be a coincidence. */
 #define PASSWORD       "Sup3rSecretPw-41"
 #define WRONG_PASSWORD "Wr0ngSecretPw-17"
 
-static itest_dir_t D;
-static itest_redis_t R;
-static itest_ternd_t T;
-static itest_client_t C;
+static itest_world_t W;
 
 /* A command on a fresh connection authenticated as tern; true when Redis answered
  * without an error. */
 static bool as_tern(const char *cmd)
 {
     struct timeval tv = {2, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", R.port, tv);
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", W.redis.port, tv);
     if (c == NULL || c->err) {
         if (c != NULL)
             redisFree(c);
@@ -56,30 +53,26 @@ static bool as_tern(const char *cmd)
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&D);
-    itest_redis_start(&R, D.path);
-    char *ok = itest_redis_str(&R, "ACL SETUSER tern on >%s ~* &* +@all", PASSWORD);
+    itest_world_start_redis(&W);
+    char *ok = itest_redis_str(&W.redis, "ACL SETUSER tern on >%s ~* &* +@all", PASSWORD);
     assert_non_null(ok);
     free(ok);
-    ok = itest_redis_str(&R, "ACL SETUSER default off");
+    ok = itest_redis_str(&W.redis, "ACL SETUSER default off");
     assert_non_null(ok);
     free(ok);
     /* Anonymous access is refused now; the ACL user gets in. */
-    assert_int_equal(itest_redis_int(&R, "DBSIZE"), -1);
+    assert_int_equal(itest_redis_int(&W.redis, "DBSIZE"), -1);
     assert_true(as_tern("PING"));
-    snprintf(R.url, sizeof R.url, "redis://tern:%s@127.0.0.1:%d", PASSWORD, R.port);
-    itest_ternd_start(&T, &R, &D, "auth1", NULL);
-    itest_client_open(&C, &R);
+    snprintf(W.redis.url, sizeof W.redis.url, "redis://tern:%s@127.0.0.1:%d", PASSWORD,
+             W.redis.port);
+    itest_world_start_ternd(&W, "auth1", NULL, NULL);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&C);
-    itest_ternd_signal(&T, SIGTERM, 10000);
-    itest_redis_stop(&R, SIGTERM);
-    itest_dir_remove(&D);
+    itest_world_stop(&W, 10000);
     return 0;
 }
 
@@ -139,31 +132,33 @@ static int wait_exit(pid_t pid, unsigned ms)
 static void test_acl_user_runs_a_job(void **state)
 {
     (void)state;
-    itest_workflow_put_ok(&C, "{\"name\": \"hello\", \"chain\": [{\"name\": \"a\", \"task\": "
-                              "\"core.log\", \"args\": {\"msg\": \"hi\"}}]}");
+    itest_workflow_put_ok(&W.client,
+                          "{\"name\": \"hello\", \"chain\": [{\"name\": \"a\", \"task\": "
+                          "\"core.log\", \"args\": {\"msg\": \"hi\"}}]}");
     char uuid[40], msg[1024];
-    if (itest_job_create(&C, "hello", NULL, NULL, 0, NULL, uuid, msg, sizeof msg) != 0)
+    if (itest_job_create(&W.client, "hello", NULL, NULL, 0, NULL, uuid, msg, sizeof msg) != 0)
         fail_msg("job create refused: %s", msg);
-    json_t *job = itest_wait_finished(&C, uuid, 20000);
+    json_t *job = itest_wait_finished(&W.client, uuid, 20000);
     assert_non_null(job);
     assert_string_equal(itest_execution(job), "succeeded");
     json_decref(job);
     /* The runner's connections are the ACL user's. */
-    char *who = itest_redis_str(&R, "PING");
+    char *who = itest_redis_str(&W.redis, "PING");
     assert_null(who); /* anonymous: refused */
-    assert_true(itest_ternd_log_has(&T, "ready to serve"));
-    assert_false(itest_ternd_log_has(&T, PASSWORD));
+    assert_true(itest_ternd_log_has(&W.ternd, "ready to serve"));
+    assert_false(itest_ternd_log_has(&W.ternd, PASSWORD));
 }
 
 static void test_wrong_password_retries_without_logging_it(void **state)
 {
     (void)state;
     char url[160], log[320];
-    snprintf(url, sizeof url, "redis://tern:%s@127.0.0.1:%d", WRONG_PASSWORD, R.port);
-    snprintf(log, sizeof log, "%s/ternd-wrong.log", D.path);
-    const char *args[] = {"--redis",      url,           "--runner-id", "wrong",
-                          "--listen",     "127.0.0.1:0", "--log-level", "debug",
-                          "--plugin-dir", T.plugin_dir,  NULL};
+    snprintf(url, sizeof url, "redis://tern:%s@127.0.0.1:%d", WRONG_PASSWORD, W.redis.port);
+    snprintf(log, sizeof log, "%s/ternd-wrong.log", W.dir.path);
+    const char *args[] = {
+        "--redis",     url,           "--runner-id", "wrong",        "--listen",
+        "127.0.0.1:0", "--log-level", "debug",       "--plugin-dir", W.ternd.plugin_dir,
+        NULL};
     pid_t pid = spawn_ternd(args, log);
     /* It keeps trying: at least three refusals, each logged with Redis's reason. */
     const char *line = "handshake refused: WRONGPASS";
@@ -187,9 +182,9 @@ static void test_help_version_and_errors_hide_the_password(void **state)
 {
     (void)state;
     char url[160], bad[160], out[320];
-    snprintf(url, sizeof url, "redis://tern:%s@127.0.0.1:%d", PASSWORD, R.port);
+    snprintf(url, sizeof url, "redis://tern:%s@127.0.0.1:%d", PASSWORD, W.redis.port);
     snprintf(bad, sizeof bad, "redis://tern:%s@127.0.0.1:notaport", PASSWORD);
-    snprintf(out, sizeof out, "%s/ternd-out.txt", D.path);
+    snprintf(out, sizeof out, "%s/ternd-out.txt", W.dir.path);
     const char *help[] = {"--redis", url, "--help", NULL};
     const char *version[] = {"--redis", url, "--version", NULL};
     const char *badport[] = {"--redis", bad, NULL};
@@ -216,7 +211,7 @@ static void test_help_version_and_errors_hide_the_password(void **state)
             fail_msg("run %zu of ternd printed the password (see %s)", i, out);
     }
     /* Nothing the running ternd logged shows it either. */
-    assert_false(itest_ternd_log_has(&T, PASSWORD));
+    assert_false(itest_ternd_log_has(&W.ternd, PASSWORD));
 }
 
 int main(void)

@@ -25,9 +25,10 @@
 
 #include <curl/curl.h>
 
+#include "base/clock.h"
 #include "base/ident.h"
-#include "harness.h"
 #include "http_sync.h"
+#include "world.h"
 
 #define STEPS      3
 #define FREEZE_MS  12000 /* longer than the command timeout: reconnects meet the freeze */
@@ -53,9 +54,7 @@ static bool api_open;
 
 static long long now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000L;
+    return (long long)clock_mono_ms();
 }
 
 static void redis_continue(void)
@@ -66,20 +65,6 @@ static void redis_continue(void)
 }
 
 /* The state letter of process `pid` in /proc (T: stopped), or '?'. */
-static char proc_state(pid_t pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return '?';
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return p != NULL && p[1] == ' ' ? p[2] : '?';
-}
-
 static int group_setup(void **state)
 {
     (void)state;
@@ -143,13 +128,8 @@ static double metric(http_sync_t *h, const char *series)
 {
     http_sync_resp_t r;
     double v = -1;
-    if (http_get(h, "/metrics", &r) == 200 && r.body != NULL) {
-        char needle[128];
-        snprintf(needle, sizeof needle, "\n%s ", series);
-        const char *p = strstr(r.body, needle);
-        if (p != NULL)
-            v = atof(p + strlen(needle));
-    }
+    if (http_get(h, "/metrics", &r) == 200)
+        v = itest_metric_sample(r.body, series);
     http_sync_resp_dispose(&r);
     return v;
 }
@@ -205,7 +185,7 @@ static void test_frozen_redis(void **state)
     assert_int_equal(kill(W.redis.pid, SIGSTOP), 0);
     redis_stopped = true;
     long long stopped_at = now_ms();
-    while (proc_state(W.redis.pid) != 'T') {
+    while (itest_proc_state(W.redis.pid, NULL) != 'T') {
         if (now_ms() - stopped_at > 2000)
             fail_msg("redis-server %d did not stop", (int)W.redis.pid);
         itest_pause_ms(1);

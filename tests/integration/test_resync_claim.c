@@ -20,53 +20,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
 #include "hold_proxy.h"
+#include "world.h"
 
 enum { SEEN_LRANGE, SEEN_TICK, SEEN_FINISH };
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_redis_t via; /* the same Redis, reached through the proxy */
-    itest_client_t client;
-    itest_fleet_t fleet;
-    hold_proxy_t *proxy;
-    char side[320];
-} world_t;
-
-static world_t W;
+static itest_fleet_world_t W;
+static itest_redis_t via; /* the same Redis, reached through the proxy */
+static hold_proxy_t *proxy;
 
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_client_open(&W.client, &W.redis);
+    itest_fleet_world_start(&W);
     /* An LRANGE command: a resync's read of the runner's list (scripts loaded name it
      * too, in their text); "in_flight": a heartbeat tick (its runner info); "finish": a
      * step commit that ends a job (its action). */
     static const char *const watch[] = {"*4\r\n$6\r\nLRANGE\r\n", "\"in_flight\"",
                                         "$6\r\nfinish\r\n", NULL};
-    W.proxy = hold_proxy_start(W.redis.port, watch);
-    W.via = W.redis;
-    snprintf(W.via.url, sizeof W.via.url, "redis://127.0.0.1:%d", hold_proxy_port(W.proxy));
-    snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    proxy = hold_proxy_start(W.redis.port, watch);
+    via = W.redis;
+    snprintf(via.url, sizeof via.url, "redis://127.0.0.1:%d", hold_proxy_port(proxy));
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    if (W.proxy != NULL) {
-        hold_proxy_hold_blocking(W.proxy, false);
-        hold_proxy_hold_others(W.proxy, false);
+    if (proxy != NULL) {
+        hold_proxy_hold_blocking(proxy, false);
+        hold_proxy_hold_others(proxy, false);
     }
     itest_fleet_stop(&W.fleet, 15000);
-    hold_proxy_stop(W.proxy);
-    itest_client_close(&W.client);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    hold_proxy_stop(proxy);
+    itest_fleet_world_stop(&W, 15000);
     return 0;
 }
 
@@ -96,12 +83,12 @@ static void wait_log(const itest_ternd_t *t, const char *needle, unsigned timeou
 static void wait_seen(unsigned what, unsigned n, unsigned timeout_ms)
 {
     for (unsigned waited = 0; waited <= timeout_ms; waited += 10) {
-        if (hold_proxy_seen(W.proxy, what) >= n)
+        if (hold_proxy_seen(proxy, what) >= n)
             return;
         itest_pause_ms(10);
     }
     fail_msg("the proxy saw %u of %u commands (watch %u) within %u ms",
-             hold_proxy_seen(W.proxy, what), n, what, timeout_ms);
+             hold_proxy_seen(proxy, what), n, what, timeout_ms);
 }
 
 /* Puts workflow `name` of queue `queue`: one itest.record step of `ms`, idempotent or
@@ -124,25 +111,25 @@ static void put_workflow(const char *name, const char *queue, bool idempotent, i
  * started then, under that read's own claim. The held reply is still held on return. */
 static bool stage(const char *id, bool idempotent, int ms, itest_ternd_t **t, char once[40])
 {
-    hold_proxy_hold_blocking(W.proxy, false);
-    hold_proxy_hold_others(W.proxy, false);
+    hold_proxy_hold_blocking(proxy, false);
+    hold_proxy_hold_others(proxy, false);
     char busy_wf[64], once_wf[64];
     snprintf(busy_wf, sizeof busy_wf, "%s-busy", id);
     snprintf(once_wf, sizeof once_wf, "%s-once", id);
     put_workflow(busy_wf, id, true, 1500);
     put_workflow(once_wf, id, idempotent, ms);
     static const char *const flags[] = {"--concurrency", "2", NULL};
-    *t = itest_fleet_start(&W.fleet, &W.via, &W.dir, id, id, flags);
+    *t = itest_fleet_start(&W.fleet, &via, &W.dir, id, id, flags);
 
     char busy[40], key[96];
     itest_job_create_ok(&W.client, busy_wf, NULL, busy);
     snprintf(key, sizeof key, "%s/0/0", busy);
     itest_side_wait(W.side, "start", key, 1, 10000);
 
-    hold_proxy_hold_blocking(W.proxy, true);
+    hold_proxy_hold_blocking(proxy, true);
     itest_job_create_ok(&W.client, once_wf, NULL, once);
     wait_in_runner_list(id, once, 10000);
-    unsigned lranges = hold_proxy_seen(W.proxy, SEEN_LRANGE);
+    unsigned lranges = hold_proxy_seen(proxy, SEEN_LRANGE);
 
     /* Another runner holds `busy` now: the runner's commit of it is refused, and the
      * runner resyncs to adopt whatever is still its own. */
@@ -151,9 +138,9 @@ static bool stage(const char *id, bool idempotent, int ms, itest_ternd_t **t, ch
     wait_log(*t, "job no longer held by this runner", 10000);
     /* Two more heartbeats: the resync, if any, was asked for with the first one's
      * answer, and so was sent before the second one. */
-    unsigned ticks = hold_proxy_seen(W.proxy, SEEN_TICK);
+    unsigned ticks = hold_proxy_seen(proxy, SEEN_TICK);
     wait_seen(SEEN_TICK, ticks + 2, 5000);
-    if (hold_proxy_seen(W.proxy, SEEN_LRANGE) == lranges)
+    if (hold_proxy_seen(proxy, SEEN_LRANGE) == lranges)
         return false;
     /* The list was read while the claim's reply was held: that read's own claim starts
      * the step before the held reply comes in. */
@@ -206,7 +193,7 @@ static void test_irreversible_step_not_interrupted(void **state)
     itest_ternd_t *t;
     char once[40];
     stage("rs1", false, 300, &t, once);
-    hold_proxy_hold_blocking(W.proxy, false);
+    hold_proxy_hold_blocking(proxy, false);
     assert_ran_once(t, "rs1", once, 15000);
     itest_fleet_stop(&W.fleet, 15000);
 }
@@ -219,13 +206,13 @@ static void test_commit_not_refused_as_takeover(void **state)
     itest_ternd_t *t;
     char once[40];
     if (stage("rs2", true, 1000, &t, once)) {
-        unsigned commits = hold_proxy_seen(W.proxy, SEEN_FINISH);
-        hold_proxy_hold_others(W.proxy, true);
-        hold_proxy_hold_blocking(W.proxy, false);
+        unsigned commits = hold_proxy_seen(proxy, SEEN_FINISH);
+        hold_proxy_hold_others(proxy, true);
+        hold_proxy_hold_blocking(proxy, false);
         wait_seen(SEEN_FINISH, commits + 1, 5000);
-        hold_proxy_hold_others(W.proxy, false);
+        hold_proxy_hold_others(proxy, false);
     } else {
-        hold_proxy_hold_blocking(W.proxy, false);
+        hold_proxy_hold_blocking(proxy, false);
     }
     assert_ran_once(t, "rs2", once, 10000);
     itest_fleet_stop(&W.fleet, 15000);

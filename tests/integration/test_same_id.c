@@ -18,35 +18,21 @@
 #include <time.h>
 
 #include "base/iso8601.h"
-#include "harness.h"
+#include "world.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_client_t client;
-    itest_fleet_t fleet; /* both processes of the runner id */
-    char side[320];
-} world_t;
-
-static world_t W;
+static itest_fleet_world_t W; /* its fleet: both processes of the runner id */
 
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_client_open(&W.client, &W.redis);
-    snprintf(W.side, sizeof W.side, "%s/side", W.dir.path);
+    itest_fleet_world_start(&W);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_fleet_stop(&W.fleet, 15000); /* SIGCONT first, then SIGTERM, by PID */
-    itest_client_close(&W.client);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_fleet_world_stop(&W, 15000);
     return 0;
 }
 

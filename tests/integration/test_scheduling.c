@@ -22,10 +22,10 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "events/stream_entry.h"
-#include "harness.h"
 #include "model/workflow.h"
 #include "plugins/plugin_loader.h"
 #include "run/task_ctx.h"
+#include "world.h"
 
 static itest_world_t W;
 static itest_ternd_t extra_runner; /* a runner of another kind that one test starts */
@@ -83,10 +83,7 @@ static void create(const char *workflow, const char *params, char uuid[40])
 
 static json_t *finished(const char *uuid)
 {
-    json_t *job = itest_wait_finished(&W.client, uuid, 20000);
-    if (job == NULL)
-        fail_msg("job %s did not finish within 20 s", uuid);
-    return job;
+    return itest_wait_finished_ok(&W.client, uuid, 20000);
 }
 
 /* The job once it has finished, found by reading it every 10 ms (up to 20 s) rather
@@ -157,12 +154,6 @@ static json_int_t step_start(const json_t *step_event)
            json_integer_value(json_object_get(step_event, "duration_ms"));
 }
 
-static const char *str_of(const json_t *obj, const char *key)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s != NULL ? s : "(none)";
-}
-
 /* Waits (bounded) until the side channel holds a "start" line of `key_prefix`: the
  * task's attempt is running. */
 static void wait_side_start(const char *key_prefix)
@@ -209,7 +200,7 @@ static void test_job_hold_serializes_one_vm(void **state)
     /* The second job on "alpha" waited for the ticket and ran only once the first had
      * finished: its only start comes after that end. */
     assert_int_equal(itest_count_events(ea, "hold_wait", NULL), 0);
-    assert_string_equal(str_of(event_of(eb, "hold_wait", NULL, 0), "resource"), "vm:alpha");
+    assert_string_equal(itest_str_of(event_of(eb, "hold_wait", NULL, 0), "resource"), "vm:alpha");
     assert_int_equal(itest_count_events(eb, "running", NULL), 1);
     assert_true(time_of(eb, "running", NULL, 0) >= time_of(ea, "finished", NULL, 0));
     assert_true(step_start(event_of(eb, "step", "succeeded", 0)) + START_SLACK_MS >=
@@ -258,8 +249,8 @@ static void test_job_hold_wait_frees_the_runner_slot(void **state)
     assert_string_equal(itest_execution(jh), "succeeded");
     json_t *eo = itest_events(&W.client, other), *ew = itest_events(&W.client, waiter),
            *eh = itest_events(&W.client, holder);
-    assert_string_equal(str_of(event_of(eo, "running", NULL, 0), "runner"), "single");
-    assert_string_equal(str_of(event_of(ew, "running", NULL, 0), "runner"), "single");
+    assert_string_equal(itest_str_of(event_of(eo, "running", NULL, 0), "runner"), "single");
+    assert_string_equal(itest_str_of(event_of(ew, "running", NULL, 0), "runner"), "single");
     /* The other job ran and finished while the waiter waited on the one-slot runner. */
     assert_true(time_of(eo, "finished", NULL, 0) < time_of(eh, "finished", NULL, 0));
     assert_true(time_of(eo, "finished", NULL, 0) <= time_of(ew, "running", NULL, 0));
@@ -353,7 +344,7 @@ static void test_holds_released_on_failure_and_cancel(void **state)
     snprintf(jobs[n_jobs++], 40, "%s", failing);
     snprintf(jobs[n_jobs++], 40, "%s", next);
     assert_string_equal(itest_execution(jf), "failed");
-    assert_string_equal(str_of(json_object_get(jf, "error"), "code"), "NotOk");
+    assert_string_equal(itest_str_of(json_object_get(jf, "error"), "code"), "NotOk");
     assert_string_equal(itest_execution(jn), "succeeded");
     json_t *ef = itest_events(&W.client, failing), *en = itest_events(&W.client, next);
     json_int_t gap = time_of(en, "running", NULL, 0) - time_of(ef, "finished", NULL, 0);
@@ -457,17 +448,17 @@ static void step_hold_covers_only_its_step(bool stored_before_rf)
 
     /* The second job's copy waited for the first job's copy ... */
     assert_int_equal(itest_count_events(e1, "hold_wait", NULL), 0);
-    assert_string_equal(str_of(event_of(e2, "hold_wait", NULL, 0), "resource"), "disk:d1");
+    assert_string_equal(itest_str_of(event_of(e2, "hold_wait", NULL, 0), "resource"), "disk:d1");
     json_t *copy1 = event_of(e1, "step", "succeeded", 0);
     json_t *copy2 = event_of(e2, "step", "succeeded", 0);
-    assert_string_equal(str_of(copy1, "name"), "copy");
-    assert_string_equal(str_of(copy2, "name"), "copy");
+    assert_string_equal(itest_str_of(copy1, "name"), "copy");
+    assert_string_equal(itest_str_of(copy2, "name"), "copy");
     assert_true(time_of(e2, "running", NULL, -1) >=
                 json_integer_value(json_object_get(copy1, "time")));
     assert_true(step_start(copy2) + START_SLACK_MS >= time_of(e2, "running", NULL, -1));
     /* ... but not for the rest of the first job: it ran while the first verified. */
     json_t *verify1 = event_of(e1, "step", "succeeded", 1);
-    assert_string_equal(str_of(verify1, "name"), "verify");
+    assert_string_equal(itest_str_of(verify1, "name"), "verify");
     assert_true(step_start(copy2) < time_of(e1, "finished", NULL, 0));
     assert_true(step_start(copy2) < json_integer_value(json_object_get(verify1, "time")));
     snprintf(key, sizeof key, "%s/0/0", second);
@@ -510,7 +501,7 @@ static void test_named_queue_needs_its_runner(void **state)
     assert_string_equal(itest_execution(jq), "succeeded");
     json_decref(jq);
     json_t *eq = itest_events(&W.client, quick);
-    assert_string_equal(str_of(event_of(eq, "running", NULL, 0), "runner"), "r1");
+    assert_string_equal(itest_str_of(event_of(eq, "running", NULL, 0), "runner"), "r1");
     json_decref(eq);
     json_t *js = itest_job_get(&W.client, slow);
     assert_string_equal(itest_execution(js), "queued");
@@ -526,7 +517,7 @@ static void test_named_queue_needs_its_runner(void **state)
     assert_string_equal(itest_execution(js), "succeeded");
     json_decref(js);
     es = itest_events(&W.client, slow);
-    assert_string_equal(str_of(event_of(es, "running", NULL, 0), "runner"), "bulk");
+    assert_string_equal(itest_str_of(event_of(es, "running", NULL, 0), "runner"), "bulk");
     json_decref(es);
     stop_runner(&extra_runner);
 }
@@ -574,7 +565,7 @@ typedef struct global_events {
 static bool global_event_of_job(void *data, const json_t *ev)
 {
     global_events_t *g = data;
-    if (strcmp(str_of(ev, "job"), g->uuid) == 0)
+    if (strcmp(itest_str_of(ev, "job"), g->uuid) == 0)
         json_array_append_new(g->out, json_deep_copy(ev));
     return true;
 }
@@ -619,17 +610,17 @@ static void test_event_streams(void **state)
     assert_int_equal(json_array_size(ev), 5);
     for (size_t i = 0; i < 5; i++) {
         json_t *e = json_array_get(ev, i);
-        assert_string_equal(str_of(e, "type"), types[i]);
-        assert_string_equal(str_of(e, "job"), uuid);
+        assert_string_equal(itest_str_of(e, "type"), types[i]);
+        assert_string_equal(itest_str_of(e, "job"), uuid);
         assert_true(json_integer_value(json_object_get(e, "time")) > 0);
     }
-    assert_string_equal(str_of(json_array_get(ev, 0), "workflow"), "evs");
-    assert_string_equal(str_of(json_array_get(ev, 1), "runner"), "r1");
-    assert_string_equal(str_of(json_array_get(ev, 2), "name"), "one");
-    assert_string_equal(str_of(json_array_get(ev, 2), "status"), "succeeded");
-    assert_string_equal(str_of(json_array_get(ev, 3), "name"), "two");
-    assert_string_equal(str_of(json_array_get(ev, 3), "status"), "succeeded");
-    assert_string_equal(str_of(json_array_get(ev, 4), "execution"), "succeeded");
+    assert_string_equal(itest_str_of(json_array_get(ev, 0), "workflow"), "evs");
+    assert_string_equal(itest_str_of(json_array_get(ev, 1), "runner"), "r1");
+    assert_string_equal(itest_str_of(json_array_get(ev, 2), "name"), "one");
+    assert_string_equal(itest_str_of(json_array_get(ev, 2), "status"), "succeeded");
+    assert_string_equal(itest_str_of(json_array_get(ev, 3), "name"), "two");
+    assert_string_equal(itest_str_of(json_array_get(ev, 3), "status"), "succeeded");
+    assert_string_equal(itest_str_of(json_array_get(ev, 4), "execution"), "succeeded");
 
     /* A new job has no stream of its own: the first watcher (here the wait for the end)
      * started it from the job's record, which told "created". */
@@ -641,11 +632,11 @@ static void test_event_streams(void **state)
     assert_int_equal(json_array_size(all), json_array_size(ev));
     for (size_t i = 0; i < json_array_size(ev); i++) {
         json_t *g = json_array_get(all, i), *e = json_array_get(ev, i);
-        assert_string_equal(str_of(g, "type"), str_of(e, "type"));
+        assert_string_equal(itest_str_of(g, "type"), itest_str_of(e, "type"));
         assert_null(json_object_get(g, "from_record"));
     }
-    assert_string_equal(str_of(json_array_get(all, 1), "runner"), "r1");
-    assert_string_equal(str_of(json_array_get(all, 2), "name"), "one");
+    assert_string_equal(itest_str_of(json_array_get(all, 1), "runner"), "r1");
+    assert_string_equal(itest_str_of(json_array_get(all, 2), "name"), "one");
     json_decref(all);
     json_decref(ev);
 }
@@ -668,7 +659,7 @@ static char *stored_description(const char *ref)
     job_ops_workflow_get(W.client.ops, ref, itest_on_answer, &a);
     if (itest_answer_wait(&W.client, &a, &wf, NULL, 0) != 0)
         fail_msg("workflow %s: %s", ref, a.msg);
-    char *d = strdup(str_of(wf, "description"));
+    char *d = strdup(itest_str_of(wf, "description"));
     json_decref(wf);
     return d;
 }
@@ -870,16 +861,16 @@ static void test_bad_jobs_are_refused_or_fail_visibly(void **state)
     json_t *job = finished(uuid);
     assert_string_equal(itest_execution(job), "failed");
     json_t *error = json_object_get(job, "error");
-    assert_string_equal(str_of(error, "code"), "TemplateError");
-    assert_non_null(strstr(str_of(error, "message"), "params.missing"));
+    assert_string_equal(itest_str_of(error, "code"), "TemplateError");
+    assert_non_null(strstr(itest_str_of(error, "message"), "params.missing"));
     json_t *entry = json_array_get(json_object_get(job, "chain_results"), 0);
-    assert_string_equal(str_of(json_object_get(entry, "error"), "code"), "TemplateError");
+    assert_string_equal(itest_str_of(json_object_get(entry, "error"), "code"), "TemplateError");
     assert_int_equal(json_integer_value(json_object_get(entry, "attempts")), 1);
     json_decref(job);
     json_t *ev = itest_events(&W.client, uuid);
     assert_int_equal(itest_count_events(ev, "step", "retry"), 0);
     assert_int_equal(itest_count_events(ev, "step", "failed"), 1);
-    assert_string_equal(str_of(event_of(ev, "finished", NULL, 0), "execution"), "failed");
+    assert_string_equal(itest_str_of(event_of(ev, "finished", NULL, 0), "execution"), "failed");
     json_decref(ev);
     char key[64];
     snprintf(key, sizeof key, "%s/", uuid);
@@ -893,10 +884,10 @@ static void test_bad_jobs_are_refused_or_fail_visibly(void **state)
     job = finished(uuid);
     assert_string_equal(itest_execution(job), "failed");
     error = json_object_get(job, "error");
-    assert_string_equal(str_of(error, "code"), "InvalidArgument");
-    print_message("refused at run time: %s\n", str_of(error, "message"));
-    assert_non_null(strstr(str_of(error, "message"), "chain[0].args.msg:"));
-    assert_null(strstr(str_of(error, "message"), "args.args"));
+    assert_string_equal(itest_str_of(error, "code"), "InvalidArgument");
+    print_message("refused at run time: %s\n", itest_str_of(error, "message"));
+    assert_non_null(strstr(itest_str_of(error, "message"), "chain[0].args.msg:"));
+    assert_null(strstr(itest_str_of(error, "message"), "args.args"));
     entry = json_array_get(json_object_get(job, "chain_results"), 0);
     assert_int_equal(json_integer_value(json_object_get(entry, "attempts")), 1);
     json_decref(job);

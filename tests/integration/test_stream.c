@@ -18,10 +18,11 @@
 #include <curl/curl.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "events/events.h"
-#include "harness.h"
 #include "http_sync.h"
 #include "model/job_history.h"
+#include "world.h"
 
 static itest_world_t W;
 
@@ -93,18 +94,11 @@ static void stream_close(CURLM *m, stream_t *s)
 
 typedef bool (*stream_cond_fn)(void *arg);
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Drives the multi handle until cond(arg) holds (NULL: until every transfer is done)
  * or `ms` have passed. Returns whether the condition held. */
 static bool multi_run(CURLM *m, stream_cond_fn cond, void *arg, unsigned ms)
 {
-    uint64_t end = now_ms() + ms;
+    uint64_t end = clock_mono_ms() + ms;
     for (;;) {
         int running = 0;
         curl_multi_perform(m, &running);
@@ -120,7 +114,7 @@ static bool multi_run(CURLM *m, stream_cond_fn cond, void *arg, unsigned ms)
         }
         if (cond != NULL ? cond(arg) : running == 0)
             return true;
-        if (now_ms() >= end)
+        if (clock_mono_ms() >= end)
             return false;
         int fds;
         curl_multi_poll(m, NULL, 0, 20, &fds);
@@ -267,12 +261,7 @@ static long metric(const char *name)
     http_sync_open(&h, W.base);
     http_sync_resp_t r;
     http_sync_do(&h, "GET", "/metrics", NULL, 0, NULL, &r);
-    long v = -1;
-    char needle[128];
-    snprintf(needle, sizeof needle, "\n%s ", name);
-    const char *p = r.body != NULL ? strstr(r.body, needle) : NULL;
-    if (p != NULL)
-        v = atol(p + strlen(needle));
+    long v = (long)itest_metric_sample(r.body, name);
     http_sync_resp_dispose(&r);
     http_sync_close(&h);
     return v;
@@ -282,11 +271,11 @@ static long metric(const char *name)
  * time it took, or fails. */
 static unsigned wait_metric(const char *name, long want, unsigned ms)
 {
-    uint64_t start = now_ms();
+    uint64_t start = clock_mono_ms();
     long v = -1;
-    while (now_ms() - start <= ms) {
+    while (clock_mono_ms() - start <= ms) {
         if ((v = metric(name)) == want)
-            return (unsigned)(now_ms() - start);
+            return (unsigned)(clock_mono_ms() - start);
         itest_pause_ms(50);
     }
     fail_msg("%s stayed at %ld, expected %ld within %u ms", name, v, want, ms);
@@ -725,10 +714,10 @@ static void test_shutdown_ends_streams(void **state)
     all_wait_t w = {s, 2};
     assert_true(multi_run(m, all_have_bytes, &w, 10000));
     snprintf(W.base, sizeof W.base, "%s", base);
-    uint64_t t0 = now_ms();
+    uint64_t t0 = clock_mono_ms();
     itest_ternd_signal(&api, SIGTERM, 0);
     assert_true(multi_run(m, NULL, NULL, 5000));
-    unsigned took = (unsigned)(now_ms() - t0);
+    unsigned took = (unsigned)(clock_mono_ms() - t0);
     for (size_t i = 0; i < 2; i++) {
         assert_int_equal(s[i].result, CURLE_OK);
         stream_info(&s[i]);

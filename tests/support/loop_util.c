@@ -6,6 +6,7 @@
  */
 #include "loop_util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 
 typedef struct bound {
@@ -79,4 +80,29 @@ int loop_close_bounded(uv_loop_t *loop, uint64_t bound_ms)
     uv_run(loop, UV_RUN_DEFAULT);
     bound_close(loop, &b);
     return uv_loop_close(loop);
+}
+
+static void on_probe_closed(uv_handle_t *h)
+{
+    *(bool *)h->data = true;
+}
+
+int loop_closed_port(uv_loop_t *loop, uint64_t bound_ms)
+{
+    uv_tcp_t probe;
+    bool closed = false;
+    uv_tcp_init(loop, &probe);
+    probe.data = &closed;
+    struct sockaddr_in addr;
+    uv_ip4_addr("127.0.0.1", 0, &addr);
+    int rc = uv_tcp_bind(&probe, (const struct sockaddr *)&addr, 0);
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (rc == 0)
+        rc = uv_tcp_getsockname(&probe, (struct sockaddr *)&ss, &len);
+    int port = rc == 0 ? ntohs(((struct sockaddr_in *)&ss)->sin_port) : rc;
+    uv_close((uv_handle_t *)&probe, on_probe_closed);
+    if (loop_run_until_flag(loop, &closed, bound_ms) != 0)
+        return UV_ETIMEDOUT;
+    return port;
 }

@@ -99,13 +99,12 @@ static void on_cancel_due(uv_timer_t *t)
 /* ---- public -------------------------------------------------------------------------- */
 
 /* See task_harness.h. */
-task_harness_t *task_harness_new(const char *plugin_path, const json_t *plugin_config)
+const tern_plugin *task_harness_plugin_open(const char *plugin_path, void **dl)
 {
-    task_harness_t *h = xcalloc(1, sizeof *h);
-    h->dl = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
-    if (h->dl == NULL)
+    *dl = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+    if (*dl == NULL)
         fail_msg("plugin \"%s\": dlopen: %s", plugin_path, dlerror());
-    void *sym = dlsym(h->dl, "tern_plugin_entry");
+    void *sym = dlsym(*dl, "tern_plugin_entry");
     if (sym == NULL)
         fail_msg("plugin \"%s\": no tern_plugin_entry symbol", plugin_path);
     const tern_plugin *(*entry)(void);
@@ -113,6 +112,14 @@ task_harness_t *task_harness_new(const char *plugin_path, const json_t *plugin_c
     const tern_plugin *p = entry();
     if (p == NULL)
         fail_msg("plugin \"%s\": tern_plugin_entry returned NULL", plugin_path);
+    return p;
+}
+
+/* See task_harness.h. */
+task_harness_t *task_harness_new(const char *plugin_path, const json_t *plugin_config)
+{
+    task_harness_t *h = xcalloc(1, sizeof *h);
+    const tern_plugin *p = task_harness_plugin_open(plugin_path, &h->dl);
     if (p->magic != TERN_PLUGIN_MAGIC)
         fail_msg("plugin \"%s\": magic 0x%08x, expected 0x%08x", plugin_path, p->magic,
                  TERN_PLUGIN_MAGIC);
@@ -265,4 +272,25 @@ void task_harness_free(task_harness_t *h)
     free(h);
     assert_int_equal(open, 0);
     assert_int_equal(rc, 0);
+}
+
+/* See task_harness.h. */
+void harness_run_assert_failed(const harness_run_t *r, const char *code, const char *message_part)
+{
+    assert_true(r->finished);
+    assert_int_equal(r->outcome.kind, TASK_FAILED);
+    if (strcmp(r->outcome.code, code) != 0)
+        fail_msg("code %s (%s), expected %s", r->outcome.code, r->outcome.message, code);
+    if (strstr(r->outcome.message, message_part) == NULL)
+        fail_msg("message \"%s\" lacks \"%s\"", r->outcome.message, message_part);
+}
+
+/* See task_harness.h. */
+json_t *task_harness_json(const char *text)
+{
+    json_error_t jerr;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &jerr);
+    if (v == NULL)
+        fail_msg("bad test JSON %s: %s", text, jerr.text);
+    return v;
 }

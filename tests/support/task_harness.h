@@ -28,6 +28,12 @@ typedef struct harness_run {
     uint64_t elapsed_ms;    /* wall time of the run */
 } harness_run_t;
 
+/* Opens the built plugin at `plugin_path` and returns its descriptor (owned by the
+ * plugin: valid until dlclose(*dl)); *dl is the dlopen handle, the caller's to close.
+ * Fails the current cmocka test (fail_msg) when the file cannot be opened, has no
+ * tern_plugin_entry or the entry returns NULL. */
+const tern_plugin *task_harness_plugin_open(const char *plugin_path, void **dl);
+
 /* Loads `plugin_path` and calls its init with `plugin_config` (borrowed, may be NULL).
  * Fails the current cmocka test (fail_msg) when the plugin cannot be loaded. */
 task_harness_t *task_harness_new(const char *plugin_path, const json_t *plugin_config);
@@ -47,6 +53,14 @@ int task_harness_run(task_harness_t *h, const char *entry, const json_t *args, c
                      harness_run_t *out);
 
 void harness_run_dispose(harness_run_t *r);
+
+/* Asserts that the run finished with a failure of `code` whose message holds
+ * `message_part`; fails the current cmocka test naming what came instead. */
+void harness_run_assert_failed(const harness_run_t *r, const char *code, const char *message_part);
+
+/* The JSON text of a test (any value, not only objects) parsed: a new reference. Fails
+ * the current cmocka test when the text is not JSON. */
+json_t *task_harness_json(const char *text);
 
 /* Calls the plugin's fini, closes the loop and asserts uv_loop_close() == 0. */
 void task_harness_free(task_harness_t *h);

@@ -222,35 +222,13 @@ static void test_status_passthrough(void **state)
     reply_dispose(&b);
 }
 
-static void on_probe_closed(uv_handle_t *h)
-{
-    *(bool *)h->data = true;
-}
-
-/* A port that was just free: bound, read back, closed. */
-static int closed_port(uv_loop_t *loop)
-{
-    uv_tcp_t probe;
-    bool closed = false;
-    uv_tcp_init(loop, &probe);
-    probe.data = &closed;
-    struct sockaddr_in addr;
-    uv_ip4_addr("127.0.0.1", 0, &addr);
-    assert_int_equal(uv_tcp_bind(&probe, (const struct sockaddr *)&addr, 0), 0);
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    assert_int_equal(uv_tcp_getsockname(&probe, (struct sockaddr *)&ss, &len), 0);
-    int port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    uv_close((uv_handle_t *)&probe, on_probe_closed);
-    assert_int_equal(loop_run_until_flag(loop, &closed, BOUND_MS), 0);
-    return port;
-}
-
 static void test_connection_refused(void **state)
 {
     fixture_t *f = *state;
+    int port = loop_closed_port(&f->loop, BOUND_MS);
+    assert_true(port > 0);
     char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", closed_port(&f->loop));
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", port);
     reply_t r = {0};
     start(f, &(tern_http_req){.size = sizeof(tern_http_req), .url = url}, &r);
     assert_int_equal(loop_run_until_flag(&f->loop, &r.done, BOUND_MS), 0);

@@ -60,23 +60,11 @@ static int teardown(void **state)
 static int run(fixture_t *f, const char *entry, const char *args_json, uint64_t bound_ms,
                uint64_t cancel_after_ms)
 {
-    json_error_t jerr;
-    json_t *args = json_loads(args_json, 0, &jerr);
-    if (args == NULL)
-        fail_msg("bad test args %s: %s", args_json, jerr.text);
+    json_t *args = task_harness_json(args_json);
     harness_run_dispose(&f->run);
     int rc = task_harness_run(f->h, entry, args, NULL, NULL, bound_ms, cancel_after_ms, &f->run);
     json_decref(args);
     return rc;
-}
-
-static void assert_failed_with(fixture_t *f, const char *code, const char *message_part)
-{
-    assert_true(f->run.finished);
-    assert_int_equal(f->run.outcome.kind, TASK_FAILED);
-    assert_string_equal(f->run.outcome.code, code);
-    if (strstr(f->run.outcome.message, message_part) == NULL)
-        fail_msg("message \"%s\" lacks \"%s\"", f->run.outcome.message, message_part);
 }
 
 static void test_noop(void **state)
@@ -126,11 +114,11 @@ static void test_sleep_bad_args(void **state)
 {
     fixture_t *f = *state;
     assert_int_equal(run(f, "sleep", "{\"ms\": \"soon\"}", BOUND_MS, 0), 0);
-    assert_failed_with(f, "InvalidArgument", "\"ms\" must be an integer");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "\"ms\" must be an integer");
     assert_int_equal(run(f, "sleep", "{\"ms\": -1}", BOUND_MS, 0), 0);
-    assert_failed_with(f, "InvalidArgument", "\"ms\"");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "\"ms\"");
     assert_int_equal(run(f, "sleep", "{}", BOUND_MS, 0), 0);
-    assert_failed_with(f, "InvalidArgument", "\"ms\"");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "\"ms\"");
 }
 
 static void test_fail(void **state)
@@ -139,11 +127,11 @@ static void test_fail(void **state)
     assert_int_equal(
         run(f, "fail", "{\"code\": \"DiskFull\", \"message\": \"no room on /data\"}", BOUND_MS, 0),
         0);
-    assert_failed_with(f, "DiskFull", "no room on /data");
+    harness_run_assert_failed(&f->run, "DiskFull", "no room on /data");
     assert_string_equal(f->run.outcome.message, "no room on /data");
 
     assert_int_equal(run(f, "fail", "{}", BOUND_MS, 0), 0);
-    assert_failed_with(f, "TaskFailed", "asked to fail");
+    harness_run_assert_failed(&f->run, "TaskFailed", "asked to fail");
 
     /* A message with printf directives is taken as text. */
     assert_int_equal(run(f, "fail", "{\"code\": \"X\", \"message\": \"100%s %d\"}", BOUND_MS, 0),
@@ -165,9 +153,9 @@ static void test_set_state(void **state)
     json_decref(want);
 
     assert_int_equal(run(f, "set_state", "{\"values\": {\"bad key\": 1}}", BOUND_MS, 0), 0);
-    assert_failed_with(f, "InvalidArgument", "\"bad key\"");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "\"bad key\"");
     assert_int_equal(run(f, "set_state", "{\"values\": [1]}", BOUND_MS, 0), 0);
-    assert_failed_with(f, "InvalidArgument", "\"values\" must be an object");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "\"values\" must be an object");
 }
 
 static void test_log(void **state)
@@ -192,21 +180,18 @@ static void test_log(void **state)
     assert_int_equal(run(f, "log", "{\"msg\": \"x\"}", BOUND_MS, 0), 0);
     assert_int_equal(f->run.outcome.kind, TASK_DONE);
     assert_int_equal(run(f, "log", "{\"msg\": \"x\", \"level\": \"loud\"}", BOUND_MS, 0), 0);
-    assert_failed_with(f, "InvalidArgument", "\"level\"");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "\"level\"");
     assert_int_equal(run(f, "log", "{}", BOUND_MS, 0), 0);
-    assert_failed_with(f, "InvalidArgument", "\"msg\"");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "\"msg\"");
 }
 
 /* Every task has a schema the engine accepts, and InvalidArgument is never retried. */
 static void test_descriptors(void **state)
 {
     (void)state;
-    void *dl = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+    void *dl = NULL;
+    const tern_plugin *p = task_harness_plugin_open(plugin_path, &dl);
     assert_non_null(dl);
-    void *sym = dlsym(dl, "tern_plugin_entry");
-    const tern_plugin *(*entry)(void);
-    memcpy(&entry, &sym, sizeof entry);
-    const tern_plugin *p = entry();
     assert_string_equal(p->name, "core");
     const char *names[] = {"noop", "sleep", "fail", "set_state", "log"};
     size_t n = 0;

@@ -50,19 +50,10 @@ static int group_teardown(void **state)
     return 0;
 }
 
-static json_t *parse(const char *text)
-{
-    json_error_t jerr;
-    json_t *v = json_loads(text, JSON_DECODE_ANY, &jerr);
-    if (v == NULL)
-        fail_msg("bad test JSON %s: %s", text, jerr.text);
-    return v;
-}
-
 /* A harness whose exec plugin has the configuration given as JSON text. */
 static task_harness_t *harness_with(const char *config_text)
 {
-    json_t *config = parse(config_text);
+    json_t *config = task_harness_json(config_text);
     task_harness_t *h = task_harness_new(exec_so, config);
     json_decref(config);
     return h;
@@ -71,7 +62,7 @@ static task_harness_t *harness_with(const char *config_text)
 /* Runs exec.run with args given as JSON text (no templates expanded). */
 static void run_in(task_harness_t *h, const char *args_text, harness_run_t *out)
 {
-    json_t *args = parse(args_text);
+    json_t *args = task_harness_json(args_text);
     int rc = task_harness_run(h, "run", args, NULL, NULL, BOUND_MS, 0, out);
     json_decref(args);
     assert_int_equal(rc, 0);
@@ -92,7 +83,7 @@ static plugin_registry_t *registry_with(const char *config_text)
     char err[2 * PATH_MAX];
     plugin_registry_t *reg = plugin_registry_new(dirname(dir), &host, err, sizeof err);
     assert_non_null(reg);
-    json_t *config = config_text != NULL ? parse(config_text) : NULL;
+    json_t *config = config_text != NULL ? task_harness_json(config_text) : NULL;
     if (plugin_registry_load(reg, "exec.so", config, err, sizeof err) != 0)
         fail_msg("%s", err);
     json_decref(config);
@@ -102,7 +93,7 @@ static plugin_registry_t *registry_with(const char *config_text)
 /* What storing a workflow with this step says: 0, or the code with its message in err. */
 static int store_check(plugin_registry_t *reg, const char *args_text, char *err, size_t errlen)
 {
-    json_t *args = parse(args_text);
+    json_t *args = task_harness_json(args_text);
     int rc = plugin_registry_check_task(reg, "exec.run", args, "chain[0]", err, errlen);
     json_decref(args);
     return rc;
@@ -114,7 +105,7 @@ static int store_check(plugin_registry_t *reg, const char *args_text, char *err,
 static int run_step(task_harness_t *h, plugin_registry_t *reg, const char *args_text,
                     const char *params_text, harness_run_t *out)
 {
-    json_t *tmpl = parse(args_text), *params = parse(params_text);
+    json_t *tmpl = task_harness_json(args_text), *params = task_harness_json(params_text);
     template_scope_t scope = {.params = params};
     char err[512];
     json_t *args = plugin_registry_expand_args(reg, "exec.run", tmpl, "chain[0].args", &scope, err,
@@ -427,7 +418,7 @@ static void test_configuration_refused_at_load(void **state)
     plugin_registry_t *reg = plugin_registry_new(dirname(dir), &host, err, sizeof err);
     assert_non_null(reg);
     for (size_t i = 0; i < TERN_ARRAY_SIZE(cases); i++) {
-        json_t *config = parse(cases[i].config);
+        json_t *config = task_harness_json(cases[i].config);
         assert_int_not_equal(plugin_registry_load(reg, "exec.so", config, err, sizeof err), 0);
         json_decref(config);
         if (strstr(err, cases[i].message) == NULL)

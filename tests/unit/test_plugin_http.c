@@ -73,26 +73,13 @@ static char *url(fixture_t *f, const char *path, char *buf, size_t len)
 
 static bool code_is_fatal(const char *code)
 {
-    void *dl = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
-    void *sym = dlsym(dl, "tern_plugin_entry");
-    const tern_plugin *(*entry)(void);
-    memcpy(&entry, &sym, sizeof entry);
-    const tern_task_def *def = entry()->tasks[0];
+    void *dl = NULL;
+    const tern_task_def *def = task_harness_plugin_open(plugin_path, &dl)->tasks[0];
     bool fatal = false;
     for (const char *const *c = def->fatal_codes; c != NULL && *c != NULL; c++)
         fatal = fatal || strcmp(*c, code) == 0;
     dlclose(dl);
     return fatal;
-}
-
-static void assert_failed_with(fixture_t *f, const char *code, const char *message_part)
-{
-    assert_true(f->run.finished);
-    assert_int_equal(f->run.outcome.kind, TASK_FAILED);
-    if (strcmp(f->run.outcome.code, code) != 0)
-        fail_msg("code %s (%s), expected %s", f->run.outcome.code, f->run.outcome.message, code);
-    if (strstr(f->run.outcome.message, message_part) == NULL)
-        fail_msg("message \"%s\" lacks \"%s\"", f->run.outcome.message, message_part);
 }
 
 static void test_get_json(void **state)
@@ -162,7 +149,7 @@ static void test_client_error_is_fatal(void **state)
     assert_int_equal(run_args(f, json_pack("{s:s}", "url", url(f, "/missing", u, sizeof u)), 0), 0);
     char want[256];
     snprintf(want, sizeof want, "GET %s: HTTP 404: no such vm at all", u);
-    assert_failed_with(f, "HttpClientError", want);
+    harness_run_assert_failed(&f->run, "HttpClientError", want);
     assert_true(code_is_fatal("HttpClientError"));
 }
 
@@ -180,43 +167,26 @@ static void test_server_error_is_retryable(void **state)
         0);
     char want[256];
     snprintf(want, sizeof want, "DELETE %s: HTTP 503: try later", u);
-    assert_failed_with(f, "HttpServerError", want);
+    harness_run_assert_failed(&f->run, "HttpServerError", want);
     assert_false(code_is_fatal("HttpServerError"));
 
     assert_int_equal(run_args(f, json_pack("{s:s}", "url", url(f, "/busy", u, sizeof u)), 0), 0);
-    assert_failed_with(f, "HttpTooManyRequests", "HTTP 429");
+    harness_run_assert_failed(&f->run, "HttpTooManyRequests", "HTTP 429");
     assert_false(code_is_fatal("HttpTooManyRequests"));
-}
-
-static void on_probe_closed(uv_handle_t *h)
-{
-    *(bool *)h->data = true;
 }
 
 static void test_connection_refused(void **state)
 {
     fixture_t *f = *state;
-    uv_loop_t *loop = task_harness_loop(f->h);
-    uv_tcp_t probe;
-    bool closed = false;
-    uv_tcp_init(loop, &probe);
-    probe.data = &closed;
-    struct sockaddr_in addr;
-    uv_ip4_addr("127.0.0.1", 0, &addr);
-    assert_int_equal(uv_tcp_bind(&probe, (const struct sockaddr *)&addr, 0), 0);
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    uv_tcp_getsockname(&probe, (struct sockaddr *)&ss, &len);
-    int port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    uv_close((uv_handle_t *)&probe, on_probe_closed);
-    assert_int_equal(loop_run_until_flag(loop, &closed, BOUND_MS), 0);
+    int port = loop_closed_port(task_harness_loop(f->h), BOUND_MS);
+    assert_true(port > 0);
 
     char u[128];
     snprintf(u, sizeof u, "http://127.0.0.1:%d/vms", port);
     assert_int_equal(run_args(f, json_pack("{s:s}", "url", u), 0), 0);
     char want[160];
     snprintf(want, sizeof want, "GET %s: ", u);
-    assert_failed_with(f, "HttpConnectError", want);
+    harness_run_assert_failed(&f->run, "HttpConnectError", want);
     assert_false(code_is_fatal("HttpConnectError"));
 }
 
@@ -283,7 +253,7 @@ static void test_expect_list(void **state)
     assert_int_equal(
         run_args(f, json_pack("{s:s, s:[i]}", "url", url(f, "/ok", u, sizeof u), "expect", 201), 0),
         0);
-    assert_failed_with(f, "HttpUnexpectedStatus", "HTTP 200, expected 201");
+    harness_run_assert_failed(&f->run, "HttpUnexpectedStatus", "HTTP 200, expected 201");
     assert_true(code_is_fatal("HttpUnexpectedStatus"));
     /* A 404 listed in expect is success (e.g. "make sure it is deleted"). */
     assert_int_equal(run_args(f,
@@ -295,7 +265,7 @@ static void test_expect_list(void **state)
     assert_int_equal(json_integer_value(json_object_get(f->run.outcome.result, "status")), 404);
     /* Redirects are not followed and are not 2xx. */
     assert_int_equal(run_args(f, json_pack("{s:s}", "url", url(f, "/moved", u, sizeof u)), 0), 0);
-    assert_failed_with(f, "HttpUnexpectedStatus", "HTTP 302");
+    harness_run_assert_failed(&f->run, "HttpUnexpectedStatus", "HTTP 302");
 }
 
 static void test_timeout_and_size_limit(void **state)
@@ -312,7 +282,7 @@ static void test_timeout_and_size_limit(void **state)
         run_args(f, json_pack("{s:s, s:i}", "url", url(f, "/slow", u, sizeof u), "timeout_ms", 150),
                  0),
         0);
-    assert_failed_with(f, "HttpTimeout", "timed out after 150 ms");
+    harness_run_assert_failed(&f->run, "HttpTimeout", "timed out after 150 ms");
     assert_false(code_is_fatal("HttpTimeout"));
     assert_true(f->run.elapsed_ms < 5000);
 
@@ -321,7 +291,7 @@ static void test_timeout_and_size_limit(void **state)
                                         "max_response_bytes", 1000),
                               0),
                      0);
-    assert_failed_with(f, "HttpResponseTooLarge", "larger than 1000 bytes");
+    harness_run_assert_failed(&f->run, "HttpResponseTooLarge", "larger than 1000 bytes");
     assert_true(code_is_fatal("HttpResponseTooLarge"));
 }
 
@@ -329,25 +299,25 @@ static void test_bad_args(void **state)
 {
     fixture_t *f = *state;
     assert_int_equal(run_args(f, json_pack("{s:s}", "url", "ftp://x/y"), 0), 0);
-    assert_failed_with(f, "InvalidArgument", "http:// or https://");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "http:// or https://");
     assert_int_equal(run_args(f, json_pack("{}"), 0), 0);
-    assert_failed_with(f, "InvalidArgument", "\"url\"");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "\"url\"");
     assert_int_equal(run_args(f,
                               json_pack("{s:s, s:{}, s:s}", "url", "http://127.0.0.1:1/", "body",
                                         "body_text", "x"),
                               0),
                      0);
-    assert_failed_with(f, "InvalidArgument", "cannot both");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "cannot both");
     assert_int_equal(run_args(f,
                               json_pack("{s:s, s:{s:s}}", "url", "http://127.0.0.1:1/", "headers",
                                         "X-A", "a\r\nInjected: 1"),
                               0),
                      0);
-    assert_failed_with(f, "InvalidArgument", "one-line");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "one-line");
     assert_int_equal(
         run_args(f, json_pack("{s:s, s:[s]}", "url", "http://127.0.0.1:1/", "expect", "200"), 0),
         0);
-    assert_failed_with(f, "InvalidArgument", "\"expect\"");
+    harness_run_assert_failed(&f->run, "InvalidArgument", "\"expect\"");
     assert_int_equal(mini_http_server_request_count(f->server), 0);
 }
 
@@ -376,12 +346,9 @@ static void test_cancel_in_flight(void **state)
 static void test_descriptor(void **state)
 {
     (void)state;
-    void *dl = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+    void *dl = NULL;
+    const tern_plugin *p = task_harness_plugin_open(plugin_path, &dl);
     assert_non_null(dl);
-    void *sym = dlsym(dl, "tern_plugin_entry");
-    const tern_plugin *(*entry)(void);
-    memcpy(&entry, &sym, sizeof entry);
-    const tern_plugin *p = entry();
     assert_string_equal(p->name, "http");
     const tern_task_def *def = p->tasks[0];
     assert_string_equal(def->name, "request");

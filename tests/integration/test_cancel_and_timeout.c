@@ -1,14 +1,8 @@
 /*
- * test_review.c -- promises of DESIGN.md section 4 at the edges found in a review of
- * the runner and its scripts, each on real processes:
+ * test_cancel_and_timeout.c -- cancels and workflow timeouts that reach a job while
+ * its runner does not hear of them or no runner holds it, on real processes
+ * (DESIGN.md section 4):
  *
- *   - a runner that stalled past its lease and comes back cannot commit for a job that
- *     was re-queued (or failed with StepInterrupted) meanwhile: its commits are refused,
- *     not taken for repeats, so the job never runs on two runners, finished steps never
- *     run twice and no step runs after an interrupted irreversible one;
- *   - a stop whose grace period ends while a step's commit waits on Redis exits
- *     cleanly, and the step's outcome is kept;
- *   - a claim answered after a stop began hands the job back before its first step;
  *   - an operator's resume of a waiting step is not taken for the outcome of the
  *     first onerror step when the workflow timeout passes before a runner takes it;
  *   - a cancel the runner did not hear (its pub/sub connection was lost) still cancels
@@ -20,7 +14,7 @@
  *     leaves nothing behind (a sanitizer build checks the runner's memory).
  *
  * Each test serves queues of its own and starts the runners it needs; the teardown
- * stops them by PID (and resumes any process a failed test left stopped).
+ * stops them by PID.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -28,43 +22,27 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness.h"
+#include "world.h"
 
-typedef struct world {
-    itest_dir_t dir;
-    itest_redis_t redis;
-    itest_client_t client;
-    itest_fleet_t fleet; /* the runners of the current test */
-    bool redis_stopped;  /* SIGSTOP'd by the current test */
-} world_t;
-
-static world_t W;
+static itest_fleet_world_t W;
 
 static int group_setup(void **state)
 {
     (void)state;
-    itest_dir_make(&W.dir);
-    itest_redis_start(&W.redis, W.dir.path);
-    itest_client_open(&W.client, &W.redis);
+    itest_fleet_world_start(&W);
     return 0;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    itest_client_close(&W.client);
-    itest_redis_stop(&W.redis, SIGTERM);
-    itest_dir_remove(&W.dir);
+    itest_fleet_world_stop(&W, 15000);
     return 0;
 }
 
 static int test_teardown(void **state)
 {
     (void)state;
-    if (W.redis_stopped) {
-        kill(W.redis.pid, SIGCONT);
-        W.redis_stopped = false;
-    }
     itest_fleet_stop(&W.fleet, 15000);
     return 0;
 }
@@ -89,54 +67,16 @@ static void create(const char *workflow, const char *params, char uuid[40])
 
 static json_t *finished(const char *uuid, unsigned timeout_ms)
 {
-    json_t *job = itest_wait_finished(&W.client, uuid, timeout_ms);
-    if (job == NULL) {
-        json_t *now = itest_job_get(&W.client, uuid);
-        const char *ex = now != NULL ? itest_execution(now) : "(gone)";
-        fail_msg("job %s did not finish within %u ms (it is %s)", uuid, timeout_ms, ex);
-    }
-    return job;
-}
-
-static json_t *event(const char *uuid, const char *type, unsigned timeout_ms)
-{
-    json_t *ev = itest_wait_event(&W.client, uuid, type, NULL, timeout_ms);
-    if (ev == NULL)
-        fail_msg("job %s: no \"%s\" event within %u ms", uuid, type, timeout_ms);
-    return ev;
+    return itest_wait_finished_ok(&W.client, uuid, timeout_ms);
 }
 
 /* Server time of the job's first event of `type`. */
 static json_int_t event_time(const char *uuid, const char *type)
 {
-    json_t *ev = event(uuid, type, 10000);
+    json_t *ev = itest_wait_event_ok(&W.client, uuid, type, 10000);
     json_int_t t = json_integer_value(json_object_get(ev, "time"));
     json_decref(ev);
     return t;
-}
-
-static void side_path(char *out, size_t len, const char *name)
-{
-    snprintf(out, len, "%s/side-%s", W.dir.path, name);
-}
-
-/* Start lines of exactly "<uuid>/<phase>/<idx>" (not of its fallback). */
-static int starts(const char *side, const char *uuid, int phase, int idx)
-{
-    char key[96];
-    snprintf(key, sizeof key, "%.39s/%d/%d", uuid, phase, idx);
-    return itest_side_count_exact(side, "start", key);
-}
-
-static void wait_side(const char *side, const char *prefix, unsigned timeout_ms)
-{
-    itest_side_wait(side, "start", prefix, 1, timeout_ms);
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "";
 }
 
 /* Closes the runner's pub/sub connection from the server side, so that what is
@@ -161,186 +101,13 @@ static void kill_sub_connection(const char *runner_id)
     assert_int_equal(itest_redis_int(&W.redis, "CLIENT KILL ID %lld", id), 1);
 }
 
-/* ---- 1. a runner back from a stall longer than its lease ------------------------ */
-
-static void test_stalled_runner_cannot_commit_after_requeue(void **state)
-{
-    (void)state;
-    char side[320];
-    side_path(side, sizeof side, "stall");
-    put(itest_fmt("{\"name\": \"rv-stall\", \"queue\": \"rv-stall\", \"chain\": ["
-                  "{\"name\": \"s0\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", "
-                  "\"ms\": 600}},"
-                  "{\"name\": \"s1\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", "
-                  "\"ms\": 20}},"
-                  "{\"name\": \"s2\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", "
-                  "\"ms\": 20}}]}",
-                  side, side, side));
-    /* One slot: the stalled runner takes the job again only once it let it go. */
-    static const char *const one[] = {"--concurrency", "1", NULL};
-    itest_ternd_t *a = start_runner("stall-a", "rv-stall", one);
-    /* The other runner serves another queue: it only re-queues the stalled one's job. */
-    start_runner("stall-b", "rv-stall-other", NULL);
-    char uuid[40];
-    create("rv-stall", NULL, uuid);
-    char key[64];
-    snprintf(key, sizeof key, "%s/0/0", uuid);
-    wait_side(side, key, 10000);
-
-    /* The runner stalls mid-step for longer than its lease: the job is re-queued. */
-    kill(a->pid, SIGSTOP);
-    json_decref(event(uuid, "retried", 10000));
-    /* It comes back; its step has ended meanwhile and its commit goes out. */
-    kill(a->pid, SIGCONT);
-
-    json_t *job = finished(uuid, 20000);
-    assert_string_equal(itest_execution(job), "succeeded");
-    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 3);
-    /* The step in flight at the stall may run again; the steps after it ran once,
-     * under the runner's new claim: the stale claim's commit was refused. */
-    print_message("s0 %d, s1 %d, s2 %d starts\n", starts(side, uuid, 0, 0),
-                  starts(side, uuid, 0, 1), starts(side, uuid, 0, 2));
-    assert_in_range(starts(side, uuid, 0, 0), 1, 2);
-    assert_int_equal(starts(side, uuid, 0, 1), 1);
-    assert_int_equal(starts(side, uuid, 0, 2), 1);
-    assert_true(itest_ternd_log_has(a, "job no longer held by this runner"));
-    json_decref(job);
-}
-
-/* The same stall during an irreversible step: the job fails with StepInterrupted, and
- * the runner that comes back must not go on with the steps after the point of no
- * return of a job that is failed. */
-static void test_stalled_runner_cannot_go_past_an_interrupted_step(void **state)
-{
-    (void)state;
-    char side[320];
-    side_path(side, sizeof side, "stall-irrev");
-    put(itest_fmt("{\"name\": \"rv-stall-irrev\", \"queue\": \"rv-stall-irrev\", \"chain\": ["
-                  "{\"name\": \"switch\", \"task\": \"itest.record\", \"idempotent\": false, "
-                  "\"args\": {\"file\": \"%s\", \"ms\": 600}},"
-                  "{\"name\": \"delete-source\", \"task\": \"itest.record\", \"args\": "
-                  "{\"file\": \"%s\", \"ms\": 20}}]}",
-                  side, side));
-    static const char *const one[] = {"--concurrency", "1", NULL};
-    itest_ternd_t *a = start_runner("stall-irrev-a", "rv-stall-irrev", one);
-    start_runner("stall-irrev-b", "rv-stall-irrev-other", NULL);
-    char uuid[40];
-    create("rv-stall-irrev", NULL, uuid);
-    char key[64];
-    snprintf(key, sizeof key, "%s/0/0", uuid);
-    wait_side(side, key, 10000);
-
-    kill(a->pid, SIGSTOP);
-    json_t *job = finished(uuid, 10000);
-    assert_string_equal(itest_execution(job), "failed");
-    assert_string_equal(str_of(json_object_get(job, "error"), "code"), "StepInterrupted");
-    json_decref(job);
-    kill(a->pid, SIGCONT);
-
-    /* The runner's commit of the interrupted step is refused and it drops the job. */
-    for (unsigned waited = 0; !itest_ternd_log_has(a, "job no longer held by this runner");
-         waited += 10) {
-        if (waited > 10000)
-            fail_msg("runner %s did not drop the job it lost", a->id);
-        itest_pause_ms(10);
-    }
-    assert_int_equal(starts(side, uuid, 0, 1), 0);
-    job = itest_job_get(&W.client, uuid);
-    assert_string_equal(itest_execution(job), "failed");
-    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 0);
-    json_decref(job);
-}
-
-/* ---- 2. the grace period ends while a commit waits on Redis --------------------- */
-
-static void test_grace_over_with_commit_in_flight(void **state)
-{
-    (void)state;
-    char side[320];
-    side_path(side, sizeof side, "grace");
-    put(itest_fmt("{\"name\": \"rv-grace\", \"queue\": \"rv-grace\", \"chain\": ["
-                  "{\"name\": \"s0\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", "
-                  "\"ms\": 300}},"
-                  "{\"name\": \"s1\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", "
-                  "\"ms\": 20}}]}",
-                  side, side));
-    static const char *const short_grace[] = {"--shutdown-grace-ms", "300", NULL};
-    itest_ternd_t *a = start_runner("grace-a", "rv-grace", short_grace);
-    char uuid[40];
-    create("rv-grace", NULL, uuid);
-    char key[64];
-    snprintf(key, sizeof key, "%s/0/0", uuid);
-    wait_side(side, key, 10000);
-
-    /* Redis stops answering; the step ends and its commit waits for an answer. */
-    kill(W.redis.pid, SIGSTOP);
-    W.redis_stopped = true;
-    itest_pause_ms(600);
-    /* A stop whose grace ends with the commit still unanswered. */
-    kill(a->pid, SIGTERM);
-    itest_pause_ms(800);
-    kill(W.redis.pid, SIGCONT);
-    W.redis_stopped = false;
-    /* The answer then reaches a runner that gave the job up: a clean exit. */
-    assert_int_equal(itest_ternd_signal(a, SIGTERM, 15000), 0);
-
-    /* The commit happened: another runner goes on from the next step. */
-    start_runner("grace-b", "rv-grace", NULL);
-    json_t *job = finished(uuid, 20000);
-    assert_string_equal(itest_execution(job), "succeeded");
-    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 2);
-    assert_int_equal(starts(side, uuid, 0, 0), 1);
-    assert_int_equal(starts(side, uuid, 0, 1), 1);
-    json_decref(job);
-}
-
-/* ---- 3. a claim answered after the stop began ----------------------------------- */
-
-static void test_claim_answered_during_stop_is_handed_back(void **state)
-{
-    (void)state;
-    char side[320];
-    side_path(side, sizeof side, "stopclaim");
-    char steps[2048] = "";
-    for (int i = 0; i < 4; i++)
-        snprintf(steps + strlen(steps), sizeof steps - strlen(steps),
-                 "%s{\"name\": \"s%d\", \"task\": \"itest.record\", \"args\": {\"file\": "
-                 "\"%s\", \"ms\": 700}}",
-                 i ? "," : "", i, side);
-    put(itest_fmt("{\"name\": \"rv-stopclaim\", \"queue\": \"rv-stopclaim\", \"chain\": [%s]}",
-                  steps));
-    static const char *const grace[] = {"--shutdown-grace-ms", "1000", NULL};
-    itest_ternd_t *a = start_runner("stopclaim-a", "rv-stopclaim", grace);
-    itest_pause_ms(300); /* its blocking claim is armed */
-
-    /* While the runner is stopped, the job is moved to it and the answer waits in its
-     * socket; it then gets SIGTERM and resumes: the claim is answered during the stop. */
-    kill(a->pid, SIGSTOP);
-    char uuid[40];
-    create("rv-stopclaim", NULL, uuid);
-    itest_pause_ms(200);
-    kill(a->pid, SIGTERM);
-    kill(a->pid, SIGCONT);
-    assert_int_equal(itest_ternd_signal(a, SIGTERM, 15000), 0);
-
-    start_runner("stopclaim-b", "rv-stopclaim", NULL);
-    json_t *job = finished(uuid, 20000);
-    assert_string_equal(itest_execution(job), "succeeded");
-    assert_int_equal(json_array_size(json_object_get(job, "chain_results")), 4);
-    /* Handed back, not abandoned mid-step: no step ran twice. */
-    for (int s = 0; s < 4; s++)
-        if (starts(side, uuid, 0, s) != 1)
-            fail_msg("step %d started %d times", s, starts(side, uuid, 0, s));
-    json_decref(job);
-}
-
-/* ---- 4. a resume that comes before the workflow timeout is noticed --------------- */
+/* ---- 1. a resume that comes before the workflow timeout is noticed --------------- */
 
 static void test_resume_is_not_the_outcome_of_onerror(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "resume");
+    itest_fleet_world_side_path(&W, side, sizeof side, "resume");
     put(itest_fmt("{\"name\": \"rv-resume\", \"queue\": \"rv-resume\", \"timeout\": 1, "
                   "\"chain\": [{\"name\": \"w\", \"task\": \"itest.wait\", \"args\": "
                   "{\"file\": \"%s\"}}],"
@@ -350,7 +117,7 @@ static void test_resume_is_not_the_outcome_of_onerror(void **state)
     itest_ternd_t *a = start_runner("resume-a", "rv-resume", NULL);
     char uuid[40];
     create("rv-resume", NULL, uuid);
-    json_decref(event(uuid, "waiting", 10000));
+    json_decref(itest_wait_event_ok(&W.client, uuid, "waiting", 10000));
     /* No runner takes the job until its deadline has passed; it is resumed before. */
     assert_int_equal(itest_ternd_signal(a, SIGTERM, 10000), 0);
     char msg[1024];
@@ -361,18 +128,18 @@ static void test_resume_is_not_the_outcome_of_onerror(void **state)
 
     json_t *job = finished(uuid, 20000);
     assert_string_equal(itest_execution(job), "failed");
-    assert_string_equal(str_of(json_object_get(job, "error"), "code"), "WorkflowTimeout");
+    assert_string_equal(itest_error_code_of(job), "WorkflowTimeout");
     /* The onerror step ran; the operator's outcome was not taken for its result. */
     json_t *oe = json_object_get(job, "onerror_results");
     assert_int_equal(json_array_size(oe), 1);
     json_t *result = json_object_get(json_array_get(oe, 0), "result");
     assert_null(json_object_get(result, "from"));
     assert_true(json_is_true(json_object_get(result, "recorded")));
-    assert_int_equal(starts(side, uuid, 1, 0), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 1, 0), 1);
     json_decref(job);
 }
 
-/* ---- 5. a cancel the runner did not hear ----------------------------------------- */
+/* ---- 2. a cancel the runner did not hear ----------------------------------------- */
 
 /* The job's only step is `step` (its side channel `side`), on a queue of its own;
  * while it runs, the runner is stopped, loses its pub/sub connection and the job is
@@ -392,7 +159,7 @@ static void cancel_unheard(const char *tag, const char *side, const char *step)
     create(queue, NULL, uuid);
     char key[64];
     snprintf(key, sizeof key, "%s/0/0", uuid);
-    wait_side(side, key, 10000);
+    itest_side_wait(side, "start", key, 1, 10000);
 
     kill(a->pid, SIGSTOP);
     kill_sub_connection(id);
@@ -405,8 +172,8 @@ static void cancel_unheard(const char *tag, const char *side, const char *step)
     json_t *job = finished(uuid, 10000);
     assert_string_equal(itest_execution(job), "canceled");
     assert_int_equal(json_array_size(json_object_get(job, "oncancel_results")), 1);
-    assert_int_equal(starts(side, uuid, 2, 0), 1);
-    assert_int_equal(starts(side, uuid, 0, 0), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 2, 0), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 0, 0), 1);
     json_decref(job);
 }
 
@@ -414,7 +181,7 @@ static void test_cancel_unheard_before_wait(void **state)
 {
     (void)state;
     char side[320], step[512];
-    side_path(side, sizeof side, "cwait");
+    itest_fleet_world_side_path(&W, side, sizeof side, "cwait");
     snprintf(step, sizeof step,
              "{\"name\": \"w\", \"task\": \"itest.wait\", \"args\": {\"file\": \"%s\", "
              "\"ms\": 300}}",
@@ -426,7 +193,7 @@ static void test_cancel_unheard_before_delayed_retry(void **state)
 {
     (void)state;
     char side[320], step[512];
-    side_path(side, sizeof side, "cretry");
+    itest_fleet_world_side_path(&W, side, sizeof side, "cretry");
     snprintf(step, sizeof step,
              "{\"name\": \"h\", \"task\": \"itest.hang\", \"timeout\": 0.3, \"retry\": "
              "{\"max_attempts\": 3, \"backoff\": \"constant\", \"initial_ms\": 60000, "
@@ -441,7 +208,7 @@ static void test_cancel_unheard_during_a_long_step(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "clong");
+    itest_fleet_world_side_path(&W, side, sizeof side, "clong");
     put(itest_fmt("{\"name\": \"rv-clong\", \"queue\": \"rv-clong\", \"chain\": ["
                   "{\"name\": \"long\", \"task\": \"itest.record\", \"args\": {\"file\": "
                   "\"%s\", \"ms\": 8000}}],"
@@ -453,7 +220,7 @@ static void test_cancel_unheard_during_a_long_step(void **state)
     create("rv-clong", NULL, uuid);
     char key[64];
     snprintf(key, sizeof key, "%s/0/0", uuid);
-    wait_side(side, key, 10000);
+    itest_side_wait(side, "start", key, 1, 10000);
 
     kill(a->pid, SIGSTOP);
     kill_sub_connection(a->id);
@@ -466,17 +233,17 @@ static void test_cancel_unheard_during_a_long_step(void **state)
     json_t *job = finished(uuid, 4000);
     assert_string_equal(itest_execution(job), "canceled");
     assert_int_equal(itest_side_count(side, "cancel", key), 1);
-    assert_int_equal(starts(side, uuid, 2, 0), 1);
+    assert_int_equal(itest_side_starts(side, uuid, 2, 0), 1);
     json_decref(job);
 }
 
-/* ---- 6. tickets through oncancel and onerror ------------------------------------- */
+/* ---- 3. tickets through oncancel and onerror ------------------------------------- */
 
 static void test_tickets_kept_until_the_job_ends(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "tickets");
+    itest_fleet_world_side_path(&W, side, sizeof side, "tickets");
     /* Jobs that hold the ticket and wait (one with a workflow timeout); their cleanup
      * chains take a while. */
     for (int timed = 0; timed < 2; timed++)
@@ -498,9 +265,9 @@ static void test_tickets_kept_until_the_job_ends(void **state)
      * ticket; the next job gets it when the canceled one has ended. */
     char first[40], next[40];
     create("rv-hold-wait", "{\"r\": \"c\"}", first);
-    json_decref(event(first, "waiting", 10000));
+    json_decref(itest_wait_event_ok(&W.client, first, "waiting", 10000));
     create("rv-hold-next", "{\"r\": \"c\"}", next);
-    json_decref(event(next, "hold_wait", 10000));
+    json_decref(itest_wait_event_ok(&W.client, next, "hold_wait", 10000));
     char msg[1024];
     if (itest_job_cancel(&W.client, first, msg, sizeof msg) != 0)
         fail_msg("cancel refused: %s", msg);
@@ -517,13 +284,13 @@ static void test_tickets_kept_until_the_job_ends(void **state)
 
     /* Timed out while it waits: the same for its onerror. */
     create("rv-hold-wait-1s", "{\"r\": \"t\"}", first);
-    json_decref(event(first, "waiting", 10000));
+    json_decref(itest_wait_event_ok(&W.client, first, "waiting", 10000));
     create("rv-hold-next", "{\"r\": \"t\"}", next);
-    json_decref(event(next, "hold_wait", 10000));
+    json_decref(itest_wait_event_ok(&W.client, next, "hold_wait", 10000));
     j1 = finished(first, 10000);
     j2 = finished(next, 10000);
     assert_string_equal(itest_execution(j1), "failed");
-    assert_string_equal(str_of(json_object_get(j1, "error"), "code"), "WorkflowTimeout");
+    assert_string_equal(itest_error_code_of(j1), "WorkflowTimeout");
     assert_int_equal(json_array_size(json_object_get(j1, "onerror_results")), 1);
     assert_string_equal(itest_execution(j2), "succeeded");
     ended = event_time(first, "finished");
@@ -540,13 +307,13 @@ static void test_tickets_kept_until_the_job_ends(void **state)
                      0);
 }
 
-/* ---- 7. cancel during a fallback, then a fallback in oncancel -------------------- */
+/* ---- 4. cancel during a fallback, then a fallback in oncancel -------------------- */
 
 static void test_cancel_in_fallback_then_oncancel_fallback(void **state)
 {
     (void)state;
     char side[320];
-    side_path(side, sizeof side, "fbcancel");
+    itest_fleet_world_side_path(&W, side, sizeof side, "fbcancel");
     put(itest_fmt("{\"name\": \"rv-fb\", \"queue\": \"rv-fb\", \"chain\": [{\"name\": \"s\", "
                   "\"task\": \"itest.flaky\", \"args\": {\"file\": \"%s\", \"fail_times\": 100}, "
                   "\"fallback\": {\"task\": \"itest.record\", \"args\": {\"file\": \"%s\", "
@@ -560,7 +327,7 @@ static void test_cancel_in_fallback_then_oncancel_fallback(void **state)
     create("rv-fb", NULL, uuid);
     char key[96];
     snprintf(key, sizeof key, "%s/0/0/fallback", uuid);
-    wait_side(side, key, 10000);
+    itest_side_wait(side, "start", key, 1, 10000);
     char msg[1024];
     if (itest_job_cancel(&W.client, uuid, msg, sizeof msg) != 0)
         fail_msg("cancel refused: %s", msg);
@@ -568,7 +335,7 @@ static void test_cancel_in_fallback_then_oncancel_fallback(void **state)
     assert_string_equal(itest_execution(job), "canceled");
     json_t *oc = json_object_get(job, "oncancel_results");
     assert_int_equal(json_array_size(oc), 1);
-    assert_string_equal(str_of(json_object_get(json_array_get(oc, 0), "result"), "msg"),
+    assert_string_equal(itest_str_of(json_object_get(json_array_get(oc, 0), "result"), "msg"),
                         "undo fell back: Flaky");
     json_decref(job);
     /* A sanitizer build reports anything the runner leaked at exit. */
@@ -578,11 +345,6 @@ static void test_cancel_in_fallback_then_oncancel_fallback(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_stalled_runner_cannot_commit_after_requeue, test_teardown),
-        cmocka_unit_test_teardown(test_stalled_runner_cannot_go_past_an_interrupted_step,
-                                  test_teardown),
-        cmocka_unit_test_teardown(test_grace_over_with_commit_in_flight, test_teardown),
-        cmocka_unit_test_teardown(test_claim_answered_during_stop_is_handed_back, test_teardown),
         cmocka_unit_test_teardown(test_resume_is_not_the_outcome_of_onerror, test_teardown),
         cmocka_unit_test_teardown(test_cancel_unheard_before_wait, test_teardown),
         cmocka_unit_test_teardown(test_cancel_unheard_before_delayed_retry, test_teardown),
