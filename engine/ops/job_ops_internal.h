@@ -91,7 +91,6 @@ typedef struct op {
     wf_cached_t *wfc;       /* the workflow of a create (a reference held), else NULL */
     struct op *next_waiter; /* in wfc->waiters */
     bool asking;            /* this create asked for wfc's workflow; others wait on it */
-    workflow_t *wf;         /* the workflow of a workflow put */
     json_t *post_back_urls; /* array, or NULL when none */
     bool direct;            /* a slot of the local runner is reserved for the job */
     char *direct_queue;     /* ... for a job of this queue */

@@ -32,6 +32,7 @@
 #include "http/http_api.h"
 #include "http/http_guard.h"
 #include "ops/job_ops.h"
+#include "ops/workflow_ops.h"
 #include "plugins/plugin_loader.h"
 #include "redis/redis_addr.h"
 #include "redis/redis_embedded.h"
@@ -329,7 +330,7 @@ static void load_workflows(ternd_t *t)
             t->wf_errors++;
         } else {
             t->wf_pending++;
-            job_ops_workflow_put(t->ops, doc, on_workflow_loaded, t);
+            workflow_ops_put(t->ops, doc, on_workflow_loaded, t);
             json_decref(doc);
         }
         free(path);
