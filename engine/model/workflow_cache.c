@@ -35,6 +35,7 @@ struct workflow_cache {
     str_map_t by_uuid; /* uuid -> cached_t */
     cached_t *idle_head, *idle_tail;
     size_t idle_n, idle_max;
+    size_t parses;
 };
 
 static void cached_free(cached_t *e)
@@ -117,6 +118,7 @@ const workflow_cache_entry_t *workflow_cache_load(workflow_cache_t *c, const cha
         return NULL;
     }
     workflow_t *wf = NULL;
+    c->parses++;
     if (workflow_parse_text(doc, doc_len, NULL, NULL, &wf, err, errlen) != 0)
         return NULL;
     cached_t *e = xcalloc(1, sizeof *e);
@@ -168,4 +170,9 @@ size_t workflow_cache_count(const workflow_cache_t *c)
 size_t workflow_cache_idle(const workflow_cache_t *c)
 {
     return c->idle_n;
+}
+
+size_t workflow_cache_parses(const workflow_cache_t *c)
+{
+    return c->parses;
 }

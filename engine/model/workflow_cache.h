@@ -78,4 +78,8 @@ size_t workflow_cache_count(const workflow_cache_t *c);
 /* The number of those entries that nobody holds. */
 size_t workflow_cache_idle(const workflow_cache_t *c);
 
+/* The number of documents the cache has parsed since it was made, for entries of no
+ * uuid too (for tests and logs: each hit is a parse saved). */
+size_t workflow_cache_parses(const workflow_cache_t *c);
+
 #endif /* TERN_WORKFLOW_CACHE_H */

@@ -1,8 +1,9 @@
 /*
  * job_create.c -- creating jobs (job_ops_create, job_ops_create_text): the checks of a
- * request, the workflow it names (parsed once and shared by the creates in flight),
- * the write through job_create.lua, the direct start on a local runner, and the
- * uniqueness key of (workflow, target, params); see job_ops.h and job_ops_internal.h.
+ * request, the workflow it names (resolved once and shared by the creates in flight,
+ * parsed once in the process: model/workflow_cache.h), the write through
+ * job_create.lua, the direct start on a local runner, and the uniqueness key of
+ * (workflow, target, params); see job_ops.h and job_ops_internal.h.
  */
 #include "ops/job_ops_internal.h"
 
@@ -21,26 +22,33 @@
 #include "model/lock_pattern.h"
 #include "model/template.h"
 #include "model/workflow.h"
+#include "model/workflow_cache.h"
 #include "store/job_view.h"
 #include "store/lock_table.h"
 
-void wf_cached_put(wf_cached_t *c)
+void wf_ref_put(job_ops_t *ops, wf_ref_t *c)
 {
     if (c == NULL || --c->refs > 0)
         return;
     free(c->ref);
-    free(c->uuid);
-    workflow_free(c->wf);
-    free(c->doc);
+    workflow_cache_put(ops->workflows, c->version);
     job_view_wf_free(c->view);
     free(c);
 }
 
-/* The cached workflow named `ref` with a reference for the caller, or NULL. */
-static wf_cached_t *wf_cache_get(job_ops_t *ops, const char *ref)
+/* Sets what the loading entry `c` stands for: `version` (a reference, taken). */
+static void wf_ref_set(wf_ref_t *c, const workflow_cache_entry_t *version)
 {
-    for (size_t i = 0; i < WF_CACHE_SLOTS; i++) {
-        wf_cached_t *c = ops->wf_cache[i];
+    c->version = version;
+    c->wf = version->wf;
+    c->view = job_view_wf_new(version->wf->doc);
+}
+
+/* The entry of `ref` with a reference for the caller, or NULL. */
+static wf_ref_t *wf_ref_get(job_ops_t *ops, const char *ref)
+{
+    for (size_t i = 0; i < WF_REF_SLOTS; i++) {
+        wf_ref_t *c = ops->wf_refs[i];
         if (c != NULL && strcmp(c->ref, ref) == 0) {
             c->refs++;
             return c;
@@ -49,40 +57,35 @@ static wf_cached_t *wf_cache_get(job_ops_t *ops, const char *ref)
     return NULL;
 }
 
-/* Caches `wf` (taken) as what `ref` names, replacing an older entry for `ref` or the
- * oldest slot; returns the entry with a reference for the caller. */
-static wf_cached_t *wf_cache_add(job_ops_t *ops, const char *ref, const char *uuid, size_t uuid_len,
-                                 workflow_t *wf, const redisReply *doc)
+/* Records `version` (a reference, taken; NULL: loading) as what `ref` names, replacing
+ * an older entry for `ref` or the oldest slot; returns the entry with a reference for
+ * the caller. */
+static wf_ref_t *wf_ref_add(job_ops_t *ops, const char *ref, const workflow_cache_entry_t *version)
 {
-    wf_cached_t *c = xcalloc(1, sizeof *c);
+    wf_ref_t *c = xcalloc(1, sizeof *c);
     c->refs = 2;
     c->ref = xstrdup(ref);
-    c->uuid = xstrndup(uuid, uuid_len);
-    c->wf = wf;
-    c->view = wf != NULL ? job_view_wf_new(wf->doc) : NULL;
-    if (doc != NULL) {
-        c->doc = xstrndup(doc->str, doc->len);
-        c->doc_len = doc->len;
-    }
-    size_t slot = ops->wf_cache_next;
-    for (size_t i = 0; i < WF_CACHE_SLOTS; i++)
-        if (ops->wf_cache[i] != NULL && strcmp(ops->wf_cache[i]->ref, ref) == 0)
+    if (version != NULL)
+        wf_ref_set(c, version);
+    size_t slot = ops->wf_refs_next;
+    for (size_t i = 0; i < WF_REF_SLOTS; i++)
+        if (ops->wf_refs[i] != NULL && strcmp(ops->wf_refs[i]->ref, ref) == 0)
             slot = i;
-    if (slot == ops->wf_cache_next)
-        ops->wf_cache_next = (ops->wf_cache_next + 1) % WF_CACHE_SLOTS;
-    wf_cached_put(ops->wf_cache[slot]);
-    ops->wf_cache[slot] = c;
+    if (slot == ops->wf_refs_next)
+        ops->wf_refs_next = (ops->wf_refs_next + 1) % WF_REF_SLOTS;
+    wf_ref_put(ops, ops->wf_refs[slot]);
+    ops->wf_refs[slot] = c;
     return c;
 }
 
-/* Takes `c` out of the cache (a loading entry whose question found no workflow), so
+/* Takes `c` out of its slot (a loading entry whose question found no workflow), so
  * that the next create asks again. */
-static void wf_cache_drop(job_ops_t *ops, wf_cached_t *c)
+static void wf_ref_drop(job_ops_t *ops, wf_ref_t *c)
 {
-    for (size_t i = 0; i < WF_CACHE_SLOTS; i++) {
-        if (ops->wf_cache[i] == c) {
-            ops->wf_cache[i] = NULL;
-            wf_cached_put(c);
+    for (size_t i = 0; i < WF_REF_SLOTS; i++) {
+        if (ops->wf_refs[i] == c) {
+            ops->wf_refs[i] = NULL;
+            wf_ref_put(ops, c);
         }
     }
 }
@@ -122,13 +125,13 @@ void job_ops_unique_key(const char *workflow, const char *target, const json_t *
  * left without a workflow leaves the cache, and each waiter asks for itself. */
 static op_t *take_waiters(op_t *op)
 {
-    wf_cached_t *c = op->wfc;
+    wf_ref_t *c = op->wfr;
     if (!op->asking)
         return NULL;
     op->asking = false;
     c->asked = false;
     if (c->wf == NULL)
-        wf_cache_drop(op->ops, c);
+        wf_ref_drop(op->ops, c);
     op_t *w = NULL; /* the list is newest first: reversed */
     while (c->waiters != NULL) {
         op_t *next = c->waiters->next_waiter;
@@ -201,27 +204,25 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
                           "job_create.lua answered WF without a workflow");
             return;
         }
+        /* Parsed unless the process has it already (the runner may have run a job of
+         * it, or another reference named it). */
         char err[1024];
-        workflow_t *wf = NULL;
-        if (workflow_parse_text(doc->str, doc->len, NULL, NULL, &wf, err, sizeof err) != 0) {
+        const workflow_cache_entry_t *version = workflow_cache_load(
+            op->ops->workflows, uuid->str, uuid->len, doc->str, doc->len, err, sizeof err);
+        if (version == NULL) {
             wake_waiters(op);
             store_op_done(&op->base, TERN_EINVAL, NULL, "stored workflow %.*s is invalid: %s",
                           (int)uuid->len, uuid->str, err);
             return;
         }
-        wf_cached_t *c = op->wfc;
+        wf_ref_t *c = op->wfr;
         if (c != NULL && c->wf == NULL) {
             /* The answer the entry waited for. */
-            free(c->uuid);
-            c->uuid = xstrndup(uuid->str, uuid->len);
-            c->wf = wf;
-            c->view = job_view_wf_new(wf->doc);
-            c->doc = xstrndup(doc->str, doc->len);
-            c->doc_len = doc->len;
+            wf_ref_set(c, version);
         } else {
             /* The reference names another version now: a new entry. */
-            wf_cached_put(c);
-            op->wfc = wf_cache_add(op->ops, op->workflow_ref, uuid->str, uuid->len, wf, doc);
+            wf_ref_put(op->ops, c);
+            op->wfr = wf_ref_add(op->ops, op->workflow_ref, version);
             op->tries++; /* only a change counts: the first answer is the expected one */
         }
         if (op->tries >= CREATE_TRIES) {
@@ -272,7 +273,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
                           op->uuid);
             return;
         }
-    } else if (now_r != NULL && op->wfc != NULL && op->wfc->wf != NULL) {
+    } else if (now_r != NULL && op->wfr != NULL && op->wfr->wf != NULL) {
         long long now = store_reply_int(now_r, 0);
         bool started = store_reply_is(kind, "RUN") && op->direct;
         store_args_push(&op->fields, "created_at");
@@ -284,7 +285,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         /* The answer shows the job as created, queued, even when it started in the
          * same step: node-workflow's clients require it (wf-client asserts that a new
          * job is queued); a read shows it running. */
-        job_view_new_text(&op->fields, now, op->wfc->view, &op->view);
+        job_view_new_text(&op->fields, now, op->wfr->view, &op->view);
         shown = true;
         if (started) {
             /* The runner runs it from its fields as job_create.lua started it. */
@@ -295,13 +296,13 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
                 store_args_push(&op->fields, more[i]);
             store_args_push(&op->fields, "started_at");
             store_args_push_u64(&op->fields, (uint64_t)now);
-            if (op->wfc->wf->timeout_ms > 0) {
+            if (op->wfr->wf->timeout_ms > 0) {
                 store_args_push(&op->fields, "deadline");
-                store_args_push_u64(&op->fields, (uint64_t)now + op->wfc->wf->timeout_ms);
+                store_args_push_u64(&op->fields, (uint64_t)now + op->wfr->wf->timeout_ms);
             }
             op->direct = false;
-            op->ops->local.start(op->ops->local.data, op->uuid, &op->fields, op->wfc->doc,
-                                 op->wfc->doc_len, now);
+            op->ops->local.start(op->ops->local.data, op->uuid, &op->fields, op->wfr->version->doc,
+                                 op->wfr->version->doc_len, now);
         }
     }
     if (!shown) {
@@ -337,7 +338,7 @@ static const json_t *create_params(op_t *op)
  * TERN_EINVAL with the message in err. Only for a workflow with holds. */
 static int create_holds(op_t *op, char **out, char *err, size_t errlen)
 {
-    const workflow_t *wf = op->wfc->wf;
+    const workflow_t *wf = op->wfr->wf;
     json_t *scope_job =
         json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
     template_scope_t sc = {.params = create_params(op), .job = scope_job};
@@ -374,7 +375,7 @@ static void push_created_event(store_args_t *a, const char *uuid, const char *na
 
 static void create_send(op_t *op)
 {
-    if (op->wfc == NULL || op->wfc->wf == NULL) {
+    if (op->wfr == NULL || op->wfr->wf == NULL) {
         /* Not parsed yet: job_create.lua answers with the workflow (WF) before it
          * looks at anything else (and stores nothing). */
         store_args_t a;
@@ -398,8 +399,8 @@ void create_write(op_t *op, const char *locks_version)
     store_args_t a;
     store_args_init(&a);
     store_args_push(&a, op->workflow_ref);
-    store_args_push(&a, op->wfc->uuid);
-    const workflow_t *wf = op->wfc->wf;
+    store_args_push(&a, op->wfr->version->uuid);
+    const workflow_t *wf = op->wfr->wf;
     char herr[512];
     char *holds = NULL;
     if (wf->n_holds > 0 && create_holds(op, &holds, herr, sizeof herr) != 0) {
@@ -426,7 +427,7 @@ void create_write(op_t *op, const char *locks_version)
         op->direct = false;
     }
     if (!op->direct && ops->local.reserve != NULL && holds == NULL &&
-        op->exec_after_ms <= clock_wall_ms() && op->wfc->doc != NULL) {
+        op->exec_after_ms <= clock_wall_ms() && op->wfr->version->doc != NULL) {
         op->direct = ops->local.reserve(ops->local.data, wf->queue);
         free(op->direct_queue);
         op->direct_queue = op->direct ? xstrdup(wf->queue) : NULL;
@@ -449,7 +450,7 @@ void create_write(op_t *op, const char *locks_version)
     store_args_push(&op->fields, "queued");
     field_push(op, &a, "name", wf->name);
     field_push(op, &a, "version", wf->version);
-    field_push(op, &a, "workflow_uuid", op->wfc->uuid);
+    field_push(op, &a, "workflow_uuid", op->wfr->version->uuid);
     field_push(op, &a, "params", op->params_text);
     /* Fields at their default (no target, no timeout, no holds, no oncancel) are not
      * stored: every finished job keeps its hash, and readers take a missing field for
@@ -633,10 +634,10 @@ static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
     op->workflow_ref = xstrdup(req->workflow);
     op->target = req->target != NULL ? xstrdup(req->target) : NULL;
     op->exec_after_ms = req->exec_after_ms;
-    wf_cached_t *c = wf_cache_get(ops, op->workflow_ref);
+    wf_ref_t *c = wf_ref_get(ops, op->workflow_ref);
     if (c == NULL)
-        c = wf_cache_add(ops, op->workflow_ref, "", 0, NULL, NULL);
-    op->wfc = c;
+        c = wf_ref_add(ops, op->workflow_ref, NULL);
+    op->wfr = c;
     if (c->wf == NULL && c->asked) {
         op->next_waiter = c->waiters;
         c->waiters = op;

@@ -34,7 +34,7 @@ static void op_dispose(store_op_t *base)
 {
     op_t *op = (op_t *)base;
     wake_waiters(op); /* an asking create that ended without its answer (not sent) */
-    wf_cached_put(op->wfc);
+    wf_ref_put(op->ops, op->wfr);
     free(op->workflow_ref);
     json_decref(op->params);
     free(op->params_text);
@@ -93,6 +93,11 @@ job_ops_t *job_ops_new(const job_ops_opts_t *opts)
     if (ops->opts.max_lock_instructions == 0)
         ops->opts.max_lock_instructions = LOCK_INSTRUCTIONS_DEFAULT;
     ops->locks = lock_table_new();
+    ops->workflows = opts->workflows;
+    if (ops->workflows == NULL) {
+        ops->workflows = workflow_cache_new(0);
+        ops->workflows_own = true;
+    }
     ops->checks_tail = &ops->checks;
     return ops;
 }
@@ -115,7 +120,9 @@ void job_ops_free(job_ops_t *ops)
     ops->closed = true;
     checks_abandon(ops);
     lock_table_put(ops->locks);
-    for (size_t i = 0; i < WF_CACHE_SLOTS; i++)
-        wf_cached_put(ops->wf_cache[i]);
+    for (size_t i = 0; i < WF_REF_SLOTS; i++)
+        wf_ref_put(ops, ops->wf_refs[i]);
+    if (ops->workflows_own)
+        workflow_cache_free(ops->workflows);
     free(ops);
 }

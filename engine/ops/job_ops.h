@@ -28,6 +28,7 @@
 #include <uv.h>
 
 #include "model/job_request.h"
+#include "model/workflow_cache.h"
 #include "plugins/plugin_loader.h"
 #include "store/store.h"
 
@@ -47,6 +48,10 @@ typedef struct job_ops_opts {
     /* The cap on the instructions of the compiled locks of all unfinished jobs
      * together (lock_pattern_size); default 500000. */
     uint32_t max_lock_instructions;
+    /* The process's cache of parsed workflow versions (borrowed; it must outlive the
+     * operations), shared with the runner of the same process so that a version is
+     * parsed once for both; NULL: the operations make their own. */
+    workflow_cache_t *workflows;
 } job_ops_opts_t;
 
 job_ops_t *job_ops_new(const job_ops_opts_t *opts);

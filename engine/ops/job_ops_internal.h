@@ -25,6 +25,7 @@
 
 #include "base/json_text.h"
 #include "model/workflow.h"
+#include "model/workflow_cache.h"
 #include "ops/job_ops.h"
 #include "ops/store_op.h"
 #include "store/job_view.h"
@@ -32,26 +33,28 @@
 
 #define CREATE_TRIES 4 /* lock cache refreshes before giving up */
 
-/* A workflow as a create named it, parsed once and shared by the creates in flight.
- * A uuid names one document for good (versions are immutable), so what may go stale is
- * only which uuid a name stands for; job_create.lua checks that with every create.
- * While a first create asks job_create.lua for a workflow not parsed yet (its entry
- * has no `wf`), the other creates naming it wait on the entry instead of all asking
- * (a burst of creates for a new workflow costs one extra round trip, not one each). */
+/* What a workflow reference of a create (a uuid, "name@version" or a name) stands for,
+ * resolved once and shared by the creates in flight. The parsed version is held in the
+ * process's workflow cache (model/workflow_cache.h), by uuid, which names one document
+ * for good; what may go stale is only which uuid a reference stands for, and
+ * job_create.lua checks that with every create. While a first create asks
+ * job_create.lua for a workflow not resolved yet (its entry has no `wf`), the other
+ * creates naming it wait on the entry instead of all asking (a burst of creates for a
+ * new workflow costs one extra round trip, not one each). */
 struct op;
-typedef struct wf_cached {
-    int refs; /* one for the cache slot, one per create holding it */
+typedef struct wf_ref {
+    int refs; /* one for the slot, one per create holding it */
     char *ref;
-    char *uuid;     /* "" while loading */
-    workflow_t *wf; /* NULL while loading */
-    char *doc;      /* its stored document (for a local runner), NULL while loading */
-    size_t doc_len;
+    /* The version it stands for (a reference held), and its parsed workflow: NULL
+     * while loading. */
+    const workflow_cache_entry_t *version;
+    const workflow_t *wf;
     job_view_wf_t *view; /* what new jobs' views show of it, NULL while loading */
     bool asked;          /* a create has asked for it (loading only) */
     struct op *waiters;  /* creates waiting for the answer (linked by next_waiter) */
-} wf_cached_t;
+} wf_ref_t;
 
-#define WF_CACHE_SLOTS 32
+#define WF_REF_SLOTS 32
 
 struct job_ops {
     job_ops_opts_t opts;
@@ -66,8 +69,10 @@ struct job_ops {
     uv_idle_t *check_idle;
     bool checking; /* in checks_run: an op queued now is run by it */
     bool closed;   /* job_ops_close ran: no check runs any more */
-    wf_cached_t *wf_cache[WF_CACHE_SLOTS];
-    size_t wf_cache_next; /* the slot the next new entry replaces */
+    wf_ref_t *wf_refs[WF_REF_SLOTS];
+    size_t wf_refs_next;         /* the slot the next new entry replaces */
+    workflow_cache_t *workflows; /* opts.workflows, or the operations' own */
+    bool workflows_own;          /* ... made by job_ops_new, freed by job_ops_free */
 };
 
 typedef struct op {
@@ -88,9 +93,9 @@ typedef struct op {
     lock_check_t check;     /* of its target, while in ops->checks */
     bool check_redrive;     /* the check is a retry's (redrive_write follows), not a create's */
     struct op *next_check;  /* in ops->checks */
-    wf_cached_t *wfc;       /* the workflow of a create (a reference held), else NULL */
-    struct op *next_waiter; /* in wfc->waiters */
-    bool asking;            /* this create asked for wfc's workflow; others wait on it */
+    wf_ref_t *wfr;          /* the workflow of a create (a reference held), else NULL */
+    struct op *next_waiter; /* in wfr->waiters */
+    bool asking;            /* this create asked for wfr's workflow; others wait on it */
     json_t *post_back_urls; /* array, or NULL when none */
     bool direct;            /* a slot of the local runner is reserved for the job */
     char *direct_queue;     /* ... for a job of this queue */
@@ -118,7 +123,7 @@ bool write_failed(op_t *op, int status, const char *errmsg, const char *what);
 
 /* ---- job_create.c -------------------------------------------------------------- */
 
-void wf_cached_put(wf_cached_t *c);
+void wf_ref_put(job_ops_t *ops, wf_ref_t *c);
 void wake_waiters(op_t *op);
 void create_write(op_t *op, const char *locks_version);
 

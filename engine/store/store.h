@@ -63,7 +63,8 @@
  *   uuid           text        none since layout 2 (in the key)    view (job_snapshot adds it)
  *   name           text        job_create (job_create.c)           _common, postback_claim, view
  *   version        text        job_create (job_create.c)           view
- *   workflow_uuid  text        job_create (job_create.c)           _common, job_create, view
+ *   workflow_uuid  text        job_create (job_create.c)           _common, job_claim, job_create,
+ *                                                                  runner, view
  *   workflow       JSON        none (jobs before wfdoc:)           _common, job_claim, runner, view
  *   params         JSON        job_create (job_create.c),          job_claim, job_create, job_list,
  *                              job_redrive                         postback_claim, runner, view

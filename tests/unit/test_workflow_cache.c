@@ -69,6 +69,7 @@ static void test_load_then_hit(void **state)
     assert_ptr_equal(load(c, UUID_A, "not json"), e);
     assert_ptr_equal(load(c, UUID_A, NULL), e);
     assert_int_equal(workflow_cache_count(c), 1);
+    assert_int_equal(workflow_cache_parses(c), 1);
 
     /* A uuid need not be NUL-terminated: replies give its length. */
     char padded[] = UUID_A "-and-more";
@@ -160,6 +161,7 @@ static void test_shared_by_runner_and_create(void **state)
     assert_ptr_equal(runner, create);
     assert_ptr_equal(runner->wf, create->wf);
     assert_int_equal(workflow_cache_count(shared), 1);
+    assert_int_equal(workflow_cache_parses(shared), 1);
 
     workflow_cache_put(shared, create); /* the create answered */
     assert_int_equal(workflow_cache_idle(shared), 0);
@@ -200,6 +202,7 @@ static void test_refusals_and_no_uuid(void **state)
     assert_ptr_not_equal(mine, theirs);
     assert_string_equal(mine->uuid, "");
     assert_int_equal(workflow_cache_count(c), 0);
+    assert_int_equal(workflow_cache_parses(c), 3); /* the one refused, and these two */
     workflow_cache_put(c, mine);
     workflow_cache_put(c, theirs);
     assert_int_equal(workflow_cache_idle(c), 0);
