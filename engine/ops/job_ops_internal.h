@@ -11,7 +11,9 @@
  *                  in slices, first in first out
  *   job_actions.c  reads and operator actions: get, events_open, cancel, resume, redrive
  *
- * Ownership: see job_ops.c.
+ * and for workflow_ops.c, whose puts validate with the operations' plugins and store
+ * through their store (opts). The functions below are shared between these files only;
+ * each is documented where it is defined. Ownership: see job_ops.c.
  */
 #ifndef TERN_JOB_OPS_INTERNAL_H
 #define TERN_JOB_OPS_INTERNAL_H
