@@ -109,7 +109,7 @@ static void post_workflow(api_req_t *r)
         api_reply_error(r, 409, "InvalidArgument", "body: a workflow definition is required");
         return;
     }
-    job_ops_workflow_put(api_ops(r), r->body, on_workflow_posted, r);
+    workflow_ops_put(api_ops(r), r->body, on_workflow_posted, r);
 }
 
 static void on_workflow_replaced(void *data, int status, const json_t *result, const char *message)
@@ -138,7 +138,7 @@ static void put_workflow(api_req_t *r)
 
 static void get_workflow(api_req_t *r)
 {
-    job_ops_workflow_get(api_ops(r), r->params[0], api_on_result, r);
+    workflow_ops_get(api_store(r), r->params[0], api_on_result, r);
 }
 
 static void on_workflow_deleted(void *data, int status, const json_t *result, const char *message)

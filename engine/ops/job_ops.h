@@ -1,6 +1,6 @@
 /*
- * job_ops.h -- what callers do to workflows and jobs: store a workflow, create a job,
- * read one, cancel, resume, retry from failure. The HTTP API, the `--run` mode of
+ * job_ops.h -- what callers do to jobs: create a job, read one, cancel, resume, retry
+ * from failure (what they do to workflows is in workflow_ops.h). The HTTP API, the `--run` mode of
  * ternd and the integration tests all go through these functions, so each rule
  * (validation, uniqueness, locks, history) lives in one place.
  *
@@ -28,6 +28,7 @@
 #include <uv.h>
 
 #include "model/job_request.h"
+#include "model/workflow_cache.h"
 #include "plugins/plugin_loader.h"
 #include "store/store.h"
 
@@ -47,6 +48,10 @@ typedef struct job_ops_opts {
     /* The cap on the instructions of the compiled locks of all unfinished jobs
      * together (lock_pattern_size); default 500000. */
     uint32_t max_lock_instructions;
+    /* The process's cache of parsed workflow versions (borrowed; it must outlive the
+     * operations), shared with the runner of the same process so that a version is
+     * parsed once for both; NULL: the operations make their own. */
+    workflow_cache_t *workflows;
 } job_ops_opts_t;
 
 job_ops_t *job_ops_new(const job_ops_opts_t *opts);
@@ -79,15 +84,6 @@ typedef struct job_ops_local_runner {
 
 /* Sets (copied) or clears (NULL) the local runner. */
 void job_ops_set_local_runner(job_ops_t *ops, const job_ops_local_runner_t *local);
-
-/* Validates and stores a workflow definition (borrowed). Result:
- * {"uuid", "name", "version", "status": "created"|"unchanged", "workflow": the stored
- * document}. The same name and version with a different definition is TERN_EEXIST, as
- * is a "uuid" in the definition that already names another version. */
-void job_ops_workflow_put(job_ops_t *ops, const json_t *definition, job_ops_cb cb, void *data);
-
-/* Reads a workflow by uuid, "name@version" or name (latest). Result: the document. */
-void job_ops_workflow_get(job_ops_t *ops, const char *ref, job_ops_cb cb, void *data);
 
 /* Creates a job. Result: the new job as job_ops_get shows it, as created (execution
  * "queued", also when it started at once on the local runner in the same step). A job with the same

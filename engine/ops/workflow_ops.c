@@ -1,5 +1,6 @@
 /*
- * workflow_ops.c -- listing, replacing and deleting workflows; see workflow_ops.h.
+ * workflow_ops.c -- every operation on workflows: storing, reading, listing, replacing
+ * and deleting them; see workflow_ops.h.
  *
  * Ownership: each operation in flight is one heap object (wf_op_t, a store_op_t; see
  * store_op.h) owning copies of its inputs, freed right after its callback ran.
@@ -13,6 +14,8 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/ident.h"
+#include "model/workflow.h"
+#include "ops/job_ops_internal.h"
 #include "ops/list_page.h"
 #include "ops/store_op.h"
 
@@ -21,6 +24,7 @@ typedef struct wf_op {
     job_ops_t *ops;
     char *ref;
     json_t *definition;
+    workflow_t *wf; /* the workflow of a put */
 } wf_op_t;
 
 static void wf_op_dispose(store_op_t *base)
@@ -28,11 +32,123 @@ static void wf_op_dispose(store_op_t *base)
     wf_op_t *op = (wf_op_t *)base;
     free(op->ref);
     json_decref(op->definition);
+    workflow_free(op->wf);
 }
 
 static wf_op_t *wf_op_new(job_ops_cb cb, void *data)
 {
     return (wf_op_t *)store_op_new(sizeof(wf_op_t), cb, data, wf_op_dispose);
+}
+
+/* ---- put and get --------------------------------------------------------------- */
+
+static void on_workflow_put(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    wf_op_t *op = data;
+    if (status == TERN_EIO) {
+        /* Storing a version is idempotent: the same definition again is "unchanged". */
+        store_op_done(&op->base, TERN_EUNKNOWN, NULL,
+                      "%s: workflow %s version %s may have been stored; sending the same "
+                      "definition again is safe",
+                      errmsg != NULL ? errmsg : "no answer from Redis", op->wf->name,
+                      op->wf->version);
+        return;
+    }
+    if (store_op_failed(&op->base, status, errmsg))
+        return;
+    const redisReply *kind = store_reply_at(reply, 0), *uuid = store_reply_at(reply, 1);
+    const char *name = op->wf->name, *version = op->wf->version;
+    if (store_reply_is(kind, "CONFLICT")) {
+        store_op_done(&op->base, TERN_EEXIST, NULL,
+                      "workflow %s version %s already exists (uuid %s) with a different "
+                      "definition; give the new definition a new version",
+                      name, version, uuid->str);
+        return;
+    }
+    if (store_reply_is(kind, "TAKEN")) {
+        store_op_done(&op->base, TERN_EEXIST, NULL,
+                      "uuid: %s already names another workflow version; leave \"uuid\" out to get "
+                      "a new one",
+                      uuid->str);
+        return;
+    }
+    /* The stored document: an unchanged version has the same canonical text, so it is
+     * this one under the uuid it was first stored with. */
+    json_t *doc = json_deep_copy(op->wf->doc);
+    json_object_set_new(doc, "uuid", json_stringn(uuid->str, uuid->len));
+    json_t *res = json_pack(
+        "{s:s, s:s, s:s, s:s, s:o}", "uuid", uuid->str, "name", name, "version", version, "status",
+        store_reply_is(kind, "SAME") ? "unchanged" : "created", "workflow", doc);
+    store_op_done(&op->base, 0, res, NULL);
+    json_decref(res);
+}
+
+void workflow_ops_put(job_ops_t *ops, const json_t *definition, job_ops_cb cb, void *data)
+{
+    wf_op_t *op = wf_op_new(cb, data);
+    /* The size limit of workflow_parse_text holds for documents handed over parsed
+     * (the API, the workflows directory) too: this document is frozen into every job. */
+    size_t size = definition != NULL ? json_dumpb(definition, NULL, 0, JSON_COMPACT) : 0;
+    if (size > WORKFLOW_MAX_BYTES) {
+        store_op_done(&op->base, TERN_E2BIG, NULL,
+                      "workflow: %zu bytes, over the limit of %d bytes (WORKFLOW_MAX_BYTES)", size,
+                      WORKFLOW_MAX_BYTES);
+        return;
+    }
+    char err[1024];
+    int rc = workflow_parse(definition, ops->opts.plugins ? plugin_registry_check_task : NULL,
+                            ops->opts.plugins, &op->wf, err, sizeof err);
+    if (rc != 0) {
+        /* An unknown task is a fault of the definition (bad input); TERN_ENOENT means an
+         * unknown workflow or job to callers of job_ops. */
+        store_op_done(&op->base, rc == TERN_ENOENT ? TERN_EINVAL : rc, NULL, "%s", err);
+        return;
+    }
+    json_t *doc = json_deep_copy(op->wf->doc);
+    const char *given = json_string_value(json_object_get(doc, "uuid"));
+    char uuid[40];
+    if (given != NULL)
+        snprintf(uuid, sizeof uuid, "%s", given);
+    else
+        uuid_v4(uuid);
+    json_object_del(doc, "uuid");
+    char *canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    json_object_set_new(doc, "uuid", json_string(uuid));
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, uuid);
+    store_args_push(&a, op->wf->name);
+    store_args_push(&a, op->wf->version);
+    store_args_push_json(&a, doc);
+    store_args_push(&a, canon);
+    free(canon);
+    json_decref(doc);
+    store_op_send(&op->base, ops->opts.store, SCRIPT_WORKFLOW_PUT, &a, on_workflow_put);
+}
+
+static void on_workflow_get(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    wf_op_t *op = data;
+    if (store_op_failed(&op->base, status, errmsg))
+        return;
+    const redisReply *doc = store_reply_at(reply, 1);
+    if (doc == NULL) {
+        store_op_done(&op->base, TERN_ENOENT, NULL, "workflow \"%s\" does not exist", op->ref);
+        return;
+    }
+    json_t *v = json_loadb(doc->str, doc->len, 0, NULL);
+    store_op_done(&op->base, 0, v, NULL);
+    json_decref(v);
+}
+
+void workflow_ops_get(store_t *store, const char *ref, job_ops_cb cb, void *data)
+{
+    wf_op_t *op = wf_op_new(cb, data);
+    op->ref = xstrdup(ref);
+    store_args_t a;
+    store_args_init(&a);
+    store_args_push(&a, ref);
+    store_op_send(&op->base, store, SCRIPT_WORKFLOW_GET, &a, on_workflow_get);
 }
 
 /* ---- list ---------------------------------------------------------------------- */
@@ -127,7 +243,7 @@ static void on_replace_read(void *data, int status, const json_t *stored, const 
     json_object_del(def, "uuid");
     if (json_object_get(def, "version") == NULL)
         json_object_set(def, "version", json_object_get(stored, "version"));
-    job_ops_workflow_put(op->ops, def, on_replaced, op);
+    workflow_ops_put(op->ops, def, on_replaced, op);
 }
 
 void workflow_ops_replace(job_ops_t *ops, const char *ref, const json_t *definition, job_ops_cb cb,
@@ -142,7 +258,7 @@ void workflow_ops_replace(job_ops_t *ops, const char *ref, const json_t *definit
     op->ops = ops;
     op->ref = xstrdup(ref);
     op->definition = json_deep_copy(definition);
-    job_ops_workflow_get(ops, ref, on_replace_read, op);
+    workflow_ops_get(ops->opts.store, ref, on_replace_read, op);
 }
 
 /* ---- delete -------------------------------------------------------------------- */

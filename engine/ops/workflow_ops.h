@@ -1,7 +1,7 @@
 /*
- * workflow_ops.h -- the workflow operations of the API beyond storing and reading one
- * (which are job_ops_workflow_put and job_ops_workflow_get): listing, replacing
- * (PUT) and deleting.
+ * workflow_ops.h -- every operation on workflows: storing and reading one, listing,
+ * replacing (PUT) and deleting. Each answers through a job_ops_cb exactly once, with
+ * the errors of job_ops.h.
  *
  * Versions are immutable: "name@version" always means one definition, because jobs,
  * logs and operators refer to it. So a PUT that changes a definition must give it a
@@ -20,6 +20,15 @@
 #include "ops/job_ops.h"
 #include "store/store.h"
 
+/* Validates and stores a workflow definition (borrowed). Result:
+ * {"uuid", "name", "version", "status": "created"|"unchanged", "workflow": the stored
+ * document}. The same name and version with a different definition is TERN_EEXIST, as
+ * is a "uuid" in the definition that already names another version. */
+void workflow_ops_put(job_ops_t *ops, const json_t *definition, job_ops_cb cb, void *data);
+
+/* Reads a workflow by uuid, "name@version" or name (latest). Result: the document. */
+void workflow_ops_get(store_t *store, const char *ref, job_ops_cb cb, void *data);
+
 #define WORKFLOW_LIST_LIMIT_DEFAULT 100
 #define WORKFLOW_LIST_LIMIT_MAX     1000
 
@@ -37,7 +46,7 @@ void workflow_ops_list(store_t *store, const workflow_list_req_t *req, job_ops_c
 /* Replaces the workflow `ref` (a uuid, "name@version" or name) with `definition`
  * (borrowed). The definition's name and version default to the stored ones; another
  * name, or a "uuid" other than the stored one, is TERN_EINVAL. Result: as
- * job_ops_workflow_put ("status" "created" for a new version, "unchanged"). Unknown
+ * workflow_ops_put ("status" "created" for a new version, "unchanged"). Unknown
  * `ref`: TERN_ENOENT. */
 void workflow_ops_replace(job_ops_t *ops, const char *ref, const json_t *definition, job_ops_cb cb,
                           void *data);

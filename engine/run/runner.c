@@ -1,11 +1,11 @@
 /*
  * runner.c -- claims jobs and runs their steps; see runner.h for the model.
  *
- * Structure of this file, top-down: the shared cache of parsed workflows; the job in
- * memory (run_job_t) and how it is built from a claim reply; the step machine (start
- * an attempt, take its outcome, decide retry/fallback/onerror/finish, commit, go on);
- * cancel and timeouts; claimers (one blocking connection per queue); the pub/sub
- * listener; the heartbeat tick and the due-time timer; start and stop.
+ * Structure of this file, top-down: the job in memory (run_job_t) and how it is built
+ * from a claim reply; the step machine (start an attempt, take its outcome, decide
+ * retry/fallback/onerror/finish, commit, go on); cancel and timeouts; claimers (one
+ * blocking connection per queue); the pub/sub listener; the heartbeat tick and the
+ * due-time timer; start and stop.
  *
  * Ownership: the runner owns every run_job_t; a run_job_t owns its timers, its JSON
  * (params, state, steps scope, error), its reference on the cached workflow and the
@@ -29,6 +29,7 @@
 #include "model/retry_policy.h"
 #include "model/template.h"
 #include "model/workflow.h"
+#include "model/workflow_cache.h"
 #include "redis/redis_conn.h"
 #include "run/plugin_redis.h"
 #include "run/task_ctx.h"
@@ -39,18 +40,6 @@
 #define BLOCK_SECONDS      "2" /* BLMOVE timeout: bounds how long a stop waits */
 #define COMMIT_RETRY_MS    250 /* first wait before re-sending a commit that got no answer */
 #define COMMIT_RETRY_MAXMS 5000
-
-/* ---- cache of parsed workflows ------------------------------------------------- */
-
-/* Jobs carry their frozen workflow document; jobs of one workflow version share one
- * parsed copy, keyed by the document text itself. */
-typedef struct wf_entry {
-    char *text;
-    size_t len;
-    workflow_t *wf;
-    int refs;
-    struct wf_entry *next;
-} wf_entry_t;
 
 /* ---- jobs in memory ------------------------------------------------------------ */
 
@@ -78,7 +67,7 @@ struct run_job {
     run_job_t *prev, *next;
     char uuid[40];
     char fence[24];
-    wf_entry_t *wfe;
+    const workflow_cache_entry_t *wfe; /* its version, a reference held (NULL: damaged) */
     const workflow_t *wf;
     json_t *params;    /* owned */
     char *target;      /* or NULL */
@@ -159,7 +148,10 @@ struct runner {
     size_t direct_pending;  /* creates in flight that may start a job here (direct start) */
     size_t allocated;       /* run_job_t not yet freed (some may be closing) */
     long long clock_offset; /* server clock minus ours, ms, from the last tick */
-    wf_entry_t *wf_cache;
+    /* Parsed workflow versions by uuid: opts.workflows (shared with the job creates of
+     * this process), or the runner's own. Jobs of one version share one entry. */
+    workflow_cache_t *workflows;
+    bool workflows_own; /* made by runner_new, freed with the runner */
     bool up;
     bool stopping;
     uint64_t stop_deadline_mono;
@@ -180,44 +172,6 @@ static void claimer_pump(claimer_t *cl);
 static void pump_all(runner_t *r);
 static void resync(runner_t *r);
 static void runner_maybe_stopped(runner_t *r);
-
-/* ---- workflow cache ------------------------------------------------------------ */
-
-static wf_entry_t *wf_cache_get(runner_t *r, const char *text, size_t len, char *err, size_t errlen)
-{
-    for (wf_entry_t *e = r->wf_cache; e != NULL; e = e->next) {
-        if (e->len == len && memcmp(e->text, text, len) == 0) {
-            e->refs++;
-            return e;
-        }
-    }
-    workflow_t *wf = NULL;
-    if (workflow_parse_text(text, len, NULL, NULL, &wf, err, errlen) != 0)
-        return NULL;
-    wf_entry_t *e = xcalloc(1, sizeof *e);
-    e->text = xstrndup(text, len);
-    e->len = len;
-    e->wf = wf;
-    e->refs = 1;
-    e->next = r->wf_cache;
-    r->wf_cache = e;
-    return e;
-}
-
-static void wf_cache_put(runner_t *r, wf_entry_t *e)
-{
-    if (e == NULL || --e->refs > 0)
-        return;
-    for (wf_entry_t **p = &r->wf_cache; *p != NULL; p = &(*p)->next) {
-        if (*p == e) {
-            *p = e->next;
-            break;
-        }
-    }
-    workflow_free(e->wf);
-    free(e->text);
-    free(e);
-}
 
 /* ---- small helpers ------------------------------------------------------------- */
 
@@ -279,7 +233,7 @@ static void job_free_if_done(run_job_t *j)
     if (j->stage != STAGE_GONE || j->open_handles > 0 || j->calls > 0)
         return;
     runner_t *r = j->r;
-    wf_cache_put(r, j->wfe);
+    workflow_cache_put(r->workflows, j->wfe);
     json_decref(j->params);
     json_decref(j->state);
     json_decref(j->steps);
@@ -1170,8 +1124,9 @@ static json_t *results_to_steps(json_t *steps, const redisReply *list)
 }
 
 /* A job started on this runner, from the job's fields `f`, its result lists of each
- * phase and its state (replies; NULL when empty), the server's time and the workflow
- * document (`doc`, used when the fields do not carry one). One reserved slot is taken. */
+ * phase and its state (replies; NULL when empty), the server's time, the workflow
+ * document (`doc`, used when the fields do not carry one) and the workflow's uuid
+ * (`wf_uuid`, NULL when the fields carry it). One reserved slot is taken. */
 typedef struct job_start {
     const char *uuid;
     long long fence;
@@ -1180,6 +1135,8 @@ typedef struct job_start {
     long long server_now;
     const char *doc;
     size_t doc_len;
+    const char *wf_uuid;
+    size_t wf_uuid_len;
 } job_start_t;
 
 static void job_adopt(runner_t *r, const job_start_t *st)
@@ -1221,15 +1178,21 @@ static void job_adopt(runner_t *r, const job_start_t *st)
     r->n_claimed++;
 
     /* The frozen workflow: shared by the version's jobs (element 8), or in the fields
-     * of jobs stored before that. */
-    size_t len = 0;
+     * of jobs stored before that; parsed once per version, found by its uuid. */
+    size_t len = 0, uuid_len = 0;
     const char *s = job_fields_get(f, "workflow", &len);
     if (s == NULL && st->doc != NULL) {
         s = st->doc;
         len = st->doc_len;
     }
+    const char *wf_uuid = st->wf_uuid;
+    uuid_len = st->wf_uuid_len;
+    if (wf_uuid == NULL)
+        wf_uuid = job_fields_get(f, "workflow_uuid", &uuid_len);
+    if (wf_uuid != NULL && uuid_len == 0)
+        wf_uuid = NULL;
     char err[512] = "missing workflow document";
-    j->wfe = s != NULL ? wf_cache_get(r, s, len, err, sizeof err) : NULL;
+    j->wfe = workflow_cache_load(r->workflows, wf_uuid, uuid_len, s, len, err, sizeof err);
     j->state = store_reply_hash(st->state); /* {} for NULL */
     /* State values are JSON texts. */
     const char *key;
@@ -1302,21 +1265,24 @@ static void job_adopt(runner_t *r, const job_start_t *st)
 }
 
 /* Job `i` of a claim's answer: {uuid, fence, fields, results of each phase, state,
- * server now, workflow document} (job_claim.lua). The document is text, false (the
- * fields carry it), or the index of an earlier job of the same answer whose document
- * it shares: an answer carries each document once. */
+ * server now, workflow document, workflow uuid} (job_claim.lua). The document is text,
+ * false (the fields carry it), or the index of an earlier job of the same answer whose
+ * document, and uuid, it shares: an answer carries each document once. */
 static void job_from_claim(runner_t *r, const redisReply *reply, size_t i)
 {
     const redisReply *item = reply->element[i];
     const redisReply *uuid = store_reply_at(item, 0);
     const redisReply *f = store_reply_at(item, 2);
-    const redisReply *doc = store_reply_at(item, 8);
+    const redisReply *doc = store_reply_at(item, 8), *wf_uuid = store_reply_at(item, 9);
     if (doc != NULL && doc->type == REDIS_REPLY_INTEGER && doc->integer >= 0 &&
-        (size_t)doc->integer < i)
+        (size_t)doc->integer < i) {
+        wf_uuid = store_reply_at(reply->element[doc->integer], 9);
         doc = store_reply_at(reply->element[doc->integer], 8);
+    }
     if (uuid == NULL || uuid->type != REDIS_REPLY_STRING || f == NULL)
         return;
     bool has_doc = doc != NULL && doc->type == REDIS_REPLY_STRING;
+    bool has_uuid = wf_uuid != NULL && wf_uuid->type == REDIS_REPLY_STRING;
     job_start_t st = {
         .uuid = uuid->str,
         .fence = store_reply_int(store_reply_at(item, 1), 0),
@@ -1325,7 +1291,9 @@ static void job_from_claim(runner_t *r, const redisReply *reply, size_t i)
         .state = store_reply_at(item, 6),
         .server_now = store_reply_int(store_reply_at(item, 7), 0),
         .doc = has_doc ? doc->str : NULL,
-        .doc_len = has_doc ? doc->len : 0};
+        .doc_len = has_doc ? doc->len : 0,
+        .wf_uuid = has_uuid ? wf_uuid->str : NULL,
+        .wf_uuid_len = has_uuid ? wf_uuid->len : 0};
     job_adopt(r, &st);
 }
 
@@ -1800,6 +1768,11 @@ runner_t *runner_new(uv_loop_t *loop, store_t *store, const runner_opts_t *opts)
     str_map_init(&r->jobs_by_uuid);
     str_map_init(&r->ceded);
     r->opts = *opts;
+    r->workflows = opts->workflows;
+    if (r->workflows == NULL) {
+        r->workflows = workflow_cache_new(0);
+        r->workflows_own = true;
+    }
     r->id = xstrdup(opts->id);
     r->opts.id = r->id;
     if (r->opts.concurrency == 0)
@@ -1866,13 +1839,8 @@ static void on_runner_handle_closed(uv_handle_t *h)
         return;
     void (*cb)(void *) = r->on_stopped;
     void *data = r->stopped_data;
-    while (r->wf_cache != NULL) {
-        wf_entry_t *e = r->wf_cache;
-        r->wf_cache = e->next;
-        workflow_free(e->wf);
-        free(e->text);
-        free(e);
-    }
+    if (r->workflows_own)
+        workflow_cache_free(r->workflows);
     str_map_free(&r->jobs_by_uuid);
     ceded_free(r);
     for (size_t i = 0; i < r->n_claimers; i++)

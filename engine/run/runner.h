@@ -4,11 +4,12 @@
  * job (except steps that ask for isolation).
  *
  * For each job it holds, the runner keeps the job's frozen workflow (parsed once per
- * workflow version and shared), params, state and results in memory, starts one
- * attempt at a time through task_ctx, and commits every outcome to Redis in one round
- * trip (step_commit.lua) before it starts the next step. It never trusts memory over
- * Redis: every commit carries the fence it claimed the job with, and a refused commit
- * (another runner took the job after this one was presumed dead) drops the job here.
+ * workflow version and shared, by uuid: model/workflow_cache.h), params, state and
+ * results in memory, starts one attempt at a time through task_ctx, and commits every
+ * outcome to Redis in one round trip (step_commit.lua) before it starts the next step.
+ * It never trusts memory over Redis: every commit carries the fence it claimed the job
+ * with, and a refused commit (another runner took the job after this one was presumed
+ * dead) drops the job here.
  *
  * Periodic work, one round trip each heartbeat (tick.lua): renew the lease, re-queue
  * dead runners' jobs, promote due delayed jobs. Between heartbeats a timer set to the
@@ -24,6 +25,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "model/workflow_cache.h"
 #include "plugins/plugin_loader.h"
 #include "run/http_client.h"
 #include "store/store.h"
@@ -44,6 +46,10 @@ typedef struct runner_opts {
     const char *helper_exe;     /* ternd binary for isolated steps (NULL: refused) */
     const char *plugin_dir;     /* passed to the helper */
     const char *redis_url;      /* passed to the helper (may be NULL) */
+    /* The process's cache of parsed workflow versions (borrowed; it must outlive the
+     * runner), shared with the job creates of the same process; NULL: the runner makes
+     * its own. */
+    workflow_cache_t *workflows;
 } runner_opts_t;
 
 /* Creates a runner on `loop` using `store` (borrowed; must outlive the runner). It

@@ -61,13 +61,14 @@
  *
  *   field          type        written by                          read by
  *   uuid           text        none since layout 2 (in the key)    view (job_snapshot adds it)
- *   name           text        job_create (job_ops.c)              _common, postback_claim, view
- *   version        text        job_create (job_ops.c)              view
- *   workflow_uuid  text        job_create (job_ops.c)              _common, job_create, view
+ *   name           text        job_create (job_create.c)           _common, postback_claim, view
+ *   version        text        job_create (job_create.c)           view
+ *   workflow_uuid  text        job_create (job_create.c)           _common, job_claim, job_create,
+ *                                                                  runner, view
  *   workflow       JSON        none (jobs before wfdoc:)           _common, job_claim, runner, view
- *   params         JSON        job_create (job_ops.c),             job_claim, job_create, job_list,
+ *   params         JSON        job_create (job_create.c),          job_claim, job_create, job_list,
  *                              job_redrive                         postback_claim, runner, view
- *   target         text        job_create (job_ops.c)              job_claim, job_create,
+ *   target         text        job_create (job_create.c)           job_claim, job_create,
  *                                                                  job_redrive, runner, view
  *   queue          text        job_create (absent: default)        _common, job_cancel, tick, view
  *   execution      text        _common, job_claim, job_create,     _common, job_cancel, job_claim,
@@ -81,7 +82,7 @@
  *                                                                  view
  *   started_by     text        job_claim, job_create               _common
  *   finished_at    integer ms  _common; job_redrive deletes        _common, postback_claim, view
- *   timeout_ms     count (ms)  job_create (job_ops.c)              job_claim, view
+ *   timeout_ms     count (ms)  job_create (job_create.c)           job_claim, view
  *   deadline       integer ms  job_claim, job_create; job_redrive  _common, job_claim, step_commit,
  *                              deletes                             runner
  *   runner         text        _common, job_claim, job_create,     _common, job_claim, step_begin,
@@ -102,7 +103,7 @@
  *                              deletes                             runner, view
  *   failed_at      text        _common, step_commit; job_redrive   none by name (whole-hash reads)
  *                              deletes
- *   holds          text lines  job_create (job_ops.c)              _common, job_claim
+ *   holds          text lines  job_create (job_create.c)           _common, job_claim
  *   step_holds     text lines  step_begin; _common deletes         _common, step_commit
  *   blocked_on     text        _common, step_begin                 _common, step_commit, tick, view
  *   inflight       text        step_begin; _common, job_redrive,   _common, job_claim, step_commit,
@@ -120,8 +121,8 @@
  *   locks          text        job_create                          _common, job_redrive,
  *                                                                  step_commit
  *   locks_size     count       job_create                          job_redrive
- *   has_oncancel   flag        job_create (job_ops.c)              job_cancel
- *   post_back_urls JSON        job_create (job_ops.c)              _common, postback_claim,
+ *   has_oncancel   flag        job_create (job_create.c)           job_cancel
+ *   post_back_urls JSON        job_create (job_create.c)           _common, postback_claim,
  *                                                                  step_commit, view
  *   pb_attempt:<i> count       postback_done; _common deletes      postback_claim
  *   pb_fence:<i>   count       postback_claim                      postback_done
@@ -138,7 +139,7 @@
  *
  * Notes on the table above:
  * - Writers and readers are script stems of engine/store/lua/ (a helper of _common counts as
- *   _common); "(job_ops.c)": sent by job_ops.c, stored by job_create; "runner": runner.c
+ *   _common); "(job_create.c)": sent by job_create.c, stored by job_create; "runner": runner.c
  *   (job_adopt, from job_claim's answer); "view": job_view.c (GET /jobs and every answer
  *   with a job). A reader of a whole hash (job_get, job_list, job_events_open) is not
  *   listed. tests/unit/test_job_fields_table.c fails on a field the code uses that is not

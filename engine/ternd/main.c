@@ -31,7 +31,9 @@
 #include "events/events.h"
 #include "http/http_api.h"
 #include "http/http_guard.h"
+#include "model/workflow_cache.h"
 #include "ops/job_ops.h"
+#include "ops/workflow_ops.h"
 #include "plugins/plugin_loader.h"
 #include "redis/redis_addr.h"
 #include "redis/redis_embedded.h"
@@ -58,6 +60,9 @@ typedef struct ternd {
     store_t *store;
     job_ops_t *ops;
     runner_t *runner;
+    /* Parsed workflow versions, shared by the API's creates and the runner: a version a
+     * create parsed is the one its job runs on, without parsing it again. */
+    workflow_cache_t *workflows;
     postback_t *postback; /* every role delivers post-backs */
     int stops_pending;    /* runner and post-back deliverer still stopping */
     http_api_t *api;
@@ -329,7 +334,7 @@ static void load_workflows(ternd_t *t)
             t->wf_errors++;
         } else {
             t->wf_pending++;
-            job_ops_workflow_put(t->ops, doc, on_workflow_loaded, t);
+            workflow_ops_put(t->ops, doc, on_workflow_loaded, t);
             json_decref(doc);
         }
         free(path);
@@ -575,6 +580,7 @@ static int fail_start(ternd_t *t)
     uv_run(t->loop, UV_RUN_DEFAULT);
     uv_loop_close(t->loop);
     job_ops_free(t->ops);
+    workflow_cache_free(t->workflows);
     plugin_registry_free(t->plugins);
     redis_embedded_stop(&t->embedded, 10000);
     redis_addr_dispose(&t->addr);
@@ -718,11 +724,13 @@ int main(int argc, char **argv)
         .data = &t,
     };
     t.store = store_new(t.loop, &so);
+    t.workflows = workflow_cache_new(0);
     job_ops_opts_t jo = {.store = t.store,
                          .plugins = t.plugins,
                          .max_params_bytes = t.cfg.max_params_bytes,
                          .loop = t.loop,
-                         .max_lock_instructions = t.cfg.max_lock_instructions};
+                         .max_lock_instructions = t.cfg.max_lock_instructions,
+                         .workflows = t.workflows};
     t.ops = job_ops_new(&jo);
     if (t.cfg.roles & CONFIG_ROLE_API) {
         if (load_api_tokens(&t, err, sizeof err) != 0 || load_api_names(&t, err, sizeof err) != 0) {
@@ -783,6 +791,7 @@ int main(int argc, char **argv)
             .helper_exe = exe,
             .plugin_dir = t.cfg.plugin_dir,
             .redis_url = t.redis_url,
+            .workflows = t.workflows,
         };
         t.runner = runner_new(t.loop, t.store, &ro);
     }
@@ -824,6 +833,7 @@ int main(int argc, char **argv)
     uv_run(t.loop, UV_RUN_DEFAULT);
     uv_loop_close(t.loop);
     job_ops_free(t.ops);
+    workflow_cache_free(t.workflows); /* after its users: the runner is gone too */
     plugin_registry_free(t.plugins);
     redis_embedded_stop(&t.embedded, 10000);
     redis_addr_dispose(&t.addr);

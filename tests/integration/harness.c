@@ -23,6 +23,7 @@
 
 #include "base/alloc.h"
 #include "events/events.h"
+#include "ops/workflow_ops.h"
 
 void itest_pause_ms(unsigned ms)
 {
@@ -525,7 +526,7 @@ int itest_workflow_put(itest_client_t *c, const char *json_text, json_t **result
 {
     itest_answer_t o = {0};
     json_t *doc = parse_or_fail(json_text);
-    job_ops_workflow_put(c->ops, doc, itest_on_answer, &o);
+    workflow_ops_put(c->ops, doc, itest_on_answer, &o);
     json_decref(doc);
     return itest_answer_wait(c, &o, result, msg, msglen);
 }

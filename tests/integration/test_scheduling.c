@@ -23,6 +23,7 @@
 #include "base/error.h"
 #include "events/stream_entry.h"
 #include "model/workflow.h"
+#include "ops/workflow_ops.h"
 #include "plugins/plugin_loader.h"
 #include "run/task_ctx.h"
 #include "world.h"
@@ -647,7 +648,7 @@ static void test_event_streams(void **state)
 static int put_with(job_ops_t *ops, const json_t *doc, char *msg, size_t msglen)
 {
     itest_answer_t a = {0};
-    job_ops_workflow_put(ops, doc, itest_on_answer, &a);
+    workflow_ops_put(ops, doc, itest_on_answer, &a);
     return itest_answer_wait(&W.client, &a, NULL, msg, msglen);
 }
 
@@ -656,7 +657,7 @@ static char *stored_description(const char *ref)
 {
     itest_answer_t a = {0};
     json_t *wf = NULL;
-    job_ops_workflow_get(W.client.ops, ref, itest_on_answer, &a);
+    workflow_ops_get(W.client.store, ref, itest_on_answer, &a);
     if (itest_answer_wait(&W.client, &a, &wf, NULL, 0) != 0)
         fail_msg("workflow %s: %s", ref, a.msg);
     char *d = strdup(itest_str_of(wf, "description"));

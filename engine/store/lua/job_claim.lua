@@ -11,7 +11,9 @@
 -- name/value list: see RUNNER_FIELDS), chain results, onerror results, oncancel results,
 -- state (HGETALL), server now, workflow document (false when the fields carry it: see
 -- job_doc; the 0-based index of an earlier job of this answer when that job carries
--- the same one: a document is sent once per answer, not once per job)}.
+-- the same one: a document is sent once per answer, not once per job), the workflow
+-- uuid (by which the runner finds the version it parsed already; left out when the
+-- document is an index: it is the earlier job's)}.
 local runner, queue, more = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local rlist = P .. 'r:' .. runner .. ':jobs'
 local now = now_ms()
@@ -114,12 +116,14 @@ for _, uuid in ipairs(candidates) do
             event_told(uuid, running)
         end
         local doc = job_doc(nil, docs, now_f)
+        local wf_uuid = now_f.workflow_uuid
         if doc then
             -- A real workflow's document is kilobytes: 64 copies of it in one answer
             -- cost Redis and ternd for nothing.
             local row = doc_rows[doc]
             if row then
                 doc = row
+                wf_uuid = nil
             else
                 doc_rows[doc] = #out
             end
@@ -127,13 +131,14 @@ for _, uuid in ipairs(candidates) do
         if not f.started_at then
             -- It never ran: no results and no state yet (false, not empty tables, which
             -- Redis turns into answers field by field: 2 % of its work for a 1-step job).
-            out[#out + 1] = {uuid, tonumber(fence), fields, false, false, false, false, now, doc}
+            out[#out + 1] = {uuid, tonumber(fence), fields, false, false, false, false, now, doc,
+                             wf_uuid}
         else
             out[#out + 1] = {uuid, tonumber(fence), fields,
                              redis.call('LRANGE', k .. ':res:0', 0, -1),
                              redis.call('LRANGE', k .. ':res:1', 0, -1),
                              redis.call('LRANGE', k .. ':res:2', 0, -1),
-                             redis.call('HGETALL', k .. ':state'), now, doc}
+                             redis.call('HGETALL', k .. ':state'), now, doc, wf_uuid}
         end
     end
 end
