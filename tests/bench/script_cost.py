@@ -29,6 +29,7 @@ Prints one JSON line per script and repetition, then the medians.
 """
 import argparse
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -43,7 +44,7 @@ import uuid as uuidlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, 'tools'))
-from embed_lua import script_source  # noqa: E402
+import embed_lua  # noqa: E402
 
 SCRIPTS = ('job_create', 'job_claim', 'step_commit')
 
@@ -162,13 +163,10 @@ def one_rep(lua_dir, batch, rounds, callgrind=False, direct=False):
 def load_scripts(r, lua_dir, names):
     """SCRIPT LOADs the scripts `names` of lua_dir as tools/embed_lua.py builds them;
     returns their SHA1s by name."""
-    with open(os.path.join(lua_dir, '_common.lua'), encoding='utf-8') as f:
-        common = f.read()
-    sha = {}
-    for name in names:
-        with open(os.path.join(lua_dir, name + '.lua'), encoding='utf-8') as f:
-            sha[name] = r.cmd('SCRIPT', 'LOAD', script_source(common, f.read()))
-    return sha
+    paths = glob.glob(os.path.join(lua_dir, '*.lua')) + glob.glob(os.path.join(lua_dir, 'lib',
+                                                                               '*.lua'))
+    sources = dict(embed_lua.build(paths))
+    return {name: r.cmd('SCRIPT', 'LOAD', sources[name]) for name in names}
 
 
 # Stream caps, retention (7 days), how long a success keeps its stream (60 s): the

@@ -1,3 +1,4 @@
+-- include: prelude queues events holds finish
 -- job_cancel.lua: an operator cancels a job.
 -- A queued job that never started is removed atomically and ends `canceled`. A job
 -- that started and has an oncancel chain, but that no runner holds (waiting, delayed,

@@ -1,3 +1,4 @@
+-- include: prelude batch gather layout queues events locks workflows snapshot
 -- batched (see run_batch): stores new jobs and queues them (or schedules them for
 -- exec_after). Each item:
 -- ARGV: 3 workflow reference (uuid, name@version or name), 4 the workflow uuid the

@@ -1,3 +1,4 @@
+-- include: prelude queues events locks retention
 -- job_redrive.lua: puts a failed or canceled job back in its queue at a chain step,
 -- keeping the results of the steps before it; optionally with corrected params.
 -- ARGV: 3 uuid, 4 chain index to start at, 5 new params JSON ('' unchanged),

@@ -1,3 +1,4 @@
+-- include: prelude gather layout queues events holds
 -- step_begin.lua: called before a step that holds resources or is not idempotent.
 -- Takes the step's holds in order (or parks the job off the runner until they are
 -- granted) and, for an irreversible step, marks it in flight, so that a runner death

@@ -1,3 +1,4 @@
+-- include: prelude batch gather layout queues events holds finish
 -- batched (see run_batch): step_commit.lua commits attempts' outcomes and what each
 -- job does next, one item per job, in one round trip: the result entry, the job's
 -- state changes, the new cursor or the end of the job, the release of the step's

@@ -1,3 +1,4 @@
+-- include: prelude gather layout queues events holds retention finish
 -- tick.lua: a runner's periodic work, one round trip: renew its lease, re-queue the
 -- jobs of runners whose lease expired, promote delayed jobs that are due, and hand
 -- jobs whose workflow timeout passed while no runner held them back to a runner, and
