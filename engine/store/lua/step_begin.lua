@@ -13,7 +13,7 @@ local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'cancel')
 if cur[1] ~= runner or cur[2] ~= fence or cursor_text(cur[3], cur[4]) ~= ARGV[6] .. ':' .. ARGV[7] then
     return {'STALE', 'owned by ' .. tostring(cur[1]) .. ' fence ' .. tostring(cur[2])}
 end
-if cur[5] == '1' and ARGV[6] ~= '2' then
+if cur[5] == '1' and ARGV[6] ~= WF_ONCANCEL_TEXT then
     return {'CANCEL'}
 end
 local now = now_ms()

@@ -55,7 +55,7 @@ local now = now_ms()
 -- is never parked with the job: instead of waiting or sitting in the delayed set, it
 -- goes to the head of its queue, and the claim that takes it runs oncancel. (During
 -- oncancel the flag stays set and asks for nothing more.)
-local canceling = cur.cancel == '1' and phase ~= '2'
+local canceling = cur.cancel == '1' and phase ~= WF_ONCANCEL_TEXT
 -- The job's own fields this commit sets, written in one call at the end.
 local set = {}
 local function put(name, value)
@@ -76,7 +76,7 @@ local function become(execution)
 end
 if ARGV[9] ~= '' then
     redis.call('RPUSH', k .. ':res:' .. phase, ARGV[9])
-    if phase ~= '0' then
+    if phase ~= WF_CHAIN_TEXT then
         put('xk', '1') -- res:1 or res:2 exists now
     end
 end

@@ -130,8 +130,8 @@ local function job_stream_open(uuid)
         add({type = 'running', runner = f.started_by}, f.started_at)
     end
     local phases = {'chain', 'onerror', 'oncancel'}
-    for p = 0, 2 do
-        local entries = (p == 0 or has_extra_keys(f.xk, f.lv)) and
+    for p = WF_CHAIN, WF_ONCANCEL do
+        local entries = (p == WF_CHAIN or has_extra_keys(f.xk, f.lv)) and
                             redis.call('LRANGE', k .. ':res:' .. p, 0, -1) or {}
         for i, text in ipairs(entries) do
             local ok, e = pcall(cjson.decode, text)

@@ -1,7 +1,13 @@
 -- include:
--- lib/layout.lua: how a job's record is laid out: its cursor, the layout version it is
--- stored in, the keys beyond its hash, the fields most jobs never get, its hash read as
--- a table.
+-- lib/layout.lua: how a job's record is laid out: its phases and cursor, the layout
+-- version it is stored in, the keys beyond its hash, the fields most jobs never get, its
+-- hash read as a table.
+
+-- The three chains of a workflow, numbered as wf_phase_t numbers them in C
+-- (engine/model/workflow.h): a job's field phase and its key res:<phase> carry the number.
+local WF_CHAIN, WF_ONERROR, WF_ONCANCEL = 0, 1, 2
+-- The same as text, as a job's field and a script's arguments give them.
+local WF_CHAIN_TEXT, WF_ONCANCEL_TEXT = '0', '2'
 
 -- A job's cursor as inflight records it, "<phase>:<idx>". From layout 3 on a new job
 -- stores no fence, phase, idx or attempt while they are 0 (four fields fewer to write
