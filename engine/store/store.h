@@ -30,8 +30,6 @@
  *   jobs:<execution>        zset  jobs in that execution by creation time; each job is in
  *                                 one, so listing every job merges them (job_list.lua;
  *                                 a separate index of every job cost each job a ZADD)
- *   jobs                    zset  every job by creation time: jobs of layout 2 only, kept
- *                                 until they expire (tick.lua takes them out)
  *   q:<queue>               list  ready job uuids; new work LPUSHed, runners pop RIGHT
  *   r:<runner>:jobs         list  jobs a runner has claimed (the reliable-queue list)
  *   runners                 zset  runner id -> lease expiry (ms, server clock)
@@ -52,7 +50,7 @@
  *   postbacks:lease         zset  deliveries claimed by a ternd -> lease expiry
  *   postbacks:wake          channel  a post-back became due at <ms> (deliverers re-arm)
  *   expiring                zset  finished job uuid -> when its keys are deleted (ms):
- *                                 tick.lua deletes them and takes the job out of jobs and
+ *                                 tick.lua deletes them and takes the job out of
  *                                 jobs:<execution> (the keys have no expiry of their own,
  *                                 but a succeeded job's event stream)
  *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
@@ -138,9 +136,7 @@
  *                                                                  view
  *   pb_attempt:<i> count       postback_done; lib/finish deletes   postback_claim
  *   pb_fence:<i>   count       postback_claim                      postback_done
- *   lv             count       job_create                          lib/events, lib/finish,
- *                                                                  lib/snapshot, job_claim,
- *                                                                  step_commit
+ *   lv             count       job_create                          none (for a later layout)
  *   xk             flag        lib/holds, job_cancel,              lib/events, lib/finish,
  *                              job_info_add, job_redrive,          lib/layout, lib/snapshot,
  *                              job_resume, postback_done,          step_commit
@@ -174,14 +170,16 @@
  * - post_back_urls: JSON array of http(s) URLs given at creation, to be told when the job
  *   ends; pb_attempt:<i> and pb_fence:<i>: attempts made and claims taken of the post-back
  *   to URL i (one field per URL).
- * - lv: layout version (see LAYOUT in lua/lib/layout.lua); from 3 on fence, phase, idx and
- *   attempt are not stored while 0: a missing one reads as 0. locks_size: the size counted
- *   for the job in locks:size (the cap on lock patterns).
+ * - lv: the layout the job was stored in (see LAYOUT in lua/lib/layout.lua). Jobs stored by
+ *   an earlier layout are not read (they must be drained or deleted before an upgrade), so
+ *   no script reads lv: it is written so that a later layout can tell this one's jobs apart.
+ *   fence, phase, idx and attempt are not stored while 0: a missing one reads as 0.
+ *   locks_size: the size counted for the job in locks:size (the cap on lock patterns).
  * - xk: set once the job has a key beyond its hash, res:0 and events: its end then looks
- *   for holds and expires every key (see has_extra_keys in lib/layout.lua). es: set when the
- *   job's own event stream starts: a job of layout 3 or later without it has none (see
- *   stream_seen). rf: set, never cleared, once the job may have one of RARE_FIELDS, so
- *   step_commit asks for those only then (see RARE_FIELDS in lib/layout.lua).
+ *   for holds and expires every key (see has_extra_keys in lib/layout.lua). es: set when
+ *   the job's own event stream starts: a job without it has none (see stream_seen). rf:
+ *   set, never cleared, once the job may have one of RARE_FIELDS, so step_commit asks for
+ *   those only then (see RARE_FIELDS in lib/layout.lua).
  *
  * Every multi-key change is one Lua script (engine/store/lua/), loaded with SCRIPT LOAD on
  * each connect and called with EVALSHA (EVAL when Redis answers NOSCRIPT); creates and

@@ -44,7 +44,7 @@ for _, uuid in ipairs(candidates) do
     -- The job read once; the reply carries the fields the runner reads, as the claim
     -- leaves them (see below).
     local f = hash_fields(redis.call('HGETALL', k))
-    stream_seen(uuid, f.es, f.lv)
+    stream_seen(uuid, f.es)
     local ex = f.execution
     local adopt = explicit[uuid] and ex == 'running' and f.runner == runner
     if adopt then

@@ -25,10 +25,10 @@ local k = jkey(uuid)
 -- Every field this commit reads (FINISH_FIELDS for finish()): the ones every job has,
 -- then RARE_FIELDS when the job may have them.
 local c = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel',
-                     'created_at', 'lv', 'rf')
+                     'created_at', 'rf')
 local cur = {runner = c[1], fence = c[2], phase = c[3], idx = c[4], execution = c[5],
-             cancel = c[6], created_at = c[7], lv = c[8], rf = c[9]}
-if may_have_rare_fields(cur.rf, cur.lv) then
+             cancel = c[6], created_at = c[7], rf = c[8]}
+if may_have_rare_fields(cur.rf) then
     local r = redis.call('HMGET', k, unpack(RARE_FIELDS))
     for i, name in ipairs(RARE_FIELDS) do
         cur[name] = r[i]
@@ -37,7 +37,7 @@ end
 if not cur.execution then
     return {'STALE', 'job deleted'}
 end
-stream_seen(uuid, cur.es, cur.lv)
+stream_seen(uuid, cur.es)
 if cur.runner ~= runner or cur.fence ~= fence then
     if cur.fence == fence and cur.execution ~= 'running' then
         return {'DUP'} -- this very fence ended the job already (a retried finish/wait)

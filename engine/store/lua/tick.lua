@@ -120,7 +120,6 @@ if #expired > 0 then
     for e, list in pairs(by_execution) do
         redis.call('ZREM', P .. 'jobs:' .. e, unpack(list))
     end
-    redis.call('ZREM', P .. 'jobs', unpack(expired)) -- the index of every job, before lv 3
     redis.call('ZREM', P .. 'expiring', unpack(expired))
 end
 

@@ -15,15 +15,14 @@
 -- every event after, as before.
 --
 -- Starting a stream also sets the job's field `es`, so a script that reads the job
--- anyway knows, from jobs of layout 3 on (field lv), that it has no stream without
--- asking Redis (see stream_seen): an EXISTS per event told cost 1.4 us of Redis's CPU,
--- two per 1-step job. A job with `es` may still have none (a finished job's stream
--- expires before the job): that is asked.
+-- anyway knows that it has no stream without asking Redis (see stream_seen): an EXISTS
+-- per event told cost 1.4 us of Redis's CPU, two per 1-step job. A job with `es` may
+-- still have none (a finished job's stream expires before the job): that is asked.
 local STREAMS = {} -- uuid -> whether the job's stream exists, as known in this call
 
--- What the job's fields `es` and `lv`, read by the caller, tell of its stream.
-local function stream_seen(uuid, es, lv)
-    if STREAMS[uuid] == nil and not es and lv and lv ~= '2' then
+-- What the job's field `es`, read by the caller, tells of its stream.
+local function stream_seen(uuid, es)
+    if STREAMS[uuid] == nil and not es then
         STREAMS[uuid] = false
     end
 end
@@ -131,7 +130,7 @@ local function job_stream_open(uuid)
     end
     local phases = {'chain', 'onerror', 'oncancel'}
     for p = WF_CHAIN, WF_ONCANCEL do
-        local entries = (p == WF_CHAIN or has_extra_keys(f.xk, f.lv)) and
+        local entries = (p == WF_CHAIN or has_extra_keys(f.xk)) and
                             redis.call('LRANGE', k .. ':res:' .. p, 0, -1) or {}
         for i, text in ipairs(entries) do
             local ok, e = pcall(cjson.decode, text)

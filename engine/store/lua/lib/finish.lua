@@ -4,7 +4,7 @@
 
 -- The job fields finish() reads; a caller that has them already passes them in.
 local FINISH_FIELDS = {'execution', 'created_at', 'runner', 'unique', 'locks', 'deadline',
-                       'post_back_urls', 'xk', 'lv', 'blocked_on', 'cancel', 'inflight',
+                       'post_back_urls', 'xk', 'blocked_on', 'cancel', 'inflight',
                        'resume'}
 
 -- Fields a finished job no longer has (its runner is set to '': see finish).
@@ -27,14 +27,14 @@ end
 local function finish(uuid, execution, now, f, set)
     local k = jkey(uuid)
     f = f or finish_fields(uuid)
-    local extra = has_extra_keys(f.xk, f.lv)
+    local extra = has_extra_keys(f.xk)
     if extra or f.blocked_on then
         release_all_holds(uuid, now)
     end
     if f.unique and redis.call('HGET', P .. 'unique', f.unique) == uuid then
         redis.call('HDEL', P .. 'unique', f.unique)
     end
-    if f.locks or not f.lv then
+    if f.locks then
         if redis.call('HDEL', P .. 'locks', uuid) == 1 then
             redis.call('INCR', P .. 'locks:version')
         end

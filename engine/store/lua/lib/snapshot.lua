@@ -17,16 +17,14 @@ local function job_snapshot(uuid, now, docs)
     -- Jobs from layout 2 on do not store their uuid (it is in the key): readers get it here.
     fields[#fields + 1] = 'uuid'
     fields[#fields + 1] = uuid
-    local xk, lv = nil, nil
+    local xk = nil
     for i = 1, #fields, 2 do
         if fields[i] == 'xk' then
             xk = fields[i + 1]
-        elseif fields[i] == 'lv' then
-            lv = fields[i + 1]
         end
     end
     local doc = job_doc(fields, docs)
-    if not has_extra_keys(xk, lv) then
+    if not has_extra_keys(xk) then
         return {fields, redis.call('LRANGE', k .. ':res:0', 0, -1), {}, {}, {}, {}, now, {}, doc}
     end
     return {fields, redis.call('LRANGE', k .. ':res:0', 0, -1),
