@@ -78,6 +78,12 @@ def closure(start, libs):
         for name in f.includes:
             lib = libs.get(name)
             if lib is None:
+                lib_dir = os.path.dirname(f.path) if f.is_lib else os.path.join(
+                    os.path.dirname(f.path), 'lib')
+                if os.path.exists(os.path.join(lib_dir, name + '.lua')):
+                    raise EmbedError('%s includes "%s": %s is not among the files given (list '
+                                     'it in engine/meson.build\'s lua_scripts)' %
+                                     (f.path, name, os.path.join(lib_dir, name + '.lua')))
                 raise EmbedError('%s includes "%s", which is no file of lib/ (known: %s)' %
                                  (f.path, name, ' '.join(sorted(libs)) or 'none'))
             if state.get(name) == 'open':

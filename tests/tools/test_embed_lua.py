@@ -3,8 +3,8 @@
 
 Runs the embedder, as the build does, on the small trees under tests/tools/embed_lua/:
 an include cycle and an include of an unknown name must fail (non-zero exit, a message
-naming the files), as must a library using a name of a library it does not include and
-a library no script includes; a diamond (top includes left and right, both include
+naming the files), as must an include of a library the build did not list, a library
+using a name of a library it does not include and a library no script includes; a diamond (top includes left and right, both include
 base) must give base once, before left and right, and the script last.
 """
 import glob
@@ -19,11 +19,13 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 EMBED = os.path.join(ROOT, 'tools', 'embed_lua.py')
 
 
-def run_embed(tree):
-    """Runs embed_lua.py on every .lua file of tree (as meson would: OUTPUT, SELF, files);
-    returns (exit status, stderr, the C file written or None)."""
-    files = sorted(glob.glob(os.path.join(tree, '*.lua')) +
-                   glob.glob(os.path.join(tree, 'lib', '*.lua')))
+def run_embed(tree, leave_out=()):
+    """Runs embed_lua.py on every .lua file of tree but those named in leave_out (as
+    meson would: OUTPUT, SELF, files); returns (exit status, stderr, the C file written
+    or None)."""
+    files = sorted(f for f in glob.glob(os.path.join(tree, '*.lua')) +
+                   glob.glob(os.path.join(tree, 'lib', '*.lua'))
+                   if os.path.basename(f) not in leave_out)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, 'out.c')
         p = subprocess.run([sys.executable, EMBED, out, EMBED] + files, capture_output=True,
@@ -57,6 +59,12 @@ class Refusals(unittest.TestCase):
     def test_unknown_name(self):
         self.assert_refused('unknown', 'unknown/lib/a.lua includes "missing"',
                             'no file of lib/')
+
+    def test_library_not_given(self):
+        rc, err, c = run_embed(fixture('diamond'), leave_out=('base.lua',))
+        self.assertNotEqual(rc, 0)
+        self.assertIsNone(c)
+        self.assertIn('diamond/lib/base.lua is not among the files given', err)
 
     def test_use_without_include(self):
         self.assert_refused('undeclared', 'undeclared/lib/a.lua uses b_value',
