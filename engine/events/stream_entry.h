@@ -3,8 +3,8 @@
  *
  * An entry's field "e" is one event (a JSON object); a field "a" is a JSON array of
  * events, in order: scripts that write many jobs' events in one call append them to
- * the global stream as one entry (see GATHER in engine/store/lua/_common.lua), which costs
- * Redis one small write instead of one per event. Readers take both.
+ * the global stream as one entry (see GATHER in engine/store/lua/lib/gather.lua), which
+ * costs Redis one small write instead of one per event. Readers take both.
  */
 #ifndef TERN_STREAM_ENTRY_H
 #define TERN_STREAM_ENTRY_H

@@ -6,7 +6,7 @@
  * failing receiver is visible instead of silently dropped.
  *
  * Every ternd runs a deliverer, whatever its role; Redis decides who delivers. When a
- * job ends, finish() (engine/store/lua/_common.lua) schedules one delivery per URL in
+ * job ends, finish() (engine/store/lua/lib/finish.lua) schedules one delivery per URL in
  * tern:postbacks and publishes on tern:postbacks:wake. Deliverers claim due deliveries
  * with postback_claim.lua, which moves each into tern:postbacks:lease with a lease and
  * a new fence, so exactly one process makes each attempt; a process that dies

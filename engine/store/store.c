@@ -45,7 +45,7 @@ static const char *const script_names[SCRIPT_COUNT] = {
     [SCRIPT_WORKFLOW_LIST] = "workflow_list",
 };
 
-/* The scripts marked "-- batched" (see run_batch in _common.lua). */
+/* The scripts marked "-- batched" (see run_batch in lua/lib/batch.lua). */
 static const bool script_batched[SCRIPT_COUNT] = {
     [SCRIPT_JOB_CREATE] = true,
     [SCRIPT_STEP_COMMIT] = true,
@@ -534,7 +534,7 @@ int store_command(store_t *s, const store_args_t *args, store_reply_cb cb, void 
 int store_event_append(store_t *s, const char *uuid, const char *json_text)
 {
     /* A script, not two XADDs: the job's stream may have to be started first (see
-     * job_stream_open in _common.lua). */
+     * job_stream_open in lua/lib/events.lua). */
     store_args_t a;
     store_args_init(&a);
     store_args_push(&a, uuid);

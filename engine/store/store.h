@@ -22,7 +22,7 @@
  *   job:<uuid>:postbacks    list  post-back attempts {url, attempt, time, status|error,
  *                                 delivered, ...} (JSON), the last 200
  *   job:<uuid>:events       stream  the job's events, capped (field "e": JSON); only once
- *                                 the job needs one (see STREAMS in lua/_common.lua)
+ *                                 the job needs one (see STREAMS in lua/lib/events.lua)
  *   events                  stream  every job's events, capped (about N events: an entry
  *                                 holds one, field "e", or many, field "a")
  *   events:avg              string  moving average of events per entry of `events`
@@ -30,8 +30,6 @@
  *   jobs:<execution>        zset  jobs in that execution by creation time; each job is in
  *                                 one, so listing every job merges them (job_list.lua;
  *                                 a separate index of every job cost each job a ZADD)
- *   jobs                    zset  every job by creation time: jobs of layout 2 only, kept
- *                                 until they expire (tick.lua takes them out)
  *   q:<queue>               list  ready job uuids; new work LPUSHed, runners pop RIGHT
  *   r:<runner>:jobs         list  jobs a runner has claimed (the reliable-queue list)
  *   runners                 zset  runner id -> lease expiry (ms, server clock)
@@ -48,11 +46,11 @@
  *   control                 channel  "cancel <uuid>" for the runner running it
  *   queues                  set   every queue name a job was created in (GET /metrics)
  *   postbacks               zset  "<job uuid>/<url index>" -> due time of its next
- *                                 post-back attempt (filled by finish() in _common.lua)
+ *                                 post-back attempt (filled by finish() in lib/finish.lua)
  *   postbacks:lease         zset  deliveries claimed by a ternd -> lease expiry
  *   postbacks:wake          channel  a post-back became due at <ms> (deliverers re-arm)
  *   expiring                zset  finished job uuid -> when its keys are deleted (ms):
- *                                 tick.lua deletes them and takes the job out of jobs and
+ *                                 tick.lua deletes them and takes the job out of
  *                                 jobs:<execution> (the keys have no expiry of their own,
  *                                 but a succeeded job's event stream)
  *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
@@ -61,34 +59,41 @@
  *
  *   field          type        written by                          read by
  *   uuid           text        none since layout 2 (in the key)    view (job_snapshot adds it)
- *   name           text        job_create (job_create.c)           _common, postback_claim, view
+ *   name           text        job_create (job_create.c)           lib/events, postback_claim, view
  *   version        text        job_create (job_create.c)           view
- *   workflow_uuid  text        job_create (job_create.c)           _common, job_claim, job_create,
- *                                                                  runner, view
- *   workflow       JSON        none (jobs before wfdoc:)           _common, job_claim, runner, view
+ *   workflow_uuid  text        job_create (job_create.c)           lib/events, lib/workflows,
+ *                                                                  job_claim, job_create, runner,
+ *                                                                  view
+ *   workflow       JSON        none (jobs before wfdoc:)           lib/events, lib/workflows,
+ *                                                                  job_claim, runner, view
  *   params         JSON        job_create (job_create.c),          job_claim, job_create, job_list,
  *                              job_redrive                         postback_claim, runner, view
  *   target         text        job_create (job_create.c)           job_claim, job_create,
  *                                                                  job_redrive, runner, view
- *   queue          text        job_create (absent: default)        _common, job_cancel, tick, view
- *   execution      text        _common, job_claim, job_create,     _common, job_cancel, job_claim,
- *                              step_commit                         job_create, job_redrive,
- *                                                                  job_resume, postback_claim,
- *                                                                  step_commit, tick, view
- *   created_at     integer ms  job_create                          _common, job_claim, step_commit,
+ *   queue          text        job_create (absent: default)        lib/queues, job_cancel, tick,
  *                                                                  view
+ *   execution      text        lib/finish, lib/queues, job_claim,  lib/events, lib/finish,
+ *                              job_create, step_commit             lib/queues, job_cancel,
+ *                                                                  job_claim, job_create,
+ *                                                                  job_redrive, job_resume,
+ *                                                                  postback_claim, step_commit,
+ *                                                                  tick, view
+ *   created_at     integer ms  job_create                          lib/events, lib/finish,
+ *                                                                  lib/queues, job_claim,
+ *                                                                  step_commit, view
  *   exec_after     integer ms  job_create                          view
- *   started_at     integer ms  job_claim, job_create               _common, job_cancel, job_claim,
- *                                                                  view
- *   started_by     text        job_claim, job_create               _common
- *   finished_at    integer ms  _common; job_redrive deletes        _common, postback_claim, view
+ *   started_at     integer ms  job_claim, job_create               lib/events, job_cancel,
+ *                                                                  job_claim, view
+ *   started_by     text        job_claim, job_create               lib/events
+ *   finished_at    integer ms  lib/finish; job_redrive deletes     lib/events, postback_claim, view
  *   timeout_ms     count (ms)  job_create (job_create.c)           job_claim, view
- *   deadline       integer ms  job_claim, job_create; job_redrive  _common, job_claim, step_commit,
- *                              deletes                             runner
- *   runner         text        _common, job_claim, job_create,     _common, job_claim, step_begin,
- *                              job_redrive, step_begin,            step_commit, tick, view
- *                              step_commit, tick
- *   fence          count       _common, job_claim, job_create,     job_claim, step_begin,
+ *   deadline       integer ms  job_claim, job_create; job_redrive  lib/finish, lib/layout,
+ *                              deletes                             lib/queues, job_claim,
+ *                                                                  step_commit, runner
+ *   runner         text        lib/finish, job_claim, job_create,  lib/finish, job_claim,
+ *                              job_redrive, step_begin,            step_begin, step_commit, tick,
+ *                              step_commit, tick                   view
+ *   fence          count       lib/finish, job_claim, job_create,  job_claim, step_begin,
  *                              tick                                step_commit
  *   phase          count (0-2) job_cancel, job_redrive,            job_cancel, job_claim,
  *                              step_commit                         step_begin, step_commit, tick,
@@ -97,54 +102,62 @@
  *                              step_commit                         step_commit, tick, runner, view
  *   attempt        count       job_cancel, job_redrive,            job_claim, runner, view
  *                              step_commit
- *   polls          count       job_redrive, step_commit            _common, step_commit
+ *   polls          count       job_redrive, step_commit            lib/layout, step_commit
  *   retried        count       tick                                view
- *   error          JSON        _common, step_commit; job_redrive   job_claim, postback_claim,
- *                              deletes                             runner, view
- *   failed_at      text        _common, step_commit; job_redrive   none by name (whole-hash reads)
- *                              deletes
- *   holds          text lines  job_create (job_create.c)           _common, job_claim
- *   step_holds     text lines  step_begin; _common deletes         _common, step_commit
- *   blocked_on     text        _common, step_begin                 _common, step_commit, tick, view
- *   inflight       text        step_begin; _common, job_redrive,   _common, job_claim, step_commit,
- *                              step_commit delete                  tick
- *   cancel         flag        job_cancel; _common, job_redrive    _common, job_cancel, job_claim,
- *                              delete                              step_begin, step_commit, runner,
+ *   error          JSON        lib/finish, step_commit;            job_claim, postback_claim,
+ *                              job_redrive deletes                 runner, view
+ *   failed_at      text        lib/finish, step_commit;            none by name (whole-hash reads)
+ *                              job_redrive deletes
+ *   holds          text lines  job_create (job_create.c)           lib/holds, job_claim
+ *   step_holds     text lines  step_begin; lib/holds deletes       lib/holds, lib/layout,
+ *                                                                  step_commit
+ *   blocked_on     text        lib/holds, step_begin               lib/finish, lib/holds,
+ *                                                                  lib/layout, step_commit, tick,
  *                                                                  view
+ *   inflight       text        step_begin; lib/finish,             lib/finish, lib/layout,
+ *                              job_redrive, step_commit delete     job_claim, step_commit, tick
+ *   cancel         flag        job_cancel; lib/finish,             lib/finish, job_cancel,
+ *                              job_redrive delete                  job_claim, step_begin,
+ *                                                                  step_commit, runner, view
  *   timed_out      flag        tick; job_redrive deletes           job_claim, tick, runner
- *   resume         JSON        job_resume; _common, job_cancel,    _common, job_claim, step_commit,
- *                              job_redrive, step_commit delete     runner
+ *   resume         JSON        job_resume; lib/finish,             lib/finish, lib/layout,
+ *                              job_cancel, job_redrive,            job_claim, step_commit, runner
+ *                              step_commit delete
  *   wait_info      JSON        step_commit; job_cancel,            view
  *                              job_redrive, job_resume delete
  *   requeue_info   JSON        step_commit                         none by name (whole-hash reads)
- *   unique         text        job_create, job_redrive             _common, step_commit
- *   locks          text        job_create                          _common, job_redrive,
+ *   unique         text        job_create, job_redrive             lib/finish, lib/layout,
  *                                                                  step_commit
+ *   locks          text        job_create                          lib/finish, lib/layout,
+ *                                                                  job_redrive, step_commit
  *   locks_size     count       job_create                          job_redrive
  *   has_oncancel   flag        job_create (job_create.c)           job_cancel
- *   post_back_urls JSON        job_create (job_create.c)           _common, postback_claim,
- *                                                                  step_commit, view
- *   pb_attempt:<i> count       postback_done; _common deletes      postback_claim
+ *   post_back_urls JSON        job_create (job_create.c)           lib/finish, lib/layout,
+ *                                                                  postback_claim, step_commit,
+ *                                                                  view
+ *   pb_attempt:<i> count       postback_done; lib/finish deletes   postback_claim
  *   pb_fence:<i>   count       postback_claim                      postback_done
- *   lv             count       job_create                          _common, job_claim, step_commit
- *   xk             flag        _common, job_cancel, job_info_add,  _common, step_commit
- *                              job_redrive, job_resume,
- *                              postback_done, step_commit
- *   es             flag        _common                             _common, job_claim, step_commit
- *   rf             flag        _common, job_cancel, job_claim,     step_commit
- *                              job_create, job_info_add,
- *                              job_redrive, job_resume,
- *                              postback_done, step_begin,
+ *   lv             count       job_create                          none (for a later layout)
+ *   xk             flag        lib/holds, job_cancel,              lib/events, lib/finish,
+ *                              job_info_add, job_redrive,          lib/layout, lib/snapshot,
+ *                              job_resume, postback_done,          step_commit
  *                              step_commit
+ *   es             flag        lib/events                          lib/layout, job_claim,
+ *                                                                  step_commit
+ *   rf             flag        lib/events, lib/holds, job_cancel,  step_commit
+ *                              job_claim, job_create,
+ *                              job_info_add, job_redrive,
+ *                              job_resume, postback_done,
+ *                              step_begin, step_commit
  *
  * Notes on the table above:
- * - Writers and readers are script stems of engine/store/lua/ (a helper of _common counts as
- *   _common); "(job_create.c)": sent by job_create.c, stored by job_create; "runner": runner.c
- *   (job_adopt, from job_claim's answer); "view": job_view.c (GET /jobs and every answer
- *   with a job). A reader of a whole hash (job_get, job_list, job_events_open) is not
- *   listed. tests/unit/test_job_fields_table.c fails on a field the code uses that is not
- *   here, a field here that no code uses, and a script or C file using a field that its
- *   line does not list.
+ * - Writers and readers are script stems of engine/store/lua/, and its libraries as lib/<stem>
+ *   (a helper counts as its library); "(job_create.c)": sent by job_create.c, stored by
+ *   job_create; "runner": runner.c (job_adopt, from job_claim's answer); "view": job_view.c
+ *   (GET /jobs and every answer with a job). A reader of a whole hash (job_get, job_list,
+ *   job_events_open) is not listed. tests/unit/test_job_fields_table.c fails on a field the
+ *   code uses that is not here, a field here that no code uses, and a script or C file using
+ *   a field that its line does not list.
  * - workflow_uuid: its document is wfdoc:<uuid>; jobs stored before that carry it in the
  *   field `workflow`.
  * - started_by: the runner of the first start. holds: job-level, "<capacity> <resource>"
@@ -157,14 +170,16 @@
  * - post_back_urls: JSON array of http(s) URLs given at creation, to be told when the job
  *   ends; pb_attempt:<i> and pb_fence:<i>: attempts made and claims taken of the post-back
  *   to URL i (one field per URL).
- * - lv: layout version (see LAYOUT in lua/_common.lua); from 3 on fence, phase, idx and
- *   attempt are not stored while 0: a missing one reads as 0. locks_size: the size counted
- *   for the job in locks:size (the cap on lock patterns).
+ * - lv: the layout the job was stored in (see LAYOUT in lua/lib/layout.lua). Jobs stored by
+ *   an earlier layout are not read (they must be drained or deleted before an upgrade), so
+ *   no script reads lv: it is written so that a later layout can tell this one's jobs apart.
+ *   fence, phase, idx and attempt are not stored while 0: a missing one reads as 0.
+ *   locks_size: the size counted for the job in locks:size (the cap on lock patterns).
  * - xk: set once the job has a key beyond its hash, res:0 and events: its end then looks
- *   for holds and expires every key (see has_extra_keys in _common.lua). es: set when the
- *   job's own event stream starts: a job of layout 3 or later without it has none (see
- *   stream_seen). rf: set, never cleared, once the job may have one of RARE_FIELDS, so
- *   step_commit asks for those only then (see RARE_FIELDS in _common.lua).
+ *   for holds and expires every key (see has_extra_keys in lib/layout.lua). es: set when
+ *   the job's own event stream starts: a job without it has none (see stream_seen). rf:
+ *   set, never cleared, once the job may have one of RARE_FIELDS, so step_commit asks for
+ *   those only then (see RARE_FIELDS in lib/layout.lua).
  *
  * Every multi-key change is one Lua script (engine/store/lua/), loaded with SCRIPT LOAD on
  * each connect and called with EVALSHA (EVAL when Redis answers NOSCRIPT); creates and

@@ -1,6 +1,7 @@
 /*
  * store_lua.h -- the Lua scripts of engine/store/lua/, embedded at build time by
- * tools/embed_lua.py. Each script's text already includes _common.lua.
+ * tools/embed_lua.py. Each script's text already holds the libraries of lua/lib/ it
+ * includes.
  */
 #ifndef TERN_STORE_LUA_H
 #define TERN_STORE_LUA_H

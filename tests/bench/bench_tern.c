@@ -236,7 +236,7 @@ static void tail_finish(tail_t *t, const char *err)
 
 /* The "finished" events in one entry of the global stream (field "e": one event, "a":
  * an array of them), counted in their text: tern writes each as an object that starts
- * {"type":"finished" (event_finished_text in _common.lua), and the bench's tasks return
+ * {"type":"finished" (event_finished_text in lib/events.lua), and the bench's tasks return
  * {}, so no other text holds it. Parsing every event with jansson (four per 1-step job)
  * was a large part of the submitting process's CPU in the a-bulk scenario, CPU that
  * Redis and ternd, on the same two cores, then lacked. */

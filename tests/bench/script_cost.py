@@ -17,12 +17,19 @@ machine where the times above move from one run to the next (-r 3 shows how much
 
 --direct measures jobs that creates start at once ("Direct start" in docs/WORKFLOWS.md): no claim.
 
+--per-call counts, under callgrind, the instructions within EVALSHA of one call of each
+of the scripts that ternd calls with little to do (a heartbeat's tick, a read of a
+missing job, an event for a job without a stream...): mostly the fixed cost of a call,
+which the helpers a script carries ahead of its body set (each of them is made anew at
+every call). The median of -n counts of 100 calls each.
+
 Usage: tests/bench/script_cost.py [-b BATCH] [-n ROUNDS] [-r REPS] [--lua DIR] [--callgrind]
-                                  [--direct]
+                                  [--direct] [--per-call]
 Prints one JSON line per script and repetition, then the medians.
 """
 import argparse
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -37,7 +44,7 @@ import uuid as uuidlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, 'tools'))
-from embed_lua import script_source  # noqa: E402
+import embed_lua  # noqa: E402
 
 SCRIPTS = ('job_create', 'job_claim', 'step_commit')
 
@@ -114,14 +121,17 @@ def callgrind_instructions(pid, out_file):
 
 
 @contextlib.contextmanager
-def private_redis(prefix, callgrind=False):
+def private_redis(prefix, callgrind=False, within=None):
     """A redis-server of its own (append-only, fsync every second, a free loopback
-    port, a temporary directory), under callgrind if asked: yields (process, client,
-    directory, callgrind's output file), and stops it (by its PID) and removes the
-    directory afterwards."""
+    port, a temporary directory), under callgrind if asked (counting only within the
+    function `within` of Redis, when given): yields (process, client, directory,
+    callgrind's output file), and stops it (by its PID) and removes the directory
+    afterwards."""
     port, tmp = free_port(), tempfile.mkdtemp(prefix=prefix)
     cg_out = os.path.join(tmp, 'callgrind.out')
     wrap = ['valgrind', '--tool=callgrind', '--callgrind-out-file=' + cg_out] if callgrind else []
+    if within:
+        wrap += ['--collect-atstart=no', '--toggle-collect=' + within]
     proc = subprocess.Popen(wrap + ['redis-server', '--bind', '127.0.0.1', '--port', str(port),
                                     '--dir', tmp, '--appendonly', 'yes', '--appendfsync',
                                     'everysec', '--save', '', '--logfile',
@@ -150,22 +160,71 @@ def one_rep(lua_dir, batch, rounds, callgrind=False, direct=False):
         return measure(proc, r, cg_out, lua_dir, batch, rounds, callgrind, direct)
 
 
+def load_scripts(r, lua_dir, names):
+    """SCRIPT LOADs the scripts `names` of lua_dir as tools/embed_lua.py builds them;
+    returns their SHA1s by name."""
+    paths = glob.glob(os.path.join(lua_dir, '*.lua')) + glob.glob(os.path.join(lua_dir, 'lib',
+                                                                               '*.lua'))
+    sources = dict(embed_lua.build(paths))
+    return {name: r.cmd('SCRIPT', 'LOAD', sources[name]) for name in names}
+
+
+# Stream caps, retention (7 days), how long a success keeps its stream (60 s): the
+# arguments every script call starts with.
+COMMON_ARGS = ['1000', '100000', str(7 * 86400000), '60000']
+
+# Calls with little to do, as ternd makes them (see --per-call): script, its arguments.
+MISSING = '00000000-0000-4000-8000-000000000000'
+CHEAP_CALLS = (
+    ('tick', ['runner-1', '30000', '{"in_flight":0}', '1']),
+    ('job_get', [MISSING]),
+    ('job_info_get', [MISSING]),
+    ('event_add', [MISSING, '{"type":"progress","job":"%s"}' % MISSING]),
+    ('workflow_get', ['no-such-workflow']),
+    ('runners_read', []),
+    ('postback_claim', ['0', '30000']),
+    ('job_stats', ['queued']),
+    ('job_list', ['', '10', '', '', '0', '1000', '1048576']),
+)
+
+
+# Calls counted together: Lua's garbage collector works in cycles, paid by the calls
+# that allocate while one runs, and a cycle spans tens of calls when the scripts are
+# large: a count of fewer calls has it or not (ten calls of a script carrying every
+# helper counted a fifth fewer instructions than a hundred).
+CALLS_PER_COUNT = 100
+
+
+def per_call(lua_dir, counts):
+    """Instructions Redis executes within EVALSHA (the script, its commands, its answer;
+    not the append-only file, the socket or Redis's timers, which move with the time a
+    call takes under valgrind) for one call of each of CHEAP_CALLS: the median of
+    `counts` counts of CALLS_PER_COUNT calls each, after one that is not counted."""
+    with private_redis('tern-script-cost.', True, 'evalShaCommand') as (proc, r, tmp, cg_out):
+        sha = load_scripts(r, lua_dir, [name for name, _ in CHEAP_CALLS])
+        out = {}
+        for name, args in CHEAP_CALLS:
+            per = []
+            for i in range(counts + 1):
+                for _ in range(CALLS_PER_COUNT):
+                    r.cmd('EVALSHA', sha[name], 0, *COMMON_ARGS, *args)
+                n = callgrind_instructions(proc.pid, cg_out)
+                if i >= 1:
+                    per.append(n / CALLS_PER_COUNT)
+            out[name] = statistics.median(per)
+        return out
+
+
 def measure(proc, r, cg_out, lua_dir, batch, rounds, callgrind, direct):
     """The costs of one repetition against Redis `proc` (client `r`)."""
-    with open(os.path.join(lua_dir, '_common.lua'), encoding='utf-8') as f:
-        common = f.read()
-    sha = {}
-    for name in SCRIPTS:
-        with open(os.path.join(lua_dir, name + '.lua'), encoding='utf-8') as f:
-            sha[name] = r.cmd('SCRIPT', 'LOAD', script_source(common, f.read()))
+    sha = load_scripts(r, lua_dir, SCRIPTS)
     # A stored workflow version, as workflow_put.lua leaves it.
     wf = str(uuidlib.uuid4())
     doc = json.dumps({'name': 'bench-noop-1', 'version': '1.0.0', 'uuid': wf,
                       'chain': [{'name': 'n', 'task': 'core.noop'}]})
     r.cmd('HSET', 'tern:wf:' + wf, 'doc', doc, 'name', 'bench-noop-1', 'version', '1.0.0')
     r.cmd('SET', 'tern:wfdoc:' + wf, doc)
-    # Stream caps, retention (7 days), how long a success keeps its stream (60 s).
-    common_args = ['1000', '100000', str(7 * 86400000), '60000']
+    common_args = COMMON_ARGS
     spent = dict.fromkeys(SCRIPTS, 0)
 
     def call(name, *args):
@@ -251,14 +310,21 @@ def main():
     ap.add_argument('-b', type=int, default=76, help='jobs per call (76: the suite\'s mean)')
     ap.add_argument('-n', type=int, default=100, help='rounds per repetition')
     ap.add_argument('-r', type=int, default=3, help='repetitions')
-    ap.add_argument('--lua', default=os.path.join(ROOT, 'engine', 'lua'))
+    ap.add_argument('--lua', default=os.path.join(ROOT, 'engine', 'store', 'lua'))
     ap.add_argument('--direct', action='store_true',
                     help='creates start their jobs at once (direct start): no claim')
     ap.add_argument('--callgrind', action='store_true',
                     help='count Redis\'s instructions per job (valgrind; -n 20 is plenty)')
+    ap.add_argument('--per-call', action='store_true',
+                    help='count the instructions of one call of scripts with little to do '
+                    '(valgrind; the median of -n counts of 100 calls)')
     a = ap.parse_args()
     if not (1 <= a.b <= 128 and 1 <= a.n <= 10000 and 1 <= a.r <= 20):
         ap.error('expected -b 1..128, -n 1..10000, -r 1..20')
+    if a.per_call:
+        for name, n in per_call(a.lua, a.n).items():
+            print('%-14s %9.0f instructions per call' % (name, n))
+        return
     if a.callgrind:
         cost = one_rep(a.lua, a.b, a.n, callgrind=True, direct=a.direct)
         for name in SCRIPTS:

@@ -169,7 +169,7 @@ static bool wait_keys_gone(const char *uuid, unsigned ms)
     return false;
 }
 
-/* Polls until the job left tern:jobs and tern:jobs:<execution> (a runner's heartbeat
+/* Polls until the job left tern:jobs:<execution> and tern:expiring (a runner's heartbeat
  * cleans the indexes); returns whether it did within `ms`. */
 static bool wait_unindexed(const char *uuid, const char *execution, unsigned ms)
 {

@@ -420,10 +420,10 @@ static void test_holds_released_on_failure_and_cancel(void **state)
 
 /* A step's hold is released by the step's commit, which reads the job's rare fields
  * (step_holds) only when its field rf says it may have them: the first job is not
- * watched, so nothing but its step's begin writes rf. `stored_before_rf`: the job is
- * made to look as layout 3 left it (no rf), and the commit must read them still. */
-static void step_hold_covers_only_its_step(bool stored_before_rf)
+ * watched, so nothing but its step's begin writes rf. */
+static void test_step_hold_covers_only_its_step(void **state)
 {
+    (void)state;
     put(itest_fmt("{\"name\": \"disk-op\", \"chain\": ["
                   "{\"name\": \"copy\", \"task\": \"itest.record\", \"holds\": "
                   "[\"disk:${params.d}\"], \"args\": {\"file\": \"%s\", \"ms\": 400}}, "
@@ -435,11 +435,6 @@ static void step_hold_covers_only_its_step(bool stored_before_rf)
     char key[64];
     snprintf(key, sizeof key, "%s/0/0", first);
     wait_side_start(key);
-    /* (Nothing may write to the first job until its step commits: it is not watched.) */
-    if (stored_before_rf) {
-        assert_int_equal(itest_redis_int(&W.redis, "HDEL tern:job:%s rf", first), 1);
-        assert_int_equal(itest_redis_int(&W.redis, "HSET tern:job:%s lv 3", first), 0);
-    }
     create("disk-op", "{\"d\": \"d1\"}", second);
     json_t *j1 = finished_unwatched(first);
     json_t *j2 = finished(second);
@@ -469,18 +464,6 @@ static void step_hold_covers_only_its_step(bool stored_before_rf)
     json_decref(e2);
     json_decref(j1);
     json_decref(j2);
-}
-
-static void test_step_hold_covers_only_its_step(void **state)
-{
-    (void)state;
-    step_hold_covers_only_its_step(false);
-}
-
-static void test_step_hold_released_for_a_job_of_layout_3(void **state)
-{
-    (void)state;
-    step_hold_covers_only_its_step(true);
 }
 
 /* ---- 5. named queues --------------------------------------------------------------- */
@@ -902,7 +885,6 @@ int main(void)
         cmocka_unit_test_teardown(test_capacity_is_counted_and_fifo, test_teardown),
         cmocka_unit_test_teardown(test_holds_released_on_failure_and_cancel, test_teardown),
         cmocka_unit_test_teardown(test_step_hold_covers_only_its_step, test_teardown),
-        cmocka_unit_test_teardown(test_step_hold_released_for_a_job_of_layout_3, test_teardown),
         cmocka_unit_test_teardown(test_named_queue_needs_its_runner, test_teardown),
         cmocka_unit_test_teardown(test_exec_after_on_time_without_heartbeat, test_teardown),
         cmocka_unit_test_teardown(test_event_streams, test_teardown),

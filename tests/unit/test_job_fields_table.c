@@ -34,9 +34,10 @@
  * the rules are kept precise rather than complete, so that no word is taken for a field.
  *
  * The columns: each place the rules find a field written (read) must be listed in the
- * field's "written by" ("read by") column: a script by its stem (a table or helper of
- * _common.lua counts as _common, even where another script unpacks it), job_view.c as
- * "view", runner.c as "runner", another C file by its name. The columns may list more
+ * field's "written by" ("read by") column: a script by its stem, a library of
+ * engine/store/lua/lib/ as lib/<stem> (a table or helper of a library counts as that
+ * library, even where a script unpacks it), job_view.c as "view", runner.c as "runner",
+ * another C file by its name. The columns may list more
  * (readers the rules cannot see, such as step_commit's reads through RARE_FIELDS).
  */
 #include <stdarg.h>
@@ -538,9 +539,11 @@ static bool ends_with(const char *s, const char *tail)
     return a >= b && strcmp(s + a - b, tail) == 0;
 }
 
-/* Scans every .lua file in dir (not below), every .c file in dir and below. */
+/* Scans every .lua file in dir and its lib/ (a library of lib/ as "lib/<stem>"), every .c
+ * file in dir and below. */
 static void scan_dir(const char *dir, bool lua, uses_t *u, size_t *nfiles)
 {
+    bool in_lib = lua && ends_with(dir, "/lib");
     DIR *d = opendir(dir);
     assert_non_null(d);
     struct dirent *e;
@@ -553,10 +556,13 @@ static void scan_dir(const char *dir, bool lua, uses_t *u, size_t *nfiles)
             char *text = read_text(path);
             assert_non_null(text);
             char stem[64];
-            snprintf(stem, sizeof stem, "%.*s", (int)(strlen(e->d_name) - 4), e->d_name);
+            snprintf(stem, sizeof stem, "%s%.*s", in_lib ? "lib/" : "",
+                     (int)(strlen(e->d_name) - 4), e->d_name);
             lua_scan(text, stem, u);
             free(text);
             (*nfiles)++;
+        } else if (lua && !in_lib && e->d_type == DT_DIR && strcmp(e->d_name, "lib") == 0) {
+            scan_dir(path, true, u, nfiles);
         } else if (!lua && ends_with(e->d_name, ".c")) {
             char *text = read_text(path);
             assert_non_null(text);

@@ -1,3 +1,4 @@
+-- include: prelude events
 -- event_add.lua: appends an event C built that the job's record does not tell (a
 -- task's progress) to the job's stream, started if need be, and to the global one.
 -- ARGV: 3 uuid, 4 event JSON

@@ -1,3 +1,4 @@
+-- include: prelude layout queues events holds finish
 -- job_cancel.lua: an operator cancels a job.
 -- A queued job that never started is removed atomically and ends `canceled`. A job
 -- that started and has an oncancel chain, but that no runner holds (waiting, delayed,
@@ -31,9 +32,9 @@ end
 local queue = redis.call('HGET', k, 'queue') or DEFAULT_QUEUE
 redis.call('LREM', qkey(queue), 0, uuid)
 redis.call('ZREM', P .. 'delayed', uuid)
-if f[2] and f[3] == '1' and f[4] ~= '2' then
+if f[2] and f[3] == '1' and f[4] ~= WF_ONCANCEL_TEXT then
     leave_step_holds(uuid, now)
-    redis.call('HSET', k, 'phase', 2, 'idx', 0, 'attempt', 0, 'cancel', '1')
+    redis.call('HSET', k, 'phase', WF_ONCANCEL, 'idx', 0, 'attempt', 0, 'cancel', '1')
     redis.call('HDEL', k, 'resume', 'wait_info')
     set_execution(uuid, 'queued')
     event(uuid, {type = 'cancel_requested'}, now)

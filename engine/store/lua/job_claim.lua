@@ -1,3 +1,4 @@
+-- include: prelude gather layout queues events holds finish workflows
 -- gathered (see run_gathered). job_claim.lua: starts jobs on a runner. Jobs named
 -- explicitly are already in the runner's list (moved there by BLMOVE, or found there
 -- after a lost reply); up to `more` further jobs are moved from the queue here. Each
@@ -45,7 +46,7 @@ for _, uuid in ipairs(candidates) do
     -- The job read once; the reply carries the fields the runner reads, as the claim
     -- leaves them (see below).
     local f = hash_fields(redis.call('HGETALL', k))
-    stream_seen(uuid, f.es, f.lv)
+    stream_seen(uuid, f.es)
     local ex = f.execution
     local adopt = explicit[uuid] and ex == 'running' and f.runner == runner
     if adopt then
@@ -71,7 +72,7 @@ for _, uuid in ipairs(candidates) do
         local set = {'fence', fence, 'runner', runner, 'execution', 'running'}
         if not f.started_at then
             -- started_by: the runner of the first start, for the "running" event the
-            -- record tells (see STREAMS in _common.lua).
+            -- record tells (see STREAMS in lib/events.lua).
             set[#set + 1] = 'started_at'
             set[#set + 1] = now_text()
             set[#set + 1] = 'started_by'

@@ -1,3 +1,4 @@
+-- include: prelude batch gather layout queues events locks workflows snapshot
 -- batched (see run_batch): stores new jobs and queues them (or schedules them for
 -- exec_after). Each item:
 -- ARGV: 3 workflow reference (uuid, name@version or name), 4 the workflow uuid the
@@ -111,10 +112,9 @@ local start = runner ~= '' and exec_after <= now and not holds and not QUEUED_IN
 if start and redis.call('LLEN', qkey(queue)) > 0 then
     start = false
 end
--- lv: this layout (4: shared document, xk, es and rf; see has_extra_keys, stream_seen
--- and RARE_FIELDS). fence, phase, idx and attempt are 0 until set (see cursor_text), and
--- a job of the default queue stores no queue (see DEFAULT_QUEUE): 1 % of Redis's
--- instructions for a 1-step job.
+-- lv: this layout (see LAYOUT). fence, phase, idx and attempt are 0 until set (see
+-- cursor_text), and a job of the default queue stores no queue (see DEFAULT_QUEUE): 1 %
+-- of Redis's instructions for a 1-step job.
 local fields = {'created_at', now_text(), 'execution', start and 'running' or 'queued', 'lv',
                 LAYOUT_TEXT}
 if queue ~= DEFAULT_QUEUE then

@@ -1,3 +1,4 @@
+-- include: prelude snapshot
 -- job_get.lua: one consistent snapshot of a job.
 -- ARGV: 3 uuid
 -- Returns {} when missing, else {fields (HGETALL), chain results, onerror results,

@@ -1,3 +1,4 @@
+-- include: prelude events retention
 -- job_info_add.lua: appends an entry to a job's info list (node-workflow's
 -- POST /jobs/:uuid/info: progress that outside programs publish about a job) and
 -- tells the job's watchers with an event. The list is append-only and bounded.

@@ -1,3 +1,4 @@
+-- include: prelude
 -- job_info_get.lua: a job's info list (GET /jobs/:uuid/info), oldest entry first.
 -- ARGV: 3 uuid
 -- Returns {'OK', {entry JSON, ...}} | {'NOTFOUND'}

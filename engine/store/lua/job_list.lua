@@ -1,6 +1,7 @@
+-- include: prelude listing snapshot
 -- job_list.lua: one page of jobs, newest first by creation time, with each job's
 -- snapshot, in one round trip. Paging, the marker and the examination budget are
--- list_page's (_common.lua). Filters compare a job's params (node-workflow's
+-- list_page's (lib/listing.lua). Filters compare a job's params (node-workflow's
 -- GET /jobs?key=value): a string must be equal, a number or boolean must print equal.
 -- Matching jobs up to `offset` are skipped before any is listed. A page also ends
 -- once the jobs on it pass `max_bytes` (the lengths of their stored strings, about the

@@ -1,3 +1,4 @@
+-- include: prelude layout queues events locks retention
 -- job_redrive.lua: puts a failed or canceled job back in its queue at a chain step,
 -- keeping the results of the steps before it; optionally with corrected params.
 -- ARGV: 3 uuid, 4 chain index to start at, 5 new params JSON ('' unchanged),
@@ -55,7 +56,7 @@ else
     redis.call('LTRIM', k .. ':res:0', 0, idx - 1)
 end
 redis.call('DEL', k .. ':res:1', k .. ':res:2')
-redis.call('HSET', k, 'phase', 0, 'idx', idx, 'attempt', 0, 'polls', 0, 'rf', '1')
+redis.call('HSET', k, 'phase', WF_CHAIN, 'idx', idx, 'attempt', 0, 'polls', 0, 'rf', '1')
 redis.call('HDEL', k, 'error', 'failed_at', 'timed_out', 'deadline', 'cancel', 'resume',
            'wait_info', 'finished_at', 'runner', 'inflight', 'unique')
 if params ~= '' then

@@ -1,3 +1,4 @@
+-- include: prelude queues events
 -- job_resume.lua: releases a `waiting` job. The outcome ({"result": ...} or
 -- {"error": {"code", "message"}}) is kept on the job and becomes the waiting step's
 -- outcome when a runner picks the job up again.

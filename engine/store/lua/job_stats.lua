@@ -1,3 +1,4 @@
+-- include: prelude
 -- job_stats.lua: node-workflow's GET /stats, counted from the per-execution indexes
 -- (scored by creation time) with ZCOUNT, so the cost does not grow with the number of
 -- jobs. The periods are node-workflow's and do not overlap: `current` counts jobs

@@ -1,3 +1,4 @@
+-- include: prelude
 -- metrics_read.lua: the gauges of GET /metrics, read in one round trip.
 -- Queue names come from tern:queues (every queue a job was ever created in) and from
 -- the queues live runners announce in their info, so a queue nobody serves shows its

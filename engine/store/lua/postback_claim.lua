@@ -1,3 +1,4 @@
+-- include: prelude
 -- postback_claim.lua: claims due post-back deliveries for the calling process.
 -- A delivery is "<job uuid>/<url index>". Waiting deliveries sit in tern:postbacks by
 -- due time; claiming moves one to tern:postbacks:lease by lease expiry and bumps its

@@ -1,3 +1,4 @@
+-- include: prelude retention
 -- postback_done.lua: records one post-back attempt on the job and decides what
 -- follows: delivered, retried at now + delay, given up, or released unattempted (a
 -- process shutting down gives its claims back).

@@ -1,3 +1,4 @@
+-- include: prelude
 -- runners_read.lua: the runners that hold a lease (GET /runners), with what each
 -- last reported, in one round trip. A runner whose lease expired stays listed (not
 -- alive) until another runner reaps its jobs.

@@ -1,3 +1,4 @@
+-- include: prelude gather layout queues events holds
 -- step_begin.lua: called before a step that holds resources or is not idempotent.
 -- Takes the step's holds in order (or parks the job off the runner until they are
 -- granted) and, for an irreversible step, marks it in flight, so that a runner death
@@ -12,7 +13,7 @@ local cur = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'cancel')
 if cur[1] ~= runner or cur[2] ~= fence or cursor_text(cur[3], cur[4]) ~= ARGV[6] .. ':' .. ARGV[7] then
     return {'STALE', 'owned by ' .. tostring(cur[1]) .. ' fence ' .. tostring(cur[2])}
 end
-if cur[5] == '1' and ARGV[6] ~= '2' then
+if cur[5] == '1' and ARGV[6] ~= WF_ONCANCEL_TEXT then
     return {'CANCEL'}
 end
 local now = now_ms()

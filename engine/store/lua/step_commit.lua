@@ -1,3 +1,4 @@
+-- include: prelude batch gather layout queues events holds finish
 -- batched (see run_batch): step_commit.lua commits attempts' outcomes and what each
 -- job does next, one item per job, in one round trip: the result entry, the job's
 -- state changes, the new cursor or the end of the job, the release of the step's
@@ -24,10 +25,10 @@ local k = jkey(uuid)
 -- Every field this commit reads (FINISH_FIELDS for finish()): the ones every job has,
 -- then RARE_FIELDS when the job may have them.
 local c = redis.call('HMGET', k, 'runner', 'fence', 'phase', 'idx', 'execution', 'cancel',
-                     'created_at', 'lv', 'rf')
+                     'created_at', 'rf')
 local cur = {runner = c[1], fence = c[2], phase = c[3], idx = c[4], execution = c[5],
-             cancel = c[6], created_at = c[7], lv = c[8], rf = c[9]}
-if may_have_rare_fields(cur.rf, cur.lv) then
+             cancel = c[6], created_at = c[7], rf = c[8]}
+if may_have_rare_fields(cur.rf) then
     local r = redis.call('HMGET', k, unpack(RARE_FIELDS))
     for i, name in ipairs(RARE_FIELDS) do
         cur[name] = r[i]
@@ -36,7 +37,7 @@ end
 if not cur.execution then
     return {'STALE', 'job deleted'}
 end
-stream_seen(uuid, cur.es, cur.lv)
+stream_seen(uuid, cur.es)
 if cur.runner ~= runner or cur.fence ~= fence then
     if cur.fence == fence and cur.execution ~= 'running' then
         return {'DUP'} -- this very fence ended the job already (a retried finish/wait)
@@ -54,7 +55,7 @@ local now = now_ms()
 -- is never parked with the job: instead of waiting or sitting in the delayed set, it
 -- goes to the head of its queue, and the claim that takes it runs oncancel. (During
 -- oncancel the flag stays set and asks for nothing more.)
-local canceling = cur.cancel == '1' and phase ~= '2'
+local canceling = cur.cancel == '1' and phase ~= WF_ONCANCEL_TEXT
 -- The job's own fields this commit sets, written in one call at the end.
 local set = {}
 local function put(name, value)
@@ -75,7 +76,7 @@ local function become(execution)
 end
 if ARGV[9] ~= '' then
     redis.call('RPUSH', k .. ':res:' .. phase, ARGV[9])
-    if phase ~= '0' then
+    if phase ~= WF_CHAIN_TEXT then
         put('xk', '1') -- res:1 or res:2 exists now
     end
 end

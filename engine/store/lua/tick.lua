@@ -1,3 +1,4 @@
+-- include: prelude gather layout queues events holds retention finish
 -- tick.lua: a runner's periodic work, one round trip: renew its lease, re-queue the
 -- jobs of runners whose lease expired, promote delayed jobs that are due, and hand
 -- jobs whose workflow timeout passed while no runner held them back to a runner, and
@@ -119,7 +120,6 @@ if #expired > 0 then
     for e, list in pairs(by_execution) do
         redis.call('ZREM', P .. 'jobs:' .. e, unpack(list))
     end
-    redis.call('ZREM', P .. 'jobs', unpack(expired)) -- the index of every job, before lv 3
     redis.call('ZREM', P .. 'expiring', unpack(expired))
 end
 

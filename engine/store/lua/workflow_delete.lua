@@ -1,3 +1,4 @@
+-- include: prelude
 -- workflow_delete.lua: removes one workflow version (node-workflow's DELETE
 -- /workflows/:uuid). Jobs keep the frozen copy they were created with, so nothing
 -- else changes; when the version was its name's latest, the latest becomes the most

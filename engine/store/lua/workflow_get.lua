@@ -1,3 +1,4 @@
+-- include: prelude workflows
 -- workflow_get.lua: a workflow by uuid, by "name@version", or by name (the version
 -- stored last).
 -- ARGV: 3 uuid, name@version or name

@@ -1,6 +1,7 @@
+-- include: prelude listing
 -- workflow_list.lua: one page of workflow versions, newest first by the time they were
 -- stored, with their documents, in one round trip. Paging, the marker and the
--- examination budget are list_page's (_common.lua); the filters are the workflow's
+-- examination budget are list_page's (lib/listing.lua); the filters are the workflow's
 -- name and version.
 -- ARGV: 3 limit, 4 marker time ('' first page), 5 marker uuid, 6 budget,
 --       7 name ('' any), 8 version ('' any)

@@ -1,3 +1,4 @@
+-- include: prelude
 -- workflow_put.lua: stores a workflow version. A name and version already stored
 -- with the same definition is kept as it is (loading a directory twice is harmless);
 -- with a different definition it is refused: versions are immutable, so jobs and

@@ -1,0 +1,4 @@
+-- include: b
+local function a_value()
+    return b_value()
+end

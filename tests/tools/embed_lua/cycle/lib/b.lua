@@ -1,0 +1,4 @@
+-- include: c
+local function b_value()
+    return c_value()
+end

@@ -1,0 +1,4 @@
+-- include: a
+local function c_value()
+    return 1
+end

@@ -1,0 +1,4 @@
+-- include:
+local BASE = 10
+local function shift_common_args()
+end

@@ -1,0 +1,4 @@
+-- include: base
+local function left_value()
+    return BASE + 1
+end

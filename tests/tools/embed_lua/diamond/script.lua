@@ -1,0 +1,2 @@
+-- include: top
+return top_value()

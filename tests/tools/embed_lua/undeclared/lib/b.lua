@@ -1,0 +1,4 @@
+-- include:
+local function b_value()
+    return 2
+end

@@ -1,0 +1,2 @@
+-- include: a b
+return a_value()

@@ -1,0 +1,4 @@
+-- include: missing
+local function a_value()
+    return 1
+end

@@ -1,0 +1,2 @@
+-- include: a
+return a_value()

@@ -1,0 +1,4 @@
+-- include:
+local function a_value()
+    return 1
+end

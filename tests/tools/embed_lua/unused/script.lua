@@ -1,0 +1,2 @@
+-- include:
+return 1
