@@ -258,7 +258,10 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
     }
     /* A new job is shown from what was sent; the same create repeated gets the job as
      * it is now. */
-    const redisReply *now_r = store_reply_at(reply, 1), *snapshot = store_reply_at(reply, 2);
+    bool run = store_reply_is(kind, "RUN");
+    const redisReply *now_r = store_reply_at(reply, 1);
+    const redisReply *snapshot = run ? NULL : store_reply_at(reply, 2);
+    const redisReply *started_r = run ? store_reply_at(reply, 2) : NULL;
     bool shown = false;
     /* A 1-step job's view is about 800 bytes: a first size that malloc serves from its
      * per-thread cache (up to 1 KiB); the text grows for bigger jobs. */
@@ -275,7 +278,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         }
     } else if (now_r != NULL && op->wfr != NULL && op->wfr->wf != NULL) {
         long long now = store_reply_int(now_r, 0);
-        bool started = store_reply_is(kind, "RUN") && op->direct;
+        bool started = run && op->direct;
         store_args_push(&op->fields, "created_at");
         store_args_push_u64(&op->fields, (uint64_t)now);
         if (op->exec_after_ms > (uint64_t)now) {
@@ -288,17 +291,16 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
         job_view_new_text(&op->fields, now, op->wfr->view, &op->view);
         shown = true;
         if (started) {
-            /* The runner runs it from its fields as job_create.lua started it. */
+            /* The runner runs it from its fields as job_create.lua started it: what the
+             * start wrote comes back with the answer (start_fields in lib/queues.lua),
+             * so it is stated in one place. */
             replace_field(&op->fields, "execution", "running");
-            const char *id = op->ops->local.id;
-            const char *more[] = {"fence", "1", "runner", id, "started_by", id};
-            for (size_t i = 0; i < TERN_ARRAY_SIZE(more); i++)
-                store_args_push(&op->fields, more[i]);
-            store_args_push(&op->fields, "started_at");
-            store_args_push_u64(&op->fields, (uint64_t)now);
-            if (op->wfr->wf->timeout_ms > 0) {
-                store_args_push(&op->fields, "deadline");
-                store_args_push_u64(&op->fields, (uint64_t)now + op->wfr->wf->timeout_ms);
+            size_t n =
+                started_r != NULL && started_r->type == REDIS_REPLY_ARRAY ? started_r->elements : 0;
+            for (size_t i = 0; i < n; i++) {
+                const redisReply *e = started_r->element[i];
+                if (e->type == REDIS_REPLY_STRING)
+                    store_args_pushb(&op->fields, e->str, e->len);
             }
             op->direct = false;
             op->ops->local.start(op->ops->local.data, op->uuid, &op->fields, op->wfr->version->doc,

@@ -34,8 +34,8 @@ if taken then
     end
 end
 -- The fields of a job that runner.c's job_adopt reads. Answering with these only, not
--- the whole hash, spares Redis about 20 answer elements per job (4 % of its work for a
--- 1-step job).
+-- the whole hash, spares Redis about 20 answer elements per job
+-- (tests/bench/script_cost.py --callgrind).
 local RUNNER_FIELDS = {'workflow', 'params', 'target', 'phase', 'idx', 'attempt', 'error',
                        'resume', 'cancel', 'timed_out', 'deadline'}
 local out = {}
@@ -69,22 +69,11 @@ for _, uuid in ipairs(candidates) do
         -- Taking holds writes to the job (xk): it is read again after the claim's write.
         local reread = f.holds and f.holds ~= '' and f.cancel ~= '1' and f.timed_out ~= '1'
         local fence = tostring((tonumber(f.fence) or 0) + 1)
-        local set = {'fence', fence, 'runner', runner, 'execution', 'running'}
-        if not f.started_at then
-            -- started_by: the runner of the first start, for the "running" event the
-            -- record tells (see STREAMS in lib/events.lua).
-            set[#set + 1] = 'started_at'
-            set[#set + 1] = now_text()
-            set[#set + 1] = 'started_by'
-            set[#set + 1] = runner
-        end
-        local tmo = tonumber(f.timeout_ms or '0')
-        if tmo > 0 and not f.deadline then
-            set[#set + 1] = 'deadline'
-            set[#set + 1] = string.format('%d', now + tmo)
+        local set = {'execution', 'running'}
+        if start_fields(set, uuid, runner, fence, not f.started_at, tonumber(f.timeout_ms or '0'),
+                        f.deadline, now) then
             set[#set + 1] = 'rf' -- see RARE_FIELDS
             set[#set + 1] = '1'
-            redis.call('ZADD', P .. 'deadlines', now + tmo, uuid)
         end
         redis.call('HSET', k, unpack(set))
         -- The job as the claim leaves it (f stays as it was read: see below).
@@ -131,7 +120,7 @@ for _, uuid in ipairs(candidates) do
         end
         if not f.started_at then
             -- It never ran: no results and no state yet (false, not empty tables, which
-            -- Redis turns into answers field by field: 2 % of its work for a 1-step job).
+            -- Redis turns into answers field by field: tests/bench/script_cost.py).
             out[#out + 1] = {uuid, tonumber(fence), fields, false, false, false, false, now, doc,
                              wf_uuid}
         else

@@ -11,8 +11,9 @@
 --       given by a client may be a create repeated), 14 the instructions of the
 --       compiled locks (0 none), 15 the cap on the instructions of all unfinished jobs'
 --       locks (max_lock_instructions), 16.. field/value pairs stored as they are.
--- Answers {'OK', created_at} for a new job, {'RUN', created_at} for a new job started at
---         once on the runner of ARGV 12 (fence 1), {'OK', now, snapshot (see
+-- Answers {'OK', created_at} for a new job, {'RUN', created_at, the fields its start
+--         wrote (start_fields)} for a new job started at once on the runner of ARGV 12
+--         (fence 1), {'OK', now, snapshot (see
 --         job_snapshot)} for the same create repeated
 --       | {'WF', uuid, document} (the reference names this workflow, not the one the
 --         caller parsed: parse it and send again) | {'NOWF'} (no such workflow)
@@ -56,7 +57,8 @@ if actual ~= wf_uuid then
     return {'WF', actual, doc}
 end
 local k = jkey(uuid)
--- (An EXISTS per create cost 2 % of Redis's instructions for a 1-step job.)
+-- (An EXISTS per every create showed in Redis's instructions per job:
+-- tests/bench/script_cost.py --callgrind.)
 if not made_here and redis.call('EXISTS', k) == 1 then
     -- The same create again (a client retrying after a lost answer): the same
     -- workflow, params and target get the job as it is now; anything else is refused.
@@ -113,8 +115,9 @@ if start and redis.call('LLEN', qkey(queue)) > 0 then
     start = false
 end
 -- lv: this layout (see LAYOUT). fence, phase, idx and attempt are 0 until set (see
--- cursor_text), and a job of the default queue stores no queue (see DEFAULT_QUEUE): 1 %
--- of Redis's instructions for a 1-step job.
+-- cursor_text), and a job of the default queue stores no queue (see DEFAULT_QUEUE):
+-- fields never written cost nothing to store or read (tests/bench/script_cost.py
+-- --callgrind).
 local fields = {'created_at', now_text(), 'execution', start and 'running' or 'queued', 'lv',
                 LAYOUT_TEXT}
 if queue ~= DEFAULT_QUEUE then
@@ -124,17 +127,12 @@ end
 for i = 16, #ARGV do
     fields[#fields + 1] = ARGV[i]
 end
+-- What the start wrote, for the caller to apply to the fields it keeps.
+local started = {}
 if start then
-    -- What job_claim.lua writes when it starts a job (started_by: see STREAMS).
-    for _, v in ipairs({'fence', '1', 'runner', runner, 'started_at', now_text(), 'started_by',
-                        runner}) do
-        fields[#fields + 1] = v
-    end
-    if timeout_ms and timeout_ms > 0 then
-        rare = true
-        fields[#fields + 1] = 'deadline'
-        fields[#fields + 1] = string.format('%d', now + timeout_ms)
-        redis.call('ZADD', P .. 'deadlines', now + timeout_ms, uuid)
+    rare = start_fields(started, uuid, runner, '1', true, timeout_ms or 0, false, now) or rare
+    for i = 1, #started do
+        fields[#fields + 1] = started[i]
     end
 end
 if unique ~= '' then
@@ -172,13 +170,13 @@ if start then
     -- At the head of the runner's list, as a claim leaves it (see runner_list_rem).
     tail_push(P .. 'r:' .. runner .. ':jobs', uuid)
     event_told(uuid, event_running_text(uuid, runner, '1', now))
-    return {'RUN', now}
+    return {'RUN', now, started}
 elseif exec_after > now then
     delay(uuid, exec_after)
 else
     QUEUED_IN_CALL[queue] = true
     tail_push(qkey(queue), uuid)
 end
--- The caller shows the new job from what it sent (job_view_new_text): answering with it cost
--- Redis 7 % of its work for a 1-step job.
+-- The caller shows the new job from what it sent (job_view_new_text): answering with it
+-- was the largest part of this script's answer in tests/bench/script_cost.py --callgrind.
 return {'OK', now}

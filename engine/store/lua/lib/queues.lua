@@ -52,3 +52,28 @@ local function rearm_deadline(uuid)
         redis.call('ZADD', P .. 'deadlines', d, uuid)
     end
 end
+
+-- What a job's start writes, appended to `out` (a flat HSET list): the one statement of
+-- it for both ways a job starts, a claim (job_claim.lua) and a create that starts the
+-- job at once on the runner that made it (job_create.lua, whose caller applies the
+-- same list to the fields it keeps). first: the job never ran, so started_at and
+-- started_by (the runner of the first start, for the "running" event the record tells:
+-- see STREAMS in lib/events.lua) are written. A workflow timeout (ms, 0 none) whose
+-- deadline is not armed yet arms it. Returns true when it wrote a rare field (see
+-- RARE_FIELDS in lib/layout.lua).
+local function start_fields(out, uuid, runner, fence, first, timeout_ms, armed, now)
+    local n = #out
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'fence', fence, 'runner', runner
+    n = n + 4
+    if first then
+        out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'started_at', now_text(), 'started_by',
+                                                         runner
+        n = n + 4
+    end
+    if timeout_ms > 0 and not armed then
+        out[n + 1], out[n + 2] = 'deadline', string.format('%d', now + timeout_ms)
+        redis.call('ZADD', P .. 'deadlines', now + timeout_ms, uuid)
+        return true
+    end
+    return false
+end
