@@ -11,7 +11,7 @@
 /* Writes a fresh random (version 4) UUID in canonical lowercase form: 36 chars + NUL.
  * Returns true when its bits came from the kernel's random source, false when
  * getrandom failed and a clock mix stood in (unique enough for a name, not to be
- * trusted as never made before: see ops/job_ops.c). */
+ * trusted as never made before: see ops/job_create.c). */
 bool uuid_v4(char out[37]);
 /* True when s is a canonical lowercase or uppercase UUID. */
 bool uuid_valid(const char *s);

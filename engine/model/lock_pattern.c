@@ -4,7 +4,7 @@
  * a simulation of all its states at once over the target; see lock_pattern.h.
  *
  * This module owns the syntax and the matching of locks only; which locks exist and
- * which jobs they refuse is job_ops.c's business.
+ * which jobs they refuse is the business of ops/job_checks.c.
  *
  * Everything works on code points: the pattern is decoded from UTF-8 as it is parsed,
  * the target as it is matched. Bracket expressions become sorted, merged lists of code

@@ -4,7 +4,7 @@
  *
  * This file owns the rules of a retry policy (which keys exist, their ranges, their
  * defaults) and the delay arithmetic. It does not schedule anything: the runner asks
- * backoff_next_delay() for a number and decides how to wait. Delays are computed in
+ * retry_policy_next_delay() for a number and decides how to wait. Delays are computed in
  * floating point only for the exponential kind, where the nominal delay is compared
  * with the cap before it is converted, so a huge attempt number or factor saturates at
  * max_ms instead of overflowing.
@@ -181,7 +181,7 @@ static double power(double b, uint64_t e)
 
 /* failed_attempt 0 is read as 1. With jitter the delay is at least ceil(d / 2), so a
  * delay of 1 ms stays 1 ms. */
-uint64_t backoff_next_delay(const retry_policy_t *p, uint32_t failed_attempt, uint64_t rnd)
+uint64_t retry_policy_next_delay(const retry_policy_t *p, uint32_t failed_attempt, uint64_t rnd)
 {
     uint64_t cap = p->max_ms < RETRY_MAX_DELAY_MS ? p->max_ms : RETRY_MAX_DELAY_MS;
     uint64_t n = failed_attempt > 0 ? failed_attempt : 1;

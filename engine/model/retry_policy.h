@@ -48,6 +48,6 @@ int retry_policy_parse(const json_t *v, const char *path, retry_policy_t *p, cha
 /* Delay in ms before the attempt that follows failed attempt number `failed_attempt`
  * (1 = the first attempt failed). `rnd` is a uniformly random 64-bit value, used only
  * when the policy has jitter; tests pass fixed values. Never exceeds max_ms. */
-uint64_t backoff_next_delay(const retry_policy_t *p, uint32_t failed_attempt, uint64_t rnd);
+uint64_t retry_policy_next_delay(const retry_policy_t *p, uint32_t failed_attempt, uint64_t rnd);
 
 #endif /* TERN_RETRY_POLICY_H */

@@ -314,7 +314,7 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
  * job_redrive.lua (redrive_write): a retry is refused as a create of that target would
  * be, and nothing is written. Only the target is checked, as at create: the job's own
  * locks are not matched against the targets of jobs that started while it had ended
- * (README, Jobs). */
+ * (docs/WORKFLOWS.md, Jobs). */
 static void redrive_send(op_t *op)
 {
     check_queue(op, op->uuid, true);

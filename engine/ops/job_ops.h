@@ -43,7 +43,7 @@ typedef struct job_ops_opts {
     plugin_registry_t *plugins; /* borrowed; validates workflows' tasks (may be NULL) */
     size_t max_params_bytes;    /* default 256 KiB */
     /* The loop the checks of targets against locks run on, in slices of a bounded
-     * time (see job_ops.c); NULL: each check runs whole when it is made. Borrowed. */
+     * time (see job_checks.c); NULL: each check runs whole when it is made. Borrowed. */
     uv_loop_t *loop;
     /* The cap on the instructions of the compiled locks of all unfinished jobs
      * together (lock_pattern_size); default 500000. */
@@ -66,7 +66,7 @@ void job_ops_free(job_ops_t *ops);
 
 /* A runner in the same process (ternd with both roles) that new jobs may start on at
  * once: a create it has a free slot for asks job_create.lua to start the job on it in
- * the create's own step, when that takes no other job's turn (README "Direct start").
+ * the create's own step, when that takes no other job's turn (docs/WORKFLOWS.md, "Direct start").
  * Each reserve that answered true is followed by exactly one start or release. */
 typedef struct job_ops_local_runner {
     const char *id; /* the runner's id (borrowed: lives as long as the runner) */

@@ -1,8 +1,9 @@
 /*
  * store_op.h -- one caller's operation on the store while it is in flight: checks,
- * one or more script calls, and exactly one answer through a job_ops_cb. job_ops.c,
- * job_info.c, job_list.c, job_stats.c, runners_read.c and workflow_ops.c run their
- * operations this way; what each operation checks and answers stays in its own file.
+ * one or more script calls, and exactly one answer through a job_ops_cb. job_create.c,
+ * job_actions.c, job_info.c, job_list.c, job_stats.c, runners_read.c and workflow_ops.c
+ * run their operations this way; what each operation checks and answers stays in its
+ * own file.
  *
  * Ownership: an operation is one heap object of its file's own type whose first
  * member is a store_op_t, so the `data` a reply callback receives is both the

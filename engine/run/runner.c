@@ -299,8 +299,8 @@ static void ceded_free(runner_t *r)
 }
 
 /* A job in flight by uuid. (A walk of the list cost each claimed or started job a
- * comparison per job in flight: 4 % of ternd's CPU per job in a-api, more with
- * thousands in flight.) */
+ * comparison per job in flight, which showed in ternd's profile of the a-api scenario
+ * of tests/bench and grew with thousands in flight.) */
 static run_job_t *job_find(runner_t *r, const char *uuid)
 {
     return str_map_get(&r->jobs_by_uuid, uuid);
@@ -633,7 +633,7 @@ static void attempt_failed(run_job_t *j, const char *code, const char *message,
 
     if (!fatal && !j->in_fallback && j->attempt + 1 < policy->max_attempts &&
         !j->cancel_requested) {
-        uint64_t delay = backoff_next_delay(policy, j->attempt + 1, random_u64());
+        uint64_t delay = retry_policy_next_delay(policy, j->attempt + 1, random_u64());
         /* A stopping runner hands retries to the delayed set instead of waiting. */
         bool on_runner = delay < j->r->opts.short_retry_ms && !j->released;
         if (delay == 0 && !on_runner)

@@ -67,7 +67,7 @@ void runner_store_state(runner_t *r, bool up);
  * the runner is freed after that call. */
 void runner_stop(runner_t *r, uint32_t grace_ms, void (*on_stopped)(void *data), void *data);
 
-/* Direct start (job_ops_local_runner_t, README "Direct start"): takes a slot for a new
+/* Direct start (job_ops_local_runner_t, docs/WORKFLOWS.md, "Direct start"): takes a slot for a new
  * job of `queue` that a create of this process may start here at once; false when the
  * runner does not serve the queue, is stopping or not connected, or is full. Each true
  * is followed by exactly one runner_direct_start (the job started: `fields`, borrowed,

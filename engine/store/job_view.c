@@ -381,7 +381,7 @@ static void text_field_str(json_text_t *t, const job_fields_t *f, const char *na
 /* A member of the view of a job just created, as text: what member_tree makes of the
  * same fields, encoded. A new job has no results, state, history or post-back attempts,
  * and its JSON fields (params, post_back_urls) are the compact text json_dumps made of
- * them (job_ops.c), which decoding and encoding them again gives back unchanged, so
+ * them (ops/job_create.c), which decoding and encoding them again gives back unchanged, so
  * they are copied as they are. */
 static void member_text(json_text_t *t, const view_member_t *m, const job_fields_t *f,
                         long long now, const job_view_wf_t *w)

@@ -5,7 +5,7 @@
  * job_create.lua and job_redrive.lua keep the locks of unfinished jobs in one hash and
  * a version that changes with it; a caller checks a target against its copy and sends
  * the version it checked, and the script answers with the current table when that
- * version is stale (job_ops.c). A copy is an immutable snapshot: a refresh makes a new
+ * version is stale (ops/job_checks.c). A copy is an immutable snapshot: a refresh makes a new
  * one (each lock compiled once: a lock the old snapshot held is shared, not compiled
  * again), and a check in progress keeps the snapshot it started on, so a refresh that
  * arrives meanwhile frees nothing it uses.

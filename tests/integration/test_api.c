@@ -1486,7 +1486,7 @@ static void test_body_limit(void **state)
     snprintf(base, sizeof base, "http://127.0.0.1:%d", t.api_port);
     http_sync_t h;
     http_sync_open(&h, base);
-    h.http1_only = true; /* HTTP/2 resets the stream instead (LIBS.md 1.4) */
+    h.http1_only = true; /* HTTP/2: h2o resets the stream (RST_STREAM) instead */
     snapshot_t before = snap();
     /* A valid job whose params make the body 8 KiB. */
     size_t pad = 8192;

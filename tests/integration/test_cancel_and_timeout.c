@@ -1,7 +1,7 @@
 /*
  * test_cancel_and_timeout.c -- cancels and workflow timeouts that reach a job while
  * its runner does not hear of them or no runner holds it, on real processes
- * (DESIGN.md section 4):
+ * (docs/ARCHITECTURE.md, "The life of a job"):
  *
  *   - an operator's resume of a waiting step is not taken for the outcome of the
  *     first onerror step when the workflow timeout passes before a runner takes it;

@@ -1,6 +1,6 @@
 /*
  * test_runner_stall_and_stop.c -- a runner that stalls or stops mid-job, on real
- * processes (DESIGN.md section 4):
+ * processes (docs/ARCHITECTURE.md, "The life of a job"):
  *
  *   - a runner that stalled past its lease and comes back cannot commit for a job that
  *     was re-queued (or failed with StepInterrupted) meanwhile: its commits are refused,

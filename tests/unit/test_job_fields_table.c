@@ -29,7 +29,7 @@
  *   C1 C, in files that include job_fields.h: job_fields_get, field_str, field_json,
  *      field_ll, field_time and text_field_str with a string literal as second argument,
  *      and the rows {"member", M_KIND, "field", n} of job_view.c's member table.
- *   C2 C: field_push(op, args, "name", ...) (the fields job_ops.c sends job_create.lua).
+ *   C2 C: field_push(op, args, "name", ...) (the fields job_create.c sends job_create.lua).
  * Fields a hash has under other names than these (a later rule's business) are missed:
  * the rules are kept precise rather than complete, so that no word is taken for a field.
  *

@@ -200,8 +200,8 @@ static void test_long_initial_raises_default_cap(void **state)
     char err[256] = "";
     assert_int_equal(parse("{\"initial_ms\": 120000, \"jitter\": false}", &p, err, sizeof err), 0);
     assert_int_equal(p.max_ms, 120000);
-    assert_int_equal(backoff_next_delay(&p, 1, 0), 120000);
-    assert_int_equal(backoff_next_delay(&p, 5, 0), 120000);
+    assert_int_equal(retry_policy_next_delay(&p, 1, 0), 120000);
+    assert_int_equal(retry_policy_next_delay(&p, 5, 0), 120000);
 }
 
 static retry_policy_t policy(backoff_kind_t kind, uint32_t initial, uint32_t max, double factor,
@@ -223,34 +223,34 @@ static void test_delay_constant(void **state)
     (void)state;
     retry_policy_t p = policy(BACKOFF_CONSTANT, 300, 10000, 2.0, false);
     for (uint32_t n = 1; n < 50; n++)
-        assert_int_equal(backoff_next_delay(&p, n, 12345), 300);
+        assert_int_equal(retry_policy_next_delay(&p, n, 12345), 300);
 }
 
 static void test_delay_linear(void **state)
 {
     (void)state;
     retry_policy_t p = policy(BACKOFF_LINEAR, 200, 1000, 2.0, false);
-    assert_int_equal(backoff_next_delay(&p, 1, 0), 200);
-    assert_int_equal(backoff_next_delay(&p, 2, 0), 400);
-    assert_int_equal(backoff_next_delay(&p, 3, 0), 600);
-    assert_int_equal(backoff_next_delay(&p, 5, 0), 1000);
-    assert_int_equal(backoff_next_delay(&p, 6, 0), 1000);
+    assert_int_equal(retry_policy_next_delay(&p, 1, 0), 200);
+    assert_int_equal(retry_policy_next_delay(&p, 2, 0), 400);
+    assert_int_equal(retry_policy_next_delay(&p, 3, 0), 600);
+    assert_int_equal(retry_policy_next_delay(&p, 5, 0), 1000);
+    assert_int_equal(retry_policy_next_delay(&p, 6, 0), 1000);
 }
 
 static void test_delay_exponential(void **state)
 {
     (void)state;
     retry_policy_t p = policy(BACKOFF_EXPONENTIAL, 200, 10000, 2.0, false);
-    assert_int_equal(backoff_next_delay(&p, 1, 0), 200);
-    assert_int_equal(backoff_next_delay(&p, 2, 0), 400);
-    assert_int_equal(backoff_next_delay(&p, 3, 0), 800);
-    assert_int_equal(backoff_next_delay(&p, 4, 0), 1600);
-    assert_int_equal(backoff_next_delay(&p, 6, 0), 6400);
-    assert_int_equal(backoff_next_delay(&p, 7, 0), 10000);
+    assert_int_equal(retry_policy_next_delay(&p, 1, 0), 200);
+    assert_int_equal(retry_policy_next_delay(&p, 2, 0), 400);
+    assert_int_equal(retry_policy_next_delay(&p, 3, 0), 800);
+    assert_int_equal(retry_policy_next_delay(&p, 4, 0), 1600);
+    assert_int_equal(retry_policy_next_delay(&p, 6, 0), 6400);
+    assert_int_equal(retry_policy_next_delay(&p, 7, 0), 10000);
 
     p = policy(BACKOFF_EXPONENTIAL, 1000, 60000, 1.5, false);
-    assert_int_equal(backoff_next_delay(&p, 2, 0), 1500);
-    assert_int_equal(backoff_next_delay(&p, 3, 0), 2250);
+    assert_int_equal(retry_policy_next_delay(&p, 2, 0), 1500);
+    assert_int_equal(retry_policy_next_delay(&p, 3, 0), 2250);
 }
 
 /* Attempt 0 is read as the first failed attempt rather than as a negative power. */
@@ -258,29 +258,29 @@ static void test_delay_attempt_zero(void **state)
 {
     (void)state;
     retry_policy_t p = policy(BACKOFF_EXPONENTIAL, 200, 10000, 2.0, false);
-    assert_int_equal(backoff_next_delay(&p, 0, 0), 200);
+    assert_int_equal(retry_policy_next_delay(&p, 0, 0), 200);
     p.kind = BACKOFF_LINEAR;
-    assert_int_equal(backoff_next_delay(&p, 0, 0), 200);
+    assert_int_equal(retry_policy_next_delay(&p, 0, 0), 200);
 }
 
 static void test_delay_huge_attempts(void **state)
 {
     (void)state;
     retry_policy_t p = policy(BACKOFF_EXPONENTIAL, 200, 10000, 2.0, false);
-    assert_int_equal(backoff_next_delay(&p, 64, 0), 10000);
-    assert_int_equal(backoff_next_delay(&p, 1100, 0), 10000);
-    assert_int_equal(backoff_next_delay(&p, UINT32_MAX, 0), 10000);
+    assert_int_equal(retry_policy_next_delay(&p, 64, 0), 10000);
+    assert_int_equal(retry_policy_next_delay(&p, 1100, 0), 10000);
+    assert_int_equal(retry_policy_next_delay(&p, UINT32_MAX, 0), 10000);
     p.factor = 1e300;
-    assert_int_equal(backoff_next_delay(&p, 3, 0), 10000);
-    assert_int_equal(backoff_next_delay(&p, UINT32_MAX, 0), 10000);
+    assert_int_equal(retry_policy_next_delay(&p, 3, 0), 10000);
+    assert_int_equal(retry_policy_next_delay(&p, UINT32_MAX, 0), 10000);
     p.factor = 1.0000001;
-    assert_int_equal(backoff_next_delay(&p, UINT32_MAX, 0), 10000);
+    assert_int_equal(retry_policy_next_delay(&p, UINT32_MAX, 0), 10000);
 
     p = policy(BACKOFF_LINEAR, RETRY_MAX_DELAY_MS, RETRY_MAX_DELAY_MS, 2.0, false);
-    assert_int_equal(backoff_next_delay(&p, UINT32_MAX, 0), RETRY_MAX_DELAY_MS);
+    assert_int_equal(retry_policy_next_delay(&p, UINT32_MAX, 0), RETRY_MAX_DELAY_MS);
     p.initial_ms = UINT32_MAX; /* a hand-made policy beyond what parsing allows */
     p.max_ms = UINT32_MAX;
-    assert_int_equal(backoff_next_delay(&p, UINT32_MAX, 0), RETRY_MAX_DELAY_MS);
+    assert_int_equal(retry_policy_next_delay(&p, UINT32_MAX, 0), RETRY_MAX_DELAY_MS);
 }
 
 /* A simple 64-bit generator so the test covers many rnd values reproducibly. */
@@ -299,7 +299,7 @@ static void test_jitter_bounds(void **state)
         uint64_t d = nominal[k], lo = (d + 1) / 2, seed = 42 + k;
         uint64_t seen_min = UINT64_MAX, seen_max = 0;
         for (int i = 0; i < 100000; i++) {
-            uint64_t v = backoff_next_delay(&p, 1, next_rnd(&seed));
+            uint64_t v = retry_policy_next_delay(&p, 1, next_rnd(&seed));
             assert_in_range(v, lo, d);
             seen_min = v < seen_min ? v : seen_min;
             seen_max = v > seen_max ? v : seen_max;
@@ -307,8 +307,8 @@ static void test_jitter_bounds(void **state)
         /* Uniform over [lo, d]: both ends come up in 100000 draws. */
         assert_int_equal(seen_min, lo);
         assert_int_equal(seen_max, d);
-        assert_in_range(backoff_next_delay(&p, 1, 0), lo, d);
-        assert_in_range(backoff_next_delay(&p, 1, UINT64_MAX), lo, d);
+        assert_in_range(retry_policy_next_delay(&p, 1, 0), lo, d);
+        assert_in_range(retry_policy_next_delay(&p, 1, UINT64_MAX), lo, d);
     }
 }
 
@@ -319,12 +319,12 @@ static void test_jitter_never_above_cap(void **state)
     uint64_t seed = 7;
     for (uint32_t n = 1; n < 40; n++) {
         for (int i = 0; i < 1000; i++) {
-            uint64_t v = backoff_next_delay(&p, n, next_rnd(&seed));
+            uint64_t v = retry_policy_next_delay(&p, n, next_rnd(&seed));
             assert_true(v <= 5000);
             assert_true(v >= 500);
         }
     }
-    assert_in_range(backoff_next_delay(&p, UINT32_MAX, UINT64_MAX), 2500, 5000);
+    assert_in_range(retry_policy_next_delay(&p, UINT32_MAX, UINT64_MAX), 2500, 5000);
 }
 
 /* Without jitter the random value plays no part. */
@@ -332,8 +332,8 @@ static void test_no_jitter_ignores_rnd(void **state)
 {
     (void)state;
     retry_policy_t p = policy(BACKOFF_EXPONENTIAL, 100, 100000, 2.0, false);
-    assert_int_equal(backoff_next_delay(&p, 3, 0), backoff_next_delay(&p, 3, UINT64_MAX));
-    assert_int_equal(backoff_next_delay(&p, 3, 987654321), 400);
+    assert_int_equal(retry_policy_next_delay(&p, 3, 0), retry_policy_next_delay(&p, 3, UINT64_MAX));
+    assert_int_equal(retry_policy_next_delay(&p, 3, 987654321), 400);
 }
 
 int main(void)

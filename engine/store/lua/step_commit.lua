@@ -17,8 +17,8 @@
 -- Returns 0 | 1 (committed; 1: a cancel was requested) | {'DUP'} (already committed: a
 --       retried call) | {'STALE', why, 'same-id' or false} (this runner no longer owns
 --       the job: drop it; 'same-id': a newer claim of the same runner id owns it).
---       Committed is a number, not a table: a table per item cost Redis 1 % of its
---       work for a 1-step job (Lua tables are looked at field by field when answered).
+--       Committed is a number, not a table: Lua tables are looked at field by field
+--       when answered, a cost per item tests/bench/script_cost.py --callgrind shows.
 local uuid, runner, fence = ARGV[3], ARGV[4], ARGV[5]
 local phase, idx, action = ARGV[6], ARGV[7], ARGV[8]
 local k = jkey(uuid)

@@ -8,7 +8,8 @@
 -- first started, one "step" per result entry, "finished" (job_history.c tells the same
 -- to GET /jobs/:uuid/events; job_stream_open below writes it into a new stream). Most
 -- jobs never need a stream of their own, which spares Redis four XADD per 1-step job
--- (about a sixth of its CPU for such a job: README "Where (a) stops") and about 4 KB
+-- (the largest single cost of such a job: docs/PERFORMANCE.md, "Where the time goes")
+-- and about 4 KB
 -- per job for as long as a stream was kept. An event the record cannot tell (a retry,
 -- progress, a wait, a cancel...), or a watcher (job_events_open.lua), starts the
 -- stream: the record's events first, under the ids job_history.c gives them, then
@@ -205,8 +206,8 @@ local function event(uuid, ev, now)
 end
 
 -- The two events every job has, "running" and "finished", written out by hand: with
--- cjson (a table, an encoder per call, every number printed as a float) they cost 5 % of
--- Redis's instructions for a 1-step job, this a fifth of that. Strings that may need
+-- cjson (a table, an encoder per call, every number printed as a float) they cost
+-- Redis five times what this does (tests/bench/script_cost.py --callgrind). Strings that may need
 -- escaping (a uuid or runner id given by a client) go through cjson; the texts are the
 -- ones event_text makes, members in another order.
 local QUOTED = {} -- string -> its JSON text, for the strings of this call

@@ -114,8 +114,8 @@ end
 -- Takes the uuids `uuids` off list `key`, one occurrence each, the one nearest the tail
 -- (as LREM -1 per uuid would). The jobs that end in one call are mostly the oldest
 -- claims of their runner, at its list's tail: one LRANGE and one LTRIM take off the
--- longest run of them that ends the list, and only the others cost an LREM each (one
--- LREM per job cost Redis 3 % of its instructions for a 1-step job).
+-- longest run of them that ends the list, and only the others cost an LREM each (an
+-- LREM per job showed in tests/bench/script_cost.py --callgrind).
 local function list_rems_flush(key, uuids)
     local want = {}
     for _, u in ipairs(uuids) do

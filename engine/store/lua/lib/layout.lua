@@ -26,8 +26,7 @@ end
 -- with the field and never taken back, so that step_commit.lua, which must see them
 -- when they are there, asks for them only then: each field HMGET asks for and the hash
 -- lacks costs Redis a scan of the whole hash, and a 1-step job lacked 12 of the 19
--- fields its commit asked for (4 % of Redis's instructions per job:
--- tests/bench/script_cost.py --callgrind). Every script that writes one of these also
+-- fields its commit asked for (tests/bench/script_cost.py --callgrind shows the scans). Every script that writes one of these also
 -- writes rf.
 local RARE_FIELDS = {'step_holds', 'inflight', 'resume', 'unique', 'locks', 'deadline',
                      'post_back_urls', 'xk', 'blocked_on', 'polls', 'es'}

@@ -9,7 +9,7 @@ local JOB_KEY_SUFFIXES = {'', ':res:0', ':events', ':res:1', ':res:2', ':state',
 
 -- Schedules the deletion of a finished job's keys, `ms` from now: tick.lua deletes them
 -- then (at its next tick), with the job's place in the listings. The keys get no expiry
--- of their own: two PEXPIRE per job cost 5 % of Redis's instructions for a 1-step job
+-- of their own: two PEXPIRE per job were a visible part of Redis's instructions per job
 -- (tests/bench/script_cost.py --callgrind), and an expiry costs memory per key. Only a
 -- succeeded job's event stream, kept a shorter while (`events_ms`), expires by itself.
 local function expire_job(uuid, ms, now, events_ms)
