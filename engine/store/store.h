@@ -61,11 +61,9 @@
  *   uuid           text        none since layout 2 (in the key)    view (job_snapshot adds it)
  *   name           text        job_create (job_create.c)           lib/events, postback_claim, view
  *   version        text        job_create (job_create.c)           view
- *   workflow_uuid  text        job_create (job_create.c)           lib/events, lib/workflows,
+ *   workflow_uuid  text        job_create (job_create.c)           lib/events, lib/snapshot,
  *                                                                  job_claim, job_create, runner,
  *                                                                  view
- *   workflow       JSON        none (jobs before wfdoc:)           lib/events, lib/workflows,
- *                                                                  job_claim, runner, view
  *   params         JSON        job_create (job_create.c),          job_claim, job_create, job_list,
  *                              job_redrive                         postback_claim, runner, view
  *   target         text        job_create (job_create.c)           job_claim, job_create,
@@ -158,8 +156,9 @@
  *   job_events_open) is not listed. tests/unit/test_job_fields_table.c fails on a field the
  *   code uses that is not here, a field here that no code uses, and a script or C file using
  *   a field that its line does not list.
- * - workflow_uuid: its document is wfdoc:<uuid>; jobs stored before that carry it in the
- *   field `workflow`.
+ * - workflow_uuid: its document is wfdoc:<uuid>, which job_claim and lib/snapshot answer
+ *   with (job_view.c and runner.c take the document from their answers; runner.c reads
+ *   the field itself only from a direct start's fields).
  * - started_by: the runner of the first start. holds: job-level, "<capacity> <resource>"
  *   lines, expanded at creation. inflight, failed_at: "<phase>:<idx>" (inflight: an
  *   irreversible step in flight). resume: the outcome given to a waiting job.
