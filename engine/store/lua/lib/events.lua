@@ -133,10 +133,6 @@ local function job_stream_open(uuid)
     if f.finished_at then
         add({type = 'finished', execution = f.execution}, f.finished_at)
         local keep = events_keep_ms(f.execution)
-        local ttl = redis.call('PTTL', k)
-        if ttl > 0 and (keep == 0 or ttl < keep) then
-            keep = ttl
-        end
         if keep > 0 then
             redis.call('PEXPIRE', k .. ':events', keep)
         end
