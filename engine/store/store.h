@@ -175,7 +175,8 @@
  *   fence, phase, idx and attempt are not stored while 0: a missing one reads as 0.
  *   locks_size: the size counted for the job in locks:size (the cap on lock patterns).
  * - xk: set once the job has a key beyond its hash, res:0 and events: its end then looks
- *   for holds and expires every key (see has_extra_keys in lib/layout.lua). es: set when
+ *   for holds, and reads of it read those keys (see has_extra_keys in lib/layout.lua); its
+ *   retention deletes every key of a job either way (JOB_KEY_SUFFIXES). es: set when
  *   the job's own event stream starts: a job without it has none (see stream_seen). rf:
  *   set, never cleared, once the job may have one of RARE_FIELDS, so step_commit asks for
  *   those only then (see RARE_FIELDS in lib/layout.lua).
