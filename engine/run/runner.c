@@ -1125,8 +1125,8 @@ static json_t *results_to_steps(json_t *steps, const redisReply *list)
 
 /* A job started on this runner, from the job's fields `f`, its result lists of each
  * phase and its state (replies; NULL when empty), the server's time, the workflow
- * document (`doc`, used when the fields do not carry one) and the workflow's uuid
- * (`wf_uuid`, NULL when the fields carry it). One reserved slot is taken. */
+ * document (`doc`, NULL when the store has none) and the workflow's uuid (`wf_uuid`;
+ * NULL: the one in the fields, as a direct start has it). One reserved slot is taken. */
 typedef struct job_start {
     const char *uuid;
     long long fence;
@@ -1177,22 +1177,17 @@ static void job_adopt(runner_t *r, const job_start_t *st)
     r->allocated++;
     r->n_claimed++;
 
-    /* The frozen workflow: shared by the version's jobs (element 8), or in the fields
-     * of jobs stored before that; parsed once per version, found by its uuid. */
-    size_t len = 0, uuid_len = 0;
-    const char *s = job_fields_get(f, "workflow", &len);
-    if (s == NULL && st->doc != NULL) {
-        s = st->doc;
-        len = st->doc_len;
-    }
+    /* The frozen workflow, shared by the version's jobs; parsed once per version,
+     * found by its uuid. */
     const char *wf_uuid = st->wf_uuid;
-    uuid_len = st->wf_uuid_len;
+    size_t uuid_len = st->wf_uuid_len;
     if (wf_uuid == NULL)
         wf_uuid = job_fields_get(f, "workflow_uuid", &uuid_len);
     if (wf_uuid != NULL && uuid_len == 0)
         wf_uuid = NULL;
     char err[512] = "missing workflow document";
-    j->wfe = workflow_cache_load(r->workflows, wf_uuid, uuid_len, s, len, err, sizeof err);
+    j->wfe =
+        workflow_cache_load(r->workflows, wf_uuid, uuid_len, st->doc, st->doc_len, err, sizeof err);
     j->state = store_reply_hash(st->state); /* {} for NULL */
     /* State values are JSON texts. */
     const char *key;
@@ -1205,7 +1200,8 @@ static void job_adopt(runner_t *r, const job_start_t *st)
     j->steps = json_object();
     for (int p = 0; p < WF_NPHASES; p++)
         results_to_steps(j->steps, st->results[p]);
-    s = job_fields_get(f, "params", &len);
+    size_t len = 0;
+    const char *s = job_fields_get(f, "params", &len);
     j->params = s != NULL ? json_loadb(s, len, 0, NULL) : NULL;
     if (j->params == NULL)
         j->params = json_object();
@@ -1266,7 +1262,7 @@ static void job_adopt(runner_t *r, const job_start_t *st)
 
 /* Job `i` of a claim's answer: {uuid, fence, fields, results of each phase, state,
  * server now, workflow document, workflow uuid} (job_claim.lua). The document is text,
- * false (the fields carry it), or the index of an earlier job of the same answer whose
+ * false (the store has none), or the index of an earlier job of the same answer whose
  * document, and uuid, it shares: an answer carries each document once. */
 static void job_from_claim(runner_t *r, const redisReply *reply, size_t i)
 {

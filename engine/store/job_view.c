@@ -76,12 +76,12 @@ static json_t *json_list(const redisReply *list)
     return a;
 }
 
-/* A stored time: ms since the epoch (stored that way since entries were made compact),
- * shown as ISO text; older entries hold the text already. */
+/* A time of a result entry: ms since the epoch, shown as ISO text; null when not an
+ * integer. */
 static json_t *time_view(const json_t *t)
 {
     if (!json_is_integer(t))
-        return t != NULL ? json_incref((json_t *)t) : json_null();
+        return json_null();
     char iso[32];
     iso8601_format((uint64_t)json_integer_value(t), iso);
     return json_string(iso);
@@ -103,7 +103,7 @@ static json_t *results_view(const redisReply *list, const json_t *steps)
             continue;
         }
         json_t *name = json_object_get(stored, "name");
-        json_t *task = json_object_get(stored, "task");
+        json_t *task = NULL;
         size_t k;
         json_t *step;
         json_array_foreach(steps, k, step)
@@ -121,12 +121,12 @@ static json_t *results_view(const redisReply *list, const json_t *steps)
         json_object_set(v, "result", result != NULL ? result : json_null());
         json_object_set(v, "error", error != NULL ? error : json_null());
         json_object_set_new(v, "started_at", time_view(json_object_get(stored, "started_at")));
-        /* Entries store the duration ("ms"); older ones the end itself. */
+        /* Entries store the duration ("ms"), not the end. */
         json_t *started = json_object_get(stored, "started_at"),
                *ms = json_object_get(stored, "ms");
         json_t *end = json_is_integer(started) && json_is_integer(ms)
                           ? json_integer(json_integer_value(started) + json_integer_value(ms))
-                          : json_incref(json_object_get(stored, "finished_at"));
+                          : NULL;
         json_object_set_new(v, "finished_at", time_view(end));
         json_decref(end);
         json_object_del(stored, "ms");
@@ -316,13 +316,11 @@ json_t *job_view_from_reply(const redisReply *reply)
     if (fr == NULL || fr->elements == 0)
         return NULL;
     job_fields_t f = {.reply = fr};
-    /* The frozen workflow: shared (element 8), or in the fields of older jobs. */
-    json_t *wf = field_json(&f, "workflow");
+    /* The frozen workflow its version's jobs share (element 8; false when missing). */
     const redisReply *doc = store_reply_at(reply, 8);
-    if (json_is_null(wf) && doc != NULL && doc->type == REDIS_REPLY_STRING) {
-        json_decref(wf);
-        wf = json_loadb(doc->str, doc->len, 0, NULL);
-    }
+    json_t *wf = doc != NULL && doc->type == REDIS_REPLY_STRING
+                     ? json_loadb(doc->str, doc->len, 0, NULL)
+                     : NULL;
     job_lists_t l = {
         .results = {store_reply_at(reply, 1), store_reply_at(reply, 2), store_reply_at(reply, 3)},
         .state = store_reply_at(reply, 4),

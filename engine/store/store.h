@@ -61,11 +61,9 @@
  *   uuid           text        none since layout 2 (in the key)    view (job_snapshot adds it)
  *   name           text        job_create (job_create.c)           lib/events, postback_claim, view
  *   version        text        job_create (job_create.c)           view
- *   workflow_uuid  text        job_create (job_create.c)           lib/events, lib/workflows,
+ *   workflow_uuid  text        job_create (job_create.c)           lib/events, lib/snapshot,
  *                                                                  job_claim, job_create, runner,
  *                                                                  view
- *   workflow       JSON        none (jobs before wfdoc:)           lib/events, lib/workflows,
- *                                                                  job_claim, runner, view
  *   params         JSON        job_create (job_create.c),          job_claim, job_create, job_list,
  *                              job_redrive                         postback_claim, runner, view
  *   target         text        job_create (job_create.c)           job_claim, job_create,
@@ -158,8 +156,9 @@
  *   job_events_open) is not listed. tests/unit/test_job_fields_table.c fails on a field the
  *   code uses that is not here, a field here that no code uses, and a script or C file using
  *   a field that its line does not list.
- * - workflow_uuid: its document is wfdoc:<uuid>; jobs stored before that carry it in the
- *   field `workflow`.
+ * - workflow_uuid: its document is wfdoc:<uuid>, which job_claim and lib/snapshot answer
+ *   with (job_view.c and runner.c take the document from their answers; runner.c reads
+ *   the field itself only from a direct start's fields).
  * - started_by: the runner of the first start. holds: job-level, "<capacity> <resource>"
  *   lines, expanded at creation. inflight, failed_at: "<phase>:<idx>" (inflight: an
  *   irreversible step in flight). resume: the outcome given to a waiting job.
@@ -176,7 +175,8 @@
  *   fence, phase, idx and attempt are not stored while 0: a missing one reads as 0.
  *   locks_size: the size counted for the job in locks:size (the cap on lock patterns).
  * - xk: set once the job has a key beyond its hash, res:0 and events: its end then looks
- *   for holds and expires every key (see has_extra_keys in lib/layout.lua). es: set when
+ *   for holds, and reads of it read those keys (see has_extra_keys in lib/layout.lua); its
+ *   retention deletes every key of a job either way (JOB_KEY_SUFFIXES). es: set when
  *   the job's own event stream starts: a job without it has none (see stream_seen). rf:
  *   set, never cleared, once the job may have one of RARE_FIELDS, so step_commit asks for
  *   those only then (see RARE_FIELDS in lib/layout.lua).

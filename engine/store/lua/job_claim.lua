@@ -10,8 +10,8 @@
 -- ARGV: 3 runner, 4 queue, 5 more (count), 6.. explicit uuids.
 -- Returns a list of jobs, each {uuid, fence, the job fields the runner reads (flat
 -- name/value list: see RUNNER_FIELDS), chain results, onerror results, oncancel results,
--- state (HGETALL), server now, workflow document (false when the fields carry it: see
--- job_doc; the 0-based index of an earlier job of this answer when that job carries
+-- state (HGETALL), server now, workflow document (false when there is none: see
+-- wf_doc; the 0-based index of an earlier job of this answer when that job carries
 -- the same one: a document is sent once per answer, not once per job), the workflow
 -- uuid (by which the runner finds the version it parsed already; left out when the
 -- document is an index: it is the earlier job's)}.
@@ -36,8 +36,8 @@ end
 -- The fields of a job that runner.c's job_adopt reads. Answering with these only, not
 -- the whole hash, spares Redis about 20 answer elements per job
 -- (tests/bench/script_cost.py --callgrind).
-local RUNNER_FIELDS = {'workflow', 'params', 'target', 'phase', 'idx', 'attempt', 'error',
-                       'resume', 'cancel', 'timed_out', 'deadline'}
+local RUNNER_FIELDS = {'params', 'target', 'phase', 'idx', 'attempt', 'error', 'resume',
+                       'cancel', 'timed_out', 'deadline'}
 local out = {}
 local docs = {}
 local doc_rows = {} -- document text -> the index (0-based) of the first job answered with it
@@ -105,7 +105,7 @@ for _, uuid in ipairs(candidates) do
         else
             event_told(uuid, running)
         end
-        local doc = job_doc(nil, docs, now_f)
+        local doc = wf_doc(now_f.workflow_uuid, docs)
         local wf_uuid = now_f.workflow_uuid
         if doc then
             -- A real workflow's document is kilobytes: 64 copies of it in one answer

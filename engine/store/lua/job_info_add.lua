@@ -1,4 +1,4 @@
--- include: prelude events retention
+-- include: prelude events
 -- job_info_add.lua: appends an entry to a job's info list (node-workflow's
 -- POST /jobs/:uuid/info: progress that outside programs publish about a job) and
 -- tells the job's watchers with an event. The list is append-only and bounded.
@@ -18,5 +18,4 @@ redis.call('HSET', k, 'xk', '1', 'rf', '1') -- see has_extra_keys, RARE_FIELDS
 -- The record does not tell info: the job's stream starts (with the story the record
 -- tells first) if it has none, and expires as a finished job's events do.
 event(uuid, {type = 'info', index = n - 1}, now_ms())
-follow_job_expiry(uuid)
 return {'OK', n}

@@ -48,8 +48,8 @@ end
 local now = now_ms()
 -- The story so far goes to the job's stream before the record forgets part of it.
 job_stream_open(uuid)
--- The job is live again: its keys no longer expire (finish() set the retention).
-persist_job(uuid)
+-- The job is live again: its keys are no longer deleted (finish() set the retention).
+keep_job(uuid)
 if idx == 0 then
     redis.call('DEL', k .. ':res:0')
 else

@@ -1,4 +1,4 @@
--- include: prelude retention
+-- include: prelude
 -- postback_done.lua: records one post-back attempt on the job and decides what
 -- follows: delivered, retried at now + delay, given up, or released unattempted (a
 -- process shutting down gives its claims back).
@@ -17,7 +17,6 @@ if ARGV[7] ~= '' then
     redis.call('RPUSH', k .. ':postbacks', ARGV[7])
     redis.call('HSET', k, 'xk', '1', 'rf', '1') -- see has_extra_keys, RARE_FIELDS
     redis.call('LTRIM', k .. ':postbacks', -200, -1)
-    follow_job_expiry(uuid)
 end
 if redis.call('HGET', k, 'pb_fence:' .. idx) ~= fence then
     return {'STALE'}

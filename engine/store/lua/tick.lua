@@ -100,16 +100,13 @@ if #expired > 0 then
     local by_execution = {}
     for _, uuid in ipairs(expired) do
         local k = jkey(uuid)
-        -- A job of an earlier version may have expired by itself: then it leaves every
-        -- index. One that is unfinished (its uuid taken again by a new job since) keeps
-        -- its keys.
+        -- Only a finished job goes: one that is unfinished (its uuid taken again by a
+        -- new job since) keeps its keys.
         local ex = redis.call('HGET', k, 'execution')
-        if not (ex and UNFINISHED[ex]) then
-            for _, e in ipairs(ex and {ex} or EXECUTIONS) do
-                local list = by_execution[e] or {}
-                by_execution[e] = list
-                list[#list + 1] = uuid
-            end
+        if ex and not UNFINISHED[ex] then
+            local list = by_execution[ex] or {}
+            by_execution[ex] = list
+            list[#list + 1] = uuid
             local keys = {}
             for i, suffix in ipairs(JOB_KEY_SUFFIXES) do
                 keys[i] = k .. suffix

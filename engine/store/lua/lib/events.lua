@@ -56,16 +56,12 @@ end
 -- The step a result entry names, looked up in the workflow document, for its task.
 local WF_PARSED = {}
 local function step_task(f, phase, name)
-    local doc = f.workflow
     local wf_uuid = f.workflow_uuid or ''
     local wf = WF_PARSED[wf_uuid]
-    if wf == nil or doc then
-        doc = doc or redis.call('GET', P .. 'wfdoc:' .. wf_uuid)
-        local ok, d = pcall(cjson.decode, doc or '')
+    if wf == nil then
+        local ok, d = pcall(cjson.decode, redis.call('GET', P .. 'wfdoc:' .. wf_uuid) or '')
         wf = ok and type(d) == 'table' and d or false
-        if not f.workflow then
-            WF_PARSED[wf_uuid] = wf
-        end
+        WF_PARSED[wf_uuid] = wf
     end
     for _, st in ipairs(wf and type(wf[phase]) == 'table' and wf[phase] or {}) do
         if type(st) == 'table' and st.name == name and st.task then
@@ -73,31 +69,6 @@ local function step_task(f, phase, name)
         end
     end
     return cjson.null
-end
-
--- A time of a result entry: ms since the epoch, or, in entries written before times
--- were stored as numbers, ISO text as tern wrote it (UTC, "Z"); 0 when neither.
-local function entry_ms(v)
-    if type(v) == 'number' then
-        return v
-    end
-    local y, mo, d, h, mi, s, frac = string.match(type(v) == 'string' and v or '',
-        '^(%d%d%d%d)-(%d%d)-(%d%d)T(%d%d):(%d%d):(%d%d)%.?(%d*)Z$')
-    if not y then
-        return 0
-    end
-    -- Days from 1970-01-01 to a date of the proleptic Gregorian calendar.
-    y, mo = tonumber(y), tonumber(mo)
-    if mo <= 2 then
-        y = y - 1
-    end
-    local era = math.floor(y / 400)
-    local yoe = y - era * 400
-    local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
-    local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy -
-                     719468
-    local ms = frac ~= '' and tonumber(string.sub(frac .. '00', 1, 3)) or 0
-    return ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60000 + tonumber(s) * 1000 + ms
 end
 
 -- Starts the job's stream if it has none: writes the events its record tells, as
@@ -142,18 +113,18 @@ local function job_stream_open(uuid)
                 local failed = e.error ~= nil and e.error ~= cjson.null
                 local ev = {type = 'step', status = failed and 'failed' or 'succeeded',
                             phase = phases[p + 1], index = i - 1, name = e.name or cjson.null,
-                            task = e.task or step_task(f, phases[p + 1], e.name),
+                            task = step_task(f, phases[p + 1], e.name),
                             attempt = e.attempts or 1}
                 if failed then
                     ev.error = e.error
                 end
-                -- Entries store the duration ("ms"); older ones the end itself.
-                local begun, done = entry_ms(e.started_at), entry_ms(e.finished_at)
-                if type(e.started_at) == 'number' and type(e.ms) == 'number' then
-                    done = e.started_at + e.ms
-                end
-                if begun > 0 and done >= begun then
-                    ev.duration_ms = done - begun
+                -- An entry stores its start (ms since the epoch) and duration ("ms").
+                local begun, took, done = e.started_at, e.ms, 0
+                if type(begun) == 'number' and type(took) == 'number' then
+                    done = begun + took
+                    if begun > 0 and took >= 0 then
+                        ev.duration_ms = took
+                    end
                 end
                 add(ev, done)
             end
@@ -162,10 +133,6 @@ local function job_stream_open(uuid)
     if f.finished_at then
         add({type = 'finished', execution = f.execution}, f.finished_at)
         local keep = events_keep_ms(f.execution)
-        local ttl = redis.call('PTTL', k)
-        if ttl > 0 and (keep == 0 or ttl < keep) then
-            keep = ttl
-        end
         if keep > 0 then
             redis.call('PEXPIRE', k .. ':events', keep)
         end

@@ -19,28 +19,7 @@ local function expire_job(uuid, ms, now, events_ms)
     zset_add(P .. 'expiring', time_text(now + ms), uuid)
 end
 
--- Cancels the deletion of a job's keys: it is live again (redrive). Jobs finished by
--- earlier versions had an expiry on each key: it is removed.
-local function persist_job(uuid)
-    local k = jkey(uuid)
-    for _, suffix in ipairs(JOB_KEY_SUFFIXES) do
-        redis.call('PERSIST', k .. suffix)
-    end
+-- Cancels the deletion of a job's keys: it is live again (redrive).
+local function keep_job(uuid)
     zset_rem(P .. 'expiring', uuid)
-end
-
--- After a write to a key of a job that may have finished (info, post-back attempts):
--- a job finished by an earlier version has an expiry on each key, and a key the write
--- created gets the job's remaining time. (Jobs finished now have none: tick.lua deletes
--- every key of theirs, new ones included.)
-local function follow_job_expiry(uuid)
-    local ttl = redis.call('PTTL', jkey(uuid))
-    if ttl > 0 then
-        local k = jkey(uuid)
-        for _, suffix in ipairs(JOB_KEY_SUFFIXES) do
-            if redis.call('PTTL', k .. suffix) == -1 then
-                redis.call('PEXPIRE', k .. suffix, ttl)
-            end
-        end
-    end
 end

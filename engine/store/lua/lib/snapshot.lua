@@ -5,7 +5,7 @@
 -- One consistent snapshot of a job in the layout job_view.c reads, or nil when the
 -- job does not exist: {fields (HGETALL), chain results, onerror results, oncancel
 -- results, state (HGETALL), history, server now, post-back attempts, workflow document
--- (false when the fields carry it)}. Reads, creates and listings all answer with it,
+-- (false when there is none: see wf_doc)}. Reads, creates and listings all answer with it,
 -- so a job looks the same whichever call returned it. A job without extra keys (see
 -- has_extra_keys) has only chain results to read.
 local function job_snapshot(uuid, now, docs)
@@ -17,13 +17,15 @@ local function job_snapshot(uuid, now, docs)
     -- Jobs from layout 2 on do not store their uuid (it is in the key): readers get it here.
     fields[#fields + 1] = 'uuid'
     fields[#fields + 1] = uuid
-    local xk = nil
+    local xk, wf_uuid = nil, nil
     for i = 1, #fields, 2 do
         if fields[i] == 'xk' then
             xk = fields[i + 1]
+        elseif fields[i] == 'workflow_uuid' then
+            wf_uuid = fields[i + 1]
         end
     end
-    local doc = job_doc(fields, docs)
+    local doc = wf_doc(wf_uuid, docs)
     if not has_extra_keys(xk) then
         return {fields, redis.call('LRANGE', k .. ':res:0', 0, -1), {}, {}, {}, {}, now, {}, doc}
     end

@@ -23,9 +23,9 @@ local function resolve_workflow(ref)
 end
 
 -- The frozen workflow document of a job: jobs share one copy per workflow version
--- (wfdoc:<workflow uuid>); jobs stored before that carry their own in the field
--- `workflow`, which their HGETALL already holds, so nothing more is returned for them.
--- `docs` caches documents within one call (listings read many jobs of one workflow).
+-- (wfdoc:<workflow uuid>, named by the job's field workflow_uuid); false when there is
+-- none. `docs` caches documents within one call (listings read many jobs of one
+-- workflow).
 local function wf_doc(wf_uuid, docs)
     if not wf_uuid then
         return false
@@ -38,21 +38,4 @@ local function wf_doc(wf_uuid, docs)
         docs[wf_uuid] = doc
     end
     return doc
-end
-
--- The same for a job's fields as HGETALL answers them (a flat list), or as a table
--- of field -> value (`f`, when the caller made one: see hash_fields).
-local function job_doc(fields, docs, f)
-    if f then
-        return not f.workflow and wf_doc(f.workflow_uuid, docs)
-    end
-    local wf_uuid = nil
-    for i = 1, #fields, 2 do
-        if fields[i] == 'workflow' then
-            return false
-        elseif fields[i] == 'workflow_uuid' then
-            wf_uuid = fields[i + 1]
-        end
-    end
-    return wf_doc(wf_uuid, docs)
 end
