@@ -45,7 +45,7 @@ static const workflow_cache_entry_t *load(workflow_cache_t *c, const char *uuid,
         workflow_cache_load(c, uuid, uuid != NULL ? strlen(uuid) : 0, doc,
                             doc != NULL ? strlen(doc) : 0, err, sizeof err);
     if (e == NULL)
-        fail_msg("load %s: %s", uuid, err);
+        fail_msg("load %s: %s", uuid != NULL ? uuid : "(no uuid)", err);
     return e;
 }
 
