@@ -10,11 +10,11 @@
 #include "model/workflow_cache.h"
 
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/error.h"
 #include "base/str_map.h"
 
 /* The longest uuid the index holds (a uuid has 36 characters): longer keys, or keys
@@ -113,8 +113,7 @@ const workflow_cache_entry_t *workflow_cache_load(workflow_cache_t *c, const cha
     if (found != NULL)
         return found;
     if (doc == NULL) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "missing workflow document");
+        err_set(err, errlen, TERN_EINVAL, "missing workflow document");
         return NULL;
     }
     workflow_t *wf = NULL;

@@ -40,7 +40,6 @@ void wf_ref_put(job_ops_t *ops, wf_ref_t *c)
 static void wf_ref_set(wf_ref_t *c, const workflow_cache_entry_t *version)
 {
     c->version = version;
-    c->wf = version->wf;
     c->view = job_view_wf_new(version->wf->doc);
 }
 
@@ -130,7 +129,7 @@ static op_t *take_waiters(op_t *op)
         return NULL;
     op->asking = false;
     c->asked = false;
-    if (c->wf == NULL)
+    if (c->version == NULL)
         wf_ref_drop(op->ops, c);
     op_t *w = NULL; /* the list is newest first: reversed */
     while (c->waiters != NULL) {
@@ -216,7 +215,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
             return;
         }
         wf_ref_t *c = op->wfr;
-        if (c != NULL && c->wf == NULL) {
+        if (c != NULL && c->version == NULL) {
             /* The answer the entry waited for. */
             wf_ref_set(c, version);
         } else {
@@ -276,7 +275,7 @@ static void on_job_create(void *data, int status, const redisReply *reply, const
                           op->uuid);
             return;
         }
-    } else if (now_r != NULL && op->wfr != NULL && op->wfr->wf != NULL) {
+    } else if (now_r != NULL && op->wfr != NULL && op->wfr->version != NULL) {
         long long now = store_reply_int(now_r, 0);
         bool started = run && op->direct;
         store_args_push(&op->fields, "created_at");
@@ -340,7 +339,7 @@ static const json_t *create_params(op_t *op)
  * TERN_EINVAL with the message in err. Only for a workflow with holds. */
 static int create_holds(op_t *op, char **out, char *err, size_t errlen)
 {
-    const workflow_t *wf = op->wfr->wf;
+    const workflow_t *wf = op->wfr->version->wf;
     json_t *scope_job =
         json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
     template_scope_t sc = {.params = create_params(op), .job = scope_job};
@@ -377,7 +376,7 @@ static void push_created_event(store_args_t *a, const char *uuid, const char *na
 
 static void create_send(op_t *op)
 {
-    if (op->wfr == NULL || op->wfr->wf == NULL) {
+    if (op->wfr == NULL || op->wfr->version == NULL) {
         /* Not parsed yet: job_create.lua answers with the workflow (WF) before it
          * looks at anything else (and stores nothing). */
         store_args_t a;
@@ -402,7 +401,7 @@ void create_write(op_t *op, const char *locks_version)
     store_args_init(&a);
     store_args_push(&a, op->workflow_ref);
     store_args_push(&a, op->wfr->version->uuid);
-    const workflow_t *wf = op->wfr->wf;
+    const workflow_t *wf = op->wfr->version->wf;
     char herr[512];
     char *holds = NULL;
     if (wf->n_holds > 0 && create_holds(op, &holds, herr, sizeof herr) != 0) {
@@ -640,12 +639,12 @@ static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
     if (c == NULL)
         c = wf_ref_add(ops, op->workflow_ref, NULL);
     op->wfr = c;
-    if (c->wf == NULL && c->asked) {
+    if (c->version == NULL && c->asked) {
         op->next_waiter = c->waiters;
         c->waiters = op;
         return;
     }
-    if (c->wf == NULL)
+    if (c->version == NULL)
         c->asked = op->asking = true;
     create_send(op);
 }

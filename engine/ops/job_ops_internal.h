@@ -40,17 +40,16 @@
  * process's workflow cache (model/workflow_cache.h), by uuid, which names one document
  * for good; what may go stale is only which uuid a reference stands for, and
  * job_create.lua checks that with every create. While a first create asks
- * job_create.lua for a workflow not resolved yet (its entry has no `wf`), the other
+ * job_create.lua for a workflow not resolved yet (its entry has no `version`), the other
  * creates naming it wait on the entry instead of all asking (a burst of creates for a
  * new workflow costs one extra round trip, not one each). */
 struct op;
 typedef struct wf_ref {
     int refs; /* one for the slot, one per create holding it */
     char *ref;
-    /* The version it stands for (a reference held), and its parsed workflow: NULL
-     * while loading. */
+    /* The version it stands for (a reference held; its parsed workflow is
+     * version->wf): NULL while loading. */
     const workflow_cache_entry_t *version;
-    const workflow_t *wf;
     job_view_wf_t *view; /* what new jobs' views show of it, NULL while loading */
     bool asked;          /* a create has asked for it (loading only) */
     struct op *waiters;  /* creates waiting for the answer (linked by next_waiter) */
