@@ -44,6 +44,11 @@ typedef struct http_api_opts {
     http_conns_opts_t conns;      /* connection cap and timeouts (zeros: defaults) */
 } http_api_opts_t;
 
+/* The patterns of every route the API serves ("/jobs/:uuid"), each once: the first
+ * `max` into out (static strings), and their number returned. ternd reserves them in
+ * the plugin registry before plugins load, so that no plugin's view overlaps one. */
+size_t http_api_route_patterns(const char **out, size_t max);
+
 /* Starts listening; call before the loop runs (h2o cleans up a failed start by
  * running the loop itself). Returns 0 and *out, or a negative code with "listen
  * 127.0.0.1:8080: address already in use" in err. */
