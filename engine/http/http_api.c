@@ -50,7 +50,8 @@ struct http_api {
     int port;
     bool listening;
     bool shutting_down;
-    event_hub_t *hub; /* live events for GET /jobs/:uuid/events (NULL without opts.addr) */
+    event_hub_t *hub;     /* live events for GET /jobs/:uuid/events (NULL without opts.addr) */
+    view_runner_t *views; /* plugins' view scripts (NULL without opts.addr) */
 };
 
 struct api_guard {
@@ -97,6 +98,11 @@ const http_api_opts_t *api_opts(const api_req_t *r)
 event_hub_t *api_event_hub(const api_req_t *r)
 {
     return r->api->hub;
+}
+
+view_runner_t *api_view_runner(const api_req_t *r)
+{
+    return r->api->views;
 }
 
 int http_api_port(const http_api_t *api)
@@ -683,8 +689,10 @@ int http_api_start(const http_api_opts_t *opts, http_api_t **out, char *err, siz
     uv_tcp_getsockname(&api->listener, (struct sockaddr *)&bound, &len);
     api->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                   : ((struct sockaddr_in *)&bound)->sin_port);
-    if (opts->addr != NULL)
+    if (opts->addr != NULL) {
         api->hub = event_hub_new(opts->loop, opts->addr);
+        api->views = view_runner_new(opts->loop, opts->addr, opts->view_timeout_ms);
+    }
     *out = api;
     return 0;
 
@@ -711,6 +719,9 @@ void http_api_shutdown(http_api_t *api)
      * after a complete response. */
     event_hub_free(api->hub);
     api->hub = NULL;
+    /* Views still waiting for Redis are answered now, while their requests exist. */
+    view_runner_free(api->views);
+    api->views = NULL;
     h2o_context_request_shutdown(&api->ctx);
     http_conns_close_idle(api->conns);
 }
@@ -720,6 +731,7 @@ void http_api_dispose(http_api_t *api)
     if (api == NULL)
         return;
     event_hub_free(api->hub);
+    view_runner_free(api->views);
     h2o_context_dispose(&api->ctx);
     h2o_config_dispose(&api->config);
     if (api->ssl_ctx != NULL)

@@ -58,6 +58,9 @@ uv_loop_t *api_loop(const api_req_t *r);
 const http_api_opts_t *api_opts(const api_req_t *r);
 /* The server's event hub (GET /jobs/:uuid/events), or NULL without a Redis address. */
 struct event_hub *api_event_hub(const api_req_t *r);
+/* What runs plugins' view scripts, or NULL without a Redis address (or after
+ * shutdown began). */
+view_runner_t *api_view_runner(const api_req_t *r);
 
 /* The value of query parameter `name` (percent-decoded, malloc'd; caller frees), or
  * NULL when absent. */

@@ -9,14 +9,12 @@
  *                          the view's own query parameters; any other is 409
  *                          InvalidArgument naming it. 404 when the script answered
  *                          nothing; 500 ViewScriptError naming the view when it failed
- *                          or answered something that is not JSON; 503 while Redis is
- *                          unreachable or did not answer within the command timeout.
+ *                          or answered something that is not JSON; 503 ViewTimeout when
+ *                          it did not answer within view_timeout_ms; 503
+ *                          ServiceUnavailable while Redis is unreachable.
  *
- * A view's script runs with EVAL_RO on the store's connection, as a task's scripts do
- * (run/plugin_redis.c). Redis runs a script to its end and nothing else meanwhile: a
- * script longer than the store's command timeout is answered 503 (the connection is
- * then made again), and one past Redis's busy-reply-threshold makes Redis answer BUSY
- * to every client until it ends. A view is a bounded read of a few keys.
+ * Scripts run in view_runner.c (engine/run/), on a connection of their own, with
+ * EVAL_RO; view_runner.h says how a script past its bound is killed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +25,7 @@
 #include "http/http_route.h"
 #include "ops/job_list.h"
 #include "ops/list_page.h"
-#include "run/plugin_redis.h"
+#include "run/view_runner.h"
 
 /* ---- GET /views --------------------------------------------------------------- */
 
@@ -119,6 +117,11 @@ static void on_view_reply(void *data, int status, const redisReply *reply, const
     free(vc);
     if (status == TERN_EINVAL) {
         reply_script_error(r, v, "the script failed: %s", errmsg != NULL ? errmsg : "");
+        return;
+    }
+    if (status == TERN_ETIMEDOUT) {
+        api_reply_error(r, 503, "ViewTimeout", "view \"%s\" of plugin \"%s\": %s", v->def->path,
+                        v->plugin->name, errmsg != NULL ? errmsg : "no answer in time");
         return;
     }
     if (status != 0) {
@@ -215,7 +218,10 @@ void http_view_serve(api_req_t *r, const plugin_view_t *v)
     view_call_t *vc = xcalloc(1, sizeof *vc);
     vc->r = r;
     vc->view = v;
-    rc = plugin_redis_view_eval(api_store(r), v->plugin->name, v->def->script, nkeys, v->def->keys,
+    view_runner_t *runner = api_view_runner(r);
+    rc = runner == NULL
+             ? TERN_ENOTCONN
+             : view_runner_eval(runner, v->plugin->name, v->def->script, nkeys, v->def->keys,
                                 TERN_ARRAY_SIZE(args), args, on_view_reply, vc);
     free(params_s);
     json_decref(params);

@@ -94,22 +94,3 @@ void plugin_redis_ops(store_t *store, task_redis_ops_t *ops)
     ops->cancel = pr_cancel;
     ops->data = store;
 }
-
-/* See plugin_redis.h. */
-int plugin_redis_view_eval(store_t *store, const char *plugin, const char *script, size_t nkeys,
-                           const char *const *keys, size_t nargs, const char *const *args,
-                           store_reply_cb cb, void *data)
-{
-    store_args_t a;
-    store_args_init(&a);
-    store_args_push(&a, "EVAL_RO");
-    store_args_push(&a, script);
-    store_args_pushf(&a, "%zu", nkeys);
-    for (size_t i = 0; i < nkeys; i++)
-        store_args_pushf(&a, "tern:p:%s:%s", plugin, keys[i] != NULL ? keys[i] : "");
-    for (size_t i = 0; i < nargs; i++)
-        store_args_push(&a, args[i]);
-    int rc = store_command(store, &a, cb, data);
-    store_args_dispose(&a);
-    return rc;
-}

@@ -769,6 +769,7 @@ int main(int argc, char **argv)
             .max_body_bytes = t.cfg.max_body_bytes,
             .stream_heartbeat_ms = t.cfg.event_heartbeat_ms,
             .list_max_bytes = t.cfg.list_max_bytes,
+            .view_timeout_ms = t.cfg.view_timeout_ms,
             .conns =
                 {
                     .max_connections = t.cfg.max_connections,
