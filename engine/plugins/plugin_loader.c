@@ -182,12 +182,11 @@ static const char *view_path_fault(const char *path, const char *names[PLUGIN_VI
 /* The paging parameters every view takes (GET /jobs' names). */
 static const char *const paging_params[] = {"limit", "offset", "marker"};
 
-/* Checks the views of descriptor d (of the plugin `stem`) against each other, the
- * engine's routes and the views already loaded. On success *views_out is a new array
- * of *n_out entries (plugin not yet set). */
-static int check_views(const plugin_registry_t *reg, const char *shown, const char *stem,
-                       const tern_plugin *d, plugin_view_t **views_out, size_t *n_out, char *err,
-                       size_t errlen)
+/* Checks the views of descriptor d against each other, the engine's routes and the
+ * views already loaded. On success *views_out is a new array of *n_out entries (their
+ * plugin not yet set). */
+static int check_views(const plugin_registry_t *reg, const char *shown, const tern_plugin *d,
+                       plugin_view_t **views_out, size_t *n_out, char *err, size_t errlen)
 {
     *views_out = NULL;
     *n_out = 0;
@@ -298,7 +297,6 @@ static int check_views(const plugin_registry_t *reg, const char *shown, const ch
         for (size_t a = 0; a < n_names; a++)
             views[i].path_params[a] = xstrndup(names[a], lens[a]);
     }
-    (void)stem;
     *views_out = views;
     *n_out = count;
     return 0;
@@ -518,7 +516,7 @@ static int check_plugin(plugin_registry_t *reg, const char *shown, const char *r
         if (rc != 0)
             goto Error;
     }
-    rc = check_views(reg, shown, stem, d, views_out, n_views_out, err, errlen);
+    rc = check_views(reg, shown, d, views_out, n_views_out, err, errlen);
     if (rc != 0)
         goto Error;
 
@@ -687,10 +685,17 @@ int plugin_registry_load_all(plugin_registry_t *reg, const json_t *configs)
         size_t count = 0;
         while (p->desc->tasks[count] != NULL)
             count++;
+        size_t views = 0;
+        for (size_t v = 0; v < reg->n_views; v++)
+            views += reg->views[v].plugin == p;
+        char views_text[32] = "";
+        if (views > 0)
+            snprintf(views_text, sizeof views_text, ", %zu %s", views,
+                     views == 1 ? "view" : "views");
         json_t *fields = json_pack("{s:s}", "plugin", p->name);
-        log_msg(TERN_LOG_INFO, "plugins", fields, "loaded plugin \"%s\" %s from \"%s\" (%zu %s)",
+        log_msg(TERN_LOG_INFO, "plugins", fields, "loaded plugin \"%s\" %s from \"%s\" (%zu %s%s)",
                 p->name, p->desc->version != NULL ? p->desc->version : "(no version)", p->path,
-                count, count == 1 ? "task" : "tasks");
+                count, count == 1 ? "task" : "tasks", views_text);
         json_decref(fields);
     }
     for (int i = 0; i < n; i++)
