@@ -43,6 +43,9 @@ const api_route_t http_routes_views[] = {
 
 /* ---- finding a view ----------------------------------------------------------- */
 
+/* The loader bounds a view's path parameters; matching must have room for them all. */
+_Static_assert(PLUGIN_VIEW_MAX_PARAMS <= API_MAX_PARAMS, "a view's parameters fit an api_req_t");
+
 /* See http_request.h. */
 const plugin_view_t *http_view_find(const plugin_registry_t *reg, const char *path, api_req_t *r)
 {

@@ -68,6 +68,11 @@ static void on_kill_reply(redis_conn_t *conn, redisReply *reply, void *data)
                 "a view's script ran past its bound of %u ms and Redis's busy-reply-threshold: "
                 "killed",
                 (unsigned)vr->timeout_ms);
+    else if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+             strncmp(reply->str, "NOTBUSY", 7) != 0)
+        /* An ACL that does not allow SCRIPT KILL, say: the script then runs to its end. */
+        log_msg(TERN_LOG_WARN, "views", NULL, "SCRIPT KILL after a view's bound failed: %s",
+                reply->str);
     runner_release(vr);
 }
 

@@ -15,7 +15,9 @@
  * (lua-time-limit, 5 s by default; until then it answers nobody), and kills only a
  * script that has not written: a view's never has, being EVAL_RO. So a runaway view
  * holds Redis for about busy-reply-threshold, not for as long as it loops. A kill that
- * finds no script running ("NOTBUSY") changes nothing.
+ * finds no script running ("NOTBUSY") changes nothing; one that finds another client's
+ * script past the threshold and not written kills that one, which Redis was answering
+ * every other client BUSY for (no script of tern's store runs that long).
  */
 #ifndef TERN_VIEW_RUNNER_H
 #define TERN_VIEW_RUNNER_H
