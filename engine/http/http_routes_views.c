@@ -16,6 +16,7 @@
  * Scripts run in view_runner.c (engine/run/), on a connection of their own, with
  * EVAL_RO; view_runner.h says how a script past its bound is killed.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,9 +97,9 @@ static void reply_script_error(api_req_t *r, const plugin_view_t *v, const char 
                     v->plugin->name, why);
 }
 
-/* Sends `len` bytes of JSON text the script answered, after checking that it is JSON:
- * a client must never get a 200 it cannot parse. */
-static void reply_view_text(api_req_t *r, const plugin_view_t *v, const char *text, size_t len)
+/* True when `len` bytes of text the script answered are JSON; else answers 500: a
+ * client must never get a 200 it cannot parse. */
+static bool view_text_ok(api_req_t *r, const plugin_view_t *v, const char *text, size_t len)
 {
     json_error_t jerr;
     json_t *doc = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
@@ -106,10 +107,24 @@ static void reply_view_text(api_req_t *r, const plugin_view_t *v, const char *te
         char why[256];
         snprintf(why, sizeof why, "line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
         reply_script_error(r, v, "the script answered text that is not JSON (%s)", why);
-        return;
+        return false;
     }
     json_decref(doc);
-    api_reply_json_text(r, 200, text, len);
+    return true;
+}
+
+/* A marker goes into a header: printable ASCII only, and not more than a page's worth
+ * of a header line. */
+#define VIEW_MARKER_MAX 512
+
+static bool marker_ok(const redisReply *m)
+{
+    if (m->len == 0 || m->len > VIEW_MARKER_MAX)
+        return false;
+    for (size_t i = 0; i < m->len; i++)
+        if (m->str[i] < 0x20 || m->str[i] > 0x7e)
+            return false;
+    return true;
 }
 
 static void on_view_reply(void *data, int status, const redisReply *reply, const char *errmsg)
@@ -134,13 +149,13 @@ static void on_view_reply(void *data, int status, const redisReply *reply, const
     }
     if (reply->type == REDIS_REPLY_NIL) {
         api_reply_error(r, 404, "ResourceNotFound",
-                        "%s does not exist (view \"%s\" of plugin "
-                        "\"%s\" found nothing)",
-                        r->path, v->def->path, v->plugin->name);
+                        "%s does not exist (view \"%s\" of plugin \"%s\" found nothing)", r->path,
+                        v->def->path, v->plugin->name);
         return;
     }
     if (reply->type == REDIS_REPLY_STRING) {
-        reply_view_text(r, v, reply->str, reply->len);
+        if (view_text_ok(r, v, reply->str, reply->len))
+            api_reply_json_text(r, 200, reply->str, reply->len);
         return;
     }
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 || reply->elements > 3 ||
@@ -153,17 +168,29 @@ static void on_view_reply(void *data, int status, const redisReply *reply, const
                            "or false, count}");
         return;
     }
-    if (reply->elements >= 2 && reply->element[1]->type == REDIS_REPLY_STRING) {
-        char *marker = xstrndup(reply->element[1]->str, reply->element[1]->len);
-        api_add_header(r, "x-tern-next-marker", marker);
-        free(marker);
+    const redisReply *text = reply->element[0];
+    const redisReply *marker = reply->elements >= 2 && reply->element[1]->type == REDIS_REPLY_STRING
+                                   ? reply->element[1]
+                                   : NULL;
+    if (marker != NULL && !marker_ok(marker)) {
+        reply_script_error(r, v, "%s",
+                           "the script answered a next marker that is empty, longer than "
+                           "512 bytes or not printable ASCII");
+        return;
+    }
+    if (!view_text_ok(r, v, text->str, text->len))
+        return;
+    if (marker != NULL) {
+        char *m = xstrndup(marker->str, marker->len);
+        api_add_header(r, "x-tern-next-marker", m);
+        free(m);
     }
     if (reply->elements == 3) {
         char count[24];
         snprintf(count, sizeof count, "%lld", reply->element[2]->integer);
         api_add_header(r, "x-count", count);
     }
-    reply_view_text(r, v, reply->element[0]->str, reply->element[0]->len);
+    api_reply_json_text(r, 200, text->str, text->len);
 }
 
 /* See http_request.h. */

@@ -126,8 +126,8 @@ typedef struct tern_task_def {
  *   ARGV[4] a JSON object of the path's parameters and of the accepted query
  *           parameters the caller gave, every value a string (cjson.decode(ARGV[4])).
  * It returns the answer as JSON text, or an array {json_text, next_marker, count}
- * whose second element (a string, or false when this is the last page) is sent as
- * the x-tern-next-marker header and whose third (an integer, optional) as x-count, as
+ * whose second element (printable ASCII up to 512 bytes, or false on the last page) is
+ * sent as the x-tern-next-marker header and whose third (an integer, optional) as x-count, as
  * GET /jobs pages. A false or nil answer is 404 ResourceNotFound (nothing at that
  * path); a Lua error, or text that is not JSON, 500 ViewScriptError naming the view.
  * Mind cjson: an empty Lua table encodes as "{}", so an empty list is returned "[]".

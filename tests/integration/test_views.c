@@ -208,6 +208,14 @@ static void test_failing_scripts_answer_500(void **state)
     assert_string_equal(http_sync_header(&r, "x-count", count, sizeof count), "7");
     http_sync_resp_dispose(&r);
 
+    /* A marker goes into a header: one that would break the header is refused. */
+    itest_api_call(&h, &r, "GET", "/itest/bad_marker", NULL);
+    itest_expect_error(&r, 500, "ViewScriptError", "a next marker that is empty");
+    char hdr[64];
+    assert_null(http_sync_header(&r, "x-injected", hdr, sizeof hdr));
+    assert_null(http_sync_header(&r, "x-tern-next-marker", hdr, sizeof hdr));
+    http_sync_resp_dispose(&r);
+
     itest_api_call(&h, &r, "GET", "/itest/not_json", NULL);
     itest_expect_error(&r, 500, "ViewScriptError",
                        "view \"/itest/not_json\" of plugin \"itest\": the script answered text "

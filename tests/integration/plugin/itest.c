@@ -344,6 +344,11 @@ static const tern_view_def write_view = {
     .keys = write_keys,
     .script = "redis.call('DEL', KEYS[1]) return '[]'",
 };
+static const tern_view_def bad_marker_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/itest/bad_marker",
+    .script = "return {'[]', 'n1\\r\\nx-injected: 1'}",
+};
 static const tern_view_def not_json_view = {
     .size = sizeof(tern_view_def),
     .path = "/itest/not_json",
@@ -365,8 +370,9 @@ static const tern_view_def slow_view = {
               "return '{\"slept\": true}'\n",
 };
 
-static const tern_view_def *const views[] = {&notes_view,    &note_view, &broken_view, &write_view,
-                                             &not_json_view, &slow_view, NULL};
+static const tern_view_def *const views[] = {
+    &notes_view,    &note_view, &broken_view,     &write_view,
+    &not_json_view, &slow_view, &bad_marker_view, NULL};
 
 static const tern_plugin itest_plugin = {
     .magic = TERN_PLUGIN_MAGIC,
