@@ -179,6 +179,14 @@ static const char *view_path_fault(const char *path, const char *names[PLUGIN_VI
     return NULL;
 }
 
+/* See plugin_loader.h. */
+const char *plugin_view_path_fault(const char *path)
+{
+    const char *names[PLUGIN_VIEW_MAX_PARAMS];
+    size_t lens[PLUGIN_VIEW_MAX_PARAMS], n;
+    return view_path_fault(path, names, lens, &n);
+}
+
 /* The paging parameters every view takes (GET /jobs' names). */
 static const char *const paging_params[] = {"limit", "offset", "marker"};
 

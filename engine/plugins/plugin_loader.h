@@ -68,6 +68,10 @@ plugin_registry_t *plugin_registry_new(const char *dir, const tern_host *host, c
  * below the HTTP layer, so ternd hands it the API's routes. */
 void plugin_registry_reserve(plugin_registry_t *reg, const char *pattern);
 
+/* What is wrong with a view's path as the loader sees it ("it ends with \"/\""), or
+ * NULL when it is a good one. Static text. */
+const char *plugin_view_path_fault(const char *path);
+
 /* True when some request path matches both patterns ("/a/:x" and "/a/b"). */
 bool plugin_view_paths_overlap(const char *a, const char *b);
 

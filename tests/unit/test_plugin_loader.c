@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "plugins/plugin_loader.h"
@@ -588,6 +589,44 @@ static void test_views_load_and_describe(void **state)
     json_decref(want);
 }
 
+static void test_view_path_rules(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"/vms", "/vms/:uuid", "/a/:b/:c/:d/:e", "/v1.2/x-y_Z",
+                                       "/:any"};
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(good); i++)
+        if (plugin_view_path_fault(good[i]) != NULL)
+            fail_msg("\"%s\" refused: %s", good[i], plugin_view_path_fault(good[i]));
+    static const char *const bad[][2] = {
+        {"vms", "it does not start with \"/\""},
+        {"/", "\"/\" is not a view"},
+        {"/vms/", "it ends with \"/\""},
+        {"/vms//x", "it has an empty segment"},
+        {"/vms/:", "a parameter has no name"},
+        {"/vms/:Uuid", "a parameter's name does not match [a-z][a-z0-9_]*"},
+        {"/vms/:u-id", "a parameter's name does not match [a-z][a-z0-9_]*"},
+        {"/a/:b/:c/:d/:e/:f", "it has more than 4 parameters"},
+        {"/vms?x=1", "a segment has a character outside [A-Za-z0-9_.-]"},
+        {"/v ms", "a segment has a character outside [A-Za-z0-9_.-]"},
+        {"/v%20", "a segment has a character outside [A-Za-z0-9_.-]"},
+        {NULL, "path is NULL"},
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(bad); i++) {
+        const char *got = plugin_view_path_fault(bad[i][0]);
+        if (got == NULL || strcmp(got, bad[i][1]) != 0)
+            fail_msg("\"%s\": got %s, expected %s", bad[i][0] ? bad[i][0] : "(null)",
+                     got ? got : "(accepted)", bad[i][1]);
+    }
+    char longest[PLUGIN_VIEW_PATH_MAX + 2];
+    memset(longest, 'a', sizeof longest);
+    longest[0] = '/';
+    longest[PLUGIN_VIEW_PATH_MAX] = '\0';
+    assert_null(plugin_view_path_fault(longest));
+    longest[PLUGIN_VIEW_PATH_MAX] = 'a';
+    longest[PLUGIN_VIEW_PATH_MAX + 1] = '\0';
+    assert_string_equal(plugin_view_path_fault(longest), "it is longer than 200 bytes");
+}
+
 static void test_view_paths_overlap(void **state)
 {
     (void)state;
@@ -705,6 +744,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_refuses_view_over_engine_route, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_view_over_another_plugins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_views_load_and_describe, setup, teardown),
+        cmocka_unit_test(test_view_path_rules),
         cmocka_unit_test(test_view_paths_overlap),
         cmocka_unit_test_setup_teardown(test_load_all_logs_each_refusal, setup, teardown),
     };
