@@ -76,6 +76,7 @@ typedef struct cli_command {
 extern const cli_command_t cmd_workflow_commands[];
 extern const cli_command_t cmd_job_commands[];
 extern const cli_command_t cmd_status_commands[];
+extern const cli_command_t cmd_get_commands[];
 
 /* The API client for cli->url and cli->token, made on first use (borrowed). */
 client_t *cli_client(cli_t *cli);

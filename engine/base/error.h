@@ -30,6 +30,8 @@
 #define TERN_EPERM    (-EPERM)  /* refused on principle (plugin outside its directory) */
 /* A write reached Redis and its answer was lost: it may or may not have happened. */
 #define TERN_EUNKNOWN (-ECONNABORTED)
+/* No answer within a bound: a plugin's view script (the caller gets 503). */
+#define TERN_ETIMEDOUT (-ETIMEDOUT)
 
 /* Writes a formatted message into err (if err is not NULL) and returns code. */
 int err_set(char *err, size_t errlen, int code, const char *fmt, ...)

@@ -50,7 +50,8 @@ struct http_api {
     int port;
     bool listening;
     bool shutting_down;
-    event_hub_t *hub; /* live events for GET /jobs/:uuid/events (NULL without opts.addr) */
+    event_hub_t *hub;     /* live events for GET /jobs/:uuid/events (NULL without opts.addr) */
+    view_runner_t *views; /* plugins' view scripts (NULL without opts.addr) */
 };
 
 struct api_guard {
@@ -97,6 +98,11 @@ const http_api_opts_t *api_opts(const api_req_t *r)
 event_hub_t *api_event_hub(const api_req_t *r)
 {
     return r->api->hub;
+}
+
+view_runner_t *api_view_runner(const api_req_t *r)
+{
+    return r->api->views;
 }
 
 int http_api_port(const http_api_t *api)
@@ -365,8 +371,26 @@ void api_on_result(void *data, int status, const json_t *result, const char *mes
 /* ---- routing ------------------------------------------------------------------ */
 
 static const api_route_t *const route_tables[] = {http_routes_workflows, http_routes_jobs,
-                                                  http_routes_service, http_routes_events,
-                                                  http_routes_metrics};
+                                                  http_routes_service,   http_routes_events,
+                                                  http_routes_metrics,   http_routes_views};
+
+/* See http_api.h. */
+size_t http_api_route_patterns(const char **out, size_t max)
+{
+    size_t n = 0;
+    for (size_t t = 0; t < TERN_ARRAY_SIZE(route_tables); t++)
+        for (const api_route_t *rt = route_tables[t]; rt->pattern != NULL; rt++) {
+            bool seen = false;
+            for (size_t i = 0; i < n && i < max && !seen; i++)
+                seen = strcmp(out[i], rt->pattern) == 0;
+            if (seen)
+                continue;
+            if (n < max)
+                out[n] = rt->pattern;
+            n++;
+        }
+    return n;
+}
 
 /* The value of header `name` (lowercase; h2o lowercases the names it receives), or
  * NULL. */
@@ -472,8 +496,24 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     bool path_known = false;
     const api_route_t *found = api_route_find(route_tables, TERN_ARRAY_SIZE(route_tables), method,
                                               r->path, r, &path_known);
-    http_scope_t need =
-        found != NULL ? http_guard_route_scope(found->method, found->pattern) : HTTP_SCOPE_OPERATOR;
+    /* A plugin's view is a GET route of its own path, which no engine route overlaps
+     * (the loader refused those). */
+    const plugin_view_t *view = NULL;
+    if (found == NULL && !path_known) {
+        view = http_view_find(api->opts.plugins, r->path, r);
+        if (view != NULL && strcmp(method, "GET") != 0) {
+            for (size_t i = 0; i < r->n_params; i++) {
+                free(r->params[i]);
+                r->params[i] = NULL;
+            }
+            r->n_params = 0;
+            view = NULL;
+            path_known = true;
+        }
+    }
+    http_scope_t need = found != NULL  ? http_guard_route_scope(found->method, found->pattern)
+                        : view != NULL ? http_guard_view_scope()
+                                       : HTTP_SCOPE_OPERATOR;
     http_scope_t have = HTTP_SCOPE_OPERATOR;
     if (api->guard->n_tokens > 0 && need != HTTP_SCOPE_NONE) {
         const char *authz;
@@ -486,12 +526,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
             return 0;
         }
     }
-    if (found == NULL) {
+    if (found == NULL && view == NULL) {
         if (path_known) {
             /* A 405 names what the path does allow (RFC 9110, 15.5.6). */
             char allow[128];
             api_route_allow(route_tables, TERN_ARRAY_SIZE(route_tables), r->path, allow,
                             sizeof allow);
+            if (allow[0] == '\0') /* a view's path: GET and HEAD only */
+                snprintf(allow, sizeof allow, "GET, HEAD");
             api_add_header(r, "Allow", allow);
             api_reply_error(r, 405, "MethodNotAllowed", "%s is not allowed on %s", r->method,
                             r->path);
@@ -499,11 +541,11 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
             api_reply_error(r, 404, "ResourceNotFound", "%s does not exist", r->path);
         return 0;
     }
-    r->route = found->pattern;
+    r->route = found != NULL ? found->pattern : view->def->path;
     if (have < need) {
         api_reply_error(r, 403, "NotAuthorized",
                         "%s %s needs a token of scope %s; this token has scope %s", r->method,
-                        found->pattern, http_scope_name(need), http_scope_name(have));
+                        r->route, http_scope_name(need), http_scope_name(have));
         return 0;
     }
     if (req->entity.base != NULL && req->entity.len > 0) {
@@ -526,7 +568,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
             return 0;
         }
     }
-    found->handler(r);
+    if (view != NULL)
+        http_view_serve(r, view);
+    else
+        found->handler(r);
     return 0;
 }
 
@@ -644,8 +689,10 @@ int http_api_start(const http_api_opts_t *opts, http_api_t **out, char *err, siz
     uv_tcp_getsockname(&api->listener, (struct sockaddr *)&bound, &len);
     api->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                   : ((struct sockaddr_in *)&bound)->sin_port);
-    if (opts->addr != NULL)
+    if (opts->addr != NULL) {
         api->hub = event_hub_new(opts->loop, opts->addr);
+        api->views = view_runner_new(opts->loop, opts->addr, opts->view_timeout_ms);
+    }
     *out = api;
     return 0;
 
@@ -672,6 +719,9 @@ void http_api_shutdown(http_api_t *api)
      * after a complete response. */
     event_hub_free(api->hub);
     api->hub = NULL;
+    /* Views still waiting for Redis are answered now, while their requests exist. */
+    view_runner_free(api->views);
+    api->views = NULL;
     h2o_context_request_shutdown(&api->ctx);
     http_conns_close_idle(api->conns);
 }
@@ -681,6 +731,7 @@ void http_api_dispose(http_api_t *api)
     if (api == NULL)
         return;
     event_hub_free(api->hub);
+    view_runner_free(api->views);
     h2o_context_dispose(&api->ctx);
     h2o_config_dispose(&api->config);
     if (api->ssl_ctx != NULL)

@@ -23,6 +23,7 @@
 #include "ops/job_ops.h"
 #include "plugins/plugin_loader.h"
 #include "redis/redis_addr.h"
+#include "run/view_runner.h"
 #include "store/store.h"
 
 typedef struct http_api http_api_t;
@@ -41,8 +42,15 @@ typedef struct http_api_opts {
     size_t max_body_bytes;        /* default 1 MiB */
     uint32_t stream_heartbeat_ms; /* keep-alive of idle event streams; default 15000 */
     size_t list_max_bytes;        /* GET /jobs: a page's size bound; 0: job_list's default */
+    uint32_t view_timeout_ms;     /* plugins' views: a script's bound; 0: view_runner's
+                                     default (view_runner.h) */
     http_conns_opts_t conns;      /* connection cap and timeouts (zeros: defaults) */
 } http_api_opts_t;
+
+/* The patterns of every route the API serves ("/jobs/:uuid"), each once: the first
+ * `max` into out (static strings), and their number returned. ternd reserves them in
+ * the plugin registry before plugins load, so that no plugin's view overlaps one. */
+size_t http_api_route_patterns(const char **out, size_t max);
 
 /* Starts listening; call before the loop runs (h2o cleans up a failed start by
  * running the loop itself). Returns 0 and *out, or a negative code with "listen

@@ -515,7 +515,15 @@ static const struct {
     {"GET", "/workflows"},
     {"GET", "/workflows/:uuid"},
     {"GET", "/tasks"},
+    {"GET", "/views"},
 };
+
+/* Plugins' views are reads, like GET /jobs and GET /tasks: a service that submits jobs
+ * reads what their tasks recorded (an instance's state) without an operator token. */
+http_scope_t http_guard_view_scope(void)
+{
+    return HTTP_SCOPE_SUBMIT;
+}
 
 http_scope_t http_guard_route_scope(const char *method, const char *pattern)
 {

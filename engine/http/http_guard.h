@@ -119,4 +119,7 @@ http_scope_t http_guard_bearer(const http_guard_t *g, const char *authz, size_t 
  * NONE for GET /ping, SUBMIT for the submit routes above, OPERATOR for any other. */
 http_scope_t http_guard_route_scope(const char *method, const char *pattern);
 
+/* The scope a plugin's read view needs (GET on its path): submit. */
+http_scope_t http_guard_view_scope(void);
+
 #endif /* TERN_HTTP_GUARD_H */

@@ -58,6 +58,9 @@ uv_loop_t *api_loop(const api_req_t *r);
 const http_api_opts_t *api_opts(const api_req_t *r);
 /* The server's event hub (GET /jobs/:uuid/events), or NULL without a Redis address. */
 struct event_hub *api_event_hub(const api_req_t *r);
+/* What runs plugins' view scripts, or NULL without a Redis address (or after
+ * shutdown began). */
+view_runner_t *api_view_runner(const api_req_t *r);
 
 /* The value of query parameter `name` (percent-decoded, malloc'd; caller frees), or
  * NULL when absent. */
@@ -117,5 +120,13 @@ extern const api_route_t http_routes_jobs[];
 extern const api_route_t http_routes_service[];
 extern const api_route_t http_routes_events[];
 extern const api_route_t http_routes_metrics[];
+extern const api_route_t http_routes_views[];
+
+/* The plugin view whose path matches `path` (after every engine route missed), with
+ * r->params filled as api_route_match fills them, or NULL. */
+const plugin_view_t *http_view_find(const plugin_registry_t *reg, const char *path, api_req_t *r);
+
+/* Serves GET on view `v` for r (http_routes_views.c). Answers exactly once. */
+void http_view_serve(api_req_t *r, const plugin_view_t *v);
 
 #endif /* TERN_HTTP_REQUEST_H */

@@ -40,7 +40,15 @@
  * plugin built against an older minor simply does not have the later hooks. */
 #define TASK_HAS(t, member) ((t)->size >= offsetof(tern_task_def, member) + sizeof((t)->member))
 
+/* Views are new in ABI 1.2: a view definition has 1.2's size at least, and a descriptor
+ * has its `views` member only when its size reaches it (1.0 and 1.1 plugins do not). */
+#define VIEW_MIN_SIZE     ((uint32_t)(offsetof(tern_view_def, script) + sizeof(void *)))
+#define DESC_HAS_VIEWS(d) ((d)->size >= offsetof(tern_plugin, views) + sizeof((d)->views))
+
 #define NAME_RULE "[a-z][a-z0-9_]*"
+
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x)  STRINGIFY_(x)
 
 typedef struct task_entry {
     char *full_name; /* "family.entry" */
@@ -56,6 +64,10 @@ struct plugin_registry {
     size_t n_plugins;
     task_entry_t *tasks; /* sorted by full_name */
     size_t n_tasks;
+    plugin_view_t *views; /* in load order */
+    size_t n_views;
+    char **reserved; /* the engine's route patterns no view may overlap (owned) */
+    size_t n_reserved;
 };
 
 /* ---- names --------------------------------------------------------------------- */
@@ -98,6 +110,259 @@ static const task_entry_t *find_task(const plugin_registry_t *reg, const char *t
     return bsearch(&key, reg->tasks, reg->n_tasks, sizeof *reg->tasks, cmp_task_entry);
 }
 
+/* ---- views -------------------------------------------------------------------- */
+
+/* The length of the path segment at s (up to '/' or the end). */
+static size_t seg_len(const char *s)
+{
+    const char *e = strchr(s, '/');
+    return e != NULL ? (size_t)(e - s) : strlen(s);
+}
+
+/* True when some request path matches both patterns: as many segments, and at every
+ * position the same literal or a parameter on either side (the engine routes first,
+ * so a view overlapping a route would be unreachable, or would shadow it). */
+bool plugin_view_paths_overlap(const char *a, const char *b)
+{
+    while (*a == '/' && *b == '/') {
+        a++;
+        b++;
+        size_t la = seg_len(a), lb = seg_len(b);
+        if (*a != ':' && *b != ':' && (la != lb || memcmp(a, b, la) != 0))
+            return false;
+        a += la;
+        b += lb;
+    }
+    return *a == '\0' && *b == '\0';
+}
+
+/* Checks a view's path: "/seg/:name/...". Fills names[] with its parameters' names
+ * (pointing into path, lengths in lens[]) and *n. Returns NULL, or what is wrong. */
+static const char *view_path_fault(const char *path, const char *names[PLUGIN_VIEW_MAX_PARAMS],
+                                   size_t lens[PLUGIN_VIEW_MAX_PARAMS], size_t *n)
+{
+    *n = 0;
+    if (path == NULL)
+        return "path is NULL";
+    if (path[0] != '/')
+        return "it does not start with \"/\"";
+    if (strlen(path) > PLUGIN_VIEW_PATH_MAX)
+        return "it is longer than " STRINGIFY(PLUGIN_VIEW_PATH_MAX) " bytes";
+    if (path[1] == '\0')
+        return "\"/\" is not a view";
+    for (const char *s = path; *s == '/';) {
+        s++;
+        size_t len = seg_len(s);
+        if (len == 0)
+            return s[0] == '\0' ? "it ends with \"/\"" : "it has an empty segment";
+        if (s[0] == ':') {
+            if (len == 1)
+                return "a parameter has no name";
+            if (!(s[1] >= 'a' && s[1] <= 'z'))
+                return "a parameter's name does not match " NAME_RULE;
+            for (size_t i = 2; i < len; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+                    return "a parameter's name does not match " NAME_RULE;
+            if (*n == PLUGIN_VIEW_MAX_PARAMS)
+                return "it has more than " STRINGIFY(PLUGIN_VIEW_MAX_PARAMS) " parameters";
+            names[*n] = s + 1;
+            lens[*n] = len - 1;
+            ++*n;
+        } else {
+            for (size_t i = 0; i < len; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.' || s[i] == '-'))
+                    return "a segment has a character outside [A-Za-z0-9_.-]";
+        }
+        s += len;
+    }
+    return NULL;
+}
+
+/* See plugin_loader.h. */
+const char *plugin_view_path_fault(const char *path)
+{
+    const char *names[PLUGIN_VIEW_MAX_PARAMS];
+    size_t lens[PLUGIN_VIEW_MAX_PARAMS], n;
+    return view_path_fault(path, names, lens, &n);
+}
+
+/* The paging parameters every view takes (GET /jobs' names). */
+static const char *const paging_params[] = {"limit", "offset", "marker"};
+
+/* Checks the views of descriptor d against each other, the engine's routes and the
+ * views already loaded. On success *views_out is a new array of *n_out entries (their
+ * plugin not yet set). */
+static int check_views(const plugin_registry_t *reg, const char *shown, const tern_plugin *d,
+                       plugin_view_t **views_out, size_t *n_out, char *err, size_t errlen)
+{
+    *views_out = NULL;
+    *n_out = 0;
+    if (!DESC_HAS_VIEWS(d) || d->views == NULL)
+        return 0;
+    size_t count = 0;
+    while (d->views[count] != NULL)
+        count++;
+    plugin_view_t *views = xcalloc(count + 1, sizeof *views);
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        const tern_view_def *v = d->views[i];
+        const char *names[PLUGIN_VIEW_MAX_PARAMS];
+        size_t lens[PLUGIN_VIEW_MAX_PARAMS], n_names;
+        if (v->size < VIEW_MIN_SIZE) {
+            rc = err_set(err, errlen, TERN_EINVAL,
+                         "plugin \"%s\": views[%zu]: size %u, engine needs at least %u", shown, i,
+                         (unsigned)v->size, (unsigned)VIEW_MIN_SIZE);
+            goto Error;
+        }
+        if (v->size > sizeof(tern_view_def)) {
+            rc = err_set(err, errlen, TERN_EINVAL,
+                         "plugin \"%s\": views[%zu]: size %u, larger than the %zu bytes of the "
+                         "engine's ABI %d.%d view definition",
+                         shown, i, (unsigned)v->size, sizeof(tern_view_def), TERN_ABI_MAJOR,
+                         TERN_ABI_MINOR);
+            goto Error;
+        }
+        const char *fault = view_path_fault(v->path, names, lens, &n_names);
+        if (fault != NULL) {
+            rc = err_set(err, errlen, TERN_EINVAL, "plugin \"%s\": view \"%s\": bad path: %s",
+                         shown, v->path != NULL ? v->path : "(null)", fault);
+            goto Error;
+        }
+        if (v->script == NULL || v->script[0] == '\0') {
+            rc = err_set(err, errlen, TERN_EINVAL, "plugin \"%s\": view \"%s\": script is %s",
+                         shown, v->path, v->script == NULL ? "NULL" : "empty");
+            goto Error;
+        }
+        for (size_t a = 0; a < n_names; a++)
+            for (size_t b = 0; b < a; b++)
+                if (lens[a] == lens[b] && memcmp(names[a], names[b], lens[a]) == 0) {
+                    rc = err_set(err, errlen, TERN_EINVAL,
+                                 "plugin \"%s\": view \"%s\": path parameter \"%.*s\" is "
+                                 "named twice",
+                                 shown, v->path, (int)lens[a], names[a]);
+                    goto Error;
+                }
+        for (size_t a = 0; v->params != NULL && v->params[a] != NULL; a++) {
+            const char *q = v->params[a];
+            if (!name_is_valid(q)) {
+                rc = err_set(err, errlen, TERN_EINVAL,
+                             "plugin \"%s\": view \"%s\": params[%zu]: name \"%s\" does not "
+                             "match " NAME_RULE,
+                             shown, v->path, a, q);
+                goto Error;
+            }
+            const char *twice = NULL;
+            for (size_t b = 0; b < a && twice == NULL; b++)
+                if (strcmp(v->params[b], q) == 0)
+                    twice = "is named twice";
+            for (size_t b = 0; b < n_names && twice == NULL; b++)
+                if (strlen(q) == lens[b] && memcmp(q, names[b], lens[b]) == 0)
+                    twice = "is also a parameter of the path";
+            for (size_t b = 0; b < TERN_ARRAY_SIZE(paging_params) && twice == NULL; b++)
+                if (strcmp(q, paging_params[b]) == 0)
+                    twice = "is a paging parameter every view takes";
+            if (twice != NULL) {
+                rc = err_set(err, errlen, TERN_EINVAL,
+                             "plugin \"%s\": view \"%s\": query parameter \"%s\" %s", shown,
+                             v->path, q, twice);
+                goto Error;
+            }
+        }
+        for (size_t a = 0; v->keys != NULL && v->keys[a] != NULL; a++) {
+            if (a == PLUGIN_VIEW_MAX_KEYS) {
+                rc = err_set(err, errlen, TERN_EINVAL,
+                             "plugin \"%s\": view \"%s\": more than %d keys", shown, v->path,
+                             PLUGIN_VIEW_MAX_KEYS);
+                goto Error;
+            }
+        }
+        for (size_t r = 0; r < reg->n_reserved; r++)
+            if (plugin_view_paths_overlap(v->path, reg->reserved[r])) {
+                rc = err_set(err, errlen, TERN_EEXIST,
+                             "plugin \"%s\": view \"%s\" overlaps the engine's route \"%s\"", shown,
+                             v->path, reg->reserved[r]);
+                goto Error;
+            }
+        for (size_t j = 0; j < reg->n_views; j++)
+            if (plugin_view_paths_overlap(v->path, reg->views[j].def->path)) {
+                rc = err_set(err, errlen, TERN_EEXIST,
+                             "plugin \"%s\": view \"%s\" overlaps view \"%s\" of plugin "
+                             "\"%s\"",
+                             shown, v->path, reg->views[j].def->path, reg->views[j].plugin->name);
+                goto Error;
+            }
+        for (size_t j = 0; j < i; j++)
+            if (plugin_view_paths_overlap(v->path, views[j].def->path)) {
+                rc = err_set(err, errlen, TERN_EEXIST,
+                             "plugin \"%s\": view \"%s\" overlaps its own view \"%s\" "
+                             "(views[%zu])",
+                             shown, v->path, views[j].def->path, j);
+                goto Error;
+            }
+        views[i].def = v;
+        views[i].n_path_params = n_names;
+        for (size_t a = 0; a < n_names; a++)
+            views[i].path_params[a] = xstrndup(names[a], lens[a]);
+    }
+    *views_out = views;
+    *n_out = count;
+    return 0;
+
+Error:
+    for (size_t i = 0; i < count; i++)
+        for (size_t a = 0; a < views[i].n_path_params; a++)
+            free(views[i].path_params[a]);
+    free(views);
+    return rc;
+}
+
+static void views_free(plugin_view_t *views, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t a = 0; a < views[i].n_path_params; a++)
+            free(views[i].path_params[a]);
+    free(views);
+}
+
+/* See plugin_loader.h. */
+void plugin_registry_reserve(plugin_registry_t *reg, const char *pattern)
+{
+    reg->reserved = xrealloc(reg->reserved, (reg->n_reserved + 1) * sizeof *reg->reserved);
+    reg->reserved[reg->n_reserved++] = xstrdup(pattern);
+}
+
+/* See plugin_loader.h. */
+size_t plugin_registry_view_count(const plugin_registry_t *reg)
+{
+    return reg->n_views;
+}
+
+/* See plugin_loader.h. */
+const plugin_view_t *plugin_registry_view(const plugin_registry_t *reg, size_t i)
+{
+    return i < reg->n_views ? &reg->views[i] : NULL;
+}
+
+/* See plugin_loader.h. */
+json_t *plugin_registry_describe_views(const plugin_registry_t *reg)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < reg->n_views; i++) {
+        const plugin_view_t *v = &reg->views[i];
+        json_t *path_params = json_array(), *params = json_array();
+        for (size_t a = 0; a < v->n_path_params; a++)
+            json_array_append_new(path_params, json_string(v->path_params[a]));
+        for (size_t a = 0; v->def->params != NULL && v->def->params[a] != NULL; a++)
+            json_array_append_new(params, json_string(v->def->params[a]));
+        json_array_append_new(out,
+                              json_pack("{s:s, s:s, s:s?, s:o, s:o}", "plugin", v->plugin->name,
+                                        "path", v->def->path, "summary", v->def->summary,
+                                        "path_params", path_params, "params", params));
+    }
+    return out;
+}
+
 /* ---- registry ------------------------------------------------------------------ */
 
 /* See plugin_loader.h. */
@@ -126,7 +391,8 @@ plugin_registry_t *plugin_registry_new(const char *dir, const tern_host *host, c
  * handle is closed and err says why. `shown` is the path as named in messages. */
 static int check_plugin(plugin_registry_t *reg, const char *shown, const char *real,
                         const char *stem, void **dl_out, const tern_plugin **desc_out,
-                        task_entry_t **tasks_out, size_t *n_tasks_out, char *err, size_t errlen)
+                        task_entry_t **tasks_out, size_t *n_tasks_out, plugin_view_t **views_out,
+                        size_t *n_views_out, char *err, size_t errlen)
 {
     int rc = 0;
     task_entry_t *tasks = NULL;
@@ -258,6 +524,9 @@ static int check_plugin(plugin_registry_t *reg, const char *shown, const char *r
         if (rc != 0)
             goto Error;
     }
+    rc = check_views(reg, shown, d, views_out, n_views_out, err, errlen);
+    if (rc != 0)
+        goto Error;
 
     *dl_out = dl;
     *desc_out = d;
@@ -292,6 +561,8 @@ int plugin_registry_load(plugin_registry_t *reg, const char *file_name, const js
     const tern_plugin *desc = NULL;
     task_entry_t *tasks = NULL;
     size_t n_tasks = 0;
+    plugin_view_t *views = NULL;
+    size_t n_views = 0;
     net_allow_t *allow = NULL;
     int rc;
 
@@ -321,7 +592,8 @@ int plugin_registry_load(plugin_registry_t *reg, const char *file_name, const js
         rc = err_set(err, errlen, TERN_EINVAL, "plugin \"%s\": %s", shown, aerr);
         goto Out;
     }
-    rc = check_plugin(reg, shown, real, stem, &dl, &desc, &tasks, &n_tasks, err, errlen);
+    rc = check_plugin(reg, shown, real, stem, &dl, &desc, &tasks, &n_tasks, &views, &n_views, err,
+                      errlen);
     if (rc != 0)
         goto Out;
 
@@ -342,6 +614,7 @@ int plugin_registry_load(plugin_registry_t *reg, const char *file_name, const js
                 args_schema_free(tasks[i].schema);
             }
             free(tasks);
+            views_free(views, n_views);
             goto Out; /* stays mapped: see the top of the file */
         }
     }
@@ -369,6 +642,13 @@ int plugin_registry_load(plugin_registry_t *reg, const char *file_name, const js
     }
     free(tasks);
     qsort(reg->tasks, reg->n_tasks, sizeof *reg->tasks, cmp_task_entry);
+
+    reg->views = xrealloc(reg->views, (reg->n_views + n_views + 1) * sizeof *reg->views);
+    for (size_t i = 0; i < n_views; i++) {
+        views[i].plugin = p;
+        reg->views[reg->n_views++] = views[i];
+    }
+    free(views);
     rc = 0;
 
 Out:
@@ -413,10 +693,17 @@ int plugin_registry_load_all(plugin_registry_t *reg, const json_t *configs)
         size_t count = 0;
         while (p->desc->tasks[count] != NULL)
             count++;
+        size_t views = 0;
+        for (size_t v = 0; v < reg->n_views; v++)
+            views += reg->views[v].plugin == p;
+        char views_text[32] = "";
+        if (views > 0)
+            snprintf(views_text, sizeof views_text, ", %zu %s", views,
+                     views == 1 ? "view" : "views");
         json_t *fields = json_pack("{s:s}", "plugin", p->name);
-        log_msg(TERN_LOG_INFO, "plugins", fields, "loaded plugin \"%s\" %s from \"%s\" (%zu %s)",
+        log_msg(TERN_LOG_INFO, "plugins", fields, "loaded plugin \"%s\" %s from \"%s\" (%zu %s%s)",
                 p->name, p->desc->version != NULL ? p->desc->version : "(no version)", p->path,
-                count, count == 1 ? "task" : "tasks");
+                count, count == 1 ? "task" : "tasks", views_text);
         json_decref(fields);
     }
     for (int i = 0; i < n; i++)
@@ -589,6 +876,10 @@ void plugin_registry_free(plugin_registry_t *reg)
         args_schema_free(reg->tasks[i].schema);
     }
     free(reg->tasks);
+    views_free(reg->views, reg->n_views);
+    for (size_t i = 0; i < reg->n_reserved; i++)
+        free(reg->reserved[i]);
+    free(reg->reserved);
     free(reg->plugins);
     free(reg->dir);
     free(reg);

@@ -8,8 +8,10 @@
  *   no tern_plugin_entry symbol, NULL descriptor, bad magic, ABI major different,
  *   ABI minor newer than the engine's, descriptor size too small, name different
  *   from the file stem, name already loaded, a task with a bad size, name or start,
- *   a duplicate task name, an args_schema that is not valid JSON, init() failing; and
- *   before any of that, a malformed "allow_networks" in its configuration.
+ *   a duplicate task name, an args_schema that is not valid JSON, a view (ABI 1.2)
+ *   with a bad size, path, script or query parameter, or whose path overlaps a
+ *   reserved engine route or a view already loaded, init() failing; and before any
+ *   of that, a malformed "allow_networks" in its configuration.
  * Only then are the tasks registered. Plugins are never dlclose'd while the engine
  * runs: in-flight steps, timers and curl callbacks may still point into their code.
  * No path ever comes from the API: only names found in the configured directory.
@@ -17,6 +19,7 @@
 #ifndef TERN_PLUGIN_LOADER_H
 #define TERN_PLUGIN_LOADER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -42,10 +45,35 @@ typedef struct plugin {
 
 typedef struct plugin_registry plugin_registry_t;
 
+/* Bounds of a view's path, the same as the HTTP API's for its routes. */
+#define PLUGIN_VIEW_MAX_PARAMS 4   /* ":name" segments */
+#define PLUGIN_VIEW_PATH_MAX   200 /* bytes */
+#define PLUGIN_VIEW_MAX_KEYS   16
+
+/* A read view of a loaded plugin, as the registry keeps it. */
+typedef struct plugin_view {
+    const tern_view_def *def; /* read in place, with the size the plugin compiled */
+    const plugin_t *plugin;
+    char *path_params[PLUGIN_VIEW_MAX_PARAMS]; /* the names of its ":name" segments */
+    size_t n_path_params;
+} plugin_view_t;
+
 /* `dir` is the plugin directory (made absolute with realpath); `host` is handed to
  * each plugin's init. Returns NULL with a message if dir does not exist. */
 plugin_registry_t *plugin_registry_new(const char *dir, const tern_host *host, char *err,
                                        size_t errlen);
+
+/* Reserves an engine route's pattern ("/jobs/:uuid", copied) before plugins load: a
+ * view whose path overlaps it (plugin_view_paths_overlap) is refused. The registry sits
+ * below the HTTP layer, so ternd hands it the API's routes. */
+void plugin_registry_reserve(plugin_registry_t *reg, const char *pattern);
+
+/* What is wrong with a view's path as the loader sees it ("it ends with \"/\""), or
+ * NULL when it is a good one. Static text. */
+const char *plugin_view_path_fault(const char *path);
+
+/* True when some request path matches both patterns ("/a/:x" and "/a/b"). */
+bool plugin_view_paths_overlap(const char *a, const char *b);
 
 /* Loads <dir>/<file_name> (e.g. "core.so"). `config` is the plugin's configuration
  * section (borrowed, may be NULL). Returns 0, or a negative code with the refusal in
@@ -92,6 +120,15 @@ int plugin_task_code_is_fatal(const tern_task_def *def, const char *code);
  *   "summary": "...", "args_schema": {...}|null, "fatal_codes": [...]}, ...]}, ...]
  * New reference. */
 json_t *plugin_registry_describe(const plugin_registry_t *reg);
+
+/* The views of every loaded plugin, in load order: their number, and the i-th
+ * (borrowed, valid for the registry's life; NULL past the end). */
+size_t plugin_registry_view_count(const plugin_registry_t *reg);
+const plugin_view_t *plugin_registry_view(const plugin_registry_t *reg, size_t i);
+
+/* GET /views: [{"plugin": "greet", "path": "/greetings/:name", "summary": "...",
+ * "path_params": ["name"], "params": ["since"]}, ...]. New reference. */
+json_t *plugin_registry_describe_views(const plugin_registry_t *reg);
 
 /* Calls every plugin's fini and frees the registry; shared objects stay mapped. */
 void plugin_registry_free(plugin_registry_t *reg);

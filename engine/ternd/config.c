@@ -104,6 +104,7 @@ static const setting_t settings[] = {
     {"max_body_bytes", "--max-body-bytes", K_U32, OFF(max_body_bytes), 1024, 256u * 1024 * 1024},
     {"event_heartbeat_ms", NULL, K_U32, OFF(event_heartbeat_ms), 10, 3600000},
     {"list_max_bytes", NULL, K_U32, OFF(list_max_bytes), 1, 1024u * 1024 * 1024},
+    {"view_timeout_ms", "--view-timeout-ms", K_U32, OFF(view_timeout_ms), 10, 600000},
     {"postback_initial_ms", NULL, K_U32, OFF(postback_initial_ms), 1, 3600000},
     {"postback_max_ms", NULL, K_U32, OFF(postback_max_ms), 1, 24u * 3600000},
     {"postback_max_attempts", NULL, K_U32, OFF(postback_max_attempts), 1, 1000},
@@ -134,7 +135,7 @@ static const char usage_text[] =
     "             [--retention-days N] [--success-events-s N] [--direct-start 0|1]\n"
     "             [--redis-health-timeout-ms N] [--redis-command-timeout-ms N]\n"
     "             [--allowed-hosts NAME,...] [--allowed-origins ORIGIN,...]\n"
-    "             [--max-connections N] [--help] [--version]\n"
+    "             [--max-connections N] [--view-timeout-ms N] [--help] [--version]\n"
     "\n"
     "  --config FILE          JSON file with the settings below (flags win over it)\n"
     "  --role ROLE            api, runner or both (default both)\n"
@@ -169,6 +170,8 @@ static const char usage_text[] =
     "  --tls-cert FILE        serve the API over TLS with this PEM certificate chain\n"
     "  --tls-key FILE         and this PEM private key\n"
     "  --max-body-bytes N     largest request body the API accepts (1048576)\n"
+    "  --view-timeout-ms N    a plugin's view answered 503 after N ms without its\n"
+    "                         script's answer; the script is then killed (2000)\n"
     "  --retention-days N     finished jobs (with their results and events) are deleted\n"
     "                         N days after they end (30); 0 keeps them forever\n"
     "  --success-events-s N   a job that succeeded keeps its event stream N seconds after\n"
@@ -750,6 +753,7 @@ static void set_defaults(ternd_config_t *c, const char *default_plugin_dir)
     c->max_body_bytes = 1024 * 1024;
     c->event_heartbeat_ms = 15000;
     c->list_max_bytes = 4u * 1024 * 1024;
+    c->view_timeout_ms = 2000;
     c->postback_initial_ms = 1000;
     c->postback_max_ms = 300000;
     c->postback_max_attempts = 10;

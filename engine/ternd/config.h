@@ -32,6 +32,7 @@
  *   "max_body_bytes": 1048576    --max-body-bytes N
  *   "event_heartbeat_ms": 15000  (keep-alive of idle GET /jobs/:uuid/events streams)
  *   "list_max_bytes": 4194304    (GET /jobs: a page ends once its jobs pass this size)
+ *   "view_timeout_ms": 2000      --view-timeout-ms N  (a plugin's view script's bound)
  *   "postback_initial_ms": 1000  (post-backs: delay after the first failed attempt,
  *   "postback_max_ms": 300000     doubling up to this,
  *   "postback_max_attempts": 10   attempts per URL before giving up,
@@ -107,7 +108,8 @@ typedef struct ternd_config {
     char *tls_key;           /* or NULL */
     uint32_t max_body_bytes; /* API request bodies */
     uint32_t event_heartbeat_ms;
-    uint32_t list_max_bytes; /* GET /jobs: a page ends past this size */
+    uint32_t list_max_bytes;  /* GET /jobs: a page ends past this size */
+    uint32_t view_timeout_ms; /* plugins' views: 503 and SCRIPT KILL past it */
     uint32_t postback_initial_ms;
     uint32_t postback_max_ms;
     uint32_t postback_max_attempts;

@@ -12,6 +12,7 @@
  *   --params JSON           params of the --run job ({} by default)
  *   --target TARGET         target of the --run job
  */
+#include <assert.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -706,6 +707,13 @@ int main(int argc, char **argv)
         free(t.redis_url);
         return 1;
     }
+    /* No plugin's view may overlap a route of the API: the registry refuses such a
+     * plugin, naming the route. */
+    const char *routes[128];
+    size_t n_routes = http_api_route_patterns(routes, TERN_ARRAY_SIZE(routes));
+    assert(n_routes <= TERN_ARRAY_SIZE(routes));
+    for (size_t i = 0; i < n_routes; i++)
+        plugin_registry_reserve(t.plugins, routes[i]);
     int refused = plugin_registry_load_all(t.plugins, t.cfg.plugins);
     if (refused > 0)
         log_msg(TERN_LOG_WARN, "plugins", NULL, "%d plugins refused (see above)", refused);
@@ -761,6 +769,7 @@ int main(int argc, char **argv)
             .max_body_bytes = t.cfg.max_body_bytes,
             .stream_heartbeat_ms = t.cfg.event_heartbeat_ms,
             .list_max_bytes = t.cfg.list_max_bytes,
+            .view_timeout_ms = t.cfg.view_timeout_ms,
             .conns =
                 {
                     .max_connections = t.cfg.max_connections,

@@ -4,8 +4,14 @@
  * whole contract of include/tern/task.h: the descriptor, an argument schema, a
  * non-retryable code, an asynchronous start, a cancel hook that needs nothing because
  * host timers are stopped by the engine, and job state.
+ *
+ * greet.remember keeps a greeting in the plugin's own Redis namespace (a Redis script
+ * through the host), and two read views (ABI 1.2) serve what it kept over the HTTP API:
+ * GET /greet/greetings lists them by name, a page at a time, and
+ * GET /greet/greetings/:name reads one.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <tern/task.h>
 
@@ -45,7 +51,77 @@ static const tern_task_def hello_def = {
     .start = hello_start,
 };
 
-static const tern_task_def *const tasks[] = {&hello_def, NULL};
+/* Kept as: the set "names" (every name, score 0, so it is in name order) and the
+ * string "greeting:<name>" (the greeting's JSON), both inside "tern:p:greet:". */
+static void on_remembered(tern_ctx *ctx, const json_t *reply, const char *error, void *data)
+{
+    (void)reply;
+    (void)data;
+    if (error != NULL)
+        tern_task_fail(ctx, "RedisError", "%s", error);
+    else
+        tern_task_done(ctx, NULL);
+}
+
+static void remember_start(tern_ctx *ctx, const json_t *args)
+{
+    const char *name = json_string_value(json_object_get(args, "name"));
+    char *text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+    const char *keys[] = {"names", "greeting:"};
+    const char *argv[] = {name, text};
+    int rc = tern_redis_eval(ctx,
+                             "redis.call('ZADD', KEYS[1], 0, ARGV[1])\n"
+                             "redis.call('SET', KEYS[2] .. ARGV[1], ARGV[2])\n"
+                             "return 1",
+                             2, keys, 2, argv, on_remembered, NULL);
+    free(text);
+    if (rc != 0)
+        tern_task_fail(ctx, "RedisError", "Redis is not available (%d)", rc);
+}
+
+static const tern_task_def remember_def = {
+    .size = sizeof(tern_task_def),
+    .name = "remember",
+    .summary = "keeps args.greeting for args.name, read back by GET /greet/greetings",
+    .args_schema = "{\"required\": [\"name\", \"greeting\"], \"properties\": {\"name\": "
+                   "{\"type\": \"string\"}, \"greeting\": {\"type\": \"string\"}}, "
+                   "\"additional\": false}",
+    .start = remember_start,
+};
+
+static const tern_task_def *const tasks[] = {&hello_def, &remember_def, NULL};
+
+/* GET /greet/greetings[?limit=N&marker=NAME]: the greetings in name order. A page ends
+ * after `limit` of them; the name of its last is the marker of the next. */
+static const char *const list_keys[] = {"names", "greeting:", NULL};
+static const tern_view_def list_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/greet/greetings",
+    .summary = "The greetings greet.remember kept, by name.",
+    .keys = list_keys,
+    .script =
+        "local limit, marker = tonumber(ARGV[1]), ARGV[3]\n"
+        "local from = marker ~= '' and '(' .. marker or '-'\n"
+        "local names = redis.call('ZRANGEBYLEX', KEYS[1], from, '+', 'LIMIT', 0, limit + 1)\n"
+        "local out = {}\n"
+        "for i = 1, math.min(#names, limit) do\n"
+        "  out[i] = cjson.decode(redis.call('GET', KEYS[2] .. names[i]))\n"
+        "end\n"
+        "local next = #names > limit and names[limit] or false\n"
+        "return {#out == 0 and '[]' or cjson.encode(out), next, redis.call('ZCARD', KEYS[1])}\n",
+};
+
+/* GET /greet/greetings/:name: one greeting, or 404 (the script answers false). */
+static const char *const item_keys[] = {"greeting:", NULL};
+static const tern_view_def item_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/greet/greetings/:name",
+    .summary = "The greeting kept for one name.",
+    .keys = item_keys,
+    .script = "return redis.call('GET', KEYS[1] .. cjson.decode(ARGV[4]).name)\n",
+};
+
+static const tern_view_def *const views[] = {&list_view, &item_view, NULL};
 
 static const tern_plugin greet_plugin = {
     .magic = TERN_PLUGIN_MAGIC,
@@ -55,6 +131,7 @@ static const tern_plugin greet_plugin = {
     .name = "greet",
     .version = "1.0.0",
     .tasks = tasks,
+    .views = views,
 };
 
 TERN_PLUGIN(greet_plugin)

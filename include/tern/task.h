@@ -48,7 +48,7 @@ extern "C" {
 
 #define TERN_PLUGIN_MAGIC 0x7465726eu /* "tern" */
 #define TERN_ABI_MAJOR    1           /* bump on any incompatible change */
-#define TERN_ABI_MINOR    1           /* bump on append-only additions */
+#define TERN_ABI_MINOR    2           /* bump on append-only additions */
 
 /* Bunyan's numeric levels, so Triton's log tools read the engine's output. */
 enum tern_log_level {
@@ -110,6 +110,46 @@ typedef struct tern_task_def {
     int (*check)(void *state, const json_t *args, char *err, size_t errlen);
 } tern_task_def;
 
+/**
+ * One read view of a plugin (ABI 1.2): a GET route of the HTTP API that answers with
+ * what a Lua script reads from the plugin's own Redis namespace, so that what a plugin
+ * records while its tasks run (instances, volumes, leases) can be read by any client
+ * without a job. Read by the engine with the size the plugin compiled.
+ *
+ * The script runs with EVAL_RO (read-only: a write command fails the request) in the
+ * plugin's namespace, as tern_redis_eval runs a task's scripts:
+ *   KEYS    the view's `keys`, each as "tern:p:<plugin>:<key>" (a key may be a prefix,
+ *           "vm:", that the script completes with a value it read or was given);
+ *   ARGV[1] the page's limit (1 to 1000; 100 when the caller gave none);
+ *   ARGV[2] the offset (0 when none);
+ *   ARGV[3] the marker the caller gave back from a previous page, or "";
+ *   ARGV[4] a JSON object of the path's parameters and of the accepted query
+ *           parameters the caller gave, every value a string (cjson.decode(ARGV[4])).
+ * It returns the answer as JSON text, or an array {json_text, next_marker, count}
+ * whose second element (printable ASCII up to 512 bytes, or false on the last page) is
+ * sent as the x-tern-next-marker header and whose third (an integer, optional) as x-count, as
+ * GET /jobs pages. A false or nil answer is 404 ResourceNotFound (nothing at that
+ * path); a Lua error, or text that is not JSON, 500 ViewScriptError naming the view.
+ * Mind cjson: an empty Lua table encodes as "{}", so an empty list is returned "[]".
+ */
+typedef struct tern_view_def {
+    uint32_t size;  /**< sizeof(tern_view_def) as the plugin saw it */
+    uint32_t flags; /**< none defined yet: 0 */
+    /** "/vms" or "/vms/:uuid": segments of [A-Za-z0-9_.-] or ":name" ([a-z][a-z0-9_]*,
+     *  at most 4), no trailing slash. It must not overlap an engine route or another
+     *  plugin's view: "/jobs/:x" and "/jobs/stats" both overlap "/jobs/:uuid". */
+    const char *path;
+    const char *summary; /**< one line, shown by GET /views */
+    /** NULL-terminated names of the query parameters the view accepts ([a-z][a-z0-9_]*,
+     *  not those of its path, not limit, offset or marker, which every view takes), or
+     *  NULL for none. Any other query parameter is refused (409 InvalidArgument). */
+    const char *const *params;
+    /** NULL-terminated key names handed to the script as KEYS, or NULL for none. */
+    const char *const *keys;
+    /** The Lua script that answers (required). */
+    const char *script;
+} tern_view_def;
+
 /** The descriptor a plugin returns from tern_plugin_entry(). */
 typedef struct tern_plugin {
     uint32_t magic;      /**< TERN_PLUGIN_MAGIC */
@@ -128,6 +168,8 @@ typedef struct tern_plugin {
     void (*fini)(void *state);
     /** NULL-terminated array of pointers, so each definition's size field can differ. */
     const tern_task_def *const *tasks;
+    /** ABI 1.2, optional: NULL-terminated array of pointers to read views, or NULL. */
+    const tern_view_def *const *views;
 } tern_plugin;
 
 /** The one exported symbol. A function, not data: dlsym is specified for functions. */

@@ -38,7 +38,7 @@ static const api_route_t jobs[] = {
 };
 static const api_route_t misc[] = {
     {"GET", "/ping", never},    {"GET", "/tasks", never}, {"GET", "/stats", never},
-    {"GET", "/runners", never}, {NULL, NULL, NULL},
+    {"GET", "/runners", never}, {"GET", "/views", never}, {NULL, NULL, NULL},
 };
 /* Not an API route: four parameters, the most a pattern may have (API_MAX_PARAMS). */
 static const api_route_t widest[] = {{"GET", "/a/:b/:c/:d/:e", never}, {NULL, NULL, NULL}};

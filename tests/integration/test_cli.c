@@ -1187,6 +1187,70 @@ static void test_status_commands(void **state)
     child_dispose(&c);
 }
 
+/* `tern get` on the itest plugin's views, over notes its task wrote. */
+static void test_get_views(void **state)
+{
+    (void)state;
+    itest_workflow_put_ok(&W.client, "{\"name\": \"cli-note\", \"chain\": [{\"name\": \"n\", "
+                                     "\"task\": \"itest.note\", \"args\": {\"id\": "
+                                     "\"${params.id}\", \"kind\": \"${params.kind}\"}}]}");
+    for (int i = 1; i <= 5; i++) {
+        char uuid[40];
+        itest_job_create_ok(
+            &W.client, "cli-note",
+            itest_fmt("{\"id\": \"g%d\", \"kind\": \"%s\"}", i, i % 2 == 1 ? "a" : "b"), uuid);
+        json_decref(itest_wait_finished_ok(&W.client, uuid, WAIT_MS));
+    }
+    child_t c;
+    /* A list: a table whose columns are the first object's keys. */
+    RUN(&c, "get", "/itest/notes");
+    expect_status(&c, 0);
+    assert_string_equal(c.out, "ID  KIND\ng1  a\ng2  b\ng3  a\ng4  b\ng5  a\n");
+    child_dispose(&c);
+    /* --limit reads that many and tells how to go on; the view's own filter rides along. */
+    RUN(&c, "get", "/itest/notes?kind=a", "--limit", "2", "-H", "-o", "id");
+    expect_status(&c, 0);
+    assert_string_equal(c.out, "g1\ng3\n");
+    expect_in(c.err, "tern: more: tern get '/itest/notes?kind=a' --marker g3");
+    child_dispose(&c);
+    RUN(&c, "get", "/itest/notes?kind=a", "--marker", "g3", "-H", "-o", "id");
+    expect_status(&c, 0);
+    assert_string_equal(c.out, "g5\n");
+    child_dispose(&c);
+    /* An object: KEY VALUE lines, or its JSON with -j. */
+    RUN(&c, "get", "/itest/notes/g2");
+    expect_status(&c, 0);
+    assert_string_equal(c.out, "id    g2\nkind  b\n");
+    child_dispose(&c);
+    RUN(&c, "get", "/itest/notes/g2", "-j");
+    expect_status(&c, 0);
+    json_t *doc = json_loads(c.out, 0, NULL);
+    assert_string_equal(itest_str_of(doc, "kind"), "b");
+    json_decref(doc);
+    child_dispose(&c);
+    RUN(&c, "get", "/views", "-H", "-o", "path");
+    expect_status(&c, 0);
+    expect_in(c.out, "/itest/notes\n/itest/notes/:id\n");
+    child_dispose(&c);
+    /* Errors as every API error: exit status 3 and the API's code. */
+    RUN(&c, "get", "/itest/notes?color=red");
+    expect_status(&c, 3);
+    expect_in(c.err, "tern: InvalidArgument: color: view \"/itest/notes\" of plugin \"itest\"");
+    child_dispose(&c);
+    RUN(&c, "get", "/itest/broken");
+    expect_status(&c, 3);
+    expect_in(c.err, "tern: ViewScriptError: view \"/itest/broken\" of plugin \"itest\"");
+    child_dispose(&c);
+    RUN(&c, "get", "/itest/notes/g9");
+    expect_status(&c, 3);
+    expect_in(c.err, "tern: ResourceNotFound: /itest/notes/g9 does not exist");
+    child_dispose(&c);
+    RUN(&c, "get", "itest/notes");
+    expect_status(&c, 2);
+    expect_in(c.err, "expected a path of the API");
+    child_dispose(&c);
+}
+
 static void test_job_info(void **state)
 {
     (void)state;
@@ -1231,6 +1295,7 @@ int main(void)
         cmocka_unit_test(test_workflow_commands),
         cmocka_unit_test(test_status_commands),
         cmocka_unit_test(test_job_info),
+        cmocka_unit_test(test_get_views),
         cmocka_unit_test(test_fallback_to_polling_without_event_route),
         cmocka_unit_test(test_dropped_stream_resumes_after_last_event),
         cmocka_unit_test(test_answers_that_are_not_the_api),

@@ -242,6 +242,7 @@ static void test_route_scope(void **state)
         {"GET", "/workflows"},
         {"GET", "/workflows/:uuid"},
         {"GET", "/tasks"},
+        {"GET", "/views"},
     };
     for (size_t i = 0; i < TERN_ARRAY_SIZE(submit); i++)
         assert_int_equal(http_guard_route_scope(submit[i][0], submit[i][1]), HTTP_SCOPE_SUBMIT);
@@ -252,6 +253,8 @@ static void test_route_scope(void **state)
     };
     for (size_t i = 0; i < TERN_ARRAY_SIZE(op); i++)
         assert_int_equal(http_guard_route_scope(op[i][0], op[i][1]), HTTP_SCOPE_OPERATOR);
+    /* Plugins' views are reads, as GET /jobs is. */
+    assert_int_equal(http_guard_view_scope(), HTTP_SCOPE_SUBMIT);
     assert_string_equal(http_scope_name(HTTP_SCOPE_SUBMIT), "submit");
     assert_string_equal(http_scope_name(HTTP_SCOPE_OPERATOR), "operator");
 }
@@ -280,6 +283,7 @@ static void test_served_routes_scopes(void **state)
         {"GET", "/workflows", HTTP_SCOPE_SUBMIT},
         {"GET", "/workflows/:uuid", HTTP_SCOPE_SUBMIT},
         {"GET", "/tasks", HTTP_SCOPE_SUBMIT},
+        {"GET", "/views", HTTP_SCOPE_SUBMIT},
         {"POST", "/workflows", HTTP_SCOPE_OPERATOR},
         {"PUT", "/workflows/:uuid", HTTP_SCOPE_OPERATOR},
         {"DELETE", "/workflows/:uuid", HTTP_SCOPE_OPERATOR},
@@ -288,8 +292,8 @@ static void test_served_routes_scopes(void **state)
         {"GET", "/metrics", HTTP_SCOPE_OPERATOR},
     };
     const api_route_t *const tables[] = {http_routes_workflows, http_routes_jobs,
-                                         http_routes_service, http_routes_events,
-                                         http_routes_metrics};
+                                         http_routes_service,   http_routes_events,
+                                         http_routes_metrics,   http_routes_views};
     size_t served = 0;
     for (size_t t = 0; t < TERN_ARRAY_SIZE(tables); t++) {
         for (const api_route_t *r = tables[t]; r->method != NULL; r++) {

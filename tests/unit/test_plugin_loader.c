@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "plugins/plugin_loader.h"
@@ -126,7 +127,7 @@ static void test_refuses_abi_versions(void **state)
              TERN_ABI_MINOR + 1, TERN_ABI_MAJOR, TERN_ABI_MINOR);
     ASSERT_REFUSED(reg, "abi_minor.so", TERN_EINVAL, rest);
     snprintf(rest, sizeof rest, "descriptor size 8, engine needs at least %zu",
-             sizeof(tern_plugin));
+             offsetof(tern_plugin, tasks) + sizeof(void *));
     ASSERT_REFUSED(reg, "small_size.so", TERN_EINVAL, rest);
 }
 
@@ -520,6 +521,125 @@ static void test_check_task(void **state)
     json_decref(args);
 }
 
+/* ---- views (ABI 1.2) ------------------------------------------------------------ */
+
+static void test_refuses_bad_views(void **state)
+{
+    plugin_registry_t *reg = *state;
+    ASSERT_REFUSED(reg, "bad_view_path.so", TERN_EINVAL,
+                   "view \"/bad_view_path//items\": bad path: it has an empty segment");
+    ASSERT_REFUSED(reg, "dup_view_param.so", TERN_EINVAL,
+                   "view \"/dup_view_param/:id\": query parameter \"id\" is also a parameter "
+                   "of the path");
+    char rest[160];
+    snprintf(rest, sizeof rest, "views[0]: size 8, engine needs at least %zu",
+             sizeof(tern_view_def));
+    ASSERT_REFUSED(reg, "bad_view_size.so", TERN_EINVAL, rest);
+    /* Nothing of a refused plugin's views is kept. */
+    assert_int_equal(plugin_registry_view_count(reg), 0);
+}
+
+static void test_refuses_view_over_engine_route(void **state)
+{
+    plugin_registry_t *reg = *state;
+    plugin_registry_reserve(reg, "/jobs");
+    plugin_registry_reserve(reg, "/jobs/:uuid");
+    ASSERT_REFUSED(reg, "view_route_clash.so", TERN_EEXIST,
+                   "view \"/jobs/:id\" overlaps the engine's route \"/jobs/:uuid\"");
+}
+
+static void test_refuses_view_over_another_plugins(void **state)
+{
+    plugin_registry_t *reg = *state;
+    char err[2 * PATH_MAX];
+    assert_int_equal(plugin_registry_load(reg, "views_good.so", NULL, err, sizeof err), 0);
+    ASSERT_REFUSED(reg, "view_clash.so", TERN_EEXIST,
+                   "view \"/things/list\" overlaps view \"/things/:id\" of plugin "
+                   "\"views_good\"");
+    assert_int_equal(plugin_registry_view_count(reg), 2);
+}
+
+static void test_views_load_and_describe(void **state)
+{
+    plugin_registry_t *reg = *state;
+    char err[2 * PATH_MAX];
+    assert_int_equal(plugin_registry_load(reg, "views_good.so", NULL, err, sizeof err), 0);
+    /* A 1.1 descriptor is read with its own size: the view past it is never seen. */
+    if (plugin_registry_load(reg, "abi_1_1.so", NULL, err, sizeof err) != 0)
+        fail_msg("abi_1_1 refused: %s", err);
+    assert_int_equal(plugin_registry_view_count(reg), 2);
+    const plugin_view_t *item = plugin_registry_view(reg, 1);
+    assert_string_equal(item->def->path, "/things/:id");
+    assert_string_equal(item->plugin->name, "views_good");
+    assert_int_equal(item->n_path_params, 1);
+    assert_string_equal(item->path_params[0], "id");
+    assert_null(plugin_registry_view(reg, 2));
+
+    json_t *got = plugin_registry_describe_views(reg);
+    json_t *want =
+        json_pack("[{s:s, s:s, s:s, s:[], s:[s]}, {s:s, s:s, s:s, s:[s], s:[]}]", "plugin",
+                  "views_good", "path", "/things", "summary", "Lists the things.", "path_params",
+                  "params", "kind", "plugin", "views_good", "path", "/things/:id", "summary",
+                  "One thing.", "path_params", "id", "params");
+    if (!json_equal(got, want)) {
+        char *g = json_dumps(got, JSON_COMPACT);
+        fail_msg("GET /views: %s", g);
+    }
+    json_decref(got);
+    json_decref(want);
+}
+
+static void test_view_path_rules(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"/vms", "/vms/:uuid", "/a/:b/:c/:d/:e", "/v1.2/x-y_Z",
+                                       "/:any"};
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(good); i++)
+        if (plugin_view_path_fault(good[i]) != NULL)
+            fail_msg("\"%s\" refused: %s", good[i], plugin_view_path_fault(good[i]));
+    static const char *const bad[][2] = {
+        {"vms", "it does not start with \"/\""},
+        {"/", "\"/\" is not a view"},
+        {"/vms/", "it ends with \"/\""},
+        {"/vms//x", "it has an empty segment"},
+        {"/vms/:", "a parameter has no name"},
+        {"/vms/:Uuid", "a parameter's name does not match [a-z][a-z0-9_]*"},
+        {"/vms/:u-id", "a parameter's name does not match [a-z][a-z0-9_]*"},
+        {"/a/:b/:c/:d/:e/:f", "it has more than 4 parameters"},
+        {"/vms?x=1", "a segment has a character outside [A-Za-z0-9_.-]"},
+        {"/v ms", "a segment has a character outside [A-Za-z0-9_.-]"},
+        {"/v%20", "a segment has a character outside [A-Za-z0-9_.-]"},
+        {NULL, "path is NULL"},
+    };
+    for (size_t i = 0; i < TERN_ARRAY_SIZE(bad); i++) {
+        const char *got = plugin_view_path_fault(bad[i][0]);
+        if (got == NULL || strcmp(got, bad[i][1]) != 0)
+            fail_msg("\"%s\": got %s, expected %s", bad[i][0] ? bad[i][0] : "(null)",
+                     got ? got : "(accepted)", bad[i][1]);
+    }
+    char longest[PLUGIN_VIEW_PATH_MAX + 2];
+    memset(longest, 'a', sizeof longest);
+    longest[0] = '/';
+    longest[PLUGIN_VIEW_PATH_MAX] = '\0';
+    assert_null(plugin_view_path_fault(longest));
+    longest[PLUGIN_VIEW_PATH_MAX] = 'a';
+    longest[PLUGIN_VIEW_PATH_MAX + 1] = '\0';
+    assert_string_equal(plugin_view_path_fault(longest), "it is longer than 200 bytes");
+}
+
+static void test_view_paths_overlap(void **state)
+{
+    (void)state;
+    assert_true(plugin_view_paths_overlap("/jobs/:uuid", "/jobs/:id"));
+    assert_true(plugin_view_paths_overlap("/jobs/:uuid", "/jobs/stats"));
+    assert_true(plugin_view_paths_overlap("/a/:x/c", "/:y/b/c"));
+    assert_true(plugin_view_paths_overlap("/views", "/views"));
+    assert_false(plugin_view_paths_overlap("/jobs", "/jobs/:uuid"));
+    assert_false(plugin_view_paths_overlap("/jobs/:uuid/info", "/jobs/:uuid"));
+    assert_false(plugin_view_paths_overlap("/jobsx", "/jobs"));
+    assert_false(plugin_view_paths_overlap("/vms/:uuid/disks", "/vms/:uuid/nics"));
+}
+
 /* ---- load_all ------------------------------------------------------------------ */
 
 static void test_load_all_logs_each_refusal(void **state)
@@ -531,12 +651,15 @@ static void test_load_all_logs_each_refusal(void **state)
     log_init("test_plugin_loader", TERN_LOG_INFO, fd);
 
     json_t *configs = json_pack("{s:{s:i}}", "good", "n", 42);
+    plugin_registry_reserve(reg, "/jobs/:uuid");
     int refused = plugin_registry_load_all(reg, configs);
     json_decref(configs);
     log_init("test_plugin_loader", TERN_LOG_INFO, 2);
 
-    /* Every plugin of the directory but `good`, `store_check` and `abi_1_0` is refused. */
-    assert_int_equal(refused, 17);
+    /* Every plugin of the directory but `good`, `store_check`, `abi_1_0`, `abi_1_1` and
+     * `view_clash` is refused; `views_good` comes after `view_clash` in name order, so it
+     * is the one whose view overlaps. */
+    assert_int_equal(refused, 22);
     const plugin_t *p = NULL;
     assert_non_null(plugin_registry_find(reg, "good.echo", &p));
     assert_int_equal(*(const int *)p->state, 42);
@@ -545,7 +668,7 @@ static void test_load_all_logs_each_refusal(void **state)
     assert_non_null(f);
     char line[8192];
     int errors = 0, infos = 0;
-    bool saw_magic = false;
+    bool saw_magic = false, saw_overlap = false;
     while (fgets(line, sizeof line, f) != NULL) {
         json_error_t jerr;
         json_t *l = json_loads(line, 0, &jerr);
@@ -560,11 +683,18 @@ static void test_load_all_logs_each_refusal(void **state)
             if (strcmp(msg, expect("bad_magic.so", "bad magic 0x12345678, expected "
                                                    "0x7465726e")) == 0)
                 saw_magic = true;
+            if (strcmp(msg, expect("views_good.so", "view \"/things/:id\" overlaps view "
+                                                    "\"/things/list\" of plugin "
+                                                    "\"view_clash\"")) == 0)
+                saw_overlap = true;
         } else if (level == TERN_LOG_INFO) {
             infos++;
             if (strstr(msg, "loaded plugin \"good\" 1.2.3") == NULL &&
                 strstr(msg, "loaded plugin \"store_check\" 0.0.1") == NULL &&
-                strstr(msg, "loaded plugin \"abi_1_0\" 0.0.1") == NULL)
+                strstr(msg, "loaded plugin \"abi_1_0\" 0.0.1") == NULL &&
+                strstr(msg, "loaded plugin \"abi_1_1\" 0.0.1") == NULL &&
+                (strstr(msg, "loaded plugin \"view_clash\" 0.0.1") == NULL ||
+                 strstr(msg, "(1 task, 1 view)") == NULL))
                 fail_msg("unexpected log line: %s", msg);
         }
         json_decref(l);
@@ -572,14 +702,15 @@ static void test_load_all_logs_each_refusal(void **state)
     fclose(f);
     close(fd);
     unlink(logpath);
-    assert_int_equal(errors, 17);
-    assert_int_equal(infos, 3);
+    assert_int_equal(errors, 22);
+    assert_int_equal(infos, 5);
     assert_true(saw_magic);
+    assert_true(saw_overlap);
 
-    /* Loading the directory again refuses everything, the valid three because they are
+    /* Loading the directory again refuses everything, the valid five because they are
      * loaded. */
     log_init("test_plugin_loader", TERN_LOG_FATAL, 2);
-    assert_int_equal(plugin_registry_load_all(reg, NULL), 20);
+    assert_int_equal(plugin_registry_load_all(reg, NULL), 27);
     log_init("test_plugin_loader", TERN_LOG_INFO, 2);
 }
 
@@ -609,6 +740,12 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_describe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_task, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_bad_views, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_view_over_engine_route, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_view_over_another_plugins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_views_load_and_describe, setup, teardown),
+        cmocka_unit_test(test_view_path_rules),
+        cmocka_unit_test(test_view_paths_overlap),
         cmocka_unit_test_setup_teardown(test_load_all_logs_each_refusal, setup, teardown),
     };
     int failures = cmocka_run_group_tests_name("plugin_loader", tests, NULL, NULL);

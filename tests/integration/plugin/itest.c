@@ -239,6 +239,28 @@ static void progress_start(tern_ctx *ctx, const json_t *args)
     }
 }
 
+/* Records args (an object with a string "id") as a note in the plugin's namespace, for
+ * the read views below: its JSON text at "note:<id>", its id in the set "notes". */
+static void note_start(tern_ctx *ctx, const json_t *args)
+{
+    const char *id = json_string_value(json_object_get(args, "id"));
+    if (id == NULL) {
+        tern_task_fail(ctx, "FatalThing", "args.id: a string is required");
+        return;
+    }
+    char *text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+    const char *keys[] = {"notes", "note:"};
+    const char *argv[] = {id, text};
+    int rc = tern_redis_eval(ctx,
+                             "redis.call('ZADD', KEYS[1], 0, ARGV[1]) "
+                             "redis.call('SET', KEYS[2] .. ARGV[1], ARGV[2]) "
+                             "return redis.call('ZCARD', KEYS[1])",
+                             2, keys, 2, argv, on_counter, NULL);
+    free(text);
+    if (rc != 0)
+        tern_task_fail(ctx, "RedisError", "tern_redis_eval refused: %d", rc);
+}
+
 static const char *const fatal_codes[] = {"FatalThing", NULL};
 
 #define TASK(n, fn, cancel_fn)                                                                     \
@@ -262,10 +284,95 @@ TASK(hang, hang_start, NULL);
 TASK(twice, twice_start, NULL);
 TASK(counter, counter_start, NULL);
 TASK(progress, progress_start, NULL);
+TASK(note, note_start, NULL);
 
-static const tern_task_def *const tasks[] = {&record_def, &flaky_def,   &fatal_def,    &check_def,
-                                             &wait_def,   &poll_def,    &crash_def,    &hang_def,
-                                             &twice_def,  &counter_def, &progress_def, NULL};
+static const tern_task_def *const tasks[] = {
+    &record_def, &flaky_def, &fatal_def,   &check_def,    &wait_def, &poll_def, &crash_def,
+    &hang_def,   &twice_def, &counter_def, &progress_def, &note_def, NULL};
+
+/* ---- read views over the notes ------------------------------------------------- */
+
+/* Notes in id order, filtered on ?kind=, paged by ?limit= and ?marker= (the last id of
+ * the page before) or ?offset=; x-count without a filter. */
+static const char *const notes_params[] = {"kind", NULL};
+static const char *const notes_keys[] = {"notes", "note:", NULL};
+static const tern_view_def notes_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/itest/notes",
+    .summary = "The notes itest.note recorded, in id order.",
+    .params = notes_params,
+    .keys = notes_keys,
+    .script = "local limit, offset, marker = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]\n"
+              "local p = cjson.decode(ARGV[4])\n"
+              "local ids = redis.call('ZRANGEBYLEX', KEYS[1], marker ~= '' and '(' .. marker "
+              "or '-', '+')\n"
+              "local out, n, last, skipped = {}, 0, nil, 0\n"
+              "local count = p.kind == nil and redis.call('ZCARD', KEYS[1]) or nil\n"
+              "for _, id in ipairs(ids) do\n"
+              "  local text = redis.call('GET', KEYS[2] .. id)\n"
+              "  local note = text and cjson.decode(text)\n"
+              "  if note and (p.kind == nil or note.kind == p.kind) then\n"
+              "    if skipped < offset then skipped = skipped + 1\n"
+              "    elseif n == limit then return {cjson.encode(out), last, count}\n"
+              "    else n = n + 1; out[n] = note; last = id end\n"
+              "  end\n"
+              "end\n"
+              "return {n == 0 and '[]' or cjson.encode(out), false, count}\n",
+};
+
+/* One note by its id; 404 when there is none. */
+static const char *const note_keys[] = {"note:", NULL};
+static const tern_view_def note_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/itest/notes/:id",
+    .summary = "One note.",
+    .keys = note_keys,
+    .script = "local p = cjson.decode(ARGV[4])\n"
+              "return redis.call('GET', KEYS[1] .. p.id)\n",
+};
+
+/* A script that fails, one that tries to write and one that answers what is not JSON. */
+static const tern_view_def broken_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/itest/broken",
+    .script = "return redis.call('NOSUCHCOMMAND')",
+};
+static const char *const write_keys[] = {"notes", NULL};
+static const tern_view_def write_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/itest/write",
+    .keys = write_keys,
+    .script = "redis.call('DEL', KEYS[1]) return '[]'",
+};
+static const tern_view_def bad_marker_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/itest/bad_marker",
+    .script = "return {'[]', 'n1\\r\\nx-injected: 1'}",
+};
+static const tern_view_def not_json_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/itest/not_json",
+    .script = "return 'not json'",
+};
+
+/* Spins for ?ms= milliseconds of Redis's clock, then answers: a view longer than the
+ * store's command timeout. */
+static const char *const slow_params[] = {"ms", NULL};
+static const tern_view_def slow_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/itest/slow",
+    .params = slow_params,
+    .script = "local ms = tonumber(cjson.decode(ARGV[4]).ms or '0')\n"
+              "local function now() local t = redis.call('TIME') "
+              "return t[1] * 1000 + math.floor(t[2] / 1000) end\n"
+              "local t0 = now()\n"
+              "while now() - t0 < ms do end\n"
+              "return '{\"slept\": true}'\n",
+};
+
+static const tern_view_def *const views[] = {
+    &notes_view,    &note_view, &broken_view,     &write_view,
+    &not_json_view, &slow_view, &bad_marker_view, NULL};
 
 static const tern_plugin itest_plugin = {
     .magic = TERN_PLUGIN_MAGIC,
@@ -275,6 +382,7 @@ static const tern_plugin itest_plugin = {
     .name = "itest",
     .version = "1.0.0",
     .tasks = tasks,
+    .views = views,
 };
 
 TERN_PLUGIN(itest_plugin)
