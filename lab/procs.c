@@ -275,5 +275,9 @@ const char *procs_log_tail(const char *path)
     ssize_t n = pread(fd, buf, TAIL_BYTES, from);
     close(fd);
     buf[n > 0 ? n : 0] = '\0';
+    /* Started mid-file: drop the partial first line. */
+    char *nl = from > 0 ? strchr(buf, '\n') : NULL;
+    if (nl != NULL)
+        memmove(buf, nl + 1, strlen(nl + 1) + 1);
     return buf;
 }

@@ -105,15 +105,10 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
         dc_faults_t faults = {0};
         if (datacenter_load(file, lab_dir, &s->dc, &faults) != 0) {
             /* Every fault, so one look at the log tells all that is wrong. */
-            char *all = dc_faults_join(&faults);
-            size_t n = strlen(all);
-            if (n > 0 && all[n - 1] == '\n')
-                all[n - 1] = '\0';
-            for (char *p = all; *p != '\0'; p++)
-                if (*p == '\n')
-                    *p = ';';
-            snprintf(err, errlen, "datacenter %s: %s", file, all);
-            free(all);
+            int used = snprintf(err, errlen, "datacenter %s: ", file);
+            for (size_t i = 0; i < faults.n && used >= 0 && (size_t)used < errlen; i++)
+                used += snprintf(err + used, errlen - (size_t)used, "%s%s", i > 0 ? "; " : "",
+                                 faults.items[i]);
             dc_faults_dispose(&faults);
             free(s);
             return -1;
