@@ -330,20 +330,24 @@ static void report_ready(const char *msg)
     ready_fd = -1;
 }
 
-/* Detaches. Returns in the workload (with ready_fd set); the starting process exits
- * here with the workload's outcome, and the middle one at once. */
-static void daemonize(const char *log_path)
+/* Detaches. Returns false in the workload (with ready_fd set), true in the starting
+ * process with its exit status in *status (0 once the workload runs, 1 when it could
+ * not start); the middle process exits at once. */
+static bool daemonize(const char *log_path, int *status)
 {
     int p[2];
+    *status = 1;
     if (pipe2(p, O_CLOEXEC) != 0) {
         fprintf(stderr, "tern-workload: pipe: %s\n", strerror(errno));
-        exit(1);
+        return true;
     }
     fflush(NULL);
     pid_t mid = fork();
     if (mid < 0) {
         fprintf(stderr, "tern-workload: fork: %s\n", strerror(errno));
-        exit(1);
+        close(p[0]);
+        close(p[1]);
+        return true;
     }
     if (mid > 0) {
         close(p[1]);
@@ -357,15 +361,15 @@ static void daemonize(const char *log_path)
                 break;
         }
         msg[len] = '\0';
+        close(p[0]);
         while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
             ;
         /* An empty message means running, but only if the workload said so: a pipe
          * closed by a crash also reads empty, and then the pid file is not there. */
-        if (len > 0) {
+        if (len > 0)
             fprintf(stderr, "tern-workload: %s\n", msg);
-            exit(1);
-        }
-        exit(0);
+        *status = len > 0 ? 1 : 0;
+        return true;
     }
     close(p[0]);
     if (setsid() < 0)
@@ -391,6 +395,7 @@ static void daemonize(const char *log_path)
         close(nul);
     if (log > 2)
         close(log);
+    return false;
 }
 
 /* ---- the workloads ----------------------------------------------------------------------- */
@@ -680,14 +685,16 @@ int main(int argc, char **argv)
     else if (asprintf(&o.file, "%s/disks/data.img", o.dir) < 0)
         o.file = NULL;
     o.pidfile = pidfile != NULL ? absolute(pidfile) : NULL;
+    int rc = 1;
     if (o.dir == NULL || o.file == NULL || (pidfile != NULL && o.pidfile == NULL)) {
         fprintf(stderr, "tern-workload: %s\n", strerror(errno));
-        return 2;
+        rc = 2;
+        goto Done;
     }
     char err[512];
     if (o.pidfile != NULL && pidfile_check(o.pidfile, err, sizeof err) != 0) {
         fprintf(stderr, "tern-workload: %s\n", err);
-        return 1;
+        goto Done;
     }
 
     /* SIGTERM and SIGINT are blocked but while waiting (wait_ns); their handler only
@@ -707,9 +714,11 @@ int main(int argc, char **argv)
     if (o.daemonize) {
         char log[PATH_MAX];
         snprintf(log, sizeof log, "%s/workload.log", o.dir);
-        daemonize(log);
+        if (daemonize(log, &rc))
+            goto Done; /* the starting process: the workload runs detached, or failed */
     }
-    int rc = strcmp(o.mode, "writer") == 0 ? run_writer(&o, &unblocked) : run_idle(&o, &unblocked);
+    rc = strcmp(o.mode, "writer") == 0 ? run_writer(&o, &unblocked) : run_idle(&o, &unblocked);
+Done:
     free(o.dir);
     free(o.file);
     free(o.pidfile);
