@@ -259,8 +259,33 @@ static int load_description(const opts_t *o, char **text, datacenter_t **dc)
         dc_faults_add(&faults, "", "line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
     else
         datacenter_parse(doc, o->dir, dc, &faults);
+    /* The lab's own directories are not a server's to fill with instances. Read from
+     * the document, so this fault shows beside the parser's. */
+    static const char *const own[] = {"run", "redis", "control", "agents", NULL};
+    size_t si;
+    const json_t *server;
+    json_array_foreach(json_object_get(doc, "servers"), si, server)
+    {
+        const char *text_root = json_string_value(json_object_get(server, "data_root"));
+        char *root = text_root != NULL ? datacenter_resolve_path(o->dir, text_root) : NULL;
+        for (size_t k = 0; root != NULL && own[k] != NULL; k++) {
+            char *mine = xasprintf("%s/%s", o->dir, own[k]);
+            size_t n = strlen(mine);
+            if (strncmp(root, mine, n) == 0 && (root[n] == '\0' || root[n] == '/')) {
+                char path[64];
+                snprintf(path, sizeof path, "servers[%zu].data_root", si);
+                dc_faults_add(&faults, path,
+                              "\"%s\" leads into %s, where the lab keeps its own files", text_root,
+                              mine);
+            }
+            free(mine);
+        }
+        free(root);
+    }
     json_decref(doc);
     if (faults.n > 0) {
+        datacenter_free(*dc);
+        *dc = NULL;
         fprintf(stderr, "tern-lab: datacenter %s is refused (%zu fault%s):\n", name, faults.n,
                 faults.n == 1 ? "" : "s");
         for (size_t i = 0; i < faults.n; i++)

@@ -224,6 +224,7 @@ def test_bad_description(top):
         dc = json.load(f)
     dc["servers"][1]["uuid"] = dc["servers"][0]["uuid"]
     dc["servers"][2]["data_root"] = "../../elsewhere"
+    dc["servers"][0]["data_root"] = "redis/cn1"  # inside the lab, but the lab's own
     dc["networks"][1]["subnet"] = "203.0.113.0/24"
     dc["networks"][1]["gateway"] = "203.0.113.1"
     dc["networks"][1]["provision_start_ip"] = "203.0.113.100"
@@ -234,8 +235,8 @@ def test_bad_description(top):
     lab_dir = os.path.join(top, "badlab")
     p = lab("up", "--datacenter", bad, "--dir", lab_dir, "--port", str(free_port()), check=False)
     assert p.returncode == 1, p
-    assert "is refused (3 faults)" in p.stderr, p.stderr
-    for path in ("servers[1].uuid: ", "servers[2].data_root: ",
+    assert "is refused (4 faults)" in p.stderr, p.stderr
+    for path in ("servers[1].uuid: ", "servers[2].data_root: ", "servers[0].data_root: ",
                  "networks[1].provision_start_ip: the provision range"):
         assert "  " + path in p.stderr, (path, p.stderr)
     assert not os.path.exists(os.path.join(lab_dir, "run")), "something was started"
