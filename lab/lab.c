@@ -3,6 +3,7 @@
  *
  *   tern-lab up    [--datacenter FILE] [--dir DIR] [--port N] [...]
  *   tern-lab down  [--dir DIR] [--grace-ms N]
+ *   tern-lab restart-agent HOSTNAME|UUID [--dir DIR]
  *   tern-lab check [--datacenter FILE] [--dir DIR]
  *
  * `up` checks the description (the dc plugin's own parser: every fault with its JSON
@@ -427,8 +428,23 @@ typedef struct lab {
     char *redis_sock;
     char *redis_url;
     unsigned port;
-    const char *token; /* $TERN_API_TOKEN, which the ternds read too */
+    const char *token;       /* $TERN_API_TOKEN, which the ternds read too */
+    char since[32];          /* when this command began, as GET /runners writes times */
+    const dc_server_t *only; /* restart-agent: the one agent to wait for */
 } lab_t;
+
+/* Now as ISO 8601 UTC with milliseconds, the form of the API's times, so the two
+ * compare as strings. */
+static void iso_now(char *out, size_t len)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char base[24];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, len, "%s.%03uZ", base, (unsigned)(ts.tv_nsec / 1000000L) % 1000u);
+}
 
 /* Starts one process and records its pid file; says so. */
 static int start(lab_t *lab, const char *name, const char *comm, char *const argv[],
@@ -613,9 +629,10 @@ Done:
     return rc;
 }
 
-/* true when GET /runners shows every agent alive on its queue; else names one that is
- * not in *missing (static). */
-static bool agents_ready(lab_t *lab, const char **missing)
+/* true when GET /runners shows every agent (or only `only`) alive on its queue, and
+ * seen since this command started it (a runner killed a moment ago keeps a live
+ * lease under the same id for a while); else names one that is not in *missing. */
+static bool agents_ready(lab_t *lab, const dc_server_t *only, const char **missing)
 {
     static char what[300];
     char *body = NULL;
@@ -625,22 +642,29 @@ static bool agents_ready(lab_t *lab, const char **missing)
     const json_t *list = json_is_array(doc) ? doc : json_object_get(doc, "runners");
     bool all = true;
     for (size_t i = 0; i < lab->dc->n_servers && all; i++) {
+        const dc_server_t *s = &lab->dc->servers[i];
+        if (only != NULL && s != only)
+            continue;
         char id[128], queue[128];
-        datacenter_server_runner_id(&lab->dc->servers[i], id, sizeof id);
-        datacenter_server_queue(&lab->dc->servers[i], queue, sizeof queue);
+        datacenter_server_runner_id(s, id, sizeof id);
+        datacenter_server_queue(s, queue, sizeof queue);
         bool found = false;
         size_t j;
         const json_t *r;
         json_array_foreach(list, j, r)
         {
-            if (!json_is_string(json_object_get(r, "id")) ||
-                strcmp(json_string_value(json_object_get(r, "id")), id) != 0 ||
-                !json_is_true(json_object_get(r, "alive")))
+            const char *rid = json_string_value(json_object_get(r, "id"));
+            const char *seen = json_string_value(json_object_get(r, "last_seen_at"));
+            if (rid == NULL || strcmp(rid, id) != 0 || !json_is_true(json_object_get(r, "alive")) ||
+                seen == NULL || strcmp(seen, lab->since) < 0)
                 continue;
             size_t k;
             const json_t *q;
-            json_array_foreach(json_object_get(json_object_get(r, "info"), "queues"), k, q) found =
-                found || (json_is_string(q) && strcmp(json_string_value(q), queue) == 0);
+            json_array_foreach(json_object_get(json_object_get(r, "info"), "queues"), k, q)
+            {
+                if (json_is_string(q) && strcmp(json_string_value(q), queue) == 0)
+                    found = true;
+            }
         }
         if (!found) {
             snprintf(what, sizeof what, "%s on queue %s", id, queue);
@@ -666,7 +690,7 @@ static int wait_ready(lab_t *lab)
             api = probe_http_get(lab->port, "/ping", lab->token, PROBE_MS, &body) == 200;
             free(body);
         }
-        if (api && agents_ready(lab, &missing))
+        if (api && agents_ready(lab, lab->only, &missing))
             return 0;
         if (now_ms() >= deadline) {
             fprintf(stderr, "tern-lab: not ready within %u ms: waiting for %s\n",
@@ -704,6 +728,7 @@ static int cmd_up(const opts_t *o)
     lab_t lab = {.o = o, .token = getenv("TERN_API_TOKEN")};
     char *text = NULL;
     int rc = 1;
+    iso_now(lab.since, sizeof lab.since);
     if (lab.token != NULL && lab.token[0] == '\0')
         lab.token = NULL;
     if (make_dirs(o->dir) != 0) {
@@ -822,6 +847,71 @@ static int cmd_down(const opts_t *o)
     return 0;
 }
 
+/* Stops a server's agent if it runs, starts it again with its configuration, and
+ * waits until it serves its queue: what an operator does after an agent crashed, and
+ * how tests show that instances outlive their agent. */
+static int cmd_restart_agent(const opts_t *o, const char *which)
+{
+    lab_t lab = {.o = o, .token = getenv("TERN_API_TOKEN")};
+    iso_now(lab.since, sizeof lab.since);
+    if (lab.token != NULL && lab.token[0] == '\0')
+        lab.token = NULL;
+    int rc = 1;
+    char *env_file = xasprintf("%s/lab.env", o->dir), *env = NULL, *pidfile = NULL;
+    lab.dc = lab_description(o->dir);
+    if (lab.dc == NULL) {
+        fprintf(stderr, "tern-lab: no lab in %s (no datacenter.json)\n", o->dir);
+        goto Done;
+    }
+    const dc_server_t *server = NULL;
+    for (size_t i = 0; i < lab.dc->n_servers && server == NULL; i++)
+        if (strcmp(lab.dc->servers[i].hostname, which) == 0 ||
+            strcmp(lab.dc->servers[i].uuid, which) == 0)
+            server = &lab.dc->servers[i];
+    if (server == NULL) {
+        fprintf(stderr, "tern-lab: no server \"%s\" in the lab in %s (a hostname or uuid)\n", which,
+                o->dir);
+        goto Done;
+    }
+    env = read_file(env_file);
+    if (env == NULL || sscanf(env, "TERN_URL=http://127.0.0.1:%u", &lab.port) != 1) {
+        fprintf(stderr, "tern-lab: %s does not say where the lab's API is; is the lab up?\n",
+                env_file);
+        goto Done;
+    }
+    lab.redis_sock = xasprintf("%s/redis/redis.sock", o->dir);
+    if (!probe_redis_ping(lab.redis_sock, PROBE_MS)) {
+        fprintf(stderr, "tern-lab: the lab's Redis does not answer on %s; is the lab up?\n",
+                lab.redis_sock);
+        goto Done;
+    }
+    lab.redis_url = unix_url(lab.redis_sock);
+    char name[128], sub[160];
+    datacenter_server_runner_id(server, name, sizeof name);
+    snprintf(sub, sizeof sub, "agents/%s", server->hostname);
+    pidfile = xasprintf("%s/run/%s.pid", o->dir, name);
+    proc_entry_t old = {
+        .name = name, .pidfile = pidfile, .comm = "ternd", .pid = procs_pidfile_read(pidfile)};
+    if (procs_stop(&old, 1, o->grace_ms) != 0)
+        goto Done;
+    lab.only = server;
+    if (start_ternd(&lab, name, sub, server) != 0 || wait_ready(&lab) != 0)
+        goto Done;
+    printf("%s serves queue server-%s again\n", name, server->uuid);
+    rc = 0;
+Done:
+    if (rc != 0 && lab.started.n > 0)
+        procs_stop(lab.started.v, lab.started.n, o->grace_ms);
+    entries_dispose(&lab.started);
+    datacenter_free(lab.dc);
+    free(lab.redis_sock);
+    free(lab.redis_url);
+    free(env_file);
+    free(env);
+    free(pidfile);
+    return rc;
+}
+
 static int cmd_check(const opts_t *o)
 {
     char *text = NULL;
@@ -846,6 +936,7 @@ static void usage(FILE *f)
           "                   [--timeout-ms N] [--ternd PATH] [--plugin-dir DIR]\n"
           "                   [--redis-server PATH]\n"
           "       tern-lab down [--dir DIR] [--grace-ms N]\n"
+          "       tern-lab restart-agent HOSTNAME|UUID [--dir DIR] [--grace-ms N]\n"
           "       tern-lab check [--datacenter FILE] [--dir DIR]\n"
           "\n"
           "  --datacenter FILE  the datacenter description (default: the embedded one,\n"
@@ -909,30 +1000,46 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (strcmp(cmd, "up") != 0 && strcmp(cmd, "down") != 0 && strcmp(cmd, "check") != 0) {
-        fprintf(stderr, "tern-lab: unknown command \"%s\" (up, down or check)\n", cmd);
+    if (strcmp(cmd, "up") != 0 && strcmp(cmd, "down") != 0 && strcmp(cmd, "check") != 0 &&
+        strcmp(cmd, "restart-agent") != 0) {
+        fprintf(stderr, "tern-lab: unknown command \"%s\" (up, down, restart-agent or check)\n",
+                cmd);
         return 2;
+    }
+    const char *agent = NULL;
+    int first = 2;
+    if (strcmp(cmd, "restart-agent") == 0) {
+        if (argc < 3 || argv[2][0] == '-') {
+            fprintf(stderr, "tern-lab restart-agent: which agent? (a server's hostname or uuid)\n");
+            return 2;
+        }
+        agent = argv[2];
+        first = 3;
     }
     opts_t o = {.timeout_ms = DEFAULT_TIMEOUT_MS, .grace_ms = DEFAULT_GRACE_MS};
     const char *dir = DEFAULT_DIR, *redis_server = "redis-server";
-    for (int i = 2; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = v != NULL;
         if (ok && strcmp(a, "--dir") == 0)
             dir = v;
-        else if (ok && strcmp(a, "--datacenter") == 0 && strcmp(cmd, "down") != 0)
+        else if (ok && strcmp(a, "--datacenter") == 0 &&
+                 (strcmp(cmd, "up") == 0 || strcmp(cmd, "check") == 0))
             o.datacenter = v;
         else if (ok && strcmp(a, "--port") == 0 && strcmp(cmd, "up") == 0)
             ok = parse_uint(v, 65535, &o.port) && o.port > 0;
-        else if (ok && strcmp(a, "--timeout-ms") == 0 && strcmp(cmd, "up") == 0)
+        else if (ok && strcmp(a, "--timeout-ms") == 0 && strcmp(cmd, "down") != 0 &&
+                 strcmp(cmd, "check") != 0)
             ok = parse_uint(v, 3600000, &o.timeout_ms) && o.timeout_ms > 0;
         else if (ok && strcmp(a, "--grace-ms") == 0 && strcmp(cmd, "check") != 0)
             ok = parse_uint(v, 3600000, &o.grace_ms);
         else if (ok && strcmp(a, "--workflows") == 0 && strcmp(cmd, "up") == 0)
             ok = (o.workflows = realpath(v, NULL)) != NULL;
-        else if (ok && strcmp(a, "--ternd") == 0 && strcmp(cmd, "up") == 0)
+        else if (ok && strcmp(a, "--ternd") == 0 && strcmp(cmd, "down") != 0 &&
+                 strcmp(cmd, "check") != 0)
             ok = (o.ternd = realpath(v, NULL)) != NULL;
-        else if (ok && strcmp(a, "--plugin-dir") == 0 && strcmp(cmd, "up") == 0)
+        else if (ok && strcmp(a, "--plugin-dir") == 0 && strcmp(cmd, "down") != 0 &&
+                 strcmp(cmd, "check") != 0)
             ok = (o.plugin_dir = realpath(v, NULL)) != NULL;
         else if (ok && strcmp(a, "--redis-server") == 0 && strcmp(cmd, "up") == 0)
             redis_server = v;
@@ -967,7 +1074,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "tern-lab: ternd %s: %s (pass --ternd)\n", o.ternd, strerror(errno));
             rc = 1;
         } else {
-            rc = cmd_up(&o);
+            rc = agent != NULL ? cmd_restart_agent(&o, agent) : cmd_up(&o);
         }
     }
     free(o.dir);

@@ -4,7 +4,8 @@ GET /runners shows one agent per server serving its server's queue, a job on a
 server's queue runs on that server's agent (dc.agent_info answers with its server
 and data root), the data roots and the sparse images exist; a second `up` on a
 running lab is refused, a stale pid file is cleared, and `down` leaves no process of
-the lab alive, an instance workload and an agent killed -9 included. A description
+the lab alive, an instance workload and an agent killed -9 included. An agent killed
+-9 leaves its server's instance running and comes back with `restart-agent`. A description
 with faults is refused at `up` with each fault's JSON path, before anything starts.
 
 Usage: test_lab.py SOURCE_ROOT BUILD_ROOT. Every wait is bounded and polls what it
@@ -184,12 +185,36 @@ def test_up_down(top):
     seen_pids.add(instance)
     assert alive(instance)
 
-    # An agent dies (kill -9): down finds its pid file stale and stops the rest.
+    # The agent of the instance's server dies (kill -9): the instance was never its
+    # child, and runs on. restart-agent brings the agent back on its queue.
+    cn1 = dc["servers"][0]
+    dead = pids["agent-" + cn1["hostname"]]
+    os.kill(dead, signal.SIGKILL)
+    wait_for(f"pid {dead} to die", lambda: not alive(dead))
+    assert alive(instance)
+    p = lab("restart-agent", cn1["hostname"], "--dir", lab_dir)
+    assert f"agent-{cn1['hostname']}: not running (stale pid file" in p.stdout, p.stdout
+    pids = pids_of(os.path.join(lab_dir, "run"))
+    assert pids["agent-" + cn1["hostname"]] != dead and alive(pids["agent-" + cn1["hostname"]])
+    assert alive(instance)
+    check_agents(url, dc)
+    status, job = http(url + "/jobs", "POST", {"workflow": "agent-info-" + cn1["hostname"],
+                                                "target": "after-restart"})
+    assert status == 201, job
+    wait_for("the job on the restarted agent", lambda: http(url + "/jobs/" + job["uuid"])[1]
+             ["execution"] == "succeeded")
+    # A running agent is restarted too: stopped by pid, then started.
+    p = lab("restart-agent", cn1["uuid"], "--dir", lab_dir)
+    assert f"agent-{cn1['hostname']}: stopped (pid {pids['agent-' + cn1['hostname']]})" \
+        in p.stdout, p.stdout
+    pids = pids_of(os.path.join(lab_dir, "run"))
+    p = lab("restart-agent", "cn9", "--dir", lab_dir, check=False)
+    assert p.returncode == 1 and 'no server "cn9"' in p.stderr, p.stderr
+
+    # Another agent dies for good: down finds its pid file stale and stops the rest.
     dead = pids["agent-" + dc["servers"][1]["hostname"]]
     os.kill(dead, signal.SIGKILL)
     wait_for(f"pid {dead} to die", lambda: not alive(dead))
-    # The instance was never the agent's: it runs on.
-    assert alive(instance)
 
     p = lab("down", "--dir", lab_dir)
     for pid in list(pids.values()) + [instance]:
