@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -962,6 +963,36 @@ static bool parse_uint(const char *s, unsigned max, unsigned *out)
     return true;
 }
 
+/* Takes DIR/lab.lock for the length of an up, down or restart-agent, so two of them
+ * never start or stop one lab's processes at once (two Redis on one append-only
+ * file). `create` makes DIR first (up). Returns the descriptor (close-on-exec, so no
+ * started process holds it), -1 when there is no lab directory to lock, or -2 after
+ * saying why it cannot be taken. */
+static int lock_lab(const char *dir, bool create)
+{
+    if (create && make_dirs(dir) != 0) {
+        fprintf(stderr, "tern-lab: cannot create the lab directory %s: %s\n", dir, strerror(errno));
+        return -2;
+    }
+    char *path = xasprintf("%s/lab.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT && !create) {
+        free(path);
+        return -1;
+    }
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "tern-lab: %s: %s\n", path,
+                fd >= 0 && errno == EWOULDBLOCK ? "another tern-lab is at work on this lab"
+                                                : strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(path);
+        return -2;
+    }
+    free(path);
+    return fd;
+}
+
 /* Where ternd and the plugins are: beside tern-lab in a build tree (build/lab/tern-lab,
  * build/engine/ternd, build/tasks), else installed beside it (TERN_PLUGIN_DIR). */
 static void default_paths(opts_t *o)
@@ -1056,8 +1087,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "tern-lab: --dir %s: %s\n", dir, strerror(errno));
         return 2;
     }
-    int rc;
-    if (strcmp(cmd, "check") == 0) {
+    int rc, lock = -1;
+    if (strcmp(cmd, "check") != 0 && (lock = lock_lab(o.dir, strcmp(cmd, "up") == 0)) == -2) {
+        rc = 1;
+    } else if (strcmp(cmd, "check") == 0) {
         rc = cmd_check(&o);
     } else if (strcmp(cmd, "down") == 0) {
         rc = cmd_down(&o);
@@ -1077,6 +1110,8 @@ int main(int argc, char **argv)
             rc = agent != NULL ? cmd_restart_agent(&o, agent) : cmd_up(&o);
         }
     }
+    if (lock >= 0)
+        close(lock);
     free(o.dir);
     free(o.ternd);
     free(o.plugin_dir);

@@ -11,6 +11,7 @@ with faults is refused at `up` with each fault's JSON path, before anything star
 Usage: test_lab.py SOURCE_ROOT BUILD_ROOT. Every wait is bounded and polls what it
 waits for; every process the test starts is stopped by its pid.
 """
+import fcntl
 import json
 import os
 import signal
@@ -239,6 +240,12 @@ def test_stale_pid_file(lab_dir, dc):
     check_agents(f"http://127.0.0.1:{port}", dc)
     check_images(dc, lab_dir)  # found, not made again
     assert "image lab-os 1.0: found" in p.stdout, p.stdout
+    # While another tern-lab works on the lab (it holds DIR/lab.lock), none starts.
+    with open(os.path.join(lab_dir, "lab.lock"), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p = lab("down", "--dir", lab_dir, check=False)
+        assert p.returncode == 1 and "another tern-lab is at work" in p.stderr, p.stderr
+        assert all(alive(pid) for pid in pids.values())
     lab("down", "--dir", lab_dir)
     for pid in pids.values():
         assert not alive(pid), pid
