@@ -7,10 +7,9 @@
  *   strvec.h     a NULL-terminated vector of strings, each borrowed or owned
  *   utf8.h       UTF-8 validation, and bytes turned into a JSON string that is valid
  *
- * It is the home of code two families would otherwise copy, and of the datacenter
- * model (instances, NICs, volumes, migrations) the plugin families that come next
- * will share: a record of the datacenter, its key table and its checks go here once,
- * never into a family's folder.
+ * It is the home of code two families would otherwise copy. The datacenter is one
+ * family, dc, so its model lives in tasks/dc/ (the library dc_model, which the lab
+ * tool links too), not here.
  *
  * The rules that keep a plugin a plugin hold here too. This is a static library built
  * like the plugins (hidden visibility, position-independent), so each .so carries its

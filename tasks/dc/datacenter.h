@@ -1,0 +1,155 @@
+/*
+ * datacenter.h -- the static description of a datacenter: its servers, networks,
+ * packages, images and settings, read from the JSON file the lab starts from and the
+ * dc plugin is configured with. What is running on it (instances, NICs, IPs,
+ * committed capacity) is not here: that is live state, kept in Redis.
+ *
+ * The document, every size in MiB, every relative path relative to the lab
+ * directory:
+ *
+ *   {"servers":  [{"uuid", "hostname", "rack", "ram_mib", "disk_mib", "data_root",
+ *                  "platform_version"?}],
+ *    "networks": [{"uuid", "name", "subnet" ("a.b.c.d/n"), "gateway",
+ *                  "provision_start_ip", "provision_end_ip", "vlan_id", "mtu"}],
+ *    "packages": [{"uuid", "name", "brand", "ram_mib", "vcpus", "disk_mib",
+ *                  "flexible_disk"?}],
+ *    "images":   [{"uuid", "name", "version", "size_mib", "file", "data_mib"?,
+ *                  "brand"?, "os"?}],
+ *    "settings": {...}?}
+ *
+ * A description is accepted whole or refused with every fault found, each as
+ * "<JSON path>: <what is wrong>" ("servers[1].uuid: expected a UUID ..."), so one
+ * round of edits can fix them all. The rules, each a fault of its own:
+ *   - every listed field present with its type; no field that is not listed;
+ *   - uuids are lowercase 8-4-4-4-12 hex (they name queues, whose names are
+ *     lowercase), and no uuid appears twice anywhere in the document;
+ *   - hostnames, network names, package names, image name+version pairs and image
+ *     files are unique;
+ *   - a subnet is an IPv4 network address with its prefix (host bits zero, prefix
+ *     8..30); its gateway and provision range lie inside it, off the network and
+ *     broadcast addresses, start <= end, and no two networks' provision ranges
+ *     overlap;
+ *   - vlan_id is 0..4094, mtu 576..9000 (what Triton's NAPI accepts);
+ *   - a brand is bhyve, kvm, joyent, joyent-minimal or lx; flexible_disk is bhyve's;
+ *   - an image's data_mib (default 1) is 1..size_mib;
+ *   - a data root lies strictly inside the lab directory once `..` and the symlinks of
+ *     its existing parts are resolved, and no data root is inside another: an agent
+ *     touches only its own server's root.
+ *
+ * This is the jansson-only library dc_model, linked by the dc plugin and by the lab
+ * tool, so `tern-lab check` refuses exactly what the plugin refuses. It includes no
+ * engine header; errors are negative errno values, the engine's TERN_E* codes.
+ *
+ * Ownership: a datacenter_t owns every string and array in it; json_t parameters are
+ * borrowed.
+ */
+#ifndef DC_DATACENTER_H
+#define DC_DATACENTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define DC_UUID_LEN 36 /* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+
+typedef struct dc_server {
+    char uuid[DC_UUID_LEN + 1];
+    char *hostname;
+    char *rack;
+    uint64_t ram_mib;
+    uint64_t disk_mib;
+    char *data_root;        /* absolute, resolved, inside the lab directory */
+    char *platform_version; /* or NULL */
+} dc_server_t;
+
+typedef struct dc_network {
+    char uuid[DC_UUID_LEN + 1];
+    char *name;
+    char *subnet;                                    /* as written: "203.0.113.0/24" */
+    uint32_t subnet_addr, gateway, start_ip, end_ip; /* IPv4, host byte order */
+    unsigned prefix_len;
+    char *gateway_text, *start_text, *end_text;
+    unsigned vlan_id;
+    unsigned mtu;
+} dc_network_t;
+
+typedef struct dc_package {
+    char uuid[DC_UUID_LEN + 1];
+    char *name;
+    char *brand;
+    uint64_t ram_mib;
+    uint64_t vcpus;
+    uint64_t disk_mib;
+    bool flexible_disk;
+} dc_package_t;
+
+typedef struct dc_image {
+    char uuid[DC_UUID_LEN + 1];
+    char *name;
+    char *version;
+    uint64_t size_mib;
+    uint64_t data_mib; /* MiB of deterministic content at its start when the lab makes it */
+    char *file;        /* absolute */
+    char *brand;       /* or NULL: any brand */
+    char *os;          /* or NULL */
+} dc_image_t;
+
+typedef struct datacenter {
+    char *lab_dir; /* absolute, resolved */
+    dc_server_t *servers;
+    size_t n_servers;
+    dc_network_t *networks;
+    size_t n_networks;
+    dc_package_t *packages;
+    size_t n_packages;
+    dc_image_t *images;
+    size_t n_images;
+    json_t *settings; /* owned object ({} when absent) */
+} datacenter_t;
+
+/* The faults of a refused description, in document order. */
+typedef struct dc_faults {
+    char **items; /* each "<path>: <message>", malloc'd */
+    size_t n;
+} dc_faults_t;
+
+/* Reads `doc` against the lab directory `lab_dir` (absolute or relative to the
+ * working directory; it need not exist yet). Returns 0 and a new datacenter in *out,
+ * or -EINVAL with *out NULL and every fault appended to *faults (which the caller
+ * zeroes before and disposes after). */
+int datacenter_parse(const json_t *doc, const char *lab_dir, datacenter_t **out,
+                     dc_faults_t *faults);
+
+/* datacenter_parse of the JSON file at `path`; a file that cannot be read or is not
+ * JSON is one fault naming the file (and line and column). Returns 0 or -EINVAL. */
+int datacenter_load(const char *path, const char *lab_dir, datacenter_t **out, dc_faults_t *faults);
+
+void datacenter_free(datacenter_t *dc);
+
+/* The server with this uuid, borrowed from dc, or NULL. */
+const dc_server_t *datacenter_server_find(const datacenter_t *dc, const char *uuid);
+
+/* The name of the queue a server's agent serves, written into out: "server-<uuid>"
+ * (queue names are [a-z0-9_-]). Returns out. */
+char *datacenter_server_queue(const dc_server_t *s, char *out, size_t outlen);
+
+/* The runner id of a server's agent: "agent-<hostname>". Returns out. */
+char *datacenter_server_runner_id(const dc_server_t *s, char *out, size_t outlen);
+
+/* Resolves `path` against `base` (when relative): `.` and `..` are applied and the
+ * symlinks of the parts that exist are followed, so the result is where the path
+ * leads. Returns a malloc'd absolute path, or NULL with errno set. */
+char *datacenter_resolve_path(const char *base, const char *path);
+
+/* Appends one fault ("path: message") to f. */
+void dc_faults_add(dc_faults_t *f, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* All faults, one a line, each line ending in '\n'. Returns a malloc'd string. */
+char *dc_faults_join(const dc_faults_t *f);
+
+void dc_faults_dispose(dc_faults_t *f);
+
+#endif

@@ -1,0 +1,189 @@
+/*
+ * dc.c -- the "dc" task family: the datacenter's plugin. One plugin, so one Redis
+ * namespace holds the whole inventory and a change to several records is one script.
+ * For now it knows the datacenter's static description and, on an agent, which
+ * server it is; the inventory, placement and the instance tasks build on this.
+ *
+ *   dc.agent_info   {}   -> {"server_uuid", "hostname", "rack", "data_root"}
+ *                           on a server's agent; fails NotAnAgent elsewhere
+ *
+ * Its configuration ({"plugins": {"dc": {...}}} in ternd's configuration file), which
+ * `tern-lab up` writes for the control ternd and for each agent:
+ *
+ *   "datacenter": FILE        the description (datacenter.h); read and checked at
+ *                             load, every fault refusing the plugin
+ *   "lab_dir": DIR            what its relative paths are relative to (required with
+ *                             "datacenter")
+ *   "server_uuid": UUID       this ternd is that server's agent (needs "datacenter")
+ *   "data_root": DIR          that server's data root, which must be the one the
+ *                             description gives: the only directory the agent's tasks
+ *                             touch
+ *
+ * The state init builds (dc_state_t) is read-only once loaded, so tasks share it
+ * without locks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tern/task.h>
+
+#include "datacenter.h"
+
+typedef struct dc_state {
+    datacenter_t *dc;          /* NULL when no description was configured */
+    const dc_server_t *server; /* this agent's server (in dc), or NULL */
+} dc_state_t;
+
+static const char *const fatal_codes[] = {"InvalidArgument", "NotAnAgent", NULL};
+
+/* ---- configuration ------------------------------------------------------------------- */
+
+static const char *config_string(const json_t *config, const char *key, char *err, size_t errlen,
+                                 int *bad)
+{
+    const json_t *v = json_object_get(config, key);
+    if (v == NULL)
+        return NULL;
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        snprintf(err, errlen, "%s: expected a non-empty string", key);
+        *bad = 1;
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+static int dc_init(const tern_host *host, const json_t *config, void **state, char *err,
+                   size_t errlen)
+{
+    (void)host;
+    *state = NULL;
+    if (config != NULL && !json_is_object(config)) {
+        snprintf(err, errlen, "expected an object");
+        return -1;
+    }
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)config, key, v)
+    {
+        if (strcmp(key, "datacenter") != 0 && strcmp(key, "lab_dir") != 0 &&
+            strcmp(key, "server_uuid") != 0 && strcmp(key, "data_root") != 0 &&
+            strcmp(key, "allow_networks") != 0) {
+            snprintf(err, errlen,
+                     "%s: unknown setting (expected datacenter, lab_dir, server_uuid, data_root)",
+                     key);
+            return -1;
+        }
+    }
+    int bad = 0;
+    const char *file = config_string(config, "datacenter", err, errlen, &bad);
+    const char *lab_dir = bad ? NULL : config_string(config, "lab_dir", err, errlen, &bad);
+    const char *server = bad ? NULL : config_string(config, "server_uuid", err, errlen, &bad);
+    const char *root = bad ? NULL : config_string(config, "data_root", err, errlen, &bad);
+    if (bad)
+        return -1;
+    if (file != NULL && lab_dir == NULL) {
+        snprintf(err, errlen, "lab_dir: required with \"datacenter\"");
+        return -1;
+    }
+    if (server != NULL && (file == NULL || root == NULL)) {
+        snprintf(err, errlen, "server_uuid: an agent needs \"datacenter\" and \"data_root\" too");
+        return -1;
+    }
+    if (root != NULL && server == NULL) {
+        snprintf(err, errlen, "data_root: only an agent (with \"server_uuid\") has one");
+        return -1;
+    }
+
+    dc_state_t *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (file != NULL) {
+        dc_faults_t faults = {0};
+        if (datacenter_load(file, lab_dir, &s->dc, &faults) != 0) {
+            /* Every fault, so one look at the log tells all that is wrong. */
+            int used = snprintf(err, errlen, "datacenter %s: ", file);
+            for (size_t i = 0; i < faults.n && used >= 0 && (size_t)used < errlen; i++)
+                used += snprintf(err + used, errlen - (size_t)used, "%s%s", i > 0 ? "; " : "",
+                                 faults.items[i]);
+            dc_faults_dispose(&faults);
+            free(s);
+            return -1;
+        }
+        dc_faults_dispose(&faults);
+    }
+    if (server != NULL) {
+        s->server = datacenter_server_find(s->dc, server);
+        char *real_root = s->server != NULL ? datacenter_resolve_path(lab_dir, root) : NULL;
+        if (s->server == NULL || real_root == NULL ||
+            strcmp(real_root, s->server->data_root) != 0) {
+            if (s->server == NULL)
+                snprintf(err, errlen, "server_uuid: %s is not a server of datacenter %s", server,
+                         file);
+            else
+                snprintf(err, errlen, "data_root: %s is not the data root of server %s in %s (%s)",
+                         root, server, file, s->server->data_root);
+            free(real_root);
+            datacenter_free(s->dc);
+            free(s);
+            return -1;
+        }
+        free(real_root);
+    }
+    *state = s;
+    return 0;
+}
+
+static void dc_fini(void *state)
+{
+    dc_state_t *s = state;
+    if (s == NULL)
+        return;
+    datacenter_free(s->dc);
+    free(s);
+}
+
+/* ---- dc.agent_info ----------------------------------------------------------------- */
+
+static void agent_info_start(tern_ctx *ctx, const json_t *args)
+{
+    (void)args;
+    const dc_state_t *s = tern_plugin_state(ctx);
+    if (s == NULL || s->server == NULL) {
+        tern_task_fail(ctx, "NotAnAgent",
+                       "dc.agent_info: this runner is not a server's agent (its dc "
+                       "configuration names no server_uuid); run the step on a server's queue");
+        return;
+    }
+    tern_task_done(ctx, json_pack("{s:s, s:s, s:s, s:s}", "server_uuid", s->server->uuid,
+                                  "hostname", s->server->hostname, "rack", s->server->rack,
+                                  "data_root", s->server->data_root));
+}
+
+static const tern_task_def agent_info_task = {
+    .size = sizeof(tern_task_def),
+    .name = "agent_info",
+    .summary = "The server this agent serves: its uuid, hostname, rack and data root.",
+    .args_schema = "{\"required\": [], \"properties\": {}, \"additional\": false}",
+    .fatal_codes = fatal_codes,
+    .start = agent_info_start,
+};
+
+static const tern_task_def *const tasks[] = {&agent_info_task, NULL};
+
+static const tern_plugin dc_plugin = {
+    .magic = TERN_PLUGIN_MAGIC,
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+    .size = sizeof(tern_plugin),
+    .name = "dc",
+    .version = "0.1.0",
+    .init = dc_init,
+    .fini = dc_fini,
+    .tasks = tasks,
+};
+
+TERN_PLUGIN(dc_plugin)
