@@ -365,8 +365,8 @@ void api_on_result(void *data, int status, const json_t *result, const char *mes
 /* ---- routing ------------------------------------------------------------------ */
 
 static const api_route_t *const route_tables[] = {http_routes_workflows, http_routes_jobs,
-                                                  http_routes_service, http_routes_events,
-                                                  http_routes_metrics};
+                                                  http_routes_service,   http_routes_events,
+                                                  http_routes_metrics,   http_routes_schedules};
 
 /* The value of header `name` (lowercase; h2o lowercases the names it receives), or
  * NULL. */

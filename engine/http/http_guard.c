@@ -515,6 +515,10 @@ static const struct {
     {"GET", "/workflows"},
     {"GET", "/workflows/:uuid"},
     {"GET", "/tasks"},
+    /* Reading schedules only; making, changing and deleting them (jobs made on
+     * their own, for good) is an operator's. */
+    {"GET", "/schedules"},
+    {"GET", "/schedules/:uuid"},
 };
 
 http_scope_t http_guard_route_scope(const char *method, const char *pattern)

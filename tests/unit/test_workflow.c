@@ -408,7 +408,7 @@ static void test_unknown_keys(void **state)
     (void)state;
     refused("{\"name\": \"w\", \"chains\": [], \"chain\": []}",
             "chains: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, chain, onerror and oncancel");
+            "queue, holds, chain, onerror, oncancel and schedules");
     step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"retries\": 3}",
                  "chain[0].retries: unknown key; a step has name, task, args, timeout, retry, "
                  "fallback, idempotent, isolate, holds and description");
@@ -438,7 +438,7 @@ static void test_body_refused(void **state)
     /* "body" at the top of a workflow is just an unknown key. */
     refused("{\"name\": \"w\", \"body\": 1, \"chain\": []}",
             "body: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, chain, onerror and oncancel");
+            "queue, holds, chain, onerror, oncancel and schedules");
 }
 
 /* ---- chains ---------------------------------------------------------------------- */
