@@ -10,6 +10,7 @@
  * GET /jobs or GET /schedules/:uuid (a tick has no event of its own), bounded.
  */
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "api_calls.h"
 #include "base/clock.h"
 #include "base/iso8601.h"
+#include "model/schedule.h"
 #include "ops/schedule_fire.h"
 #include "world.h"
 
@@ -232,6 +234,19 @@ static void test_api_and_bad_input(void **state)
     http_sync_resp_dispose(&r);
     assert_int_equal(itest_redis_int(&W.redis, "ZCARD tern:sched:due"), 1);
 
+    /* A clock gone back: a tick at or before the last one fired (here, stored an hour
+     * ahead of this clock) is never due again; the schedule resumes after it. */
+    long long ahead = (long long)clock_wall_ms() + 3600 * 1000;
+    itest_api_call(&h, &r, "POST", itest_fmt("/schedules/%s/pause", uuid), NULL);
+    http_sync_resp_dispose(&r);
+    itest_redis_int(&W.redis, "HSET tern:sched:%s last_run %lld", uuid, ahead);
+    itest_api_call(&h, &r, "POST", itest_fmt("/schedules/%s/resume", uuid), NULL);
+    itest_expect_status(&r, 200);
+    uint64_t next_ms = 0;
+    assert_int_equal(iso8601_parse_ms(itest_str_of(r.json, "next_run"), &next_ms), 0);
+    assert_true((long long)next_ms > ahead);
+    http_sync_resp_dispose(&r);
+
     /* Delete: 204, then 404 for it. */
     itest_api_call(&h, &r, "DELETE", itest_fmt("/schedules/%s", uuid), NULL);
     itest_expect_status(&r, 204);
@@ -430,6 +445,151 @@ static void test_overlap_skip_and_queue(void **state)
     http_sync_close(&h);
 }
 
+/* Polls GET /schedules/<uuid> until its "fired" count is at least `want` (at most
+ * timeout_ms); returns the schedule (new reference). */
+static json_t *wait_fired(http_sync_t *h, const char *uuid, long long want, unsigned timeout_ms)
+{
+    uint64_t until = clock_mono_ms() + timeout_ms;
+    json_t *s = schedule_get(h, uuid);
+    while (count_of(s, "fired") < want) {
+        if (clock_mono_ms() > until)
+            fail_msg("schedule %s fired %lld ticks within %u ms, expected %lld", uuid,
+                     count_of(s, "fired"), timeout_ms, want);
+        itest_pause_ms(100);
+        json_decref(s);
+        s = schedule_get(h, uuid);
+    }
+    return s;
+}
+
+/* A process that claimed a tick and died, before making its job or after: the tick is
+ * fired once its lease runs out, by another process, with one job. The dead claims
+ * are made by hand in Redis as schedule_claim.lua leaves them (the entry in sched:due
+ * at the lease's expiry, the tick unmoved), the job of the second as the dead process
+ * made it (the tick's own uuid). */
+static void test_claim_of_a_dead_process(void **state)
+{
+    (void)state;
+    itest_ternd_t *t = itest_fleet_start(&W.fleet, &W.redis, &W.dir, "sched-d1", "default", NULL);
+    http_sync_t h;
+    open_api(&h, t);
+    char before[40], after[40];
+    schedule_create_ok(&h, "{\"workflow\": \"quick\", \"every\": \"1h\"}", before);
+    schedule_create_ok(&h, "{\"workflow\": \"quick\", \"every\": \"1h\"}", after);
+    http_sync_close(&h);
+    assert_int_equal(itest_ternd_signal(t, SIGTERM, 10000), 0);
+
+    long long now = (long long)clock_wall_ms(), tick = now - 300, lease = now + 1500;
+    const char *uuids[] = {before, after};
+    for (size_t i = 0; i < 2; i++) {
+        itest_redis_int(&W.redis, "HSET tern:sched:%s next_run %lld lease %lld", uuids[i], tick,
+                        lease);
+        itest_redis_int(&W.redis, "ZADD tern:sched:due %lld %s", lease, uuids[i]);
+    }
+    char made[37], iso[32];
+    schedule_job_uuid(after, tick, made);
+    iso8601_format((uint64_t)tick, iso);
+    job_create_req_t req = {.workflow = "quick", .uuid = made};
+    json_t *params = json_pack("{s:s, s:s}", "schedule_uuid", after, "scheduled_for", iso);
+    req.params = params;
+    itest_answer_t a = {0};
+    job_ops_create(W.client.ops, &req, itest_on_answer, &a);
+    char msg[512];
+    assert_int_equal(itest_answer_wait(&W.client, &a, NULL, msg, sizeof msg), 0);
+    json_decref(params);
+
+    t = itest_fleet_start(&W.fleet, &W.redis, &W.dir, "sched-d2", "default", NULL);
+    open_api(&h, t);
+    tick_job_t jobs[MAX_JOBS];
+    for (size_t i = 0; i < 2; i++) {
+        json_t *s = wait_fired(&h, uuids[i], 1, 10000);
+        assert_int_equal(count_of(s, "failed"), 0);
+        char want[37];
+        schedule_job_uuid(uuids[i], tick, want);
+        assert_string_equal(itest_str_of(s, "last_job_uuid"), want);
+        /* Moved on to the next tick after now: an hour after its creation. */
+        uint64_t next = 0;
+        assert_int_equal(iso8601_parse_ms(itest_str_of(s, "next_run"), &next), 0);
+        assert_true((long long)next > now + 30 * 60 * 1000);
+        json_decref(s);
+        assert_int_equal(schedule_jobs(&h, uuids[i], jobs), 1);
+        assert_string_equal(jobs[0].uuid, want);
+        assert_int_equal(jobs[0].tick, tick);
+        if (i == 0) {
+            /* Made once the dead process's lease ran out, not before. */
+            json_t *job = itest_job_get(&W.client, want);
+            uint64_t created = 0;
+            assert_int_equal(iso8601_parse_ms(itest_str_of(job, "created_at"), &created), 0);
+            assert_true((long long)created >= lease);
+            json_decref(job);
+        }
+    }
+    http_sync_close(&h);
+}
+
+/* Schedules a workflow file declares: installed by --workflows, the same again on each
+ * start (no duplicate), changed in place when the file changes; through POST /workflows
+ * too; a bad one refuses the whole definition. */
+static void test_workflow_declared(void **state)
+{
+    (void)state;
+    char dir[400], file[440];
+    snprintf(dir, sizeof dir, "%s/wfs", W.dir.path);
+    snprintf(file, sizeof file, "%s/declared.json", dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    itest_write_file(file, "{\"name\": \"declared\", \"chain\": [{\"name\": \"a\", \"task\": "
+                           "\"core.noop\"}], \"schedules\": [{\"name\": \"nightly\", \"every\": "
+                           "\"24h\", \"params\": {\"x\": 1}}]}");
+    const char *flags[] = {"--workflows", dir, NULL};
+    char first[40] = "";
+    for (int round = 0; round < 3; round++) {
+        if (round == 2)
+            itest_write_file(file, "{\"name\": \"declared\", \"version\": \"2.0.0\", \"chain\": "
+                                   "[{\"name\": \"a\", \"task\": \"core.noop\"}], \"schedules\": "
+                                   "[{\"name\": \"nightly\", \"every\": \"12h\"}]}");
+        itest_ternd_t *t = itest_fleet_start(&W.fleet, &W.redis, &W.dir,
+                                             itest_fmt("sched-wf%d", round), "default", flags);
+        http_sync_t h;
+        open_api(&h, t);
+        http_sync_resp_t r;
+        itest_api_call(&h, &r, "GET", "/schedules", NULL);
+        itest_expect_status(&r, 200);
+        assert_int_equal(json_array_size(r.json), 1);
+        const json_t *s = json_array_get(r.json, 0);
+        assert_string_equal(itest_str_of(s, "name"), "nightly");
+        assert_string_equal(itest_str_of(s, "workflow"), "declared");
+        assert_string_equal(itest_str_of(s, "every"), round < 2 ? "24h" : "12h");
+        if (round == 0)
+            snprintf(first, sizeof first, "%s", itest_str_of(s, "uuid"));
+        assert_string_equal(itest_str_of(s, "uuid"), first);
+        http_sync_resp_dispose(&r);
+
+        if (round == 2) {
+            itest_api_call(&h, &r, "POST", "/workflows",
+                           "{\"name\": \"posted\", \"chain\": [{\"name\": \"a\", \"task\": "
+                           "\"core.noop\"}], \"schedules\": [{\"name\": \"hourly\", \"cron\": "
+                           "\"0 * * * *\"}]}");
+            itest_expect_status(&r, 201);
+            http_sync_resp_dispose(&r);
+            itest_api_call(&h, &r, "GET", "/schedules", NULL);
+            assert_int_equal(json_array_size(r.json), 2);
+            assert_string_equal(itest_str_of(json_array_get(r.json, 0), "name"), "hourly");
+            http_sync_resp_dispose(&r);
+            itest_api_call(&h, &r, "POST", "/workflows",
+                           "{\"name\": \"refused\", \"chain\": [{\"name\": \"a\", \"task\": "
+                           "\"core.noop\"}], \"schedules\": [{\"name\": \"x\", \"cron\": "
+                           "\"0 * * *\"}]}");
+            itest_expect_error(&r, 409, "InvalidArgument", "schedules[0].cron: expected 5 fields");
+            http_sync_resp_dispose(&r);
+            itest_api_call(&h, &r, "GET", "/workflows/refused", NULL);
+            itest_expect_status(&r, 404);
+            http_sync_resp_dispose(&r);
+        }
+        http_sync_close(&h);
+        assert_int_equal(itest_ternd_signal(t, SIGTERM, 10000), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +598,8 @@ int main(void)
         cmocka_unit_test_teardown(test_three_ternds_one_killed, teardown),
         cmocka_unit_test_teardown(test_catch_up_once, teardown),
         cmocka_unit_test_teardown(test_overlap_skip_and_queue, teardown),
+        cmocka_unit_test_teardown(test_claim_of_a_dead_process, teardown),
+        cmocka_unit_test_teardown(test_workflow_declared, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
