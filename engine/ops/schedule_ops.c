@@ -364,9 +364,13 @@ static void on_pause_read(void *data, int status, const redisReply *reply, const
         store_op_done(&op->base, TERN_EIO, NULL, "stored schedule %s: %s", op->uuid, err);
         return;
     }
+    const char *last = store_reply_hash_get(flat, "last_run", NULL);
     int64_t now = (int64_t)clock_wall_ms(), next;
     int64_t a0 = anchor != NULL ? strtoll(anchor, NULL, 10) : now;
-    if (schedule_next(&op->spec, a0, now, &next) != 0)
+    /* After the tick fired last too, should this clock be behind the one that fired it
+     * (schedule_pause.lua holds to that whatever it is given). */
+    int64_t after = last != NULL && strtoll(last, NULL, 10) > now ? strtoll(last, NULL, 10) : now;
+    if (schedule_next(&op->spec, a0, after, &next) != 0)
         next = INT64_MAX / 2;
     store_args_t a;
     store_args_init(&a);
