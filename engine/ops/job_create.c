@@ -345,7 +345,8 @@ static int create_holds(op_t *op, char **out, char *err, size_t errlen)
     template_scope_t sc = {.params = create_params(op), .job = scope_job};
     size_t n = wf->n_holds;
     wf_hold_t *all = xcalloc(n + 1, sizeof *all);
-    memcpy(all, wf->holds, n * sizeof *all);
+    if (n > 0)
+        memcpy(all, wf->holds, n * sizeof *all);
     if (op->extra_hold != NULL)
         all[n++] = (wf_hold_t){.resource = op->extra_hold, .capacity = 1};
     char *holds = holds_expand(all, n, &sc, err, errlen);
