@@ -359,8 +359,15 @@ int time_zone_load(const char *name, time_zone_t **out, char *err, size_t errlen
     if (f == NULL)
         return err_set(err, errlen, TERN_EINVAL,
                        "unknown time zone \"%s\" (an IANA name such as \"Europe/Paris\")", name);
-    unsigned char *buf = xmalloc(TZIF_MAX_BYTES);
-    size_t len = fread(buf, 1, TZIF_MAX_BYTES, f);
+    /* Sized to the file (a few KiB): a zone is loaded each time a tick is fired. */
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size <= 0 || size > (long)TZIF_MAX_BYTES || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return err_set(err, errlen, TERN_EINVAL,
+                       "unknown time zone \"%s\" (an IANA name such as \"Europe/Paris\")", name);
+    }
+    unsigned char *buf = xmalloc((size_t)size);
+    size_t len = fread(buf, 1, (size_t)size, f);
     bool failed = ferror(f) != 0;
     fclose(f);
     int rc = failed ? err_set(err, errlen, TERN_EINVAL,

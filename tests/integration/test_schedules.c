@@ -276,9 +276,15 @@ static void test_one_job_per_tick(void **state)
     tick_job_t jobs[MAX_JOBS];
     size_t n = wait_jobs(&h, uuid, 3, 8000, jobs);
     ticks_unique(jobs, n);
-    /* Consecutive ticks, one second apart, each job with the schedule's params. */
-    for (size_t i = 1; i < n; i++)
-        assert_int_equal(jobs[i].tick - jobs[i - 1].tick, 1000);
+    /* Ticks one second apart: a firer late by more than a tick (a loaded machine) fires
+     * the tick it is at and goes on from now, so a gap of a few seconds is allowed, a
+     * tick made twice (ticks_unique) never. */
+    int one_second = 0;
+    for (size_t i = 1; i < n; i++) {
+        assert_true(jobs[i].tick - jobs[i - 1].tick <= 3000);
+        one_second += jobs[i].tick - jobs[i - 1].tick == 1000;
+    }
+    assert_true(one_second >= 1);
     json_t *job = itest_wait_finished_ok(&W.client, jobs[0].uuid, 5000);
     const json_t *params = json_object_get(job, "params");
     assert_string_equal(itest_str_of(params, "k"), "v");

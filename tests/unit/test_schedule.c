@@ -188,6 +188,10 @@ static void test_time_zones(void **state)
     assert_int_equal(time_zone_load("../../etc/passwd", &z, err, sizeof err), TERN_EINVAL);
     assert_int_equal(time_zone_load("/etc/passwd", &z, err, sizeof err), TERN_EINVAL);
     assert_int_equal(time_zone_load("", &z, err, sizeof err), TERN_EINVAL);
+    /* A directory of zones is not one. */
+    assert_int_equal(time_zone_load("Europe", &z, err, sizeof err), TERN_EINVAL);
+    assert_string_equal(err, "unknown time zone \"Europe\" (an IANA name such as "
+                             "\"Europe/Paris\")");
     assert_null(z);
     /* A file that is not TZif. */
     const unsigned char junk[] = "not a zone file at all, not even close to one";
