@@ -175,6 +175,12 @@ static void test_time_zones(void **state)
     z = zone("UTC");
     assert_int_equal(time_zone_offset(z, 0), 0);
     time_zone_free(z);
+    /* The southern hemisphere, past the file's table: summer time spans the new year. */
+    z = zone("Australia/Sydney");
+    assert_int_equal(time_zone_offset(z, at("2045-01-15T00:00:00.000Z") / 1000), 39600);
+    assert_int_equal(time_zone_offset(z, at("2045-07-15T00:00:00.000Z") / 1000), 36000);
+    assert_int_equal(time_zone_offset(z, at("2045-12-31T13:30:00.000Z") / 1000), 39600);
+    time_zone_free(z);
     z = zone("Asia/Kolkata");
     assert_int_equal(time_zone_offset(z, at("2026-07-15T00:00:00.000Z") / 1000), 19800);
     time_zone_free(z);
