@@ -8,10 +8,10 @@
  * helpers), which `tern workflow validate` runs locally.
  *
  * Commands are "noun verb" pairs (`tern job create`), each a cli_command_t in the table
- * of its noun's file (cmd_workflow.c, cmd_job.c, cmd_status.c). A command parses its own
- * options with cli_options() (args.c), which also accepts the global ones anywhere on
- * the line, does its work and returns a cli_status_t, which main() returns as the exit
- * status. Nothing but main() exits.
+ * of its noun's file (cmd_workflow.c, cmd_job.c, cmd_schedule.c, cmd_status.c). A
+ * command parses its own options with cli_options() (args.c), which also accepts the
+ * global ones anywhere on the line, does its work and returns a cli_status_t, which
+ * main() returns as the exit status. Nothing but main() exits.
  *
  * Errors are values: a failing command fills cli->err and returns the status; main
  * prints the message once, as "tern: <code>: <message>" for an API error. A command
@@ -77,6 +77,7 @@ extern const cli_command_t cmd_workflow_commands[];
 extern const cli_command_t cmd_job_commands[];
 extern const cli_command_t cmd_status_commands[];
 extern const cli_command_t cmd_get_commands[];
+extern const cli_command_t cmd_schedule_commands[];
 
 /* The API client for cli->url and cli->token, made on first use (borrowed). */
 client_t *cli_client(cli_t *cli);

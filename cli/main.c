@@ -18,7 +18,8 @@
 #define DEFAULT_URL "http://127.0.0.1:8080"
 
 static const cli_command_t *const tables[] = {cmd_workflow_commands, cmd_job_commands,
-                                              cmd_status_commands, cmd_get_commands};
+                                              cmd_schedule_commands, cmd_status_commands,
+                                              cmd_get_commands};
 
 static void on_sigint(int sig)
 {
@@ -49,9 +50,10 @@ static void global_help(FILE *out)
                  "  TERN_URL          the API's URL\n"
                  "  TERN_TOKEN        sent as \"Authorization: Bearer <token>\". A token of\n"
                  "                    scope submit may create, list, watch, cancel, resume and\n"
-                 "                    retry jobs and read workflows and tasks; loading or\n"
-                 "                    deleting workflows, stats and runners need an operator\n"
-                 "                    token (ternd's --api-token-file gives each its scope)\n"
+                 "                    retry jobs and read workflows, tasks and schedules;\n"
+                 "                    loading or deleting workflows, changing schedules,\n"
+                 "                    stats and runners need an operator token (ternd's\n"
+                 "                    --api-token-file gives each its scope)\n"
                  "  TERN_CACERT       PEM file of the certificates to trust for https (else\n"
                  "                    the system's)\n"
                  "  NO_COLOR          no colours (they are used only on a terminal anyway)\n"

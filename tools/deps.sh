@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential pkg-config meson ninja-build python3 libuv1-dev libjansson-dev \
 libhiredis-dev libcurl4-openssl-dev libcmocka-dev libh2o-dev libssl-dev redis-server \
-openssl clang-format"
+openssl clang-format tzdata"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -370,9 +370,9 @@ void api_on_result(void *data, int status, const json_t *result, const char *mes
 
 /* ---- routing ------------------------------------------------------------------ */
 
-static const api_route_t *const route_tables[] = {http_routes_workflows, http_routes_jobs,
-                                                  http_routes_service,   http_routes_events,
-                                                  http_routes_metrics,   http_routes_views};
+static const api_route_t *const route_tables[] = {
+    http_routes_workflows, http_routes_jobs,  http_routes_service,  http_routes_events,
+    http_routes_metrics,   http_routes_views, http_routes_schedules};
 
 /* See http_api.h. */
 size_t http_api_route_patterns(const char **out, size_t max)

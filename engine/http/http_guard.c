@@ -516,6 +516,10 @@ static const struct {
     {"GET", "/workflows/:uuid"},
     {"GET", "/tasks"},
     {"GET", "/views"},
+    /* Reading schedules only; making, changing and deleting them (jobs made on
+     * their own, for good) is an operator's. */
+    {"GET", "/schedules"},
+    {"GET", "/schedules/:uuid"},
 };
 
 /* Plugins' views are reads, like GET /jobs and GET /tasks: a service that submits jobs

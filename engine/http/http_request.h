@@ -116,6 +116,7 @@ void api_req_release(api_req_t *r);
 
 /* The routes of each resource file. */
 extern const api_route_t http_routes_workflows[];
+extern const api_route_t http_routes_schedules[];
 extern const api_route_t http_routes_jobs[];
 extern const api_route_t http_routes_service[];
 extern const api_route_t http_routes_events[];

@@ -25,6 +25,9 @@ typedef struct job_create_req {
     const char *uuid;       /* or NULL: a new one is made */
     /* Array of http(s) URLs told when the job ends, or NULL; borrowed. */
     const json_t *post_back_urls;
+    /* One more job-level hold of capacity 1 beyond the workflow's, or NULL (not taken
+     * from a body: a schedule's jobs wait on "schedule:<uuid>" to run one at a time). */
+    const char *extra_hold;
 } job_create_req_t;
 
 #define JOB_POST_BACK_URLS_MAX 16   /* URLs per job */

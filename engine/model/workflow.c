@@ -28,6 +28,7 @@
 #include "base/describe.h"
 #include "base/error.h"
 #include "base/ident.h"
+#include "model/schedule.h"
 #include "model/template.h"
 
 #define TIMEOUT_MAX_S     (365.0 * 24 * 3600) /* one year, in seconds */
@@ -643,9 +644,45 @@ Done:
     return rc;
 }
 
-static const char *const workflow_keys[] = {"name",    "version",  "uuid",  "description",
-                                            "timeout", "queue",    "holds", "chain",
-                                            "onerror", "oncancel", NULL};
+static const char *const workflow_keys[] = {"name",    "version",  "uuid",      "description",
+                                            "timeout", "queue",    "holds",     "chain",
+                                            "onerror", "oncancel", "schedules", NULL};
+
+/* Checks the "schedules" the workflow declares (model/schedule.h) and keeps their
+ * normalized copies, without "workflow" (implied), in the document. Names are unique:
+ * a schedule is installed again in place by its name. */
+static int parse_schedules(parser_t *ps, const json_t *v, const char *workflow, json_t *doc)
+{
+    if (!json_is_array(v))
+        return fail(ps, TERN_EINVAL, "schedules: expected an array, got %s", DESCRIBE(v));
+    json_t *out = json_array();
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        char path[48];
+        snprintf(path, sizeof path, "schedules[%zu].", i);
+        schedule_spec_t spec;
+        if (schedule_spec_parse(json_array_get(v, i), path, workflow, NULL, &spec, ps->err,
+                                ps->errlen) != 0) {
+            json_decref(out);
+            return TERN_EINVAL;
+        }
+        for (size_t j = 0; j < json_array_size(out); j++) {
+            const char *other = json_string_value(json_object_get(json_array_get(out, j), "name"));
+            if (strcmp(other, spec.name) == 0) {
+                int rc = fail(ps, TERN_EINVAL, "%sname: \"%s\" is the name of schedules[%zu] too",
+                              path, spec.name, j);
+                schedule_spec_dispose(&spec);
+                json_decref(out);
+                return rc;
+            }
+        }
+        json_t *norm = json_deep_copy(spec.doc);
+        json_object_del(norm, "workflow");
+        json_array_append_new(out, norm);
+        schedule_spec_dispose(&spec);
+    }
+    json_object_set_new(doc, "schedules", out);
+    return 0;
+}
 
 static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
 {
@@ -657,7 +694,7 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
         return fail(ps, TERN_EINVAL, "workflow: expected an object, got %s", DESCRIBE(doc));
     if ((rc = check_keys(ps, doc, "", workflow_keys,
                          "a workflow has name, version, uuid, description, timeout, queue, "
-                         "holds, chain, onerror and oncancel")) != 0)
+                         "holds, chain, onerror, oncancel and schedules")) != 0)
         return rc;
 
     if ((rc = get_string(ps, doc, "", "name", &name)) != 0)
@@ -715,6 +752,11 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
             return rc;
         json_object_set_new(wf->doc, "holds", nholds);
     }
+
+    const json_t *schedules = json_object_get(doc, "schedules");
+    if (schedules != NULL &&
+        (rc = parse_schedules(ps, schedules, json_string_value(name), wf->doc)) != 0)
+        return rc;
 
     chain_names = xcalloc(json_array_size(json_object_get(doc, "chain")) + 1, sizeof *chain_names);
     for (int phase = WF_CHAIN; phase < WF_NPHASES && rc == 0; phase++)

@@ -5,7 +5,9 @@
  * timeout (seconds), queue and holds, a non-empty `chain` of steps and optional
  * `onerror` and `oncancel` chains. Each step names a task "family.entry", its `args`
  * (templates allowed, see template.h), and optionally timeout, retry, fallback,
- * idempotent, isolate and holds.
+ * idempotent, isolate and holds. Optional `schedules` declare recurring schedules of
+ * the workflow (model/schedule.h), each with a unique name; storing the workflow
+ * installs them (ops/workflow_ops.h).
  *
  * Validation reports the first fault with its JSON path:
  *   "chain[1].retry.initial_ms: expected a positive integer, got -5"

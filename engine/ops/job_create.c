@@ -343,7 +343,14 @@ static int create_holds(op_t *op, char **out, char *err, size_t errlen)
     json_t *scope_job =
         json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
     template_scope_t sc = {.params = create_params(op), .job = scope_job};
-    char *holds = holds_expand(wf->holds, wf->n_holds, &sc, err, errlen);
+    size_t n = wf->n_holds;
+    wf_hold_t *all = xcalloc(n + 1, sizeof *all);
+    if (n > 0)
+        memcpy(all, wf->holds, n * sizeof *all);
+    if (op->extra_hold != NULL)
+        all[n++] = (wf_hold_t){.resource = op->extra_hold, .capacity = 1};
+    char *holds = holds_expand(all, n, &sc, err, errlen);
+    free(all);
     json_decref(scope_job);
     if (holds == NULL)
         return TERN_EINVAL;
@@ -404,7 +411,8 @@ void create_write(op_t *op, const char *locks_version)
     const workflow_t *wf = op->wfr->version->wf;
     char herr[512];
     char *holds = NULL;
-    if (wf->n_holds > 0 && create_holds(op, &holds, herr, sizeof herr) != 0) {
+    if ((wf->n_holds > 0 || op->extra_hold != NULL) &&
+        create_holds(op, &holds, herr, sizeof herr) != 0) {
         store_args_dispose(&a);
         store_op_done(&op->base, TERN_EINVAL, NULL, "%s", herr);
         return;
@@ -631,6 +639,14 @@ static void create_start(job_ops_t *ops, const job_create_req_t *req, op_t *op)
         }
         if (json_array_size(req->post_back_urls) > 0)
             op->post_back_urls = json_deep_copy(req->post_back_urls);
+    }
+    if (req->extra_hold != NULL) {
+        if (req->extra_hold[0] == '\0' || strchr(req->extra_hold, '$') != NULL) {
+            store_op_done(&op->base, TERN_EINVAL, NULL,
+                          "hold: expected a resource name without templates");
+            return;
+        }
+        op->extra_hold = xstrdup(req->extra_hold);
     }
     op->workflow_ref = xstrdup(req->workflow);
     op->target = req->target != NULL ? xstrdup(req->target) : NULL;

@@ -40,6 +40,7 @@ static void op_dispose(store_op_t *base)
     free(op->params_text);
     free(op->target);
     free(op->locks);
+    free(op->extra_hold);
     lock_check_dispose(&op->check);
     json_decref(op->post_back_urls);
     store_args_dispose(&op->fields);

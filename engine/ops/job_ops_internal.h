@@ -87,6 +87,7 @@ typedef struct op {
     json_t *params;    /* ... decoded again when needed (create_params), else NULL */
     char *target;
     char *locks;
+    char *extra_hold; /* a job-level hold beyond the workflow's (capacity 1), or NULL */
     uint64_t exec_after_ms;
     int tries;
     bool locks_fresh;       /* the lock table was read by this create's own round trip */

@@ -17,6 +17,7 @@
 #include "model/workflow.h"
 #include "ops/job_ops_internal.h"
 #include "ops/list_page.h"
+#include "ops/schedule_ops.h"
 #include "ops/store_op.h"
 
 typedef struct wf_op {
@@ -25,6 +26,7 @@ typedef struct wf_op {
     char *ref;
     json_t *definition;
     workflow_t *wf; /* the workflow of a put */
+    json_t *result; /* a put's answer while its schedules are installed */
 } wf_op_t;
 
 static void wf_op_dispose(store_op_t *base)
@@ -33,6 +35,7 @@ static void wf_op_dispose(store_op_t *base)
     free(op->ref);
     json_decref(op->definition);
     workflow_free(op->wf);
+    json_decref(op->result);
 }
 
 static wf_op_t *wf_op_new(job_ops_cb cb, void *data)
@@ -41,6 +44,20 @@ static wf_op_t *wf_op_new(job_ops_cb cb, void *data)
 }
 
 /* ---- put and get --------------------------------------------------------------- */
+
+static void on_schedules_installed(void *data, int status, const json_t *result,
+                                   const char *message)
+{
+    wf_op_t *op = data;
+    if (status != 0) {
+        store_op_done(&op->base, status, NULL,
+                      "workflow %s version %s is stored, but its schedules are not: %s",
+                      op->wf->name, op->wf->version, message != NULL ? message : "?");
+        return;
+    }
+    json_object_set(op->result, "schedules", json_object_get(result, "schedules"));
+    store_op_done(&op->base, 0, op->result, NULL);
+}
 
 static void on_workflow_put(void *data, int status, const redisReply *reply, const char *errmsg)
 {
@@ -79,13 +96,23 @@ static void on_workflow_put(void *data, int status, const redisReply *reply, con
     json_t *res = json_pack(
         "{s:s, s:s, s:s, s:s, s:o}", "uuid", uuid->str, "name", name, "version", version, "status",
         store_reply_is(kind, "SAME") ? "unchanged" : "created", "workflow", doc);
-    store_op_done(&op->base, 0, res, NULL);
-    json_decref(res);
+    const json_t *schedules = json_object_get(op->wf->doc, "schedules");
+    if (json_array_size(schedules) == 0 || op->ops == NULL) {
+        store_op_done(&op->base, 0, res, NULL);
+        json_decref(res);
+        return;
+    }
+    /* The version is stored: now its schedules (again: each is keyed by its name, so an
+     * unchanged one stays as it is). A failure here is answered as the put's, and
+     * storing the same definition again installs them. */
+    op->result = res;
+    schedule_ops_install(op->ops, name, schedules, on_schedules_installed, op);
 }
 
 void workflow_ops_put(job_ops_t *ops, const json_t *definition, job_ops_cb cb, void *data)
 {
     wf_op_t *op = wf_op_new(cb, data);
+    op->ops = ops;
     /* The size limit of workflow_parse_text holds for documents handed over parsed
      * (the API, the workflows directory) too: this document is frozen into every job. */
     size_t size = definition != NULL ? json_dumpb(definition, NULL, 0, JSON_COMPACT) : 0;

@@ -20,9 +20,10 @@
 #include "ops/job_ops.h"
 #include "store/store.h"
 
-/* Validates and stores a workflow definition (borrowed). Result:
- * {"uuid", "name", "version", "status": "created"|"unchanged", "workflow": the stored
- * document}. The same name and version with a different definition is TERN_EEXIST, as
+/* Validates and stores a workflow definition (borrowed), then installs the schedules
+ * it declares (schedule_ops_install). Result: {"uuid", "name", "version", "status":
+ * "created"|"unchanged", "workflow": the stored document, and "schedules" as installed
+ * when it declares some}. The same name and version with a different definition is TERN_EEXIST, as
  * is a "uuid" in the definition that already names another version. */
 void workflow_ops_put(job_ops_t *ops, const json_t *definition, job_ops_cb cb, void *data);
 

@@ -53,6 +53,18 @@
  *                                 tick.lua deletes them and takes the job out of
  *                                 jobs:<execution> (the keys have no expiry of their own,
  *                                 but a succeeded job's event stream)
+ *   sched:<uuid>            hash  a recurring schedule: doc (its definition, JSON),
+ *                                 created_at, anchor (ms: intervals tick at anchor + k *
+ *                                 every), next_run (its tick, ms), last_run, last_job,
+ *                                 paused, fired, skipped, failed, last_error, lease (ms,
+ *                                 while a process fires the tick), key
+ *   sched:all               zset  schedule uuids by creation time
+ *   sched:due               zset  unpaused schedule uuid -> next_run, or the expiry of the
+ *                                 lease of the process firing it
+ *   sched:names             hash  "<workflow>/<schedule name>" -> uuid (schedules a
+ *                                 workflow declares, installed again in place)
+ *   sched:wake              channel  a schedule became the earliest due at <ms> (firers
+ *                                 re-arm)
  *   p:<plugin>:*            plugins' own keys (tern_redis_eval)
  *
  * Job fields (job:<uuid>), one per line (a long list goes on below its column):
@@ -74,7 +86,8 @@
  *                              job_create, step_commit             lib/queues, job_cancel,
  *                                                                  job_claim, job_create,
  *                                                                  job_redrive, job_resume,
- *                                                                  postback_claim, step_commit,
+ *                                                                  postback_claim,
+ *                                                                  schedule_claim, step_commit,
  *                                                                  tick, view
  *   created_at     integer ms  job_create                          lib/events, lib/finish,
  *                                                                  lib/queues, job_claim,
@@ -249,6 +262,12 @@ typedef enum store_script {
     SCRIPT_POSTBACK_CLAIM,
     SCRIPT_POSTBACK_DONE,
     SCRIPT_RUNNERS_READ,
+    SCRIPT_SCHEDULE_ADVANCE,
+    SCRIPT_SCHEDULE_CLAIM,
+    SCRIPT_SCHEDULE_DELETE,
+    SCRIPT_SCHEDULE_PAUSE,
+    SCRIPT_SCHEDULE_PUT,
+    SCRIPT_SCHEDULE_READ,
     SCRIPT_STEP_BEGIN,
     SCRIPT_STEP_COMMIT,
     SCRIPT_TICK,

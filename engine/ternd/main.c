@@ -34,6 +34,7 @@
 #include "http/http_guard.h"
 #include "model/workflow_cache.h"
 #include "ops/job_ops.h"
+#include "ops/schedule_fire.h"
 #include "ops/workflow_ops.h"
 #include "plugins/plugin_loader.h"
 #include "redis/redis_addr.h"
@@ -64,8 +65,9 @@ typedef struct ternd {
     /* Parsed workflow versions, shared by the API's creates and the runner: a version a
      * create parsed is the one its job runs on, without parsing it again. */
     workflow_cache_t *workflows;
-    postback_t *postback; /* every role delivers post-backs */
-    int stops_pending;    /* runner and post-back deliverer still stopping */
+    postback_t *postback;       /* every role delivers post-backs */
+    schedule_fire_t *schedules; /* the API role fires recurring schedules */
+    int stops_pending;          /* runner, post-back deliverer and schedule firer still stopping */
     http_api_t *api;
     http_guard_t guard;   /* the API's tokens and accepted names */
     char *env_token;      /* $TERN_API_TOKEN as ternd found it (wiped from the environment) */
@@ -360,6 +362,8 @@ static void on_store_state(store_t *s, bool up, void *data)
         runner_store_state(t->runner, up);
     if (t->postback != NULL)
         postback_store_state(t->postback, up);
+    if (t->schedules != NULL)
+        schedule_fire_store_state(t->schedules, up);
     if (up && !t->ready && t->wf_pending == 0)
         load_workflows(t);
 }
@@ -443,6 +447,13 @@ static void on_postback_stopped(void *data)
     on_part_stopped(t);
 }
 
+static void on_schedules_stopped(void *data)
+{
+    ternd_t *t = data;
+    t->schedules = NULL;
+    on_part_stopped(t);
+}
+
 static void shutdown_begin(ternd_t *t, int exit_code)
 {
     if (t->stopping)
@@ -456,6 +467,10 @@ static void shutdown_begin(ternd_t *t, int exit_code)
     if (t->postback != NULL) {
         t->stops_pending++;
         postback_stop(t->postback, on_postback_stopped, t);
+    }
+    if (t->schedules != NULL) {
+        t->stops_pending++;
+        schedule_fire_stop(t->schedules, on_schedules_stopped, t);
     }
     if (t->runner != NULL)
         runner_stop(t->runner, t->cfg.shutdown_grace_ms, on_runner_stopped, t);
@@ -825,6 +840,13 @@ int main(int argc, char **argv)
     t.postback = postback_new(t.loop, t.store, t.http, &po);
     if (store_is_up(t.store))
         postback_store_state(t.postback, true);
+    if (t.cfg.roles & CONFIG_ROLE_API) {
+        /* Any API process fires schedules; Redis gives each tick to one of them. Their
+         * jobs are made through job_ops, so they may start on this runner at once. */
+        t.schedules = schedule_fire_new(t.loop, t.ops, t.store, t.cfg.runner_id);
+        if (store_is_up(t.store))
+            schedule_fire_store_state(t.schedules, true);
+    }
 
     uv_signal_init(t.loop, &t.sigterm);
     uv_signal_init(t.loop, &t.sigint);

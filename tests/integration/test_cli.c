@@ -931,6 +931,66 @@ static void test_api_errors_exit_3(void **state)
     child_dispose(&c);
 }
 
+/* tern schedule: create prints the uuid; list, get, resume and delete show it; a bad
+ * cron is the API's message (exit 3), a missing -w a usage error (exit 2); a submit
+ * token reads schedules but cannot change one. */
+static void test_schedule_commands(void **state)
+{
+    (void)state;
+    child_t c;
+    RUN(&c, "schedule", "create", "-w", "cli-three", "--cron", "0 25 * * *");
+    expect_status(&c, 3);
+    expect_in(c.err, "tern: InvalidArgument: cron: hour \"25\": 25 is out of range 0-23");
+    child_dispose(&c);
+    RUN(&c, "schedule", "create", "--every", "1h");
+    expect_status(&c, 2);
+    expect_in(c.err, "missing -w WORKFLOW");
+    child_dispose(&c);
+    RUN(&c, "schedule", "create", "-w", "cli-three", "--every", "1h", "--cron", "* * * * *");
+    expect_status(&c, 2);
+    child_dispose(&c);
+
+    RUN(&c, "schedule", "create", "-w", "cli-three", "--cron", "30 2 * * *", "--tz", "Europe/Paris",
+        "-p", "n=1", "--paused");
+    expect_status(&c, 0);
+    char uuid[40];
+    snprintf(uuid, sizeof uuid, "%s", last_line(c.out));
+    assert_true(uuid_valid(uuid));
+    child_dispose(&c);
+    RUN(&c, "schedule", "list");
+    expect_status(&c, 0);
+    expect_in(c.out, uuid);
+    expect_in(c.out, "30 2 * * * Europe/Paris");
+    child_dispose(&c);
+    RUN(&c, "schedule", "get", uuid, "-o", "paused,params.n", "-H");
+    expect_status(&c, 0);
+    assert_string_equal(last_line(c.out), "true  1");
+    child_dispose(&c);
+    RUN(&c, "schedule", "resume", uuid);
+    expect_status(&c, 0);
+    expect_in(c.out, "paused     false");
+    child_dispose(&c);
+
+    static const char *const submit[] = {"TERN_TOKEN=" SUBMIT_TOKEN, NULL};
+    RUN_ENV(&c, submit, "schedule", "get", uuid);
+    expect_status(&c, 0);
+    expect_in(c.out, "cli-three");
+    child_dispose(&c);
+    RUN_ENV(&c, submit, "schedule", "pause", uuid);
+    expect_status(&c, 3);
+    expect_in(c.err, "tern: NotAuthorized: ");
+    child_dispose(&c);
+
+    RUN(&c, "schedule", "delete", uuid);
+    expect_status(&c, 0);
+    expect_in(c.out, "deleted");
+    child_dispose(&c);
+    RUN(&c, "schedule", "get", uuid);
+    expect_status(&c, 3);
+    expect_in(c.err, "tern: ResourceNotFound: ");
+    child_dispose(&c);
+}
+
 static void test_unreachable_exits_4(void **state)
 {
     (void)state;
@@ -1300,6 +1360,7 @@ int main(void)
         cmocka_unit_test(test_dropped_stream_resumes_after_last_event),
         cmocka_unit_test(test_answers_that_are_not_the_api),
         cmocka_unit_test(test_token_never_logged),
+        cmocka_unit_test(test_schedule_commands),
     };
     return cmocka_run_group_tests_name("cli", tests, group_setup, group_teardown) == 0 ? 0 : 1;
 }

@@ -290,10 +290,16 @@ static void test_served_routes_scopes(void **state)
         {"GET", "/stats", HTTP_SCOPE_OPERATOR},
         {"GET", "/runners", HTTP_SCOPE_OPERATOR},
         {"GET", "/metrics", HTTP_SCOPE_OPERATOR},
+        {"GET", "/schedules", HTTP_SCOPE_SUBMIT},
+        {"GET", "/schedules/:uuid", HTTP_SCOPE_SUBMIT},
+        {"POST", "/schedules", HTTP_SCOPE_OPERATOR},
+        {"DELETE", "/schedules/:uuid", HTTP_SCOPE_OPERATOR},
+        {"POST", "/schedules/:uuid/pause", HTTP_SCOPE_OPERATOR},
+        {"POST", "/schedules/:uuid/resume", HTTP_SCOPE_OPERATOR},
     };
-    const api_route_t *const tables[] = {http_routes_workflows, http_routes_jobs,
-                                         http_routes_service,   http_routes_events,
-                                         http_routes_metrics,   http_routes_views};
+    const api_route_t *const tables[] = {
+        http_routes_workflows, http_routes_jobs,  http_routes_service,  http_routes_events,
+        http_routes_metrics,   http_routes_views, http_routes_schedules};
     size_t served = 0;
     for (size_t t = 0; t < TERN_ARRAY_SIZE(tables); t++) {
         for (const api_route_t *r = tables[t]; r->method != NULL; r++) {

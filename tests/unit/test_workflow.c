@@ -403,12 +403,39 @@ static void test_workflow_timeout_queue(void **state)
             "queue: expected a string, got null");
 }
 
+/* A workflow's schedules: checked with their paths, kept normalized without the
+ * workflow they imply, names unique. */
+static void test_schedules(void **state)
+{
+    (void)state;
+#define WITH_SCHEDULES(s)                                                                          \
+    "{\"name\": \"w\", \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"}], \"schedules\": " s \
+    "}"
+    workflow_t *wf = parse_ok(WITH_SCHEDULES("[{\"name\": \"nightly\", \"cron\": \"0 3 * * *\", "
+                                             "\"time_zone\": \"Europe/Paris\"}]"));
+    char *text = json_dumps(json_object_get(wf->doc, "schedules"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "[{\"cron\":\"0 3 * * *\",\"name\":\"nightly\",\"overlap\":\"skip\","
+                              "\"params\":{},\"time_zone\":\"Europe/Paris\"}]");
+    free(text);
+    workflow_free(wf);
+    refused(WITH_SCHEDULES("{}"), "schedules: expected an array, got an object");
+    refused(WITH_SCHEDULES("[{\"name\": \"a\", \"cron\": \"0 25 * * *\"}]"),
+            "schedules[0].cron: hour \"25\": 25 is out of range 0-23");
+    refused(WITH_SCHEDULES("[{\"name\": \"a\", \"every\": \"1s\"}, {\"name\": \"a\", \"every\": "
+                           "\"2s\"}]"),
+            "schedules[1].name: \"a\" is the name of schedules[0] too");
+    refused(WITH_SCHEDULES("[{\"every\": \"1s\"}]"),
+            "schedules[0].name: required (it keeps the schedule one when the workflow is loaded "
+            "again)");
+#undef WITH_SCHEDULES
+}
+
 static void test_unknown_keys(void **state)
 {
     (void)state;
     refused("{\"name\": \"w\", \"chains\": [], \"chain\": []}",
             "chains: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, chain, onerror and oncancel");
+            "queue, holds, chain, onerror, oncancel and schedules");
     step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"retries\": 3}",
                  "chain[0].retries: unknown key; a step has name, task, args, timeout, retry, "
                  "fallback, idempotent, isolate, holds and description");
@@ -438,7 +465,7 @@ static void test_body_refused(void **state)
     /* "body" at the top of a workflow is just an unknown key. */
     refused("{\"name\": \"w\", \"body\": 1, \"chain\": []}",
             "body: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, chain, onerror and oncancel");
+            "queue, holds, chain, onerror, oncancel and schedules");
 }
 
 /* ---- chains ---------------------------------------------------------------------- */
@@ -1102,6 +1129,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_workflow_version_uuid_description),
         cmocka_unit_test(test_workflow_timeout_queue),
         cmocka_unit_test(test_unknown_keys),
+        cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_body_refused),
         cmocka_unit_test(test_chains),
         cmocka_unit_test(test_step_limit),
