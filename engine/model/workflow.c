@@ -309,9 +309,9 @@ Error:
 
 /* ---- steps ---------------------------------------------------------------------- */
 
-static const char *const step_keys[] = {"name",  "task",        "args",       "timeout",
-                                        "retry", "fallback",    "idempotent", "isolate",
-                                        "holds", "queue",       "description", NULL};
+static const char *const step_keys[] = {"name",  "task",     "args",        "timeout",
+                                        "retry", "fallback", "idempotent",  "isolate",
+                                        "holds", "queue",    "description", NULL};
 static const char *const fallback_keys[] = {"name", "task", "args", "timeout", NULL};
 
 #define STEP_KEYS_TEXT                                                                             \
@@ -729,8 +729,7 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
 
     if ((rc = get_string(ps, doc, "", "queue", &queue)) != 0)
         return rc;
-    if (queue != NULL &&
-        !workflow_queue_valid(json_string_value(queue), json_string_length(queue)))
+    if (queue != NULL && !workflow_queue_valid(json_string_value(queue), json_string_length(queue)))
         return fail(ps, TERN_EINVAL, "queue: expected " WORKFLOW_QUEUE_RULE ", got %s",
                     DESCRIBE(queue));
     json_object_set_new(wf->doc, "queue",

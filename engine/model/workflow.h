@@ -70,11 +70,11 @@ typedef struct wf_step {
     const json_t *args;  /* templates, borrowed from doc; an empty object if absent */
     uint64_t timeout_ms; /* 0 = none */
     retry_policy_t retry;
-    bool idempotent;  /* false: a runner death mid-step fails the job (StepInterrupted) */
-    bool isolate;     /* run the task in a helper process */
+    bool idempotent;   /* false: a runner death mid-step fails the job (StepInterrupted) */
+    bool isolate;      /* run the task in a helper process */
     const char *queue; /* a template naming the queue the step runs on, borrowed from doc;
                         * NULL: the workflow's queue. A fallback has its step's. */
-    wf_hold_t *holds; /* owned array; held for the step only */
+    wf_hold_t *holds;  /* owned array; held for the step only */
     size_t n_holds;
     struct wf_step *fallback; /* owned; NULL when the step has none */
 } wf_step_t;

@@ -287,7 +287,8 @@ static void test_queues_parsing(void **state)
     longest[9 + 65] = '\0';
     char expect[200];
     snprintf(expect, sizeof expect,
-             "--queues: bad queue name \"%s\" (expected [a-z0-9_:.-], 1-64 characters)", longest + 9);
+             "--queues: bad queue name \"%s\" (expected [a-z0-9_:.-], 1-64 characters)",
+             longest + 9);
     REFUSED(expect, longest);
     REFUSED("--queues: queue \"a\" is listed twice", "--queues", "a,b,a");
 }

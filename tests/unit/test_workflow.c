@@ -379,14 +379,14 @@ static void test_workflow_version_uuid_description(void **state)
 static void test_step_queue(void **state)
 {
     (void)state;
-    workflow_t *wf = parse_ok(
-        "{\"name\": \"w\", \"queue\": \"main\", \"chain\": ["
-        "{\"name\": \"a\", \"task\": \"core.noop\"},"
-        "{\"name\": \"b\", \"task\": \"core.noop\", \"queue\": \"server:${state.server}\","
-        " \"fallback\": {\"task\": \"core.noop\"}},"
-        "{\"name\": \"c\", \"task\": \"core.noop\", \"queue\": \"gpu\"}],"
-        " \"onerror\": [{\"name\": \"e\", \"task\": \"core.noop\","
-        " \"queue\": \"${steps.a.result.q}\"}]}");
+    workflow_t *wf =
+        parse_ok("{\"name\": \"w\", \"queue\": \"main\", \"chain\": ["
+                 "{\"name\": \"a\", \"task\": \"core.noop\"},"
+                 "{\"name\": \"b\", \"task\": \"core.noop\", \"queue\": \"server:${state.server}\","
+                 " \"fallback\": {\"task\": \"core.noop\"}},"
+                 "{\"name\": \"c\", \"task\": \"core.noop\", \"queue\": \"gpu\"}],"
+                 " \"onerror\": [{\"name\": \"e\", \"task\": \"core.noop\","
+                 " \"queue\": \"${steps.a.result.q}\"}]}");
     assert_null(wf->steps[WF_CHAIN][0].queue);
     assert_string_equal(wf->steps[WF_CHAIN][1].queue, "server:${state.server}");
     assert_ptr_equal(wf->steps[WF_CHAIN][1].fallback->queue, wf->steps[WF_CHAIN][1].queue);
