@@ -158,6 +158,8 @@ typedef enum member_kind {
     M_STR,      /* the field as a string; null when missing or empty */
     M_QUEUE,    /* the field as a string; "default" when missing (job_create.lua stores
                  * no queue for the default one) */
+    M_STEP_QUEUE, /* the field as a string while the job is unfinished, else null (a
+                   * finished job's field names the queue of its last step queue) */
     M_JSON,     /* the field's JSON document; null when missing or empty */
     M_TIME,     /* the field, ms since the epoch, as ISO text; null when not positive */
     M_STEPS,    /* the workflow's steps of phase `which` ([] when none) */
@@ -189,6 +191,7 @@ static const view_member_t view_members[] = {
     {"target", M_STR, "target", 0},
     {"params", M_JSON, "params", 0},
     {"queue", M_QUEUE, "queue", 0},
+    {"step_queue", M_STEP_QUEUE, "step_queue", 0},
     {"chain", M_STEPS, NULL, 0},
     {"onerror", M_STEPS, NULL, 1},
     {"oncancel", M_STEPS, NULL, 2},
@@ -246,6 +249,12 @@ static json_t *member_tree(const view_member_t *m, const job_fields_t *f, const 
     case M_QUEUE:
         return job_fields_get(f, m->field, NULL) != NULL ? field_str(f, m->field)
                                                          : json_string(TERN_DEFAULT_QUEUE);
+    case M_STEP_QUEUE: {
+        const char *ex = job_fields_get(f, "execution", NULL);
+        bool unfinished = ex != NULL && (strcmp(ex, "queued") == 0 || strcmp(ex, "running") == 0 ||
+                                         strcmp(ex, "waiting") == 0 || strcmp(ex, "retried") == 0);
+        return unfinished ? field_str(f, m->field) : json_null();
+    }
     case M_JSON:
         return field_json(f, m->field);
     case M_TIME:
@@ -386,6 +395,7 @@ static void member_text(json_text_t *t, const view_member_t *m, const job_fields
 {
     switch (m->kind) {
     case M_STR:
+    case M_STEP_QUEUE: /* a job just created has none */
         text_field_str(t, f, m->field);
         return;
     case M_QUEUE:
