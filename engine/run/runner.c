@@ -87,7 +87,7 @@ struct run_job {
                           * step_queue), NULL when it names none (the workflow's) */
     char *queue_timeout; /* owned: the queue the current step waited in past its timeout
                           * (field queue_timeout): the claim fails the step, or NULL */
-    bool released; /* the runner is stopping: hand the job back after this step */
+    bool released;       /* the runner is stopping: hand the job back after this step */
     job_stage_t stage;
     tern_ctx *ctx;               /* the attempt in flight (in process) */
     task_isolated_t *isolated;   /* the attempt in flight (helper process) */
@@ -460,20 +460,20 @@ static json_t *step_event(const run_job_t *j, const char *status, const json_t *
                           uint64_t duration_ms)
 {
     const wf_step_t *s = job_step(j);
-    json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:s}", "type",
-                           "step", "job", j->uuid, "status", status, "phase",
-                           workflow_phase_name((wf_phase_t)j->phase), "index", (json_int_t)j->idx,
-                           "name", s ? s->name : "?", "task", s ? s->task : "?", "attempt",
-                           (json_int_t)j->attempt + 1, "duration_ms", (json_int_t)duration_ms,
-                           "time", (json_int_t)clock_wall_ms(), "runner", j->r->id);
+    json_t *ev =
+        json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:s}", "type", "step", "job",
+                  j->uuid, "status", status, "phase", workflow_phase_name((wf_phase_t)j->phase),
+                  "index", (json_int_t)j->idx, "name", s ? s->name : "?", "task", s ? s->task : "?",
+                  "attempt", (json_int_t)j->attempt + 1, "duration_ms", (json_int_t)duration_ms,
+                  "time", (json_int_t)clock_wall_ms(), "runner", j->r->id);
     if (error != NULL)
         json_object_set(ev, "error", (json_t *)error);
     return ev;
 }
 
 /* The chain_results entry of a finished step, as stored: node-workflow's shape plus
- * attempts and the runner that ran it, less what job_view.c restores when it shows it (the task, from the
- * workflow; a null error; one attempt; times as ISO text rather than the stored ms;
+ * attempts and the runner that ran it, less what job_view.c restores when it shows it (the task,
+ * from the workflow; a null error; one attempt; times as ISO text rather than the stored ms;
  * finished_at from the stored duration "ms"), since every
  * finished job keeps one entry per step. */
 static json_t *step_entry(const run_job_t *j, const json_t *result, const json_t *error)

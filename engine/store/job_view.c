@@ -155,24 +155,24 @@ static const char *const phases[] = {"chain", "onerror", "oncancel"};
  * text of a job just created (job_view_new_text), so the two cannot list different
  * members or order them differently. */
 typedef enum member_kind {
-    M_STR,      /* the field as a string; null when missing or empty */
-    M_QUEUE,    /* the field as a string; "default" when missing (job_create.lua stores
-                 * no queue for the default one) */
+    M_STR,        /* the field as a string; null when missing or empty */
+    M_QUEUE,      /* the field as a string; "default" when missing (job_create.lua stores
+                   * no queue for the default one) */
     M_STEP_QUEUE, /* the field as a string while the job is unfinished, else null (a
                    * finished job's field names the queue of its last step queue) */
-    M_JSON,     /* the field's JSON document; null when missing or empty */
-    M_TIME,     /* the field, ms since the epoch, as ISO text; null when not positive */
-    M_STEPS,    /* the workflow's steps of phase `which` ([] when none) */
-    M_RESULTS,  /* the result entries of phase `which` */
-    M_STARTED,  /* started_at in ms, or null */
-    M_ELAPSED,  /* seconds from started_at to finished_at or now, or null */
-    M_TIMEOUT,  /* timeout_ms in whole seconds, or null */
-    M_STATE,    /* the job's state object */
-    M_HISTORY,  /* its history entries */
-    M_RETRIED,  /* the field as an integer, 0 when missing */
-    M_CURSOR,   /* {phase, index, step, attempt} */
-    M_CANCEL,   /* the field is "1" */
-    M_POSTBACKS /* the delivery attempts of the outcome, so a failing receiver is visible */
+    M_JSON,       /* the field's JSON document; null when missing or empty */
+    M_TIME,       /* the field, ms since the epoch, as ISO text; null when not positive */
+    M_STEPS,      /* the workflow's steps of phase `which` ([] when none) */
+    M_RESULTS,    /* the result entries of phase `which` */
+    M_STARTED,    /* started_at in ms, or null */
+    M_ELAPSED,    /* seconds from started_at to finished_at or now, or null */
+    M_TIMEOUT,    /* timeout_ms in whole seconds, or null */
+    M_STATE,      /* the job's state object */
+    M_HISTORY,    /* its history entries */
+    M_RETRIED,    /* the field as an integer, 0 when missing */
+    M_CURSOR,     /* {phase, index, step, attempt} */
+    M_CANCEL,     /* the field is "1" */
+    M_POSTBACKS   /* the delivery attempts of the outcome, so a failing receiver is visible */
 } member_kind_t;
 
 typedef struct view_member {
