@@ -356,6 +356,73 @@ static void test_bad_templated_queue(void **state)
     }
 }
 
+/* A step that waited past its timeout in its queue runs its fallback on that same
+ * queue: the runner that failed the step sends the fallback there with the step's
+ * error, and a runner of the queue started later runs the fallback (not the step). */
+static void test_fallback_runs_on_its_steps_queue(void **state)
+{
+    (void)state;
+    char side[400], uuid[40];
+    itest_fleet_world_side_path(&W, side, sizeof side, "fallback");
+    start_runner("sq-g", "sq7");
+    itest_workflow_put_ok(&W.client,
+                          itest_fmt("{\"name\": \"sq-fallback\", \"queue\": \"sq7\", \"chain\": ["
+                                    "{\"name\": \"far\", \"task\": \"itest.record\", \"queue\": "
+                                    "\"sq7-two\", \"timeout\": 0.5, \"args\": {\"file\": \"%s\"},"
+                                    " \"fallback\": {\"task\": \"itest.record\", \"timeout\": 30,"
+                                    " \"args\": {\"file\": \"%s\"}}}]}",
+                                    side, side));
+    create("sq-fallback", NULL, uuid);
+    json_decref(itest_wait_event_ok(&W.client, uuid, "queue_timeout", 15000));
+    start_runner("sq-two", "sq7-two");
+    json_t *job = itest_wait_finished_ok(&W.client, uuid, 20000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    json_t *far = json_array_get(json_object_get(job, "chain_results"), 0);
+    assert_string_equal(itest_str_of(far, "fallback"), "itest.record");
+    assert_string_equal(itest_str_of(json_object_get(far, "step_error"), "code"), "TaskTimeout");
+    assert_ran_on(job, "chain_results", 0, "sq-two");
+    json_decref(job);
+    char key[80];
+    snprintf(key, sizeof key, "%s/0/0", uuid);
+    assert_int_equal(itest_side_count_exact(side, "start", key), 0);
+    snprintf(key, sizeof key, "%s/0/0/fallback", uuid);
+    assert_int_equal(itest_side_count_exact(side, "start", key), 1);
+}
+
+/* A redriven job goes back to its workflow's queue; the runner there sends it on to
+ * the step's queue (one hop) when the step names one. */
+static void test_redrive_hops_to_the_steps_queue(void **state)
+{
+    (void)state;
+    char side[400], s0[600], uuid[40], msg[512];
+    itest_fleet_world_side_path(&W, side, sizeof side, "redrive");
+    start_runner("sq-h", "sq8");
+    itest_workflow_put_ok(
+        &W.client,
+        itest_fmt("{\"name\": \"sq-redrive\", \"queue\": \"sq8\", \"chain\": [%s,"
+                  " {\"name\": \"check\", \"task\": \"itest.check\", \"queue\": \"sq8-two\","
+                  " \"args\": {\"file\": \"%s\", \"ok\": \"${params.ok}\"}}]}",
+                  record_step(s0, sizeof s0, "s0", 0, NULL, side), side));
+    start_runner("sq-two", "sq8-two");
+    create("sq-redrive", "{\"ok\": false}", uuid);
+    json_t *job = itest_wait_finished_ok(&W.client, uuid, 20000);
+    assert_string_equal(itest_execution(job), "failed");
+    assert_ran_on(job, "chain_results", 1, "sq-two");
+    json_decref(job);
+    assert_int_equal(itest_job_redrive(&W.client, uuid, "check", "{\"ok\": true}", msg, sizeof msg),
+                     0);
+    /* The job's stream holds the first run's end too: wait for the second. */
+    json_t *ev = itest_wait_event_nth(&W.client, uuid, "finished", NULL, -1, 2, 20000);
+    if (ev == NULL)
+        fail_msg("job %s: not finished again within 20 s of its redrive", uuid);
+    json_decref(ev);
+    job = itest_job_get(&W.client, uuid);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_ran_on(job, "chain_results", 0, "sq-h");
+    assert_ran_on(job, "chain_results", 1, "sq-two");
+    json_decref(job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +432,8 @@ int main(void)
         cmocka_unit_test_teardown(test_step_timeout_while_queued, test_teardown),
         cmocka_unit_test_teardown(test_workflow_timeout_while_queued, test_teardown),
         cmocka_unit_test_teardown(test_bad_templated_queue, test_teardown),
+        cmocka_unit_test_teardown(test_fallback_runs_on_its_steps_queue, test_teardown),
+        cmocka_unit_test_teardown(test_redrive_hops_to_the_steps_queue, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
