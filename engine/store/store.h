@@ -145,6 +145,7 @@
  *                              delete                              step_commit, runner
  *   fallback_error JSON        step_commit; job_redrive,           lib/layout, job_claim,
  *                              step_commit delete                  step_commit, runner
+ *   hopped         flag        step_commit; job_claim deletes      job_claim
  *   lv             count       job_create                          none (for a later layout)
  *   xk             flag        lib/holds, job_cancel,              lib/events, lib/finish,
  *                              job_info_add, job_redrive,          lib/layout, lib/snapshot,
@@ -181,7 +182,8 @@
  *   (job_queue in lua/lib/queues.lua); written by the commit that moves the cursor there.
  *   queue_timeout: the step queue the job waited in past the step's timeout (tick.lua took
  *   it out): the runner that claims it fails the step with TaskTimeout. fallback_error: the
- *   step's error when its fallback is to run on the step's queue (a `move` commit).
+ *   step's error when its fallback is to run on the step's queue (a `move` commit). hopped:
+ *   the job was queued by a hop; the claim that takes it tells no second start.
  * - post_back_urls: JSON array of http(s) URLs given at creation, to be told when the job
  *   ends; pb_attempt:<i> and pb_fence:<i>: attempts made and claims taken of the post-back
  *   to URL i (one field per URL).

@@ -148,6 +148,7 @@ local function route(at)
     end
     if go then
         leave_runner()
+        put('hopped', '1') -- see job_claim.lua
         hop(uuid, queue, tonumber(ARGV[at + 3]) or 0, now)
     end
     return at + 4
