@@ -423,6 +423,64 @@ static void test_redrive_hops_to_the_steps_queue(void **state)
     json_decref(job);
 }
 
+/* Waits until the job sits in Redis's list of queue `queue`, or fails after timeout_ms
+ * (a promotion from the delayed set, a resume: no event says where the job went). */
+static void wait_in_queue(const char *uuid, const char *queue, unsigned timeout_ms)
+{
+    for (unsigned waited = 0;; waited += 50) {
+        if (itest_redis_int(&W.redis, "LPOS tern:q:%s %s", queue, uuid) >= 0)
+            return;
+        if (waited >= timeout_ms)
+            fail_msg("job %s: not in queue %s within %u ms", uuid, queue, timeout_ms);
+        itest_pause_ms(50);
+    }
+}
+
+/* A retry that leaves the runner (its delay is long) and a resumed waiting step go
+ * back to the step's queue, not to the workflow's: with no runner of the step's queue
+ * up, the job is found there; a runner of it started then runs the step. */
+static void test_delayed_retry_and_resume_stay_on_the_steps_queue(void **state)
+{
+    (void)state;
+    char side[400], s0[600], uuid[40], msg[512];
+    itest_fleet_world_side_path(&W, side, sizeof side, "later");
+    start_runner("sq-i", "sq9");
+    itest_ternd_t *two = start_runner("sq-two-a", "sq9-two");
+    itest_workflow_put_ok(
+        &W.client,
+        itest_fmt("{\"name\": \"sq-later\", \"queue\": \"sq9\", \"chain\": [%s,"
+                  " {\"name\": \"flaky\", \"task\": \"itest.flaky\", \"queue\": \"sq9-two\","
+                  " \"retry\": {\"max_attempts\": 2, \"backoff\": \"constant\","
+                  " \"initial_ms\": 3000}, \"args\": {\"file\": \"%s\", \"fail_times\": 1}},"
+                  " {\"name\": \"wait\", \"task\": \"itest.wait\", \"queue\": \"sq9-two\","
+                  " \"args\": {\"file\": \"%s\"}}]}",
+                  record_step(s0, sizeof s0, "s0", 0, NULL, side), side, side));
+    create("sq-later", NULL, uuid);
+    json_decref(itest_wait_event(&W.client, uuid, "step", "retry", 15000));
+    itest_ternd_signal(two, SIGTERM, 10000);
+    wait_in_queue(uuid, "sq9-two", 10000);
+    assert_int_equal(itest_redis_int(&W.redis, "LLEN tern:q:sq9"), 0);
+
+    two = start_runner("sq-two-b", "sq9-two");
+    json_decref(itest_wait_event_ok(&W.client, uuid, "waiting", 15000));
+    json_t *job = itest_job_get(&W.client, uuid);
+    assert_string_equal(itest_execution(job), "waiting");
+    assert_string_equal(itest_str_of(job, "step_queue"), "sq9-two");
+    json_decref(job);
+    itest_ternd_signal(two, SIGTERM, 10000);
+    assert_int_equal(itest_job_resume(&W.client, uuid, "{\"done\": true}", NULL, msg, sizeof msg),
+                     0);
+    wait_in_queue(uuid, "sq9-two", 10000);
+
+    start_runner("sq-two-c", "sq9-two");
+    job = itest_wait_finished_ok(&W.client, uuid, 20000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_ran_on(job, "chain_results", 0, "sq-i");
+    assert_ran_on(job, "chain_results", 1, "sq-two-b");
+    assert_ran_on(job, "chain_results", 2, "sq-two-c");
+    json_decref(job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,6 +492,8 @@ int main(void)
         cmocka_unit_test_teardown(test_bad_templated_queue, test_teardown),
         cmocka_unit_test_teardown(test_fallback_runs_on_its_steps_queue, test_teardown),
         cmocka_unit_test_teardown(test_redrive_hops_to_the_steps_queue, test_teardown),
+        cmocka_unit_test_teardown(test_delayed_retry_and_resume_stay_on_the_steps_queue,
+                                  test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
