@@ -145,7 +145,8 @@
  *                              delete                              step_commit, runner
  *   fallback_error JSON        step_commit; job_redrive,           lib/layout, job_claim,
  *                              step_commit delete                  step_commit, runner
- *   hopped         flag        step_commit; job_claim deletes      job_claim
+ *   hopped         flag        step_commit; job_claim,             job_claim
+ *                              job_redrive delete
  *   lv             count       job_create                          none (for a later layout)
  *   xk             flag        lib/holds, job_cancel,              lib/events, lib/finish,
  *                              job_info_add, job_redrive,          lib/layout, lib/snapshot,

@@ -62,7 +62,7 @@ redis.call('HSET', k, 'phase', WF_CHAIN, 'idx', idx, 'attempt', 0, 'polls', 0, '
 -- when it runs, so it is expanded by a runner, not here).
 redis.call('HDEL', k, 'error', 'failed_at', 'timed_out', 'deadline', 'cancel', 'resume',
            'wait_info', 'finished_at', 'runner', 'inflight', 'unique', 'step_queue',
-           'queue_timeout', 'fallback_error')
+           'queue_timeout', 'fallback_error', 'hopped')
 if params ~= '' then
     redis.call('HSET', k, 'params', params)
 end
