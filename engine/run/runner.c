@@ -508,7 +508,8 @@ static json_t *step_entry(const run_job_t *j, const json_t *result, const json_t
  * workflow's), which every path that queues the job again reads (job_queue in
  * lib/queues.lua). Before a step runs, job_route_here checks its queue once more: a job
  * claimed where its step does not run (a redrive, a first step naming a queue) is
- * moved without running. */
+ * moved without running, and one claimed by a runner that serves its step's queue but
+ * recorded in another has that queue recorded before the step runs. */
 
 static template_scope_t job_scope(const run_job_t *j, const json_t *error);
 
@@ -1043,14 +1044,16 @@ static void begin_step(run_job_t *j, const wf_step_t *s)
     store_args_dispose(&a);
 }
 
-/* Before the step at the cursor runs: true when it runs on this runner. Otherwise the
- * job is on its way to the step's queue (a `move` commit; a fallback about to run goes
- * with its step's error, and runs there), or the step failed because its queue is no
- * queue name (InvalidArgument, through the step's fallback and onerror). */
+/* Before the step at the cursor runs: true when it runs on this runner now. Otherwise
+ * the job is on its way to the step's queue (a `move` commit; a fallback about to run
+ * goes with its step's error, and runs there), or its queue is being recorded before it
+ * runs here (a `move` that stays: should this runner die mid-step, the step goes back
+ * to its own queue), or the step failed because its queue is no queue name
+ * (InvalidArgument, through the step's fallback and onerror). */
 static bool job_route_here(run_job_t *j, const wf_step_t *main)
 {
     runner_t *r = j->r;
-    if (main->queue == NULL && runner_serves(r, j->wf->queue))
+    if (main->queue == NULL && j->step_queue == NULL && runner_serves(r, j->wf->queue))
         return true;
     char err[512];
     char *q = step_queue_expand(j, main, j->phase, j->idx, err, sizeof err);
@@ -1060,15 +1063,20 @@ static bool job_route_here(run_job_t *j, const wf_step_t *main)
         attempt_failed(j, "InvalidArgument", err, NULL, 0);
         return false;
     }
-    if (runner_serves(r, q)) {
+    bool serves = runner_serves(r, q);
+    bool recorded = strcmp(q, j->wf->queue) == 0
+                        ? j->step_queue == NULL
+                        : j->step_queue != NULL && strcmp(j->step_queue, q) == 0;
+    if (serves && recorded) {
         free(q);
         return true;
     }
-    JLOG(j, TERN_LOG_DEBUG, "moving to queue %s, which this runner does not serve", q);
+    if (!serves)
+        JLOG(j, TERN_LOG_DEBUG, "moving to queue %s, which this runner does not serve", q);
     commit_begin(j, "move", NULL, NULL, NULL, NULL);
-    route_push(j, q, true, job_step(j)->timeout_ms);
-    store_args_push_json(&j->commit, j->in_fallback ? j->step_error : NULL);
-    j->commit_then = THEN_LEAVE;
+    route_push(j, q, !serves, job_step(j)->timeout_ms);
+    store_args_push_json(&j->commit, j->in_fallback && !serves ? j->step_error : NULL);
+    j->commit_then = serves ? THEN_CONTINUE : THEN_LEAVE;
     job_commit_send(j);
     return false;
 }

@@ -481,6 +481,38 @@ static void test_delayed_retry_and_resume_stay_on_the_steps_queue(void **state)
     json_decref(job);
 }
 
+/* A runner serving both queues that claims a job whose first step names the second
+ * records that queue before it runs the step, so that the job would go back there,
+ * not to the workflow's queue, should the runner die. */
+static void test_first_step_queue_recorded(void **state)
+{
+    (void)state;
+    char side[400], s0[600], uuid[40], msg[512];
+    itest_fleet_world_side_path(&W, side, sizeof side, "first");
+    itest_ternd_t *both = start_runner("sq-both", "sq10,sq10-two");
+    itest_workflow_put_ok(&W.client,
+                          itest_fmt("{\"name\": \"sq-first\", \"queue\": \"sq10\", \"chain\": "
+                                    "[%s]}",
+                                    record_step(s0, sizeof s0, "s0", 60000, "sq10-two", side)));
+    create("sq-first", NULL, uuid);
+    char key[80];
+    snprintf(key, sizeof key, "%s/0/0", uuid);
+    itest_side_wait(side, "start", key, 1, 15000);
+    json_t *job = itest_job_get(&W.client, uuid);
+    assert_string_equal(itest_execution(job), "running");
+    assert_string_equal(itest_str_of(job, "step_queue"), "sq10-two");
+    json_decref(job);
+    itest_ternd_signal(both, SIGKILL, 5000);
+    start_runner("sq-home", "sq10");
+    json_decref(itest_wait_event_ok(&W.client, uuid, "retried", 15000));
+    wait_in_queue(uuid, "sq10-two", 10000);
+    assert_int_equal(itest_job_cancel(&W.client, uuid, msg, sizeof msg), 0);
+    job = itest_wait_finished_ok(&W.client, uuid, 20000);
+    assert_string_equal(itest_execution(job), "canceled");
+    json_decref(job);
+    assert_int_equal(itest_side_count(side, "start", key), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +526,7 @@ int main(void)
         cmocka_unit_test_teardown(test_redrive_hops_to_the_steps_queue, test_teardown),
         cmocka_unit_test_teardown(test_delayed_retry_and_resume_stay_on_the_steps_queue,
                                   test_teardown),
+        cmocka_unit_test_teardown(test_first_step_queue_recorded, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

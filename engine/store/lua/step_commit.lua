@@ -12,9 +12,10 @@
 --                                   (below): where the step at the new cursor runs,
 --                                   when that changed
 --   move    <route> <fallback error JSON ('' none)>
---                                   the step at the cursor runs on another queue: go
---                                   there without running it (a fallback's error: its
---                                   fallback runs there)
+--                                   the route of the step at the cursor, before it runs:
+--                                   a hop goes there without running it (a fallback's
+--                                   error: its fallback runs there); otherwise its queue
+--                                   is recorded and this runner runs it
 --   release <phase> <idx>           move the cursor and give the job back to its queue
 --                                   (a runner shutting down after the step)
 --   retry   <attempt> <delay ms>    same step again; a delay > 0 leaves the runner
