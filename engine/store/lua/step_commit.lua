@@ -106,11 +106,17 @@ if nstate > 0 then
     put('xk', '1')
 end
 a = a + 2 * nstate
--- A resumed step's outcome is used once: the commit consumes it; so are the marks a
--- claim read of a step that waited too long in its queue or whose fallback is to run.
-if cur.inflight or cur.resume or cur.queue_timeout or cur.fallback_error then
-    redis.call('HDEL', k, 'inflight', 'resume', 'queue_timeout', 'fallback_error')
-    cur.inflight, cur.resume, cur.queue_timeout, cur.fallback_error = nil, nil, nil, nil
+-- A resumed step's outcome is used once: the commit consumes it (a move does not: the
+-- step has not run yet, and the runner of its queue takes the outcome).
+if action ~= 'move' and (cur.inflight or cur.resume) then
+    redis.call('HDEL', k, 'inflight', 'resume')
+    cur.inflight, cur.resume = nil, nil
+end
+-- So are the marks a claim read of a step that waited too long in its queue or whose
+-- fallback is to run (a move with a fallback to run writes its mark again).
+if cur.queue_timeout or cur.fallback_error then
+    redis.call('HDEL', k, 'queue_timeout', 'fallback_error')
+    cur.queue_timeout, cur.fallback_error = nil, nil
 end
 -- The step's event (none for a release, or a job ending with no step to run): the
 -- record tells a step that left a result entry, unless a fallback ran (the event names
