@@ -64,7 +64,7 @@ json_t *job_history_from_view(const json_t *view)
             json_t *ev = json_pack("{s:s, s:O, s:s, s:s, s:I}", "type", "step", "job", uuid,
                                    "status", failed ? "failed" : "succeeded", "phase", lists[p][1],
                                    "index", (json_int_t)i);
-            static const char *const copied[] = {"name", "task", "attempts"};
+            static const char *const copied[] = {"name", "task", "attempts", "runner"};
             for (size_t k = 0; k < sizeof copied / sizeof copied[0]; k++) {
                 json_t *v = json_object_get(r, copied[k]);
                 if (v != NULL)

@@ -102,15 +102,14 @@ static bool valid_version(const char *s)
     return true;
 }
 
-/* [a-z0-9_-]{1,64} */
-static bool valid_queue(const char *s)
+/* [a-z0-9_:.-]{1,64} */
+bool workflow_queue_valid(const char *s, size_t n)
 {
-    size_t n = strlen(s);
-    if (n == 0 || n > 64)
+    if (n == 0 || n > WORKFLOW_QUEUE_MAX)
         return false;
     for (size_t i = 0; i < n; i++)
         if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
-              s[i] == '-'))
+              s[i] == '-' || s[i] == ':' || s[i] == '.'))
             return false;
     return true;
 }
@@ -311,14 +310,14 @@ Error:
 
 /* ---- steps ---------------------------------------------------------------------- */
 
-static const char *const step_keys[] = {"name",  "task",        "args",       "timeout",
-                                        "retry", "fallback",    "idempotent", "isolate",
-                                        "holds", "description", NULL};
+static const char *const step_keys[] = {"name",  "task",     "args",        "timeout",
+                                        "retry", "fallback", "idempotent",  "isolate",
+                                        "holds", "queue",    "description", NULL};
 static const char *const fallback_keys[] = {"name", "task", "args", "timeout", NULL};
 
 #define STEP_KEYS_TEXT                                                                             \
-    "a step has name, task, args, timeout, retry, fallback, idempotent, isolate, holds and "       \
-    "description"
+    "a step has name, task, args, timeout, retry, fallback, idempotent, isolate, holds, "          \
+    "queue and description"
 
 /* Calls the caller's task check for the step at `path` ("chain[1]", "chain[1].fallback"):
  * the checker names what it refuses below it ("chain[1].task", "chain[1].args.msg"). */
@@ -465,6 +464,25 @@ Done:
     return rc;
 }
 
+/* Checks a step's "queue" (at path.queue): a literal is a queue name; a template must
+ * name what the step's holds may (it is expanded when the step is about to run, see
+ * runner.c), and its value is checked then. */
+static int check_step_queue(parser_t *ps, const json_t *queue, const char *path,
+                            const step_scope_t *sc)
+{
+    char qpath[192];
+    snprintf(qpath, sizeof qpath, "%s.queue", path);
+    const char *s = json_string_value(queue);
+    if (!template_present(s)) {
+        if (!workflow_queue_valid(s, json_string_length(queue)))
+            return fail(ps, TERN_EINVAL, "%s: expected " WORKFLOW_QUEUE_RULE ", got %s", qpath,
+                        DESCRIBE(queue));
+        return 0;
+    }
+    return template_check(queue, qpath, sc->roots & ~(unsigned)TEMPLATE_ERROR, sc->known,
+                          sc->n_known, ps->err, ps->errlen);
+}
+
 /* Checks a step name and records it; refuses a name used by an earlier step. */
 static int register_name(parser_t *ps, const json_t *name, const char *path)
 {
@@ -490,7 +508,7 @@ static int parse_step(parser_t *ps, const json_t *v, const step_scope_t *sc, jso
                       wf_step_t *out)
 {
     char path[64], sub[192];
-    const json_t *name, *task, *desc, *timeout, *retry, *fallback, *holds;
+    const json_t *name, *task, *desc, *timeout, *retry, *fallback, *holds, *queue;
     json_t *args = NULL, *nretry = NULL, *nfallback = NULL, *nholds = NULL, *norm = NULL;
     int rc;
 
@@ -549,6 +567,11 @@ static int parse_step(parser_t *ps, const json_t *v, const step_scope_t *sc, jso
             goto Done;
     }
 
+    if ((rc = get_string(ps, v, path, "queue", &queue)) != 0)
+        goto Done;
+    if (queue != NULL && (rc = check_step_queue(ps, queue, path, sc)) != 0)
+        goto Done;
+
     if ((rc = check_task(ps, json_string_value(task), args, path)) != 0)
         goto Done;
 
@@ -569,8 +592,13 @@ static int parse_step(parser_t *ps, const json_t *v, const step_scope_t *sc, jso
     json_object_set_new(norm, "isolate", json_boolean(out->isolate));
     if (nholds != NULL)
         json_object_set(norm, "holds", nholds);
+    if (queue != NULL)
+        json_object_set_new(norm, "queue", json_deep_copy(queue));
 
     out->name = json_string_value(json_object_get(norm, "name"));
+    out->queue = json_string_value(json_object_get(norm, "queue"));
+    if (out->fallback != NULL)
+        out->fallback->queue = out->queue;
     out->task = json_string_value(json_object_get(norm, "task"));
     out->args = json_object_get(norm, "args");
     *nout = norm;
@@ -738,8 +766,8 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
 
     if ((rc = get_string(ps, doc, "", "queue", &queue)) != 0)
         return rc;
-    if (queue != NULL && !valid_queue(json_string_value(queue)))
-        return fail(ps, TERN_EINVAL, "queue: expected 1 to 64 of a-z, 0-9, '_' or '-', got %s",
+    if (queue != NULL && !workflow_queue_valid(json_string_value(queue), json_string_length(queue)))
+        return fail(ps, TERN_EINVAL, "queue: expected " WORKFLOW_QUEUE_RULE ", got %s",
                     DESCRIBE(queue));
     json_object_set_new(wf->doc, "queue",
                         queue != NULL ? json_deep_copy(queue) : json_string(TERN_DEFAULT_QUEUE));

@@ -34,6 +34,17 @@
  * otherwise (jobs of this queue store no queue field: store/lua/job_create.lua). */
 #define TERN_DEFAULT_QUEUE "default"
 
+/* The longest queue name. */
+#define WORKFLOW_QUEUE_MAX 64
+
+/* True when s[0..n) is a queue name: 1 to WORKFLOW_QUEUE_MAX of a-z, 0-9, '_', '-', ':'
+ * and '.' (a workflow's queue, a step's queue once expanded, ternd --queues). ':' and
+ * '.' let a step name a queue after what it runs on ("server:cn1.lab"). */
+bool workflow_queue_valid(const char *s, size_t n);
+
+/* The rule of workflow_queue_valid in words, for messages. */
+#define WORKFLOW_QUEUE_RULE "1 to 64 of a-z, 0-9, '_', '-', ':' or '.'"
+
 /* Limits; a definition over them is refused with a message naming the limit. */
 #define WORKFLOW_MAX_BYTES (1024 * 1024)
 #define WORKFLOW_MAX_STEPS 1000 /* per chain */
@@ -61,9 +72,11 @@ typedef struct wf_step {
     const json_t *args;  /* templates, borrowed from doc; an empty object if absent */
     uint64_t timeout_ms; /* 0 = none */
     retry_policy_t retry;
-    bool idempotent;  /* false: a runner death mid-step fails the job (StepInterrupted) */
-    bool isolate;     /* run the task in a helper process */
-    wf_hold_t *holds; /* owned array; held for the step only */
+    bool idempotent;   /* false: a runner death mid-step fails the job (StepInterrupted) */
+    bool isolate;      /* run the task in a helper process */
+    const char *queue; /* a template naming the queue the step runs on, borrowed from doc;
+                        * NULL: the workflow's queue. A fallback has its step's. */
+    wf_hold_t *holds;  /* owned array; held for the step only */
     size_t n_holds;
     struct wf_step *fallback; /* owned; NULL when the step has none */
 } wf_step_t;

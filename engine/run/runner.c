@@ -83,7 +83,11 @@ struct run_job {
     json_t *step_error; /* owned: the error of the step before its fallback ran */
     bool cancel_requested;
     bool timed_out;
-    bool released; /* the runner is stopping: hand the job back after this step */
+    char *step_queue;    /* owned: the queue the record names for the current step (field
+                          * step_queue), NULL when it names none (the workflow's) */
+    char *queue_timeout; /* owned: the queue the current step waited in past its timeout
+                          * (field queue_timeout): the claim fails the step, or NULL */
+    bool released;       /* the runner is stopping: hand the job back after this step */
     job_stage_t stage;
     tern_ctx *ctx;               /* the attempt in flight (in process) */
     task_isolated_t *isolated;   /* the attempt in flight (helper process) */
@@ -242,6 +246,8 @@ static void job_free_if_done(run_job_t *j)
     json_decref(j->job_scope);
     json_decref(j->step_error);
     store_args_dispose(&j->commit);
+    free(j->step_queue);
+    free(j->queue_timeout);
     free(j->target);
     free(j);
     r->allocated--;
@@ -455,28 +461,28 @@ static json_t *step_event(const run_job_t *j, const char *status, const json_t *
 {
     const wf_step_t *s = job_step(j);
     json_t *ev =
-        json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I}", "type", "step", "job",
+        json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:s}", "type", "step", "job",
                   j->uuid, "status", status, "phase", workflow_phase_name((wf_phase_t)j->phase),
                   "index", (json_int_t)j->idx, "name", s ? s->name : "?", "task", s ? s->task : "?",
                   "attempt", (json_int_t)j->attempt + 1, "duration_ms", (json_int_t)duration_ms,
-                  "time", (json_int_t)clock_wall_ms());
+                  "time", (json_int_t)clock_wall_ms(), "runner", j->r->id);
     if (error != NULL)
         json_object_set(ev, "error", (json_t *)error);
     return ev;
 }
 
 /* The chain_results entry of a finished step, as stored: node-workflow's shape plus
- * attempts, less what job_view.c restores when it shows it (the task, from the
- * workflow; a null error; one attempt; times as ISO text rather than the stored ms;
+ * attempts and the runner that ran it, less what job_view.c restores when it shows it (the task,
+ * from the workflow; a null error; one attempt; times as ISO text rather than the stored ms;
  * finished_at from the stored duration "ms"), since every
  * finished job keeps one entry per step. */
 static json_t *step_entry(const run_job_t *j, const json_t *result, const json_t *error)
 {
     const wf_step_t *main = job_main_step(j);
     uint64_t now = clock_wall_ms(), start = j->attempt_started_ms;
-    json_t *e = json_pack("{s:s, s:O, s:I, s:I}", "name", main->name, "result",
+    json_t *e = json_pack("{s:s, s:O, s:I, s:I, s:s}", "name", main->name, "result",
                           result ? result : json_null(), "started_at", (json_int_t)start, "ms",
-                          (json_int_t)(now > start ? now - start : 0));
+                          (json_int_t)(now > start ? now - start : 0), "runner", j->r->id);
     if (j->attempt > 0) /* one attempt is the default the view restores */
         json_object_set_new(e, "attempts", json_integer((json_int_t)j->attempt + 1));
     if (error != NULL)
@@ -488,6 +494,101 @@ static json_t *step_entry(const run_job_t *j, const json_t *result, const json_t
         json_object_set_new(e, "fallback", json_string(main->fallback->task));
     }
     return e;
+}
+
+/* ---- step queues --------------------------------------------------------------- */
+
+/* A step that names a queue runs on a runner serving it. The runner that commits the
+ * step before it expands that queue against what the job knows after the commit, and
+ * when it does not serve it, the commit itself hops the job there (a route of
+ * step_commit.lua: off this runner's list, onto tern:q:<queue>, queued); a runner of
+ * that queue claims it as any job, runs the step and, by the same rule, sends it back
+ * to the workflow's queue or on. A queue's change costs one script call: the other
+ * runner's claim. The record names the queue of the step in step_queue (none: the
+ * workflow's), which every path that queues the job again reads (job_queue in
+ * lib/queues.lua). Before a step runs, job_route_here checks its queue once more: a job
+ * claimed where its step does not run (a redrive, a first step naming a queue) is
+ * moved without running, and one claimed by a runner that serves its step's queue but
+ * recorded in another has that queue recorded before the step runs. */
+
+static template_scope_t job_scope(const run_job_t *j, const json_t *error);
+
+static bool runner_serves(const runner_t *r, const char *queue)
+{
+    for (size_t i = 0; i < r->n_claimers; i++)
+        if (strcmp(r->claimers[i].queue, queue) == 0)
+            return true;
+    return false;
+}
+
+/* The queue main step `s` at (phase, idx) runs on: its "queue" expanded against the
+ * job's params, state and results as they are now, or the workflow's. Returns a
+ * malloc'd name, or NULL with a message naming the step, the template and the value in
+ * err (a name that resolves to nothing, or a value that is no queue name). */
+static char *step_queue_expand(const run_job_t *j, const wf_step_t *s, int phase, size_t idx,
+                               char *err, size_t errlen)
+{
+    if (s->queue == NULL)
+        return xstrdup(j->wf->queue);
+    char path[96], terr[400];
+    snprintf(path, sizeof path, "%s[%zu].queue", workflow_phase_name((wf_phase_t)phase), idx);
+    template_scope_t sc = job_scope(j, NULL);
+    char *q = template_expand_string(s->queue, path, &sc, terr, sizeof terr);
+    if (q == NULL) {
+        snprintf(err, errlen, "step %s: queue \"%s\": %s", s->name, s->queue, terr);
+        return NULL;
+    }
+    if (!workflow_queue_valid(q, strlen(q))) {
+        snprintf(err, errlen,
+                 "step %s: queue \"%s\" gave \"%.80s%s\", which is no queue name (expected "
+                 "" WORKFLOW_QUEUE_RULE ")",
+                 s->name, s->queue, q, strlen(q) > 80 ? "..." : "");
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+/* Pushes a route (step_commit.lua) onto the commit being built: queue `q` (stolen),
+ * whether the job hops there now, how long it may wait there (ms, 0 unbounded), and
+ * remembers what the record will name. */
+static void route_push(run_job_t *j, char *q, bool hop, uint64_t wait_ms)
+{
+    bool own = strcmp(q, j->wf->queue) == 0;
+    store_args_push(&j->commit, q);
+    store_args_push(&j->commit, own ? "1" : "0");
+    store_args_push(&j->commit, hop ? "1" : "0");
+    store_args_push_u64(&j->commit, hop && !own ? wait_ms : 0);
+    free(j->step_queue);
+    j->step_queue = own ? NULL : q;
+    if (own)
+        free(q);
+}
+
+/* After the cursor moved (the commit being built is a `next`): adds the route of the
+ * step at the new cursor when it differs from what the record says. Returns true when
+ * the job hops with this commit (this runner does not serve the step's queue). A queue
+ * that does not expand is left to job_route_here, which fails the step. */
+static bool commit_route(run_job_t *j)
+{
+    const wf_step_t *s = job_main_step(j);
+    if (s == NULL || (s->queue == NULL && j->step_queue == NULL &&
+                      runner_serves(j->r, j->wf->queue))) /* the common case: no queue */
+        return false;
+    char err[512];
+    char *q = step_queue_expand(j, s, j->phase, j->idx, err, sizeof err);
+    if (q == NULL)
+        return false;
+    bool serves = runner_serves(j->r, q);
+    bool own = strcmp(q, j->wf->queue) == 0;
+    bool recorded =
+        own ? j->step_queue == NULL : j->step_queue != NULL && strcmp(j->step_queue, q) == 0;
+    if (serves && recorded) {
+        free(q);
+        return false;
+    }
+    route_push(j, q, !serves, s->timeout_ms);
+    return !serves;
 }
 
 /* ---- where the job goes after a step ------------------------------------------ */
@@ -562,7 +663,7 @@ static void job_advance(run_job_t *j, const json_t *entry, const json_t *event,
     j->in_fallback = false;
     json_decref(j->step_error);
     j->step_error = NULL;
-    j->commit_then = THEN_CONTINUE;
+    j->commit_then = commit_route(j) ? THEN_LEAVE : THEN_CONTINUE;
     json_decref(error);
     job_commit_send(j);
 }
@@ -943,6 +1044,63 @@ static void begin_step(run_job_t *j, const wf_step_t *s)
     store_args_dispose(&a);
 }
 
+/* Before the step at the cursor runs: true when it runs on this runner now. Otherwise
+ * the job is on its way to the step's queue (a `move` commit; a fallback about to run
+ * goes with its step's error, and runs there), or its queue is being recorded before it
+ * runs here (a `move` that stays: should this runner die mid-step, the step goes back
+ * to its own queue), or the step failed because its queue is no queue name
+ * (InvalidArgument, through the step's fallback and onerror). */
+static bool job_route_here(run_job_t *j, const wf_step_t *main)
+{
+    runner_t *r = j->r;
+    if (main->queue == NULL && j->step_queue == NULL && runner_serves(r, j->wf->queue))
+        return true;
+    char err[512];
+    char *q = step_queue_expand(j, main, j->phase, j->idx, err, sizeof err);
+    if (q == NULL) {
+        j->attempt_started_ms = clock_wall_ms();
+        j->attempt_mono_ms = clock_mono_ms();
+        attempt_failed(j, "InvalidArgument", err, NULL, 0);
+        return false;
+    }
+    bool serves = runner_serves(r, q);
+    bool recorded = strcmp(q, j->wf->queue) == 0
+                        ? j->step_queue == NULL
+                        : j->step_queue != NULL && strcmp(j->step_queue, q) == 0;
+    if (serves && recorded) {
+        free(q);
+        return true;
+    }
+    if (!serves)
+        JLOG(j, TERN_LOG_DEBUG, "moving to queue %s, which this runner does not serve", q);
+    commit_begin(j, "move", NULL, NULL, NULL, NULL);
+    route_push(j, q, !serves, job_step(j)->timeout_ms);
+    store_args_push_json(&j->commit, j->in_fallback && !serves ? j->step_error : NULL);
+    j->commit_then = serves ? THEN_CONTINUE : THEN_LEAVE;
+    job_commit_send(j);
+    return false;
+}
+
+/* The step at the cursor waited in its queue longer than its timeout, and a runner of
+ * the workflow's queue claimed the job (tick.lua): the step fails with TaskTimeout,
+ * through its retries, fallback and onerror. */
+static void job_queue_wait_expired(run_job_t *j)
+{
+    const wf_step_t *s = job_step(j);
+    char msg[320];
+    snprintf(msg, sizeof msg,
+             "step %s waited on queue %s for longer than its timeout (%llu ms) and no runner "
+             "of that queue took it",
+             s->name, j->queue_timeout, (unsigned long long)s->timeout_ms);
+    free(j->queue_timeout);
+    j->queue_timeout = NULL;
+    JLOG(j, TERN_LOG_WARN, "%s", msg);
+    j->attempt_started_ms = clock_wall_ms();
+    j->attempt_mono_ms = clock_mono_ms();
+    metrics_step_observe(s->task, "timeout", 0);
+    attempt_failed(j, "TaskTimeout", msg, NULL, 0);
+}
+
 /* Runs the step at the cursor, or finishes the job when the cursor is past the end. */
 static void job_run_step(run_job_t *j)
 {
@@ -964,6 +1122,8 @@ static void job_run_step(run_job_t *j)
         job_finish(j, as, NULL, NULL, NULL, NULL, NULL);
         return;
     }
+    if (!job_route_here(j, main))
+        return;
     if (j->resume != NULL) {
         /* A waiting step was resumed: its outcome was given by the operator. */
         json_t *resume = j->resume;
@@ -1024,7 +1184,7 @@ static void job_cancel_now(run_job_t *j)
         j->in_fallback = false;
         json_decref(j->step_error);
         j->step_error = NULL;
-        j->commit_then = THEN_CONTINUE;
+        j->commit_then = commit_route(j) ? THEN_LEAVE : THEN_CONTINUE;
         job_commit_send(j);
     } else {
         job_finish(j, "canceled", entry, event, error, NULL, NULL);
@@ -1139,6 +1299,22 @@ typedef struct job_start {
     size_t wf_uuid_len;
 } job_start_t;
 
+/* What the record says of the job's step queue (see "step queues"): the queue its step
+ * is recorded in, a wait in it that expired, a fallback to run there. */
+static void job_adopt_step_queue(run_job_t *j, const job_fields_t *f)
+{
+    size_t len;
+    const char *v;
+    if ((v = job_fields_get(f, "step_queue", &len)) != NULL && len > 0)
+        j->step_queue = xstrndup(v, len);
+    if ((v = job_fields_get(f, "queue_timeout", &len)) != NULL && len > 0)
+        j->queue_timeout = xstrndup(v, len);
+    if ((v = job_fields_get(f, "fallback_error", &len)) != NULL && len > 0) {
+        j->step_error = json_loadb(v, len, 0, NULL);
+        j->in_fallback = j->step_error != NULL;
+    }
+}
+
 static void job_adopt(runner_t *r, const job_start_t *st)
 {
     const job_fields_t *f = &st->f;
@@ -1222,6 +1398,7 @@ static void job_adopt(runner_t *r, const job_start_t *st)
     bool cancel = (v != NULL && strcmp(v, "1") == 0) || early_cancel_take(r, j->uuid);
     v = job_fields_get(f, "timed_out", NULL);
     j->timed_out = v != NULL && strcmp(v, "1") == 0;
+    job_adopt_step_queue(j, f);
     j->job_scope = json_pack("{s:s, s:s?, s:s?}", "uuid", j->uuid, "target", j->target, "workflow",
                              j->wfe ? j->wfe->wf->name : NULL);
 
@@ -1257,6 +1434,10 @@ static void job_adopt(runner_t *r, const job_start_t *st)
         return;
     }
     j->stage = STAGE_IDLE;
+    if (j->queue_timeout != NULL && job_main_step(j) != NULL) {
+        job_queue_wait_expired(j);
+        return;
+    }
     job_run_step(j);
 }
 

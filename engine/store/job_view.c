@@ -155,22 +155,24 @@ static const char *const phases[] = {"chain", "onerror", "oncancel"};
  * text of a job just created (job_view_new_text), so the two cannot list different
  * members or order them differently. */
 typedef enum member_kind {
-    M_STR,      /* the field as a string; null when missing or empty */
-    M_QUEUE,    /* the field as a string; "default" when missing (job_create.lua stores
-                 * no queue for the default one) */
-    M_JSON,     /* the field's JSON document; null when missing or empty */
-    M_TIME,     /* the field, ms since the epoch, as ISO text; null when not positive */
-    M_STEPS,    /* the workflow's steps of phase `which` ([] when none) */
-    M_RESULTS,  /* the result entries of phase `which` */
-    M_STARTED,  /* started_at in ms, or null */
-    M_ELAPSED,  /* seconds from started_at to finished_at or now, or null */
-    M_TIMEOUT,  /* timeout_ms in whole seconds, or null */
-    M_STATE,    /* the job's state object */
-    M_HISTORY,  /* its history entries */
-    M_RETRIED,  /* the field as an integer, 0 when missing */
-    M_CURSOR,   /* {phase, index, step, attempt} */
-    M_CANCEL,   /* the field is "1" */
-    M_POSTBACKS /* the delivery attempts of the outcome, so a failing receiver is visible */
+    M_STR,        /* the field as a string; null when missing or empty */
+    M_QUEUE,      /* the field as a string; "default" when missing (job_create.lua stores
+                   * no queue for the default one) */
+    M_STEP_QUEUE, /* the field as a string while the job is unfinished, else null (a
+                   * finished job's field names the queue of its last step queue) */
+    M_JSON,       /* the field's JSON document; null when missing or empty */
+    M_TIME,       /* the field, ms since the epoch, as ISO text; null when not positive */
+    M_STEPS,      /* the workflow's steps of phase `which` ([] when none) */
+    M_RESULTS,    /* the result entries of phase `which` */
+    M_STARTED,    /* started_at in ms, or null */
+    M_ELAPSED,    /* seconds from started_at to finished_at or now, or null */
+    M_TIMEOUT,    /* timeout_ms in whole seconds, or null */
+    M_STATE,      /* the job's state object */
+    M_HISTORY,    /* its history entries */
+    M_RETRIED,    /* the field as an integer, 0 when missing */
+    M_CURSOR,     /* {phase, index, step, attempt} */
+    M_CANCEL,     /* the field is "1" */
+    M_POSTBACKS   /* the delivery attempts of the outcome, so a failing receiver is visible */
 } member_kind_t;
 
 typedef struct view_member {
@@ -189,6 +191,7 @@ static const view_member_t view_members[] = {
     {"target", M_STR, "target", 0},
     {"params", M_JSON, "params", 0},
     {"queue", M_QUEUE, "queue", 0},
+    {"step_queue", M_STEP_QUEUE, "step_queue", 0},
     {"chain", M_STEPS, NULL, 0},
     {"onerror", M_STEPS, NULL, 1},
     {"oncancel", M_STEPS, NULL, 2},
@@ -246,6 +249,12 @@ static json_t *member_tree(const view_member_t *m, const job_fields_t *f, const 
     case M_QUEUE:
         return job_fields_get(f, m->field, NULL) != NULL ? field_str(f, m->field)
                                                          : json_string(TERN_DEFAULT_QUEUE);
+    case M_STEP_QUEUE: {
+        const char *ex = job_fields_get(f, "execution", NULL);
+        bool unfinished = ex != NULL && (strcmp(ex, "queued") == 0 || strcmp(ex, "running") == 0 ||
+                                         strcmp(ex, "waiting") == 0 || strcmp(ex, "retried") == 0);
+        return unfinished ? field_str(f, m->field) : json_null();
+    }
     case M_JSON:
         return field_json(f, m->field);
     case M_TIME:
@@ -386,6 +395,7 @@ static void member_text(json_text_t *t, const view_member_t *m, const job_fields
 {
     switch (m->kind) {
     case M_STR:
+    case M_STEP_QUEUE: /* a job just created has none */
         text_field_str(t, f, m->field);
         return;
     case M_QUEUE:

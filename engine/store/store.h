@@ -36,6 +36,8 @@
  *   runner:<id>             hash  info (JSON), seen
  *   delayed                 zset  job uuid -> due time (exec_after, backoff, re-queue)
  *   deadlines               zset  job uuid -> workflow deadline, while no runner holds it
+ *   queue_waits             zset  job uuid -> when its wait in a step's queue ends (the step's
+ *                                 timeout after the hop: lib/queues.lua hop, tick.lua)
  *   unique                  hash  hash of (workflow, target, params) -> unfinished job
  *   locks                   hash  job uuid -> regex over targets, while the job runs
  *   locks:version           string  bumped on every change of locks
@@ -44,7 +46,8 @@
  *   hold:<res>:h / :w / :cap  set of holders / FIFO of waiters / capacity per waiter
  *   wake                    channel  a delayed job became the earliest (runners re-arm)
  *   control                 channel  "cancel <uuid>" for the runner running it
- *   queues                  set   every queue name a job was created in (GET /metrics)
+ *   queues                  set   every queue name a job was created in or hopped to
+ *                                 (GET /metrics)
  *   postbacks               zset  "<job uuid>/<url index>" -> due time of its next
  *                                 post-back attempt (filled by finish() in lib/finish.lua)
  *   postbacks:lease         zset  deliveries claimed by a ternd -> lease expiry
@@ -148,6 +151,15 @@
  *                                                                  view
  *   pb_attempt:<i> count       postback_done; lib/finish deletes   postback_claim
  *   pb_fence:<i>   count       postback_claim                      postback_done
+ *   step_queue     text        step_commit; job_cancel,            lib/layout, lib/queues,
+ *                              job_redrive, tick delete            job_claim, step_commit, tick,
+ *                                                                  runner, view
+ *   queue_timeout  text        tick; job_redrive, step_commit      lib/layout, job_claim,
+ *                              delete                              step_commit, runner
+ *   fallback_error JSON        step_commit; job_redrive,           lib/layout, job_claim,
+ *                              step_commit delete                  step_commit, runner
+ *   hopped         flag        step_commit; job_claim,             job_claim
+ *                              job_redrive delete
  *   lv             count       job_create                          none (for a later layout)
  *   xk             flag        lib/holds, job_cancel,              lib/events, lib/finish,
  *                              job_info_add, job_redrive,          lib/layout, lib/snapshot,
@@ -159,7 +171,7 @@
  *                              job_claim, job_create,
  *                              job_info_add, job_redrive,
  *                              job_resume, postback_done,
- *                              step_begin, step_commit
+ *                              step_begin, step_commit, tick
  *
  * Notes on the table above:
  * - Writers and readers are script stems of engine/store/lua/, and its libraries as lib/<stem>
@@ -179,6 +191,13 @@
  *   that lost its lease cannot write; bumped also when a claim is revoked (the job
  *   re-queued or failed with StepInterrupted). idx: the cursor (the step to run next);
  *   attempt: failed attempts of that step; retried: times re-queued after a runner died.
+ * - step_queue: the queue of the step at the cursor when that step names one (none: the
+ *   workflow's queue), where the job waits or runs and goes back to when queued again
+ *   (job_queue in lua/lib/queues.lua); written by the commit that moves the cursor there.
+ *   queue_timeout: the step queue the job waited in past the step's timeout (tick.lua took
+ *   it out): the runner that claims it fails the step with TaskTimeout. fallback_error: the
+ *   step's error when its fallback is to run on the step's queue (a `move` commit). hopped:
+ *   the job was queued by a hop; the claim that takes it tells no second start.
  * - post_back_urls: JSON array of http(s) URLs given at creation, to be told when the job
  *   ends; pb_attempt:<i> and pb_fence:<i>: attempts made and claims taken of the post-back
  *   to URL i (one field per URL).

@@ -41,7 +41,6 @@
 #endif
 
 #define CONFIG_FILE_MAX (1024 * 1024) /* bytes */
-#define QUEUE_NAME_MAX  64
 #define RUNNER_ID_MAX   128
 #define WHERE_MAX       (PATH_MAX + 64)
 #define VALUE_SHOWN_MAX 80 /* characters of an offending value quoted in a message */
@@ -279,18 +278,6 @@ static const char *json_kind(const json_t *v)
     return "?";
 }
 
-static bool queue_name_ok(const char *q, size_t n)
-{
-    if (n == 0 || n > QUEUE_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = q[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
-            return false;
-    }
-    return true;
-}
-
 static bool plugin_name_ok(const char *p)
 {
     if (!(p[0] >= 'a' && p[0] <= 'z'))
@@ -308,14 +295,14 @@ static int add_queue(ternd_config_t *c, const char *where, const char *q, size_t
     if (n == 0)
         return err_set(err, errlen, TERN_EINVAL, "%s: empty queue name (expected NAME[,NAME...])",
                        where);
-    if (!queue_name_ok(q, n)) {
+    if (!workflow_queue_valid(q, n)) {
         char shown[VALUE_SHOWN_MAX + 8];
         char *tmp = xstrndup(q, n);
         quote_value(tmp, shown, sizeof shown);
         free(tmp);
         return err_set(err, errlen, TERN_EINVAL,
-                       "%s: bad queue name %s (expected [a-z0-9_-], 1-%d characters)", where, shown,
-                       QUEUE_NAME_MAX);
+                       "%s: bad queue name %s (expected [a-z0-9_:.-], 1-%d characters)", where,
+                       shown, WORKFLOW_QUEUE_MAX);
     }
     for (size_t i = 0; i < c->n_queues; i++)
         if (strlen(c->queues[i]) == n && memcmp(c->queues[i], q, n) == 0)

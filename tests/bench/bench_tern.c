@@ -13,7 +13,9 @@
  * a-bulk (the same through job_ops_create, all in flight at once), b (N 10-step no-op
  * jobs through the bulk path), c (N 1-step jobs one at a time: submission to the
  * job's "running" event as the client receives it), e (Redis used_memory per finished
- * 10-step job), f-create and f-read (HTTP creates and reads, 64 keep-alive connections).
+ * 10-step job), f-create and f-read (HTTP creates and reads, 64 keep-alive connections),
+ * q-hop and q-same (N 2-step jobs whose second step names a queue another ternd serves,
+ * and the same without, on two ternds: the cost of step queues; see run_queues).
  * a-api also reports ternd_cpu_us_per_job: ternd's CPU time (user + system) over the
  * scenario per job, the figure to compare builds by on a machine whose load varies.
  * The end-to-end clocks start at the first submission and stop at the last "finished"
@@ -518,6 +520,48 @@ static void run_bulk(bench_t *b, const char *workflow, int steps, const char *sc
     emit_redis_us_per_job(b, scen, rcpu0);
 }
 
+/* EVALSHA calls Redis has counted so far (INFO commandstats), or -1. */
+static double evalsha_calls(const bench_t *b)
+{
+    char *info = itest_redis_str(&b->r, "INFO commandstats");
+    const char *p = info != NULL ? strstr(info, "cmdstat_evalsha:calls=") : NULL;
+    double v = p != NULL ? atof(p + strlen("cmdstat_evalsha:calls=")) : -1;
+    free(info);
+    return v;
+}
+
+/* q-hop and q-same: N 2-step no-op jobs through the bulk path on two ternds. In q-hop
+ * the second step names the queue bench-q2, which only the second ternd serves (the
+ * first serves default), so every job hops there after its first step and back to end;
+ * in q-same the workflow names no step queue and both ternds serve default. Besides the
+ * rates, evalsha_calls_per_job: script calls Redis counted per job (a batched call
+ * counts once, however many jobs it carries). */
+static void run_queues(bench_t *b, bool hop)
+{
+    const char *extra[] = {"--role",      "runner", "--concurrency",  "1000",
+                           "--lease-ms",  "10000",  "--heartbeat-ms", "2000",
+                           "--log-level", "info",   "--queues",       hop ? "bench-q2" : "default",
+                           NULL};
+    char id[64];
+    snprintf(id, sizeof id, "bench-%d-q", (int)getpid());
+    itest_ternd_start(&b->more[b->n_more], &b->r, &b->dir, id, extra);
+    b->n_more++;
+    const char *scen = hop ? "q-hop" : "q-same";
+    const char *wf = hop ? "bench-q-hop" : "bench-q-same";
+    itest_workflow_put_ok(&b->c, itest_fmt("{\"name\": \"%s\", \"chain\": ["
+                                           "{\"name\": \"n0\", \"task\": \"core.noop\"},"
+                                           " {\"name\": \"n1\", \"task\": \"core.noop\"%s}]}",
+                                           wf, hop ? ", \"queue\": \"bench-q2\"" : ""));
+    double rcpu0 = redis_cpu_s(b), calls0 = evalsha_calls(b);
+    double t0 = now_s();
+    submit_bulk(b, wf, n_jobs);
+    wait_finished(b, n_jobs, t0);
+    double el = now_s() - t0;
+    emit(scen, "jobs_per_s", n_jobs / el);
+    emit_redis_us_per_job(b, scen, rcpu0);
+    emit(scen, "evalsha_calls_per_job", (evalsha_calls(b) - calls0) / n_jobs);
+}
+
 /* Requests in flight in a-api: 256 connections, one request on each. The client of
  * BullMQ's (a) keeps 1,000 adds in flight; on the 2-core machine of docs/PERFORMANCE.md tern
  * did best at 256 (64 keeps ternd, Redis and the client taking turns on each burst,
@@ -750,6 +794,8 @@ static void bench_main(void **state)
         run_f(b, false);
     else if (strcmp(scenario, "f-read") == 0)
         run_f(b, true);
+    else if (strcmp(scenario, "q-hop") == 0 || strcmp(scenario, "q-same") == 0)
+        run_queues(b, strcmp(scenario, "q-hop") == 0);
     else if (strncmp(scenario, "scale-", 6) == 0 &&
              (strcmp(scenario + 6, "jobs") == 0 || strcmp(scenario + 6, "steps") == 0 ||
               strcmp(scenario + 6, "params") == 0 || strcmp(scenario + 6, "runners") == 0))
@@ -761,8 +807,8 @@ static void bench_main(void **state)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_tern a-api|a-bulk|b|c|e|f-create|f-read|scale-jobs|"
-                        "scale-steps|scale-params|scale-runners REDIS_URL [N] [REP]\n"
+        fprintf(stderr, "usage: bench_tern a-api|a-bulk|b|c|e|f-create|f-read|q-hop|q-same|"
+                        "scale-jobs|scale-steps|scale-params|scale-runners REDIS_URL [N] [REP]\n"
                         "  scale-*: BENCH_STEPS, BENCH_PARAMS_BYTES, BENCH_RUNNERS in the "
                         "environment\n");
         return 2;

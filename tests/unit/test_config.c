@@ -279,15 +279,16 @@ static void test_queues_parsing(void **state)
     REFUSED("--queues: empty queue name (expected NAME[,NAME...])", "--queues", "a,,b");
     REFUSED("--queues: empty queue name (expected NAME[,NAME...])", "--queues", "a,");
     REFUSED("--queues: empty queue name (expected NAME[,NAME...])", "--queues=");
-    REFUSED("--queues: bad queue name \"Big\" (expected [a-z0-9_-], 1-64 characters)", "--queues",
+    REFUSED("--queues: bad queue name \"Big\" (expected [a-z0-9_:.-], 1-64 characters)", "--queues",
             "ok,Big");
-    REFUSED("--queues: bad queue name \"a b\" (expected [a-z0-9_-], 1-64 characters)", "--queues",
+    REFUSED("--queues: bad queue name \"a b\" (expected [a-z0-9_:.-], 1-64 characters)", "--queues",
             "a b");
     longest[9 + 64] = 'q';
     longest[9 + 65] = '\0';
     char expect[200];
     snprintf(expect, sizeof expect,
-             "--queues: bad queue name \"%s\" (expected [a-z0-9_-], 1-64 characters)", longest + 9);
+             "--queues: bad queue name \"%s\" (expected [a-z0-9_:.-], 1-64 characters)",
+             longest + 9);
     REFUSED(expect, longest);
     REFUSED("--queues: queue \"a\" is listed twice", "--queues", "a,b,a");
 }
@@ -382,7 +383,7 @@ static void test_file_errors(void **state)
     file_refused(f, "{\"queues\": [\"a\", 1]}",
                  "config %s: key \"queues\"[1]: expected a string, got an integer 1");
     file_refused(f, "{\"queues\": [\"a\", \"B\"]}",
-                 "config %s: key \"queues\"[1]: bad queue name \"B\" (expected [a-z0-9_-], "
+                 "config %s: key \"queues\"[1]: bad queue name \"B\" (expected [a-z0-9_:.-], "
                  "1-64 characters)");
     file_refused(f, "{\"log_level\": 35}",
                  "config %s: key \"log_level\": expected trace, debug, info, warn, error, fatal "

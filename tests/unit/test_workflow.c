@@ -373,6 +373,59 @@ static void test_workflow_version_uuid_description(void **state)
                  "chain[0].description: expected a string, got false");
 }
 
+/* A step's queue: a literal name or a template, kept in the normalized document, shared
+ * with its fallback; refused with its JSON path when it is no queue name or names what
+ * the step cannot see. */
+static void test_step_queue(void **state)
+{
+    (void)state;
+    workflow_t *wf =
+        parse_ok("{\"name\": \"w\", \"queue\": \"main\", \"chain\": ["
+                 "{\"name\": \"a\", \"task\": \"core.noop\"},"
+                 "{\"name\": \"b\", \"task\": \"core.noop\", \"queue\": \"server:${state.server}\","
+                 " \"fallback\": {\"task\": \"core.noop\"}},"
+                 "{\"name\": \"c\", \"task\": \"core.noop\", \"queue\": \"gpu\"}],"
+                 " \"onerror\": [{\"name\": \"e\", \"task\": \"core.noop\","
+                 " \"queue\": \"${steps.a.result.q}\"}]}");
+    assert_null(wf->steps[WF_CHAIN][0].queue);
+    assert_string_equal(wf->steps[WF_CHAIN][1].queue, "server:${state.server}");
+    assert_ptr_equal(wf->steps[WF_CHAIN][1].fallback->queue, wf->steps[WF_CHAIN][1].queue);
+    assert_string_equal(wf->steps[WF_CHAIN][2].queue, "gpu");
+    assert_string_equal(wf->steps[WF_ONERROR][0].queue, "${steps.a.result.q}");
+    json_t *b = json_array_get(json_object_get(wf->doc, "chain"), 1);
+    assert_string_equal(json_string_value(json_object_get(b, "queue")), "server:${state.server}");
+    workflow_free(wf);
+
+    step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"queue\": \"GPU\"}",
+                 "chain[0].queue: expected 1 to 64 of a-z, 0-9, '_', '-', ':' or '.', got \"GPU\"");
+    step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"queue\": \"\"}",
+                 "chain[0].queue: expected 1 to 64 of a-z, 0-9, '_', '-', ':' or '.', got \"\"");
+    step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"queue\": 7}",
+                 "chain[0].queue: expected a string, got 7");
+    refused("{\"name\": \"w\", \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"},"
+            " {\"name\": \"b\", \"task\": \"core.noop\", \"queue\": \"q a\"}]}",
+            "chain[1].queue: expected 1 to 64 of a-z, 0-9, '_', '-', ':' or '.', got \"q a\"");
+    workflow_t *out = NULL;
+    char err[512] = "";
+    assert_int_equal(parse("{\"name\": \"w\", \"chain\": [{\"name\": \"a\", \"task\": "
+                           "\"core.noop\", \"queue\": \"${steps.b.result.q}\"},"
+                           " {\"name\": \"b\", \"task\": \"core.noop\"}]}",
+                           &out, err, sizeof err),
+                     TERN_EINVAL);
+    assert_non_null(strstr(err, "chain[0].queue"));
+    assert_int_equal(parse("{\"name\": \"w\", \"chain\": [{\"name\": \"a\", \"task\": "
+                           "\"core.noop\", \"queue\": \"q-${error.code}\"}]}",
+                           &out, err, sizeof err),
+                     TERN_EINVAL);
+    assert_non_null(strstr(err, "chain[0].queue"));
+    assert_int_equal(parse("{\"name\": \"w\", \"chain\": [{\"name\": \"a\", \"task\": "
+                           "\"core.noop\", \"queue\": \"q-${params.x\"}]}",
+                           &out, err, sizeof err),
+                     TERN_EINVAL);
+    assert_non_null(strstr(err, "chain[0].queue"));
+    assert_null(out);
+}
+
 static void test_workflow_timeout_queue(void **state)
 {
     (void)state;
@@ -396,9 +449,9 @@ static void test_workflow_timeout_queue(void **state)
     step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"timeout\": null}",
                  "chain[0].timeout: expected a number of seconds greater than 0, got null");
     refused("{\"name\": \"w\", \"queue\": \"Fast\", \"chain\": []}",
-            "queue: expected 1 to 64 of a-z, 0-9, '_' or '-', got \"Fast\"");
+            "queue: expected 1 to 64 of a-z, 0-9, '_', '-', ':' or '.', got \"Fast\"");
     refused("{\"name\": \"w\", \"queue\": \"\", \"chain\": []}",
-            "queue: expected 1 to 64 of a-z, 0-9, '_' or '-', got \"\"");
+            "queue: expected 1 to 64 of a-z, 0-9, '_', '-', ':' or '.', got \"\"");
     refused("{\"name\": \"w\", \"queue\": null, \"chain\": []}",
             "queue: expected a string, got null");
 }
@@ -438,7 +491,7 @@ static void test_unknown_keys(void **state)
             "queue, holds, chain, onerror, oncancel and schedules");
     step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"retries\": 3}",
                  "chain[0].retries: unknown key; a step has name, task, args, timeout, retry, "
-                 "fallback, idempotent, isolate, holds and description");
+                 "fallback, idempotent, isolate, holds, queue and description");
     step_refused("{\"name\": \"a\", \"task\": \"core.noop\","
                  " \"fallback\": {\"task\": \"core.log\", \"retry\": 2}}",
                  "chain[0].fallback.retry: unknown key; a fallback has task, args and timeout");
@@ -1128,6 +1181,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_workflow_name),
         cmocka_unit_test(test_workflow_version_uuid_description),
         cmocka_unit_test(test_workflow_timeout_queue),
+        cmocka_unit_test(test_step_queue),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_body_refused),

@@ -29,13 +29,13 @@ if ex == 'running' then
     event(uuid, {type = 'cancel_requested'}, now)
     return {'CANCELING'}
 end
-local queue = redis.call('HGET', k, 'queue') or DEFAULT_QUEUE
-redis.call('LREM', qkey(queue), 0, uuid)
+redis.call('LREM', qkey(job_queue(uuid)), 0, uuid)
 redis.call('ZREM', P .. 'delayed', uuid)
 if f[2] and f[3] == '1' and f[4] ~= WF_ONCANCEL_TEXT then
     leave_step_holds(uuid, now)
     redis.call('HSET', k, 'phase', WF_ONCANCEL, 'idx', 0, 'attempt', 0, 'cancel', '1')
-    redis.call('HDEL', k, 'resume', 'wait_info')
+    -- oncancel starts on the workflow's queue, whatever step queue it waited in.
+    redis.call('HDEL', k, 'resume', 'wait_info', 'step_queue')
     set_execution(uuid, 'queued')
     event(uuid, {type = 'cancel_requested'}, now)
     push_front(uuid)

@@ -37,7 +37,8 @@ end
 -- the whole hash, spares Redis about 20 answer elements per job
 -- (tests/bench/script_cost.py --callgrind).
 local RUNNER_FIELDS = {'params', 'target', 'phase', 'idx', 'attempt', 'error', 'resume',
-                       'cancel', 'timed_out', 'deadline'}
+                       'cancel', 'timed_out', 'deadline', 'step_queue', 'queue_timeout',
+                       'fallback_error'}
 local out = {}
 local docs = {}
 local doc_rows = {} -- document text -> the index (0-based) of the first job answered with it
@@ -98,12 +99,19 @@ for _, uuid in ipairs(candidates) do
         elseif f.execution ~= 'running' then
             move_index(uuid, f.execution, 'running', f.created_at)
         end
-        -- The record tells a job's first start (started_at), not a later one.
+        -- The record tells a job's first start (started_at), not a later one; nor a start
+        -- after a hop to a step's queue, but its result entries name the runner of each
+        -- step: a second start would start the job's own stream at every hop, which
+        -- doubled Redis's work for a 2-step job (the q-hop scenario of
+        -- tests/bench/bench_tern.c).
         local running = event_running_text(uuid, runner, fence, now)
-        if f.started_at then
+        if f.started_at and not f.hopped then
             event_raw(uuid, running)
         else
             event_told(uuid, running)
+        end
+        if f.hopped then
+            redis.call('HDEL', k, 'hopped')
         end
         local doc = wf_doc(now_f.workflow_uuid, docs)
         local wf_uuid = now_f.workflow_uuid

@@ -57,8 +57,12 @@ else
 end
 redis.call('DEL', k .. ':res:1', k .. ':res:2')
 redis.call('HSET', k, 'phase', WF_CHAIN, 'idx', idx, 'attempt', 0, 'polls', 0, 'rf', '1')
+-- It goes back to its workflow's queue: a runner there moves it on to its step's queue
+-- if that step names one (one hop; the step's queue is a template of what the job knows
+-- when it runs, so it is expanded by a runner, not here).
 redis.call('HDEL', k, 'error', 'failed_at', 'timed_out', 'deadline', 'cancel', 'resume',
-           'wait_info', 'finished_at', 'runner', 'inflight', 'unique')
+           'wait_info', 'finished_at', 'runner', 'inflight', 'unique', 'step_queue',
+           'queue_timeout', 'fallback_error', 'hopped')
 if params ~= '' then
     redis.call('HSET', k, 'params', params)
 end

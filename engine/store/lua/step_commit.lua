@@ -6,14 +6,26 @@
 -- ARGV: 3 uuid, 4 runner, 5 fence, 6 phase, 7 idx, 8 action, 9 result entry JSON
 --       ('' none), 10 event JSON, 11 error JSON ('' keep), 12 n state pairs, then
 --       2n state key/value strings, then the action's arguments:
---   next    <phase> <idx> <failed_at> move the cursor (attempt back to 0); failed_at
---                                   ('' none) records where the chain failed
+--   next    <phase> <idx> <failed_at> [<route>]
+--                                   move the cursor (attempt back to 0); failed_at
+--                                   ('' none) records where the chain failed; route
+--                                   (below): where the step at the new cursor runs,
+--                                   when that changed
+--   move    <route> <fallback error JSON ('' none)>
+--                                   the route of the step at the cursor, before it runs:
+--                                   a hop goes there without running it (a fallback's
+--                                   error: its fallback runs there); otherwise its queue
+--                                   is recorded and this runner runs it
 --   release <phase> <idx>           move the cursor and give the job back to its queue
 --                                   (a runner shutting down after the step)
 --   retry   <attempt> <delay ms>    same step again; a delay > 0 leaves the runner
 --   finish  <execution> <failed_at> end the job ('' failed_at: none)
 --   wait    <info JSON>             park in `waiting` until resumed
 --   requeue <delay ms> <info JSON>  run the same step again later, off the runner
+-- A route is <queue> <own> <hop> <wait ms>: the queue of the step at the cursor, own
+-- '1' when it is the workflow's queue (the record then names none), hop '1' when the
+-- job goes there now (the runner does not serve it), wait ms > 0 bounding its wait
+-- there (the step's timeout; see hop in lib/queues.lua).
 -- Returns 0 | 1 (committed; 1: a cancel was requested) | {'DUP'} (already committed: a
 --       retried call) | {'STALE', why, 'same-id' or false} (this runner no longer owns
 --       the job: drop it; 'same-id': a newer claim of the same runner id owns it).
@@ -94,10 +106,17 @@ if nstate > 0 then
     put('xk', '1')
 end
 a = a + 2 * nstate
--- A resumed step's outcome is used once: the commit consumes it.
-if cur.inflight or cur.resume then
+-- A resumed step's outcome is used once: the commit consumes it (a move does not: the
+-- step has not run yet, and the runner of its queue takes the outcome).
+if action ~= 'move' and (cur.inflight or cur.resume) then
     redis.call('HDEL', k, 'inflight', 'resume')
     cur.inflight, cur.resume = nil, nil
+end
+-- So are the marks a claim read of a step that waited too long in its queue or whose
+-- fallback is to run (a move with a fallback to run writes its mark again).
+if cur.queue_timeout or cur.fallback_error then
+    redis.call('HDEL', k, 'queue_timeout', 'fallback_error')
+    cur.queue_timeout, cur.fallback_error = nil, nil
 end
 -- The step's event (none for a release, or a job ending with no step to run): the
 -- record tells a step that left a result entry, unless a fallback ran (the event names
@@ -122,6 +141,25 @@ local function step_holds_release()
         release_step_holds(uuid, now)
     end
 end
+-- Where the step at the cursor runs (the route at ARGV[at]): records its queue and, for a
+-- hop, takes the job off this runner and queues it there. Returns the index after it.
+local function route(at)
+    local queue, own, go = ARGV[at], ARGV[at + 1] == '1', ARGV[at + 2] == '1'
+    if own then
+        if cur.step_queue then
+            redis.call('HDEL', k, 'step_queue')
+            cur.step_queue = nil
+        end
+    elseif cur.step_queue ~= queue then
+        put('step_queue', queue)
+    end
+    if go then
+        leave_runner()
+        put('hopped', '1') -- see job_claim.lua
+        hop(uuid, queue, tonumber(ARGV[at + 3]) or 0, now)
+    end
+    return at + 4
+end
 if action == 'next' or action == 'release' then
     step_holds_release()
     put('phase', ARGV[a])
@@ -132,6 +170,9 @@ if action == 'next' or action == 'release' then
     end
     if action == 'next' and ARGV[a + 2] and ARGV[a + 2] ~= '' then
         put('failed_at', ARGV[a + 2])
+    end
+    if action == 'next' and ARGV[a + 3] then
+        route(a + 3)
     end
     if action == 'release' then
         leave_runner()
@@ -168,6 +209,12 @@ elseif action == 'wait' then
         become('waiting')
         rearm_deadline(uuid)
         event(uuid, {type = 'waiting'}, now)
+    end
+elseif action == 'move' then
+    step_holds_release()
+    local after = route(a)
+    if ARGV[after] and ARGV[after] ~= '' then
+        put('fallback_error', ARGV[after])
     end
 elseif action == 'requeue' then
     -- (cur.polls is read when the job may have it, and absent otherwise: see RARE_FIELDS.)

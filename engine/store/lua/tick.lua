@@ -4,7 +4,8 @@
 -- jobs whose workflow timeout passed while no runner held them back to a runner, and
 -- delete finished jobs whose retention ran out.
 -- ARGV: 3 runner ('' : promote only), 4 lease ms, 5 runner info JSON, 6 reap 0|1
--- Returns {server now, next delayed due (-1 none), next deadline (-1 none), reaped jobs,
+-- Returns {server now, next delayed due (-1 none), next deadline of a workflow or of a
+--          wait in a step queue (-1 none), reaped jobs,
 --          1 when more finished jobs are due for deletion than one tick deletes}
 local runner, lease, info, reap = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local now = now_ms()
@@ -72,7 +73,7 @@ for _, uuid in ipairs(late) do
     local f = redis.call('HMGET', k, 'execution', 'timed_out')
     if f[1] and UNFINISHED[f[1]] and f[1] ~= 'running' and not f[2] then
         redis.call('HSET', k, 'timed_out', '1')
-        local queue = redis.call('HGET', k, 'queue') or DEFAULT_QUEUE
+        local queue = job_queue(uuid)
         -- Queue it only where nobody else will: a job already moved into a runner's
         -- list (BLMOVE, claim not answered yet) is timed out by that claim, and a
         -- second copy in the queue would run it twice.
@@ -80,12 +81,35 @@ for _, uuid in ipairs(late) do
         local free = redis.call('ZREM', P .. 'delayed', uuid) > 0 or
                      redis.call('LREM', qkey(queue), 0, uuid) > 0 or parked or
                      f[1] == 'waiting'
+        -- Its onerror chain starts on the workflow's queue, whatever step queue it
+        -- waited in.
+        redis.call('HDEL', k, 'step_queue')
+        redis.call('ZREM', QUEUE_WAITS, uuid)
         leave_step_holds(uuid, now)
         set_execution(uuid, 'queued')
         event(uuid, {type = 'timed_out'}, now)
         if free then
             push_front(uuid)
         end
+    end
+end
+
+-- Steps that waited in their queue past their timeout (see hop in lib/queues.lua): taken
+-- out of that queue, so none of its runners runs them, and handed to the workflow's
+-- queue marked (queue_timeout: the queue waited on), so a runner there fails the step
+-- with TaskTimeout through its retries, fallback and onerror. A job no longer in that
+-- queue (claimed, or moved on) is left alone.
+local waited = redis.call('ZRANGEBYSCORE', QUEUE_WAITS, '-inf', now, 'LIMIT', 0, 1000)
+for _, uuid in ipairs(waited) do
+    redis.call('ZREM', QUEUE_WAITS, uuid)
+    local k = jkey(uuid)
+    local f = redis.call('HMGET', k, 'execution', 'step_queue')
+    if f[2] and (f[1] == 'queued' or f[1] == 'retried') and
+        redis.call('LREM', qkey(f[2]), 0, uuid) > 0 then
+        redis.call('HSET', k, 'queue_timeout', f[2], 'rf', '1') -- see RARE_FIELDS
+        redis.call('HDEL', k, 'step_queue')
+        event(uuid, {type = 'queue_timeout', queue = f[2]}, now)
+        push_front(uuid)
     end
 end
 
@@ -122,5 +146,11 @@ end
 
 local nd = redis.call('ZRANGE', P .. 'delayed', 0, 0, 'WITHSCORES')
 local ndl = redis.call('ZRANGE', P .. 'deadlines', 0, 0, 'WITHSCORES')
-return {now, nd[2] and tonumber(nd[2]) or -1, ndl[2] and tonumber(ndl[2]) or -1, reaped,
+local nqw = redis.call('ZRANGE', QUEUE_WAITS, 0, 0, 'WITHSCORES')
+-- The next deadline: of a workflow or of a wait in a step queue, whichever is first.
+local next_deadline = ndl[2] and tonumber(ndl[2]) or -1
+if nqw[2] and (next_deadline < 0 or tonumber(nqw[2]) < next_deadline) then
+    next_deadline = tonumber(nqw[2])
+end
+return {now, nd[2] and tonumber(nd[2]) or -1, next_deadline, reaped,
         #expired == SWEEP_MAX and 1 or 0}

@@ -114,7 +114,7 @@ local function job_stream_open(uuid)
                 local ev = {type = 'step', status = failed and 'failed' or 'succeeded',
                             phase = phases[p + 1], index = i - 1, name = e.name or cjson.null,
                             task = step_task(f, phases[p + 1], e.name),
-                            attempt = e.attempts or 1}
+                            attempt = e.attempts or 1, runner = e.runner}
                 if failed then
                     ev.error = e.error
                 end

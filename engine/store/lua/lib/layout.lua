@@ -29,7 +29,8 @@ end
 -- fields its commit asked for (tests/bench/script_cost.py --callgrind shows the scans). Every script that writes one of these also
 -- writes rf.
 local RARE_FIELDS = {'step_holds', 'inflight', 'resume', 'unique', 'locks', 'deadline',
-                     'post_back_urls', 'xk', 'blocked_on', 'polls', 'es'}
+                     'post_back_urls', 'xk', 'blocked_on', 'polls', 'es', 'step_queue',
+                     'queue_timeout', 'fallback_error'}
 -- The layout of the jobs stored now, written in their field lv. No script reads lv: a
 -- job of an earlier layout (one that may lack xk, es or rf) is not read, and a later
 -- layout will tell this one's jobs apart by it.

@@ -28,11 +28,43 @@ local QUEUES_SEEN = {}
 -- not start at once, ahead of it).
 local QUEUED_IN_CALL = {}
 
+-- The queue a job is in, or goes back to when it is queued again: the queue of the step
+-- it is at when that step named one (field step_queue, written by step_commit.lua when
+-- the job hops), else its workflow's. Every path that queues a job again asks here.
+local function job_queue(uuid)
+    local f = redis.call('HMGET', jkey(uuid), 'step_queue', 'queue')
+    return f[1] or f[2] or DEFAULT_QUEUE
+end
+
+-- Adds a queue to the set GET /metrics reports the depth of, once per call.
+local function queue_seen(queue)
+    if not QUEUES_SEEN[queue] then
+        redis.call('SADD', P .. 'queues', queue)
+        QUEUES_SEEN[queue] = true
+    end
+end
+
 -- Puts a job at the head of its queue (the end runners pop from): for re-queued and
 -- overdue work, which should not wait behind jobs submitted after it.
 local function push_front(uuid)
-    local queue = redis.call('HGET', jkey(uuid), 'queue') or DEFAULT_QUEUE
+    redis.call('RPUSH', qkey(job_queue(uuid)), uuid)
+end
+
+-- Jobs waiting in a step's queue for at most the step's timeout: uuid -> the time (ms)
+-- past which tick.lua takes the job out and fails the step (TaskTimeout).
+local QUEUE_WAITS = P .. 'queue_waits'
+
+-- A job hops to `queue` (its cursor already at the step that runs there): at the head,
+-- as work under way, bounded by wait_ms (0: by the workflow's timeout only). The caller
+-- has taken it off its runner and recorded the queue (step_queue).
+local function hop(uuid, queue, wait_ms, now)
     redis.call('RPUSH', qkey(queue), uuid)
+    queue_seen(queue)
+    if wait_ms > 0 then
+        redis.call('ZADD', QUEUE_WAITS, now + wait_ms, uuid)
+    else
+        redis.call('ZREM', QUEUE_WAITS, uuid)
+    end
 end
 
 -- Schedules a job at `due` (ms) and wakes the runners if it became the earliest.
