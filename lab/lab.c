@@ -10,7 +10,7 @@
  * path), makes the lab directory, the servers' data roots and the missing image
  * files, then starts one redis-server (unix socket in the lab directory, no TCP
  * port), one control-plane ternd (API and runner, on 127.0.0.1) and one agent per
- * server: a ternd runner serving the queue "server-<uuid>" as runner
+ * server: a ternd runner serving the queue "server:<uuid>" as runner
  * "agent-<hostname>", whose dc configuration names its server and data root. It
  * records each pid in DIR/run/, waits (bounded) until Redis answers, the API answers
  * /ping and every agent is alive on its queue in GET /runners, and prints
@@ -787,7 +787,7 @@ static int cmd_up(const opts_t *o)
     if (write_file(env_file, env) != 0)
         fprintf(stderr, "tern-lab: cannot write %s (the lab runs)\n", env_file);
     free(env_file);
-    printf("lab ready in %s: %zu servers, their agents on queues server-<uuid>\n", o->dir,
+    printf("lab ready in %s: %zu servers, their agents on queues server:<uuid>\n", o->dir,
            lab.dc->n_servers);
     printf("%s", env);
     free(env);
@@ -898,7 +898,7 @@ static int cmd_restart_agent(const opts_t *o, const char *which)
     lab.only = server;
     if (start_ternd(&lab, name, sub, server) != 0 || wait_ready(&lab) != 0)
         goto Done;
-    printf("%s serves queue server-%s again\n", name, server->uuid);
+    printf("%s serves queue server:%s again\n", name, server->uuid);
     rc = 0;
 Done:
     if (rc != 0 && lab.started.n > 0)

@@ -944,7 +944,7 @@ const dc_server_t *datacenter_server_find(const datacenter_t *dc, const char *uu
 
 char *datacenter_server_queue(const dc_server_t *s, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "server-%s", s->uuid);
+    snprintf(out, outlen, "server:%s", s->uuid);
     return out;
 }
 

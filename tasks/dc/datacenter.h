@@ -131,8 +131,8 @@ void datacenter_free(datacenter_t *dc);
 /* The server with this uuid, borrowed from dc, or NULL. */
 const dc_server_t *datacenter_server_find(const datacenter_t *dc, const char *uuid);
 
-/* The name of the queue a server's agent serves, written into out: "server-<uuid>"
- * (queue names are [a-z0-9_-]). Returns out. */
+/* The name of the queue a server's agent serves, written into out: "server:<uuid>"
+ * (queue names are a-z, 0-9, "_-:."). Returns out. */
 char *datacenter_server_queue(const dc_server_t *s, char *out, size_t outlen);
 
 /* The runner id of a server's agent: "agent-<hostname>". Returns out. */

@@ -115,7 +115,7 @@ def check_agents(url, dc):
         r = by_id.get("agent-" + s["hostname"])
         assert r is not None, f"no agent for {s['hostname']} in {sorted(by_id)}"
         assert r["alive"], r
-        assert r["info"]["queues"] == ["server-" + s["uuid"]], r["info"]
+        assert r["info"]["queues"] == ["server:" + s["uuid"]], r["info"]
     assert by_id["control"]["info"]["queues"] == ["default"]
 
 
@@ -124,7 +124,7 @@ def check_agent_jobs(url, dc, lab_dir):
     jobs = {}
     for s in dc["servers"]:
         wf = {"name": "agent-info-" + s["hostname"], "version": "1.0.0",
-              "queue": "server-" + s["uuid"],
+              "queue": "server:" + s["uuid"],
               "chain": [{"name": "info", "task": "dc.agent_info", "args": {}}]}
         status, body = http(url + "/workflows", "POST", wf)
         assert status == 201, (status, body)

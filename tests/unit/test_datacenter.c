@@ -228,7 +228,7 @@ static void test_base_reads(void **state)
     assert_null(datacenter_server_find(dc, "00000000-0000-4000-8000-000000000099"));
     char name[128];
     assert_string_equal(datacenter_server_queue(&dc->servers[0], name, sizeof name),
-                        "server-00000000-0000-4000-8000-000000000001");
+                        "server:00000000-0000-4000-8000-000000000001");
     assert_string_equal(datacenter_server_runner_id(&dc->servers[0], name, sizeof name),
                         "agent-cn1");
     datacenter_free(dc);
