@@ -133,6 +133,7 @@
  *   post_back_urls JSON        job_create (job_create.c)           lib/finish, lib/layout,
  *                                                                  postback_claim, step_commit,
  *                                                                  view
+ *   admission      JSON        job_create (job_create.c)           job_claim, runner, view
  *   pb_attempt:<i> count       postback_done; lib/finish deletes   postback_claim
  *   pb_fence:<i>   count       postback_claim                      postback_done
  *   lv             count       job_create                          none (for a later layout)

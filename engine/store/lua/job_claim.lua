@@ -37,7 +37,7 @@ end
 -- the whole hash, spares Redis about 20 answer elements per job
 -- (tests/bench/script_cost.py --callgrind).
 local RUNNER_FIELDS = {'params', 'target', 'phase', 'idx', 'attempt', 'error', 'resume',
-                       'cancel', 'timed_out', 'deadline'}
+                       'cancel', 'timed_out', 'deadline', 'admission'}
 local out = {}
 local docs = {}
 local doc_rows = {} -- document text -> the index (0-based) of the first job answered with it
