@@ -5,13 +5,19 @@
  * code and message and stores nothing (no job, uniqueness key, lock or event); a check
  * that hangs is a 503 within its bound, its cancel hook run; an isolated check that
  * crashes is a 503 and ternd still serves; a check that waits is a 503 naming the
- * misuse; bad admission lists are refused at POST /workflows with their JSON path.
+ * misuse; bad admission lists are refused at POST /workflows with their JSON path; a
+ * ternd stopped while a check runs cancels it and exits at once; ternd --run prints a
+ * refusal and exits 1.
  *
  * One redis-server and one ternd (API and runner, admission_timeout_ms 400) serve the
  * group; the itest plugin's admit_* tasks are the checks.
  */
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "api_calls.h"
 #include "base/alloc.h"
@@ -154,6 +160,10 @@ static int group_setup(void **state)
     put_workflow("{\"name\": \"adm-hang-default\","
                  " \"admission\": [{\"name\": \"slow\", \"task\": \"itest.admit_hang\","
                  "   \"args\": {\"file\": \"%s\"}}],"
+                 " \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
+    put_workflow("{\"name\": \"adm-hang-long\","
+                 " \"admission\": [{\"name\": \"slow\", \"task\": \"itest.admit_hang\","
+                 "   \"timeout\": 30, \"args\": {\"file\": \"%s\"}}],"
                  " \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
     put_workflow("{\"name\": \"adm-crash\","
                  " \"admission\": [{\"name\": \"boom\", \"task\": \"itest.admit_crash\","
@@ -359,6 +369,116 @@ static void test_wait_is_a_misuse(void **state)
     expect_nothing_stored(before, listed, uuid);
 }
 
+/* ---- shutdown and ternd --run ---------------------------------------------------- */
+
+/* A ternd stopped while a create waits on a long check cancels the check (its cancel
+ * hook runs), stores nothing and exits at once, without waiting for the check's 30 s
+ * bound (and, in a sanitizer build, without a report). */
+static void test_shutdown_cancels_a_running_check(void **state)
+{
+    (void)state;
+    itest_ternd_t api;
+    itest_world_start_api_only(&W, &api, "adm-api", NULL);
+    snapshot_t before = snap();
+    char uuid[40], key[64], base[64];
+    uuid_v4(uuid);
+    snprintf(key, sizeof key, "%s/admission/0", uuid);
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", api.api_port);
+    /* The create waits in a child of ours; its answer, or none, does not matter. */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        http_sync_t h;
+        http_sync_resp_t r;
+        http_sync_open(&h, base);
+        char *body = xasprintf("{\"workflow\": \"adm-hang-long\", \"uuid\": \"%s\"}", uuid);
+        http_sync_do(&h, "POST", "/jobs", body, strlen(body), NULL, &r);
+        _exit(0);
+    }
+    itest_side_wait(W.side, "start", key, 1, 10000);
+    uint64_t t0 = clock_mono_ms();
+    int rc = itest_ternd_signal(&api, SIGTERM, 10000);
+    uint64_t took = clock_mono_ms() - t0;
+    print_message("ternd stopped in %llu ms with %d\n", (unsigned long long)took, rc);
+    assert_int_equal(rc, 0);
+    assert_true(took < 10000);
+    int st = 0;
+    for (unsigned waited = 0; waited < 10000 && waitpid(child, &st, WNOHANG) == 0; waited += 10)
+        itest_pause_ms(10);
+    if (waitpid(child, &st, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &st, 0);
+    }
+    assert_int_equal(itest_side_count_exact(W.side, "cancel", key), 1);
+    assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:job:%s", uuid), 0);
+    snapshot_t now = snap();
+    assert_int_equal(now.jobs, before.jobs);
+    assert_int_equal(now.unique, before.unique);
+    assert_int_equal(now.events, before.events);
+}
+
+/* ternd --run of a workflow whose check refuses prints the code and message and exits
+ * 1, having stored nothing. */
+static void test_run_mode_prints_the_refusal(void **state)
+{
+    (void)state;
+    snapshot_t before = snap();
+    const char *const extra[] = {"--role",     "api",      "--run",
+                                 "adm-refuse", "--params", "{\"status\": 409, \"pkg\": \"p9\"}",
+                                 NULL};
+    /* ternd --run may exit before or after it says it is ready: started by hand. */
+    char out[400];
+    snprintf(out, sizeof out, "%s/run.out", W.dir.path);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        const char *argv[16];
+        size_t n = 0;
+        argv[n++] = getenv("TERN_BIN");
+        argv[n++] = "--redis";
+        argv[n++] = W.redis.url;
+        argv[n++] = "--plugin-dir";
+        argv[n++] = W.ternd.plugin_dir;
+        argv[n++] = "--runner-id";
+        argv[n++] = "adm-run";
+        argv[n++] = "--listen";
+        argv[n++] = "127.0.0.1:0";
+        for (size_t i = 0; extra[i] != NULL; i++)
+            argv[n++] = extra[i];
+        argv[n] = NULL;
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    unsigned waited = 0;
+    for (; waited < 15000 && waitpid(pid, &st, WNOHANG) == 0; waited += 10)
+        itest_pause_ms(10);
+    if (waited >= 15000) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        fail_msg("ternd --run did not exit within 15 s (output %s)", out);
+    }
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 1);
+    FILE *f = fopen(out, "r");
+    assert_non_null(f);
+    char text[8192];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    text[len] = '\0';
+    fclose(f);
+    if (strstr(text, "cannot create a job of adm-refuse: NoSuchPackage: package p9 does not "
+                     "exist") == NULL)
+        fail_msg("ternd --run said:\n%s", text);
+    if (strstr(text, "Sanitizer") != NULL || strstr(text, "runtime error:") != NULL)
+        fail_msg("ternd --run: sanitizer report:\n%s", text);
+    snapshot_t now = snap();
+    assert_int_equal(now.jobs, before.jobs);
+    assert_int_equal(now.unique, before.unique);
+}
+
 /* ---- bad admission lists --------------------------------------------------------- */
 
 static void test_bad_lists_refused_at_store(void **state)
@@ -412,6 +532,8 @@ int main(void)
         cmocka_unit_test(test_isolated_crash_is_a_503),
         cmocka_unit_test(test_wait_is_a_misuse),
         cmocka_unit_test(test_bad_lists_refused_at_store),
+        cmocka_unit_test(test_shutdown_cancels_a_running_check),
+        cmocka_unit_test(test_run_mode_prints_the_refusal),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
