@@ -411,6 +411,15 @@ static void on_admitted(void *data, int status, const char *code, const char *me
                       "the results of the admission checks cannot be encoded as JSON");
         return;
     }
+    /* They are stored in the job's hash beside its params, under the same bound. */
+    size_t size = strlen(op->admission_results);
+    if (size > op->ops->opts.max_params_bytes) {
+        store_op_done(&op->base, TERN_E2BIG, NULL,
+                      "the results of the admission checks are %zu bytes, the limit is %zu "
+                      "(max_params_bytes); the job was not created",
+                      size, op->ops->opts.max_params_bytes);
+        return;
+    }
     snprintf(op->admitted_uuid, sizeof op->admitted_uuid, "%s", op->wfr->version->uuid);
     check_queue(op, NULL, false);
 }

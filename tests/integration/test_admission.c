@@ -9,7 +9,8 @@
  * ternd stopped while a check runs cancels it and exits at once; ternd --run prints a
  * refusal and exits 1.
  *
- * One redis-server and one ternd (API and runner, admission_timeout_ms 400) serve the
+ * One redis-server and one ternd (API and runner, admission_timeout_ms 400,
+ * max_params_bytes 4096) serve the
  * group; the itest plugin's admit_* tasks are the checks.
  */
 #include <fcntl.h>
@@ -118,7 +119,8 @@ static uint64_t create(http_sync_resp_t *r, const char *workflow, const char *uu
 static int group_setup(void **state)
 {
     (void)state;
-    itest_world_start(&W, "adm1", "{\"admission_timeout_ms\": 400}", NULL);
+    itest_world_start(&W, "adm1", "{\"admission_timeout_ms\": 400, \"max_params_bytes\": 4096}",
+                      NULL);
     http_sync_open(&http, W.base);
     /* Two checks, the second reading the first; a step reading both; job holds naming
      * a check's result (so the job is queued and claimed, not started directly). */
@@ -292,6 +294,27 @@ static void test_template_error_refuses(void **state)
     create(&r, "adm-refuse", uuid, "\"status\": 404"); /* no "pkg" */
     itest_expect_error(&r, 422, "TemplateError", "admission[1].args.message: ${params.pkg}");
     http_sync_resp_dispose(&r);
+    expect_nothing_stored(before, listed, uuid);
+}
+
+/* Results larger than max_params_bytes (4096 here) are refused as params would be: two
+ * checks each echo a 3000-byte param. */
+static void test_results_over_the_limit(void **state)
+{
+    (void)state;
+    snapshot_t before = snap();
+    size_t listed = jobs_listed();
+    char uuid[40];
+    uuid_v4(uuid);
+    char *big = xcalloc(1, 3100);
+    memset(big, 'x', 3000);
+    char *params = xasprintf("\"ram\": \"%s\"", big);
+    http_sync_resp_t r;
+    create(&r, "adm-pass", uuid, params);
+    itest_expect_error(&r, 413, "RequestEntityTooLarge", "the limit is 4096 (max_params_bytes)");
+    http_sync_resp_dispose(&r);
+    free(params);
+    free(big);
     expect_nothing_stored(before, listed, uuid);
 }
 
@@ -528,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_pass_direct_start),
         cmocka_unit_test(test_refusal_stores_nothing),
         cmocka_unit_test(test_template_error_refuses),
+        cmocka_unit_test(test_results_over_the_limit),
         cmocka_unit_test(test_hang_is_a_503_within_the_bound),
         cmocka_unit_test(test_isolated_crash_is_a_503),
         cmocka_unit_test(test_wait_is_a_misuse),
