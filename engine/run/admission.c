@@ -31,7 +31,8 @@
 #include "run/task_isolated.h"
 
 struct admission {
-    admission_opts_t opts; /* strings and redis copied */
+    admission_opts_t opts; /* its strings and redis point to the copies below */
+    char *helper_exe, *plugin_dir, *redis_url;
     task_redis_ops_t redis;
 };
 
@@ -63,13 +64,19 @@ struct admission_run {
     void *data;
 };
 
+static char *dup_or_null(const char *s)
+{
+    return s != NULL ? xstrdup(s) : NULL;
+}
+
+/* See admission.h. */
 admission_t *admission_new(const admission_opts_t *opts)
 {
     admission_t *a = xcalloc(1, sizeof *a);
     a->opts = *opts;
-    a->opts.helper_exe = opts->helper_exe != NULL ? xstrdup(opts->helper_exe) : NULL;
-    a->opts.plugin_dir = opts->plugin_dir != NULL ? xstrdup(opts->plugin_dir) : NULL;
-    a->opts.redis_url = opts->redis_url != NULL ? xstrdup(opts->redis_url) : NULL;
+    a->opts.helper_exe = a->helper_exe = dup_or_null(opts->helper_exe);
+    a->opts.plugin_dir = a->plugin_dir = dup_or_null(opts->plugin_dir);
+    a->opts.redis_url = a->redis_url = dup_or_null(opts->redis_url);
     if (a->opts.default_timeout_ms == 0)
         a->opts.default_timeout_ms = ADMISSION_TIMEOUT_DEFAULT_MS;
     if (opts->redis != NULL)
@@ -78,13 +85,14 @@ admission_t *admission_new(const admission_opts_t *opts)
     return a;
 }
 
+/* See admission.h. */
 void admission_free(admission_t *a)
 {
     if (a == NULL)
         return;
-    free((char *)a->opts.helper_exe);
-    free((char *)a->opts.plugin_dir);
-    free((char *)a->opts.redis_url);
+    free(a->helper_exe);
+    free(a->plugin_dir);
+    free(a->redis_url);
     free(a);
 }
 
@@ -327,6 +335,7 @@ static void check_start(admission_run_t *run)
 
 /* ---- public ----------------------------------------------------------------------- */
 
+/* See admission.h. */
 admission_run_t *admission_run_start(admission_t *a, const workflow_t *wf, const char *uuid,
                                      const char *target, const json_t *params,
                                      admission_done_cb done, void *data)
@@ -352,6 +361,7 @@ admission_run_t *admission_run_start(admission_t *a, const workflow_t *wf, const
     return run;
 }
 
+/* See admission.h. */
 void admission_run_cancel(admission_run_t *run)
 {
     if (run == NULL || run->phase != RUN_CHECKING)
