@@ -8,8 +8,9 @@
  * status 0 with a result, or a negative TERN_E* code with a message naming the
  * problem (TERN_EINVAL bad input, TERN_ENOENT unknown workflow or job, TERN_EEXIST
  * conflict, TERN_EBUSY wrong state, TERN_E2BIG over a limit, TERN_EAGAIN over a
- * capacity shared by all jobs, TERN_ENOTCONN/TERN_EIO Redis). Bad input is refused
- * before anything is written.
+ * capacity shared by all jobs, TERN_EREFUSED refused by an admission check of the
+ * workflow, TERN_ENOTCONN/TERN_EIO Redis). Bad input is refused before anything is
+ * written.
  *
  * A write whose call reached Redis but whose answer was lost (the connection dropped,
  * or Redis did not answer within the command timeout) answers TERN_EUNKNOWN: it may or
