@@ -23,6 +23,7 @@
 #include "model/template.h"
 #include "model/workflow.h"
 #include "model/workflow_cache.h"
+#include "store/job_fields.h"
 #include "store/job_view.h"
 #include "store/lock_table.h"
 
@@ -447,6 +448,50 @@ static void admission_begin(op_t *op)
                                              op->target, create_params(op), on_admitted, op);
 }
 
+/* True when field `name` of `f` is `value` (NULL: missing or empty). */
+static bool field_is(const job_fields_t *f, const char *name, const char *value)
+{
+    size_t len = 0;
+    const char *s = job_fields_get(f, name, &len);
+    if (value == NULL)
+        return s == NULL || len == 0;
+    return s != NULL && len == strlen(value) && memcmp(s, value, len) == 0;
+}
+
+/* The answer of job_get.lua (a snapshot, {} when no job has the uuid) for a create that
+ * names its own uuid, read before its checks run. A stored job answers the create as
+ * job_create.lua answers a create repeated (the same workflow version, params and target
+ * get the job as it is now; anything else is refused), without running the checks or
+ * writing: a write after this read could store, unchecked, a job deleted meanwhile. */
+static void on_repeat_read(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (store_op_failed(&op->base, status, errmsg))
+        return;
+    op->repeat_read = true;
+    const redisReply *stored = store_reply_at(reply, 0);
+    if (stored == NULL || stored->type != REDIS_REPLY_ARRAY || stored->elements == 0) {
+        create_send(op); /* no such job: the checks run */
+        return;
+    }
+    job_fields_t f = {.reply = stored};
+    if (!field_is(&f, "workflow_uuid", op->wfr->version->uuid) ||
+        !field_is(&f, "params", op->params_text) || !field_is(&f, "target", op->target)) {
+        store_op_done(&op->base, TERN_EEXIST, NULL, "uuid: job %s already exists", op->uuid);
+        return;
+    }
+    json_t *view = job_view_from_reply(reply);
+    json_text_init(&op->view, 1024);
+    int rc = view != NULL ? json_text_value(&op->view, view) : TERN_EIO;
+    json_decref(view);
+    if (rc != 0) {
+        store_op_done(&op->base, TERN_EIO, NULL, "job %s: its view cannot be encoded as JSON",
+                      op->uuid);
+        return;
+    }
+    store_op_done(&op->base, 0, NULL, NULL); /* create_answered hands op->view over */
+}
+
 /* Cancels the admission checks in flight, answering their creates TERN_ENOTCONN: for a
  * shutdown (job_ops_close). */
 void admission_abandon(job_ops_t *ops)
@@ -480,6 +525,18 @@ static void create_send(op_t *op)
      * stores nothing unless the reference still names it (else WF, and here again). */
     const workflow_cache_entry_t *version = op->wfr->version;
     if (version->wf->n_admission > 0 && strcmp(op->admitted_uuid, version->uuid) != 0) {
+        /* A create naming its own uuid may be one sent again after a lost answer, whose
+         * job is stored: its checks are not run again (they could refuse what they
+         * admitted, a quota this very job took); job_create.lua answers with the job as
+         * it is, or refuses the uuid reused with other contents. One read more, for
+         * such creates of workflows with checks only. */
+        if (!op->uuid_made_here && !op->repeat_read) {
+            store_args_t a;
+            store_args_init(&a);
+            store_args_push(&a, op->uuid);
+            op_send(op, SCRIPT_JOB_GET, &a, on_repeat_read);
+            return;
+        }
         admission_begin(op);
         return;
     }

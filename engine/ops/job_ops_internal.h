@@ -111,6 +111,7 @@ typedef struct op {
     void *admission_run;       /* the run in flight (ops->admission), or NULL */
     struct op *next_admitting; /* in ops->admitting while it runs */
     char admitted_uuid[40];    /* the workflow version whose checks passed, or "" */
+    bool repeat_read;          /* its uuid was looked up before the checks */
     char *admission_results;   /* ... their results as compact JSON, or NULL */
     char *refusal_code;        /* the restify code of a refusal by a check, or NULL */
 

@@ -251,6 +251,31 @@ static void test_pass_direct_start(void **state)
     json_decref(job);
 }
 
+/* A create sent again with its uuid (after a lost answer) gets the job as it is, without
+ * its checks running again (they could refuse what they admitted); the uuid with other
+ * params is refused, without running them either. */
+static void test_repeated_create_runs_no_check(void **state)
+{
+    (void)state;
+    char uuid[40], key[64];
+    uuid_v4(uuid);
+    snprintf(key, sizeof key, "%s/admission/0", uuid);
+    http_sync_resp_t r;
+    create(&r, "adm-pass", uuid, "\"ram\": 64");
+    itest_expect_status(&r, 201);
+    http_sync_resp_dispose(&r);
+    assert_int_equal(itest_side_count_exact(W.side, "start", key), 1);
+    create(&r, "adm-pass", uuid, "\"ram\": 64");
+    itest_expect_status(&r, 201);
+    assert_string_equal(itest_str_of(r.json, "uuid"), uuid);
+    http_sync_resp_dispose(&r);
+    create(&r, "adm-pass", uuid, "\"ram\": 65");
+    itest_expect_error(&r, 409, "Conflict", uuid);
+    http_sync_resp_dispose(&r);
+    assert_int_equal(itest_side_count_exact(W.side, "start", key), 1);
+    json_decref(itest_wait_finished_ok(&W.client, uuid, 10000));
+}
+
 /* ---- refusals ------------------------------------------------------------------ */
 
 /* Each status a check may choose is answered as it chose; any other is 422. Nothing is
@@ -549,6 +574,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pass_results_reach_holds_and_steps),
         cmocka_unit_test(test_pass_direct_start),
+        cmocka_unit_test(test_repeated_create_runs_no_check),
         cmocka_unit_test(test_refusal_stores_nothing),
         cmocka_unit_test(test_template_error_refuses),
         cmocka_unit_test(test_results_over_the_limit),
