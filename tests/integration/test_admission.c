@@ -171,6 +171,15 @@ static int group_setup(void **state)
                  " \"admission\": [{\"name\": \"boom\", \"task\": \"itest.admit_crash\","
                  "   \"isolate\": true, \"args\": {\"file\": \"%s\"}}],"
                  " \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
+    put_workflow("{\"name\": \"adm-poll\","
+                 " \"admission\": [{\"name\": \"polled\", \"task\": \"itest.poll\","
+                 "   \"args\": {\"file\": \"%s\", \"times\": 3, \"delay_ms\": 10}}],"
+                 " \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
+    /* tern_task_refuse in a step of a chain: a failure of the step, as tern_task_fail. */
+    put_workflow("{\"name\": \"adm-step-refuse\", \"chain\": ["
+                 " {\"name\": \"r\", \"task\": \"itest.admit_refuse\", \"retry\": 2,"
+                 "  \"args\": {\"file\": \"%s\", \"status\": 404, \"code\": \"Gone\","
+                 "   \"message\": \"not there\"}}]}");
     put_workflow("{\"name\": \"adm-wait\","
                  " \"admission\": [{\"name\": \"parked\", \"task\": \"itest.wait\","
                  "   \"args\": {\"file\": \"%s\"}}],"
@@ -401,20 +410,43 @@ static void test_isolated_crash_is_a_503(void **state)
     json_decref(itest_wait_finished_ok(&W.client, uuid, 10000));
 }
 
-/* A check that asks the job to wait is a 503 naming the misuse. */
+/* A check that asks the job to wait, or to be re-queued, is a 503 naming the misuse. */
 static void test_wait_is_a_misuse(void **state)
 {
     (void)state;
-    snapshot_t before = snap();
-    size_t listed = jobs_listed();
-    char uuid[40];
-    uuid_v4(uuid);
-    http_sync_resp_t r;
-    create(&r, "adm-wait", uuid, "");
-    itest_expect_error(&r, 503, "AdmissionCheckFailed", "called tern_task_wait");
-    assert_non_null(strstr(itest_str_of(r.json, "message"), "admission check \"parked\""));
-    http_sync_resp_dispose(&r);
-    expect_nothing_stored(before, listed, uuid);
+    static const struct {
+        const char *workflow, *call, *check;
+    } cases[] = {{"adm-wait", "called tern_task_wait", "admission check \"parked\""},
+                 {"adm-poll", "called tern_task_requeue", "admission check \"polled\""}};
+    for (size_t i = 0; i < 2; i++) {
+        snapshot_t before = snap();
+        size_t listed = jobs_listed();
+        char uuid[40];
+        uuid_v4(uuid);
+        http_sync_resp_t r;
+        create(&r, cases[i].workflow, uuid, "");
+        itest_expect_error(&r, 503, "AdmissionCheckFailed", cases[i].call);
+        assert_non_null(strstr(itest_str_of(r.json, "message"), cases[i].check));
+        http_sync_resp_dispose(&r);
+        expect_nothing_stored(before, listed, uuid);
+    }
+}
+
+/* In a step, tern_task_refuse is tern_task_fail: the step fails with the task's code,
+ * is retried as its policy says, and the job fails. */
+static void test_refuse_in_a_step_is_a_failure(void **state)
+{
+    (void)state;
+    char uuid[40], key[64];
+    itest_api_create_ok(&http, "{\"workflow\": \"adm-step-refuse\"}", uuid);
+    json_t *job = itest_wait_finished(&W.client, uuid, 10000);
+    assert_string_equal(itest_execution(job), "failed");
+    json_t *res = json_array_get(json_object_get(job, "chain_results"), 0);
+    assert_string_equal(itest_error_code_of(res), "Gone");
+    assert_string_equal(itest_str_of(json_object_get(res, "error"), "message"), "not there");
+    json_decref(job);
+    snprintf(key, sizeof key, "%s/0/0", uuid);
+    assert_int_equal(itest_side_count_exact(W.side, "start", key), 2);
 }
 
 /* ---- shutdown and ternd --run ---------------------------------------------------- */
@@ -581,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_hang_is_a_503_within_the_bound),
         cmocka_unit_test(test_isolated_crash_is_a_503),
         cmocka_unit_test(test_wait_is_a_misuse),
+        cmocka_unit_test(test_refuse_in_a_step_is_a_failure),
         cmocka_unit_test(test_bad_lists_refused_at_store),
         cmocka_unit_test(test_shutdown_cancels_a_running_check),
         cmocka_unit_test(test_run_mode_prints_the_refusal),
