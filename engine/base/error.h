@@ -28,6 +28,9 @@
 #define TERN_EBUSY    (-EBUSY) /* state does not allow the operation (e.g. cancel a finished job) */
 #define TERN_EAGAIN   (-EAGAIN) /* over a capacity all jobs share: try again once some end */
 #define TERN_EPERM    (-EPERM)  /* refused on principle (plugin outside its directory) */
+/* Refused by a rule the request cannot meet as it is (an admission check of the
+ * workflow): HTTP 422. */
+#define TERN_EREFUSED (-ENOMSG)
 /* A write reached Redis and its answer was lost: it may or may not have happened. */
 #define TERN_EUNKNOWN (-ECONNABORTED)
 /* No answer within a bound: a plugin's view script (the caller gets 503). */

@@ -335,20 +335,26 @@ static const struct {
     {TERN_EIO, 503, "ServiceUnavailable"},
     {TERN_EUNKNOWN, 503, "OutcomeUnknown"},
     {TERN_EAGAIN, 503, "ServiceUnavailable"},
+    {TERN_EREFUSED, 422, "UnprocessableEntity"},
 };
 
-void api_reply_status(api_req_t *r, int status, const char *message)
+void api_reply_status_code(api_req_t *r, int status, const char *code, const char *message)
 {
     int http = 500;
-    const char *code = "InternalError";
+    const char *own = "InternalError";
     for (size_t i = 0; i < TERN_ARRAY_SIZE(status_replies); i++) {
         if (status_replies[i].status == status) {
             http = status_replies[i].http;
-            code = status_replies[i].code;
+            own = status_replies[i].code;
             break;
         }
     }
-    api_reply_error(r, http, code, "%s", message != NULL ? message : "");
+    api_reply_error(r, http, code != NULL ? code : own, "%s", message != NULL ? message : "");
+}
+
+void api_reply_status(api_req_t *r, int status, const char *message)
+{
+    api_reply_status_code(r, status, NULL, message);
 }
 
 void api_reply_unknown(api_req_t *r, const char *message, const char *uuid)

@@ -93,9 +93,14 @@ void api_reply_error(api_req_t *r, int status, const char *code, const char *fmt
 
 /* Answers an engine status (TERN_E*) with its HTTP status and restify code:
  * EINVAL 409 InvalidArgument, ENOENT 404 ResourceNotFound, EEXIST and EBUSY 409
- * Conflict, E2BIG 413 RequestEntityTooLarge, ENOTCONN/EIO 503 ServiceUnavailable,
- * EUNKNOWN 503 OutcomeUnknown, anything else 500 InternalError. Frees r. */
+ * Conflict, E2BIG 413 RequestEntityTooLarge, ENOTCONN/EIO/EAGAIN 503
+ * ServiceUnavailable, EUNKNOWN 503 OutcomeUnknown, EREFUSED 422 UnprocessableEntity,
+ * anything else 500 InternalError. Frees r. */
 void api_reply_status(api_req_t *r, int status, const char *message);
+
+/* api_reply_status with the restify `code` given (NULL: the status's own), for an
+ * answer whose code the operation chose (a refusal by an admission check). Frees r. */
+void api_reply_status_code(api_req_t *r, int status, const char *code, const char *message);
 
 /* Answers 503 {"code": "OutcomeUnknown", "message", "uuid"}: a write on job `uuid`
  * reached Redis and its answer was lost, so the client looks the job up to learn

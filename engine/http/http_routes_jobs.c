@@ -121,7 +121,7 @@ static void list_jobs(api_req_t *r)
 
 /* The new job's view comes as text (job_ops_create_text) and is sent as it is. */
 static void on_job_created(void *data, int status, const char *view, size_t len, const char *uuid,
-                           const char *message)
+                           const char *code, const char *message)
 {
     api_req_t *r = data;
     if (status == TERN_EUNKNOWN && uuid != NULL) {
@@ -129,7 +129,7 @@ static void on_job_created(void *data, int status, const char *view, size_t len,
         return;
     }
     if (status != 0) {
-        api_reply_status(r, status, message);
+        api_reply_status_code(r, status, code, message);
         return;
     }
     char location[80];

@@ -253,9 +253,9 @@ static int next_piece(const char *s, size_t len, size_t *pos, piece_t *pc, const
 /* A name split into its root and the path that is walked below the root's value. */
 typedef struct name {
     enum template_root root;
-    const char *step; /* TEMPLATE_STEPS: the step's name */
+    const char *step; /* TEMPLATE_STEPS: the step's name; TEMPLATE_ADMISSION: the check's */
     size_t step_len;
-    const char *member; /* TEMPLATE_STEPS: "result" or "error" */
+    const char *member; /* TEMPLATE_STEPS: "result" or "error"; TEMPLATE_ADMISSION: "result" */
     size_t member_len;
     const char *path; /* dot-separated keys walked below; may be empty */
     size_t path_len;
@@ -316,6 +316,14 @@ static int parse_name(const ref_t *r, name_t *nm, const char *path, char *err, s
             return fail(err, errlen, path,
                         "%.*s is not a name of the job (job.uuid, job.target or job.workflow)",
                         (int)r->text_len, r->text);
+    } else if (seg_is(seg, seg_len, "admission")) {
+        nm->root = TEMPLATE_ADMISSION;
+        if (nsegs < 3)
+            goto BadAdmission;
+        next_seg(n, len, &pos, &nm->step, &nm->step_len);
+        next_seg(n, len, &pos, &nm->member, &nm->member_len);
+        if (!seg_is(nm->member, nm->member_len, "result"))
+            goto BadAdmission;
     } else if (seg_is(seg, seg_len, "error")) {
         nm->root = TEMPLATE_ERROR;
         if (nsegs != 2 ||
@@ -327,7 +335,8 @@ static int parse_name(const ref_t *r, name_t *nm, const char *path, char *err, s
                         (int)r->text_len, r->text);
     } else {
         return fail(err, errlen, path,
-                    "%.*s names \"%.*s\"; a name starts with params, steps, state, job or error",
+                    "%.*s names \"%.*s\"; a name starts with params, steps, state, job, error "
+                    "or admission",
                     (int)r->text_len, r->text, (int)seg_len, seg);
     }
     nm->path = n + pos;
@@ -338,6 +347,11 @@ BadSteps:
     return fail(err, errlen, path,
                 "%.*s must name steps.<step>.result or steps.<step>.error, with an optional "
                 "path below",
+                (int)r->text_len, r->text);
+
+BadAdmission:
+    return fail(err, errlen, path,
+                "%.*s must name admission.<check>.result, with an optional path below",
                 (int)r->text_len, r->text);
 }
 
@@ -386,6 +400,14 @@ static const json_t *resolve(const name_t *nm, const template_scope_t *sc)
     case TEMPLATE_STEPS:
         base = sc->steps != NULL && json_is_object(sc->steps)
                    ? json_object_getn(sc->steps, nm->step, nm->step_len)
+                   : NULL;
+        base = base != NULL && json_is_object(base)
+                   ? json_object_getn(base, nm->member, nm->member_len)
+                   : NULL;
+        break;
+    case TEMPLATE_ADMISSION:
+        base = sc->admission != NULL && json_is_object(sc->admission)
+                   ? json_object_getn(sc->admission, nm->step, nm->step_len)
                    : NULL;
         base = base != NULL && json_is_object(base)
                    ? json_object_getn(base, nm->member, nm->member_len)
@@ -626,11 +648,7 @@ bool template_present(const char *s)
 
 /* ---- checking ------------------------------------------------------------------- */
 
-typedef struct check {
-    unsigned roots;
-    const char *const *known;
-    size_t n_known;
-} check_t;
+typedef template_names_t check_t;
 
 static void roots_list(unsigned roots, char *out, size_t len)
 {
@@ -639,7 +657,7 @@ static void roots_list(unsigned roots, char *out, size_t len)
         const char *name;
     } all[] = {
         {TEMPLATE_PARAMS, "params"}, {TEMPLATE_STATE, "state"}, {TEMPLATE_JOB, "job"},
-        {TEMPLATE_STEPS, "steps"},   {TEMPLATE_ERROR, "error"},
+        {TEMPLATE_STEPS, "steps"},   {TEMPLATE_ERROR, "error"}, {TEMPLATE_ADMISSION, "admission"},
     };
     size_t n = 0;
     out[0] = '\0';
@@ -668,6 +686,8 @@ static const char *root_word(enum template_root root)
         return "steps";
     case TEMPLATE_ERROR:
         return "error";
+    case TEMPLATE_ADMISSION:
+        return "admission";
     }
     return "?";
 }
@@ -700,11 +720,21 @@ static int check_string(const char *s, size_t len, const char *path, const check
         }
         if (nm.root == TEMPLATE_STEPS) {
             bool found = false;
-            for (size_t i = 0; i < ck->n_known && !found; i++)
-                found = ck->known[i] != NULL && seg_is(nm.step, nm.step_len, ck->known[i]);
+            for (size_t i = 0; i < ck->n_steps && !found; i++)
+                found = ck->steps[i] != NULL && seg_is(nm.step, nm.step_len, ck->steps[i]);
             if (!found)
                 return fail(err, errlen, path,
                             "%.*s names step \"%.*s\", which does not run before this step",
+                            (int)r->text_len, r->text, (int)nm.step_len, nm.step);
+        }
+        if (nm.root == TEMPLATE_ADMISSION) {
+            bool found = false;
+            for (size_t i = 0; i < ck->n_admission && !found; i++)
+                found = ck->admission[i] != NULL && seg_is(nm.step, nm.step_len, ck->admission[i]);
+            if (!found)
+                return fail(err, errlen, path,
+                            "%.*s names admission check \"%.*s\", which does not run before "
+                            "this",
                             (int)r->text_len, r->text, (int)nm.step_len, nm.step);
         }
     }
@@ -747,15 +777,21 @@ static int check_value(const json_t *v, buf_t *path, const check_t *ck, char *er
     }
 }
 
-int template_check(const json_t *tmpl, const char *path, unsigned roots,
-                   const char *const *known_steps, size_t n_known, char *err, size_t errlen)
+int template_check_names(const json_t *tmpl, const char *path, const template_names_t *names,
+                         char *err, size_t errlen)
 {
-    check_t ck = {roots, known_steps, n_known};
     buf_t p;
     if (tmpl == NULL)
         return 0;
     buf_init(&p, path);
-    int rc = check_value(tmpl, &p, &ck, err, errlen);
+    int rc = check_value(tmpl, &p, names, err, errlen);
     free(p.p);
     return rc;
+}
+
+int template_check(const json_t *tmpl, const char *path, unsigned roots,
+                   const char *const *known_steps, size_t n_known, char *err, size_t errlen)
+{
+    template_names_t names = {.roots = roots, .steps = known_steps, .n_steps = n_known};
+    return template_check_names(tmpl, path, &names, err, errlen);
 }

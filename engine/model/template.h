@@ -10,7 +10,8 @@
  *
  * Names: params.<path>, steps.<step>.result.<path> (also steps.<step>.error.code/
  * message), state.<path>, job.uuid, job.target, job.workflow, error.code,
- * error.message, error.step (error.* only in onerror, oncancel and fallback).
+ * error.message, error.step (error.* only in onerror, oncancel and fallback),
+ * admission.<check>.result.<path> (the result of an admission check of the job).
  * A <path> is dot-separated keys; a key that is all digits indexes an array
  * (params.disks.0.size). A name that resolves to nothing is an error of the step,
  * unless written with a default: ${params.x:-default}. The default text is parsed as
@@ -32,6 +33,7 @@ enum template_root {
     TEMPLATE_STATE = 1u << 2,
     TEMPLATE_JOB = 1u << 3,
     TEMPLATE_ERROR = 1u << 4,
+    TEMPLATE_ADMISSION = 1u << 5,
 };
 
 /* What the names resolve against. Every member is borrowed and may be NULL (then
@@ -43,6 +45,8 @@ typedef struct template_scope {
     const json_t *state;
     const json_t *job;
     const json_t *error;
+    /* Check name -> {"result": value}: the admission checks the job passed. */
+    const json_t *admission;
 } template_scope_t;
 
 /* Checks every template in `tmpl` (any JSON value) without expanding it: syntax, a
@@ -52,6 +56,23 @@ typedef struct template_scope {
  * step \"chek\", which does not run before this step". Returns 0 or TERN_EINVAL. */
 int template_check(const json_t *tmpl, const char *path, unsigned roots,
                    const char *const *known_steps, size_t n_known, char *err, size_t errlen);
+
+/* What a part of a workflow may name: template_check's roots and known steps, and the
+ * admission checks that run before it (all of them for a step; the earlier ones for a
+ * check). Every member is borrowed. */
+typedef struct template_names {
+    unsigned roots;
+    const char *const *steps;
+    size_t n_steps;
+    const char *const *admission;
+    size_t n_admission;
+} template_names_t;
+
+/* template_check with the names of admission checks too: admission.<check> must name
+ * one of names->admission ("admission[1].args.x: ${admission.quota.result} names
+ * admission check \"quota\", which does not run before this"). */
+int template_check_names(const json_t *tmpl, const char *path, const template_names_t *names,
+                         char *err, size_t errlen);
 
 /* Expands every template in `tmpl` against `scope`. Returns a new reference, or NULL
  * with "args.size: ${steps.check.result.size} names nothing" (the path is relative to

@@ -35,9 +35,11 @@
 #define HOLD_CAPACITY_MAX 1000000
 
 /* The roots each part of a definition may name in its templates. */
-#define ROOTS_WORKFLOW_HOLDS (TEMPLATE_PARAMS | TEMPLATE_JOB)
-#define ROOTS_CHAIN          (TEMPLATE_PARAMS | TEMPLATE_STATE | TEMPLATE_JOB | TEMPLATE_STEPS)
-#define ROOTS_BRANCH         (ROOTS_CHAIN | TEMPLATE_ERROR)
+#define ROOTS_WORKFLOW_HOLDS (TEMPLATE_PARAMS | TEMPLATE_JOB | TEMPLATE_ADMISSION)
+#define ROOTS_CHAIN                                                                                \
+    (TEMPLATE_PARAMS | TEMPLATE_STATE | TEMPLATE_JOB | TEMPLATE_STEPS | TEMPLATE_ADMISSION)
+#define ROOTS_BRANCH    (ROOTS_CHAIN | TEMPLATE_ERROR)
+#define ROOTS_ADMISSION (TEMPLATE_PARAMS | TEMPLATE_JOB | TEMPLATE_ADMISSION)
 
 typedef struct parser {
     workflow_task_check_fn check;
@@ -45,6 +47,10 @@ typedef struct parser {
     char *err;
     size_t errlen;
     json_t *seen; /* step name -> path of the step that first used it */
+    /* The names of the workflow's admission checks (borrowed from its doc), which every
+     * step and the workflow's holds may name. */
+    const char **admission;
+    size_t n_admission;
 } parser_t;
 
 /* What a step sees when it is parsed: its place and the steps that run before it. */
@@ -54,7 +60,22 @@ typedef struct step_scope {
     unsigned roots;
     const char *const *known;
     size_t n_known;
+    const char *const *admission; /* the admission checks that run before it */
+    size_t n_admission;
 } step_scope_t;
+
+/* What the templates of a part in scope `sc` may name. */
+static template_names_t scope_names(const step_scope_t *sc, unsigned roots)
+{
+    template_names_t names = {
+        .roots = roots,
+        .steps = sc->known,
+        .n_steps = sc->n_known,
+        .admission = sc->admission,
+        .n_admission = sc->n_admission,
+    };
+    return names;
+}
 
 static int fail(parser_t *ps, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -283,7 +304,8 @@ static int parse_holds(parser_t *ps, const json_t *v, const char *path, const st
             rc = fail(ps, TERN_EINVAL, "%s: expected a resource name, got \"\"", ipath);
             goto Error;
         }
-        rc = template_check(res, ipath, sc->roots, sc->known, sc->n_known, ps->err, ps->errlen);
+        template_names_t names = scope_names(sc, sc->roots);
+        rc = template_check_names(res, ipath, &names, ps->err, ps->errlen);
         if (rc != 0)
             goto Error;
         for (size_t j = 0; j < i; j++) {
@@ -364,7 +386,8 @@ static int get_args(parser_t *ps, const json_t *obj, const char *path, unsigned 
     snprintf(apath, sizeof apath, "%s.args", path);
     *out = NULL;
     if (args != NULL) {
-        int rc = template_check(args, apath, roots, sc->known, sc->n_known, ps->err, ps->errlen);
+        template_names_t names = scope_names(sc, roots);
+        int rc = template_check_names(args, apath, &names, ps->err, ps->errlen);
         if (rc != 0)
             return rc;
     }
@@ -654,6 +677,8 @@ static int parse_phase(parser_t *ps, const json_t *doc, wf_phase_t phase, workfl
             .roots = phase == WF_CHAIN ? ROOTS_CHAIN : ROOTS_BRANCH,
             .known = known,
             .n_known = base + i,
+            .admission = ps->admission,
+            .n_admission = ps->n_admission,
         };
         json_t *nstep = NULL;
         rc = parse_step(ps, json_array_get(arr, i), &sc, &nstep, &wf->steps[phase][i]);
@@ -672,9 +697,127 @@ Done:
     return rc;
 }
 
-static const char *const workflow_keys[] = {"name",    "version",  "uuid",      "description",
-                                            "timeout", "queue",    "holds",     "chain",
-                                            "onerror", "oncancel", "schedules", NULL};
+/* ---- admission checks ------------------------------------------------------------ */
+
+static const char *const admission_keys[] = {"name",    "task",        "args", "timeout",
+                                             "isolate", "description", NULL};
+
+/* Parses one admission check at `path` into *out (borrowing from *nout, its normalized
+ * object). `sc` names the checks before it. */
+static int parse_check(parser_t *ps, const json_t *v, const char *path, const step_scope_t *sc,
+                       json_t **nout, wf_admission_t *out)
+{
+    char sub[192];
+    const json_t *name, *task, *desc, *timeout;
+    json_t *args = NULL, *norm = NULL;
+    int rc;
+
+    if (!json_is_object(v))
+        return fail(ps, TERN_EINVAL,
+                    "%s: expected a check {\"name\", \"task\", \"args\", \"timeout\"}, got %s",
+                    path, DESCRIBE(v));
+    if ((rc = check_keys(ps, v, path, admission_keys,
+                         "an admission check has name, task, args, timeout, isolate and "
+                         "description")) != 0)
+        return rc;
+    if ((rc = get_string(ps, v, path, "name", &name)) != 0)
+        return rc;
+    if (name == NULL)
+        return fail(ps, TERN_EINVAL, "%s.name: missing; every admission check needs a name", path);
+    if (!valid_name(json_string_value(name), false))
+        return fail(ps, TERN_EINVAL,
+                    "%s.name: expected a check name (a letter or digit, then up to %d letters, "
+                    "digits, '_' or '-'), got %s",
+                    path, WORKFLOW_NAME_MAX - 1, DESCRIBE(name));
+    for (size_t i = 0; i < sc->n_admission; i++)
+        if (strcmp(sc->admission[i], json_string_value(name)) == 0)
+            return fail(ps, TERN_EINVAL,
+                        "%s.name: duplicate admission check name \"%s\" (first at "
+                        "admission[%zu])",
+                        path, sc->admission[i], i);
+    if ((rc = get_task(ps, v, path, &task)) != 0)
+        return rc;
+    if ((rc = get_string(ps, v, path, "description", &desc)) != 0)
+        return rc;
+    if ((rc = get_args(ps, v, path, ROOTS_ADMISSION, sc, &args)) != 0)
+        return rc;
+    timeout = json_object_get(v, "timeout");
+    snprintf(sub, sizeof sub, "%s.timeout", path);
+    if (timeout != NULL && (!json_is_number(timeout) || !(json_number_value(timeout) > 0.0) ||
+                            json_number_value(timeout) > WORKFLOW_ADMISSION_MAX_S)) {
+        rc = fail(ps, TERN_EINVAL,
+                  "%s: expected a number of seconds greater than 0 and at most %d (a check "
+                  "holds its create's answer), got %s",
+                  sub, WORKFLOW_ADMISSION_MAX_S, DESCRIBE(timeout));
+        goto Done;
+    }
+    if ((rc = get_timeout(ps, timeout, sub, &out->timeout_ms)) != 0)
+        goto Done;
+    if ((rc = get_bool(ps, v, path, "isolate", false, &out->isolate)) != 0)
+        goto Done;
+    if ((rc = check_task(ps, json_string_value(task), args, path)) != 0)
+        goto Done;
+
+    norm = json_object();
+    json_object_set_new(norm, "name", json_deep_copy(name));
+    json_object_set_new(norm, "task", json_deep_copy(task));
+    if (desc != NULL)
+        json_object_set_new(norm, "description", json_deep_copy(desc));
+    json_object_set(norm, "args", args);
+    if (timeout != NULL)
+        json_object_set_new(norm, "timeout", json_deep_copy(timeout));
+    json_object_set_new(norm, "isolate", json_boolean(out->isolate));
+    out->name = json_string_value(json_object_get(norm, "name"));
+    out->task = json_string_value(json_object_get(norm, "task"));
+    out->args = json_object_get(norm, "args");
+    *nout = norm;
+
+Done:
+    json_decref(args);
+    return rc;
+}
+
+/* Parses the optional "admission" list `arr` into wf and the normalized doc, and keeps
+ * the checks' names in ps for the templates of the steps. */
+static int parse_admission(parser_t *ps, const json_t *arr, workflow_t *wf)
+{
+    char path[48];
+    if (arr == NULL)
+        return 0;
+    if (!json_is_array(arr))
+        return fail(ps, TERN_EINVAL, "admission: expected an array of checks, got %s",
+                    DESCRIBE(arr));
+    size_t n = json_array_size(arr);
+    if (n > WORKFLOW_MAX_ADMISSION)
+        return fail(ps, TERN_E2BIG,
+                    "admission: %zu checks, over the limit of %d (WORKFLOW_MAX_ADMISSION)", n,
+                    WORKFLOW_MAX_ADMISSION);
+    if (n == 0)
+        return 0;
+    wf->admission = xcalloc(n, sizeof *wf->admission);
+    ps->admission = xcalloc(n, sizeof *ps->admission);
+    json_t *norm = json_array();
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        step_scope_t sc = {.admission = ps->admission, .n_admission = i};
+        json_t *ncheck = NULL;
+        snprintf(path, sizeof path, "admission[%zu]", i);
+        rc = parse_check(ps, json_array_get(arr, i), path, &sc, &ncheck, &wf->admission[i]);
+        if (rc != 0)
+            break;
+        json_array_append_new(norm, ncheck);
+        ps->admission[i] = wf->admission[i].name;
+        wf->n_admission = ps->n_admission = i + 1;
+    }
+    if (rc == 0)
+        json_object_set(wf->doc, "admission", norm);
+    json_decref(norm);
+    return rc;
+}
+
+static const char *const workflow_keys[] = {
+    "name",  "version", "uuid",     "description", "timeout",   "queue", "holds",
+    "chain", "onerror", "oncancel", "admission",   "schedules", NULL};
 
 /* Checks the "schedules" the workflow declares (model/schedule.h) and keeps their
  * normalized copies, without "workflow" (implied), in the document. Names are unique:
@@ -722,7 +865,7 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
         return fail(ps, TERN_EINVAL, "workflow: expected an object, got %s", DESCRIBE(doc));
     if ((rc = check_keys(ps, doc, "", workflow_keys,
                          "a workflow has name, version, uuid, description, timeout, queue, "
-                         "holds, chain, onerror, oncancel and schedules")) != 0)
+                         "holds, admission, chain, onerror, oncancel and schedules")) != 0)
         return rc;
 
     if ((rc = get_string(ps, doc, "", "name", &name)) != 0)
@@ -772,9 +915,14 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
     json_object_set_new(wf->doc, "queue",
                         queue != NULL ? json_deep_copy(queue) : json_string(TERN_DEFAULT_QUEUE));
 
+    if ((rc = parse_admission(ps, json_object_get(doc, "admission"), wf)) != 0)
+        return rc;
+
     holds = json_object_get(doc, "holds");
     if (holds != NULL) {
-        step_scope_t sc = {.roots = ROOTS_WORKFLOW_HOLDS};
+        step_scope_t sc = {.roots = ROOTS_WORKFLOW_HOLDS,
+                           .admission = ps->admission,
+                           .n_admission = ps->n_admission};
         json_t *nholds;
         if ((rc = parse_holds(ps, holds, "holds", &sc, &nholds, &wf->holds, &wf->n_holds)) != 0)
             return rc;
@@ -821,6 +969,7 @@ int workflow_parse(const json_t *doc, workflow_task_check_fn check, void *check_
     else
         rc = parse_doc(&ps, doc, wf);
     json_decref(ps.seen);
+    free(ps.admission);
     if (rc != 0) {
         workflow_free(wf);
         return rc;
@@ -869,6 +1018,7 @@ void workflow_free(workflow_t *wf)
         free(wf->steps[p]);
     }
     free(wf->holds);
+    free(wf->admission);
     json_decref(wf->doc);
     free(wf);
 }

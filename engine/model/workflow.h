@@ -5,9 +5,12 @@
  * timeout (seconds), queue and holds, a non-empty `chain` of steps and optional
  * `onerror` and `oncancel` chains. Each step names a task "family.entry", its `args`
  * (templates allowed, see template.h), and optionally timeout, retry, fallback,
- * idempotent, isolate and holds. Optional `schedules` declare recurring schedules of
- * the workflow (model/schedule.h), each with a unique name; storing the workflow
- * installs them (ops/workflow_ops.h).
+ * idempotent, isolate and holds.
+ * An optional `admission` list names checks (a task and its args, an optional timeout
+ * and isolate) that run when a job is created, before it is stored; their results are
+ * named admission.<check>.result in the templates of later checks and of every step.
+ * Optional `schedules` declare recurring schedules of the workflow (model/schedule.h),
+ * each with a unique name; storing the workflow installs them (ops/workflow_ops.h).
  *
  * Validation reports the first fault with its JSON path:
  *   "chain[1].retry.initial_ms: expected a positive integer, got -5"
@@ -46,10 +49,12 @@ bool workflow_queue_valid(const char *s, size_t n);
 #define WORKFLOW_QUEUE_RULE "1 to 64 of a-z, 0-9, '_', '-', ':' or '.'"
 
 /* Limits; a definition over them is refused with a message naming the limit. */
-#define WORKFLOW_MAX_BYTES (1024 * 1024)
-#define WORKFLOW_MAX_STEPS 1000 /* per chain */
-#define WORKFLOW_MAX_HOLDS 32   /* per workflow or step */
-#define WORKFLOW_NAME_MAX  128
+#define WORKFLOW_MAX_BYTES       (1024 * 1024)
+#define WORKFLOW_MAX_STEPS       1000 /* per chain */
+#define WORKFLOW_MAX_HOLDS       32   /* per workflow or step */
+#define WORKFLOW_NAME_MAX        128
+#define WORKFLOW_MAX_ADMISSION   16 /* admission checks per workflow */
+#define WORKFLOW_ADMISSION_MAX_S 60 /* the longest timeout of an admission check */
 
 /* The three chains of a workflow. The numeric values are stored in job cursors. */
 typedef enum wf_phase {
@@ -81,6 +86,16 @@ typedef struct wf_step {
     struct wf_step *fallback; /* owned; NULL when the step has none */
 } wf_step_t;
 
+/* An admission check: a task run when a job is created, before anything is stored
+ * (docs/WORKFLOWS.md, "Admission checks"). */
+typedef struct wf_admission {
+    const char *name;    /* borrowed from doc */
+    const char *task;    /* "family.entry", borrowed from doc */
+    const json_t *args;  /* templates of params, job and earlier checks; borrowed from doc */
+    uint64_t timeout_ms; /* 0: the engine's default (ternd's admission_timeout_ms) */
+    bool isolate;        /* run the task in a helper process */
+} wf_admission_t;
+
 typedef struct workflow {
     json_t *doc;         /* owned: the normalized definition */
     const char *name;    /* borrowed from doc */
@@ -91,6 +106,8 @@ typedef struct workflow {
     size_t n_holds;
     wf_step_t *steps[WF_NPHASES]; /* owned arrays */
     size_t n_steps[WF_NPHASES];
+    wf_admission_t *admission; /* owned array, in the order the checks run; NULL if none */
+    size_t n_admission;
 } workflow_t;
 
 /* Checks that a task exists (and, if it describes its arguments, that `args` fit).

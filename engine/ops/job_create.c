@@ -23,6 +23,7 @@
 #include "model/template.h"
 #include "model/workflow.h"
 #include "model/workflow_cache.h"
+#include "store/job_fields.h"
 #include "store/job_view.h"
 #include "store/lock_table.h"
 
@@ -342,7 +343,9 @@ static int create_holds(op_t *op, char **out, char *err, size_t errlen)
     const workflow_t *wf = op->wfr->version->wf;
     json_t *scope_job =
         json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
-    template_scope_t sc = {.params = create_params(op), .job = scope_job};
+    json_t *admission =
+        op->admission_results != NULL ? json_loads(op->admission_results, 0, NULL) : NULL;
+    template_scope_t sc = {.params = create_params(op), .job = scope_job, .admission = admission};
     size_t n = wf->n_holds;
     wf_hold_t *all = xcalloc(n + 1, sizeof *all);
     if (n > 0)
@@ -352,6 +355,7 @@ static int create_holds(op_t *op, char **out, char *err, size_t errlen)
     char *holds = holds_expand(all, n, &sc, err, errlen);
     free(all);
     json_decref(scope_job);
+    json_decref(admission);
     if (holds == NULL)
         return TERN_EINVAL;
     if (holds[0] == '\0') {
@@ -381,6 +385,136 @@ static void push_created_event(store_args_t *a, const char *uuid, const char *na
     json_text_dispose(&ev);
 }
 
+/* ---- admission checks ------------------------------------------------------------ */
+
+static void admitting_remove(op_t *op)
+{
+    for (op_t **p = &op->ops->admitting; *p != NULL; p = &(*p)->next_admitting) {
+        if (*p == op) {
+            *p = op->next_admitting;
+            break;
+        }
+    }
+    op->next_admitting = NULL;
+}
+
+/* The admission checks' answer (job_ops_admitted_cb): a create that passed goes on to
+ * its lock check and its write, with the results; one refused ends here, having stored
+ * nothing. */
+static void on_admitted(void *data, int status, const char *code, const char *message,
+                        const json_t *results)
+{
+    op_t *op = data;
+    op->admission_run = NULL;
+    admitting_remove(op);
+    if (status != 0) {
+        op->refusal_code = xstrdup(code != NULL ? code : "AdmissionRefused");
+        store_op_done(&op->base, status, NULL, "%s", message != NULL ? message : "");
+        return;
+    }
+    free(op->admission_results);
+    op->admission_results = json_dumps(results, JSON_COMPACT);
+    if (op->admission_results == NULL) {
+        store_op_done(&op->base, TERN_EINVAL, NULL,
+                      "the results of the admission checks cannot be encoded as JSON");
+        return;
+    }
+    /* They are stored in the job's hash beside its params, under the same bound. */
+    size_t size = strlen(op->admission_results);
+    if (size > op->ops->opts.max_params_bytes) {
+        store_op_done(&op->base, TERN_E2BIG, NULL,
+                      "the results of the admission checks are %zu bytes, the limit is %zu "
+                      "(max_params_bytes); the job was not created",
+                      size, op->ops->opts.max_params_bytes);
+        return;
+    }
+    snprintf(op->admitted_uuid, sizeof op->admitted_uuid, "%s", op->wfr->version->uuid);
+    check_queue(op, NULL, false);
+}
+
+/* Runs the admission checks of the create's workflow version, which has some. */
+static void admission_begin(op_t *op)
+{
+    job_ops_t *ops = op->ops;
+    if (ops->closed) {
+        store_op_done(&op->base, TERN_ENOTCONN, NULL,
+                      "ternd is stopping: the create was not sent to Redis");
+        return;
+    }
+    if (ops->admission.start == NULL) {
+        op->refusal_code = xstrdup("AdmissionUnavailable");
+        store_op_done(&op->base, TERN_EAGAIN, NULL,
+                      "workflow \"%s\" has admission checks, which this process cannot run; "
+                      "the job was not created",
+                      op->wfr->version->wf->name);
+        return;
+    }
+    op->next_admitting = ops->admitting;
+    ops->admitting = op;
+    op->admission_run = ops->admission.start(ops->admission.data, op->wfr->version->wf, op->uuid,
+                                             op->target, create_params(op), on_admitted, op);
+}
+
+/* True when field `name` of `f` is `value` (NULL: missing or empty). */
+static bool field_is(const job_fields_t *f, const char *name, const char *value)
+{
+    size_t len = 0;
+    const char *s = job_fields_get(f, name, &len);
+    if (value == NULL)
+        return s == NULL || len == 0;
+    return s != NULL && len == strlen(value) && memcmp(s, value, len) == 0;
+}
+
+/* The answer of job_get.lua (a snapshot, {} when no job has the uuid) for a create that
+ * names its own uuid, read before its checks run. A stored job answers the create as
+ * job_create.lua answers a create repeated (the same workflow version, params and target
+ * get the job as it is now; anything else is refused), without running the checks or
+ * writing: a write after this read could store, unchecked, a job deleted meanwhile. */
+static void on_repeat_read(void *data, int status, const redisReply *reply, const char *errmsg)
+{
+    op_t *op = data;
+    if (store_op_failed(&op->base, status, errmsg))
+        return;
+    op->repeat_read = true;
+    const redisReply *stored = store_reply_at(reply, 0);
+    if (stored == NULL || stored->type != REDIS_REPLY_ARRAY || stored->elements == 0) {
+        create_send(op); /* no such job: the checks run */
+        return;
+    }
+    job_fields_t f = {.reply = stored};
+    if (!field_is(&f, "workflow_uuid", op->wfr->version->uuid) ||
+        !field_is(&f, "params", op->params_text) || !field_is(&f, "target", op->target)) {
+        store_op_done(&op->base, TERN_EEXIST, NULL, "uuid: job %s already exists", op->uuid);
+        return;
+    }
+    json_t *view = job_view_from_reply(reply);
+    json_text_init(&op->view, 1024);
+    int rc = view != NULL ? json_text_value(&op->view, view) : TERN_EIO;
+    json_decref(view);
+    if (rc != 0) {
+        store_op_done(&op->base, TERN_EIO, NULL, "job %s: its view cannot be encoded as JSON",
+                      op->uuid);
+        return;
+    }
+    store_op_done(&op->base, 0, NULL, NULL); /* create_answered hands op->view over */
+}
+
+/* Cancels the admission checks in flight, answering their creates TERN_ENOTCONN: for a
+ * shutdown (job_ops_close). */
+void admission_abandon(job_ops_t *ops)
+{
+    while (ops->admitting != NULL) {
+        op_t *op = ops->admitting;
+        ops->admitting = op->next_admitting;
+        op->next_admitting = NULL;
+        ops->admission.cancel(ops->admission.data, op->admission_run);
+        op->admission_run = NULL;
+        store_op_done(&op->base, TERN_ENOTCONN, NULL,
+                      "ternd is stopping: the admission checks were cancelled and the job was "
+                      "not created");
+    }
+}
+
 static void create_send(op_t *op)
 {
     if (op->wfr == NULL || op->wfr->version == NULL) {
@@ -393,6 +527,29 @@ static void create_send(op_t *op)
         store_args_push(&a, op->uuid);
         op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);
         return;
+    }
+    /* The checks run once for the version the create is written with: job_create.lua
+     * stores nothing unless the reference still names it (else WF, and here again). */
+    const workflow_cache_entry_t *version = op->wfr->version;
+    if (version->wf->n_admission > 0 && strcmp(op->admitted_uuid, version->uuid) != 0) {
+        /* A create naming its own uuid may be one sent again after a lost answer, whose
+         * job is stored: its checks are not run again (they could refuse what they
+         * admitted, a quota this very job took); job_create.lua answers with the job as
+         * it is, or refuses the uuid reused with other contents. One read more, for
+         * such creates of workflows with checks only. */
+        if (!op->uuid_made_here && !op->repeat_read) {
+            store_args_t a;
+            store_args_init(&a);
+            store_args_push(&a, op->uuid);
+            op_send(op, SCRIPT_JOB_GET, &a, on_repeat_read);
+            return;
+        }
+        admission_begin(op);
+        return;
+    }
+    if (version->wf->n_admission == 0 && op->admission_results != NULL) {
+        free(op->admission_results); /* of another version, which had checks */
+        op->admission_results = NULL;
     }
     /* node-workflow's lock rule: a target matching the locks of an unfinished job is
      * refused while that job runs. */
@@ -475,6 +632,8 @@ void create_write(op_t *op, const char *locks_version)
         field_push(op, &a, "holds", holds);
     if (wf->n_steps[WF_ONCANCEL] > 0)
         field_push(op, &a, "has_oncancel", "1");
+    if (op->admission_results != NULL)
+        field_push(op, &a, "admission", op->admission_results);
     if (op->post_back_urls != NULL) {
         char *urls = json_dumps(op->post_back_urls, JSON_COMPACT);
         field_push(op, &a, "post_back_urls", urls != NULL ? urls : "");
@@ -535,7 +694,13 @@ static void create_answered(void *data, int status, const json_t *result, const 
     const char *uuid = view != NULL || status == TERN_EUNKNOWN ? op->uuid : NULL;
     if (op->created_text != NULL) {
         op->created_text(op->created_data, status, view, view != NULL ? op->view.len : 0, uuid,
-                         message);
+                         op->refusal_code, message);
+        return;
+    }
+    if (op->refusal_code != NULL) {
+        json_t *coded = json_pack("{s:s}", "code", op->refusal_code);
+        op->created_tree(op->created_data, status, coded, message);
+        json_decref(coded);
         return;
     }
     if (status == TERN_EUNKNOWN) {

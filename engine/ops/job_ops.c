@@ -48,6 +48,8 @@ static void op_dispose(store_op_t *base)
     if (op->direct)
         op->ops->local.release(op->ops->local.data, op->direct_lost);
     free(op->direct_queue);
+    free(op->admission_results);
+    free(op->refusal_code);
     free(op->caller);
     free(op->from_step);
     json_decref(op->extra);
@@ -85,6 +87,14 @@ void job_ops_set_local_runner(job_ops_t *ops, const job_ops_local_runner_t *loca
         memset(&ops->local, 0, sizeof ops->local);
 }
 
+void job_ops_set_admission(job_ops_t *ops, const job_ops_admission_t *admission)
+{
+    if (admission != NULL)
+        ops->admission = *admission;
+    else
+        memset(&ops->admission, 0, sizeof ops->admission);
+}
+
 job_ops_t *job_ops_new(const job_ops_opts_t *opts)
 {
     job_ops_t *ops = xcalloc(1, sizeof *ops);
@@ -109,6 +119,7 @@ void job_ops_close(job_ops_t *ops)
         return;
     ops->closed = true;
     checks_abandon(ops);
+    admission_abandon(ops);
     if (ops->check_idle != NULL)
         uv_close((uv_handle_t *)ops->check_idle, on_check_idle_closed);
     ops->check_idle = NULL;

@@ -8,8 +8,9 @@
  * status 0 with a result, or a negative TERN_E* code with a message naming the
  * problem (TERN_EINVAL bad input, TERN_ENOENT unknown workflow or job, TERN_EEXIST
  * conflict, TERN_EBUSY wrong state, TERN_E2BIG over a limit, TERN_EAGAIN over a
- * capacity shared by all jobs, TERN_ENOTCONN/TERN_EIO Redis). Bad input is refused
- * before anything is written.
+ * capacity shared by all jobs, TERN_EREFUSED refused by an admission check of the
+ * workflow, TERN_ENOTCONN/TERN_EIO Redis). Bad input is refused before anything is
+ * written.
  *
  * A write whose call reached Redis but whose answer was lost (the connection dropped,
  * or Redis did not answer within the command timeout) answers TERN_EUNKNOWN: it may or
@@ -28,6 +29,7 @@
 #include <uv.h>
 
 #include "model/job_request.h"
+#include "model/workflow.h"
 #include "model/workflow_cache.h"
 #include "plugins/plugin_loader.h"
 #include "store/store.h"
@@ -85,20 +87,50 @@ typedef struct job_ops_local_runner {
 /* Sets (copied) or clears (NULL) the local runner. */
 void job_ops_set_local_runner(job_ops_t *ops, const job_ops_local_runner_t *local);
 
+/* How the admission checks of a create ended (see job_ops_admission_t): status 0 and
+ * `results` ({"<check>": {"result": value}, ...}, borrowed for the call), or a refusal:
+ * TERN_ENOENT, TERN_EEXIST, TERN_EREFUSED or TERN_EAGAIN with the restify `code` and the
+ * `message` the create is answered with (borrowed for the call). */
+typedef void (*job_ops_admitted_cb)(void *op, int status, const char *code, const char *message,
+                                    const json_t *results);
+
+/* What runs the admission checks of a workflow (docs/WORKFLOWS.md, "Admission checks"),
+ * in this process, before a create stores anything: run/admission.h, connected by
+ * ternd/main.c. Without one, a create of a workflow that has checks is answered
+ * TERN_EAGAIN (AdmissionUnavailable) and nothing is stored. */
+typedef struct job_ops_admission {
+    /* Starts the checks of `wf` (borrowed until the answer or the cancel) for the job
+     * `uuid` of `target` (may be NULL) and `params` (borrowed). Calls done(op, ...)
+     * exactly once, never inside this call, unless cancelled. Returns the run. */
+    void *(*start)(void *data, const workflow_t *wf, const char *uuid, const char *target,
+                   const json_t *params, job_ops_admitted_cb done, void *op);
+    /* Stops a run that has not answered; done is not called. */
+    void (*cancel)(void *data, void *run);
+    void *data;
+} job_ops_admission_t;
+
+/* Sets (copied) or clears (NULL) what runs admission checks. */
+void job_ops_set_admission(job_ops_t *ops, const job_ops_admission_t *admission);
+
 /* Creates a job. Result: the new job as job_ops_get shows it, as created (execution
  * "queued", also when it started at once on the local runner in the same step). A job with the same
  * workflow, target and params that has not finished, or a target matching an active job's locks, is
  * TERN_EEXIST and names the other job; so is a `uuid` that is already a job's. A lock that
- * would take the locks of unfinished jobs past max_lock_instructions is TERN_EAGAIN. */
+ * would take the locks of unfinished jobs past max_lock_instructions is TERN_EAGAIN.
+ * A create refused by an admission check of the workflow stores nothing and answers the
+ * check's status (TERN_ENOENT, TERN_EEXIST, TERN_EREFUSED, or TERN_EAGAIN when a check
+ * timed out or failed) with the result {"code": <the restify code>}. */
 void job_ops_create(job_ops_t *ops, const job_create_req_t *req, job_ops_cb cb, void *data);
 
 /* The answer of job_ops_create_text. On success (status 0) `view` is the new job as
  * job_ops_create's result, as compact JSON text of `len` bytes (NUL-terminated), and
  * `uuid` is its uuid; both are borrowed, valid during the callback only. On error both
  * are NULL (len 0) and `message` names the problem, as for a job_ops_cb, but for
- * TERN_EUNKNOWN, which comes with the uuid of the job that may have been created. */
+ * TERN_EUNKNOWN, which comes with the uuid of the job that may have been created.
+ * `code` is NULL but for a refusal by an admission check, whose restify code it is
+ * (borrowed, valid during the callback). */
 typedef void (*job_ops_create_cb)(void *data, int status, const char *view, size_t len,
-                                  const char *uuid, const char *message);
+                                  const char *uuid, const char *code, const char *message);
 
 /* job_ops_create answering with the view as text: what the API sends, written straight
  * from the job's fields (job_view_new_text), where a tree and its encoding cost a

@@ -68,8 +68,10 @@ struct job_ops {
      * check that waits. Its own allocation, freed when its close completes: job_ops_free
      * may come before that. */
     uv_idle_t *check_idle;
-    bool checking; /* in checks_run: an op queued now is run by it */
-    bool closed;   /* job_ops_close ran: no check runs any more */
+    bool checking;                 /* in checks_run: an op queued now is run by it */
+    bool closed;                   /* job_ops_close ran: no check runs any more */
+    job_ops_admission_t admission; /* start is NULL when there is none */
+    struct op *admitting;          /* creates whose admission checks run (next_admitting) */
     wf_ref_t *wf_refs[WF_REF_SLOTS];
     size_t wf_refs_next;         /* the slot the next new entry replaces */
     workflow_cache_t *workflows; /* opts.workflows, or the operations' own */
@@ -106,6 +108,13 @@ typedef struct op {
                              * created_at and exec_after, which its answer decides (the
                              * view of the job is made from them: job_view_new_text) */
     json_text_t view;       /* the answer of a create: the job's view as JSON text */
+    /* Admission checks (docs/WORKFLOWS.md, "Admission checks"): */
+    void *admission_run;       /* the run in flight (ops->admission), or NULL */
+    struct op *next_admitting; /* in ops->admitting while it runs */
+    char admitted_uuid[40];    /* the workflow version whose checks passed, or "" */
+    bool repeat_read;          /* its uuid was looked up before the checks */
+    char *admission_results;   /* ... their results as compact JSON, or NULL */
+    char *refusal_code;        /* the restify code of a refusal by a check, or NULL */
 
     /* The caller of a create (the store_op_t answers create_answered): one of */
     job_ops_create_cb created_text; /* job_ops_create_text's, or */
@@ -128,6 +137,7 @@ bool write_failed(op_t *op, int status, const char *errmsg, const char *what);
 void wf_ref_put(job_ops_t *ops, wf_ref_t *c);
 void wake_waiters(op_t *op);
 void create_write(op_t *op, const char *locks_version);
+void admission_abandon(job_ops_t *ops);
 
 /* ---- job_checks.c -------------------------------------------------------------- */
 

@@ -76,6 +76,7 @@ struct run_job {
     json_t *error;     /* owned: the error that sent the job to onerror/oncancel, or NULL */
     json_t *resume;    /* owned: outcome handed to a waiting step, or NULL */
     json_t *job_scope; /* owned: {"uuid", "target", "workflow"} */
+    json_t *admission; /* owned: check name -> {"result"} of its admission checks, or NULL */
     int phase;
     size_t idx;
     uint32_t attempt; /* failed attempts of the current step so far */
@@ -244,6 +245,7 @@ static void job_free_if_done(run_job_t *j)
     json_decref(j->error);
     json_decref(j->resume);
     json_decref(j->job_scope);
+    json_decref(j->admission);
     json_decref(j->step_error);
     store_args_dispose(&j->commit);
     free(j->step_queue);
@@ -881,6 +883,7 @@ static template_scope_t job_scope(const run_job_t *j, const json_t *error)
         .state = j->state,
         .job = j->job_scope,
         .error = error,
+        .admission = j->admission,
     };
     return sc;
 }
@@ -1394,6 +1397,8 @@ static void job_adopt(runner_t *r, const job_start_t *st)
         j->error = json_loadb(v, len, 0, NULL);
     if ((v = job_fields_get(f, "resume", &len)) != NULL && len > 0)
         j->resume = json_loadb(v, len, 0, NULL);
+    if ((v = job_fields_get(f, "admission", &len)) != NULL && len > 0)
+        j->admission = json_loadb(v, len, 0, NULL);
     v = job_fields_get(f, "cancel", NULL);
     bool cancel = (v != NULL && strcmp(v, "1") == 0) || early_cancel_take(r, j->uuid);
     v = job_fields_get(f, "timed_out", NULL);

@@ -354,9 +354,11 @@ static void host_task_done(tern_ctx *ctx, json_t *result)
     report(ctx);
 }
 
-static void host_task_fail(tern_ctx *ctx, const char *code, const char *fmt, va_list ap)
+/* tern_task_fail (refuse_status 0), and tern_task_refuse (404, 409 or 422). */
+static void task_failed(tern_ctx *ctx, const char *fn, int refuse_status, const char *code,
+                        const char *fmt, va_list ap)
 {
-    if (!ctx_ok(ctx, "tern_task_fail"))
+    if (!ctx_ok(ctx, fn))
         return;
     char what[160];
     snprintf(what, sizeof what, "failure \"%.128s\"", code != NULL ? code : "");
@@ -368,7 +370,24 @@ static void host_task_fail(tern_ctx *ctx, const char *code, const char *fmt, va_
     ctx->outcome.kind = TASK_FAILED;
     ctx->outcome.code = xstrdup(code != NULL && code[0] != '\0' ? code : "TaskFailed");
     ctx->outcome.message = message;
+    ctx->outcome.refuse_status = refuse_status;
     report(ctx);
+}
+
+static void host_task_fail(tern_ctx *ctx, const char *code, const char *fmt, va_list ap)
+{
+    task_failed(ctx, "tern_task_fail", 0, code, fmt, ap);
+}
+
+/* The engine answers a refusal with 404, 409 or 422 only (include/tern/task.h): any
+ * other status a task asks for is 422, so that a plugin cannot make a refusal look like
+ * a success (2xx), a redirect or a fault of ternd (5xx). */
+static void host_task_refuse(tern_ctx *ctx, int http_status, const char *code, const char *fmt,
+                             va_list ap)
+{
+    if (http_status != 404 && http_status != 409 && http_status != 422)
+        http_status = 422;
+    task_failed(ctx, "tern_task_refuse", http_status, code, fmt, ap);
 }
 
 static void host_task_wait(tern_ctx *ctx, json_t *info)
@@ -790,6 +809,7 @@ static const tern_host host_table = {
     .timer_start = host_timer_start,
     .timer_stop = host_timer_stop,
     .redis_eval = host_redis_eval,
+    .task_refuse = host_task_refuse,
 };
 
 /* See task_ctx.h. */
@@ -812,6 +832,7 @@ void task_outcome_dispose(task_outcome_t *o)
     free(o->message);
     o->result = o->info = o->state_changes = NULL;
     o->code = o->message = NULL;
+    o->refuse_status = 0;
 }
 
 static char *dup_or_null(const char *s)

@@ -71,6 +71,7 @@ static void outcome_from_line(task_outcome_t *o, const char *text)
         o->kind = TASK_FAILED;
         o->code = xstrdup(code != NULL ? code : "Error");
         o->message = xstrdup(msg != NULL ? msg : "");
+        o->refuse_status = (int)json_integer_value(json_object_get(out, "refuse_status"));
     } else if (strcmp(kind, "wait") == 0 || strcmp(kind, "requeue") == 0) {
         o->kind = kind[0] == 'w' ? TASK_WAIT : TASK_REQUEUE;
         json_t *info = json_object_get(out, "info");
@@ -219,6 +220,8 @@ static void on_helper_outcome(void *owner, task_outcome_t *o)
     if (o->kind == TASK_FAILED) {
         json_object_set_new(out, "code", json_string(o->code ? o->code : "Error"));
         json_object_set_new(out, "message", json_string(o->message ? o->message : ""));
+        if (o->refuse_status != 0)
+            json_object_set_new(out, "refuse_status", json_integer(o->refuse_status));
     }
     if (o->info != NULL)
         json_object_set(out, "info", o->info);

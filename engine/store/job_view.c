@@ -215,6 +215,7 @@ static const view_member_t view_members[] = {
     {"cancel_requested", M_CANCEL, "cancel", 0},
     {"post_back_urls", M_JSON, "post_back_urls", 0},
     {"post_backs", M_POSTBACKS, NULL, 0},
+    {"admission", M_JSON, "admission", 0},
 };
 
 /* The cursor's phase (0 chain, 1 onerror, 2 oncancel; anything else shows as chain). */

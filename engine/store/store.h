@@ -77,12 +77,14 @@
  *   name           text        job_create (job_create.c)           lib/events, postback_claim, view
  *   version        text        job_create (job_create.c)           view
  *   workflow_uuid  text        job_create (job_create.c)           lib/events, lib/snapshot,
- *                                                                  job_claim, job_create, runner,
- *                                                                  view
- *   params         JSON        job_create (job_create.c),          job_claim, job_create, job_list,
- *                              job_redrive                         postback_claim, runner, view
+ *                                                                  job_claim, job_create,
+ *                                                                  job_create.c, runner, view
+ *   params         JSON        job_create (job_create.c),          job_claim, job_create,
+ *                              job_redrive                         job_create.c, job_list,
+ *                                                                  postback_claim, runner, view
  *   target         text        job_create (job_create.c)           job_claim, job_create,
- *                                                                  job_redrive, runner, view
+ *                                                                  job_create.c, job_redrive,
+ *                                                                  runner, view
  *   queue          text        job_create (absent: default)        lib/queues, job_cancel, tick,
  *                                                                  view
  *   execution      text        lib/finish, lib/queues, job_claim,  lib/events, lib/finish,
@@ -149,6 +151,7 @@
  *   post_back_urls JSON        job_create (job_create.c)           lib/finish, lib/layout,
  *                                                                  postback_claim, step_commit,
  *                                                                  view
+ *   admission      JSON        job_create (job_create.c)           job_claim, runner, view
  *   pb_attempt:<i> count       postback_done; lib/finish deletes   postback_claim
  *   pb_fence:<i>   count       postback_claim                      postback_done
  *   step_queue     text        step_commit; job_cancel,            lib/layout, lib/queues,
@@ -184,6 +187,9 @@
  * - workflow_uuid: its document is wfdoc:<uuid>, which job_claim and lib/snapshot answer
  *   with (job_view.c and runner.c take the document from their answers; runner.c reads
  *   the field itself only from a direct start's fields).
+ * - admission: the results of the workflow's admission checks, {"<check>": {"result"}}.
+ *   job_create.c also reads workflow_uuid, params and target of a job whose uuid a create
+ *   of a workflow with checks names, before running them (on_repeat_read).
  * - started_by: the runner of the first start. holds: job-level, "<capacity> <resource>"
  *   lines, expanded at creation. inflight, failed_at: "<phase>:<idx>" (inflight: an
  *   irreversible step in flight). resume: the outcome given to a waiting job.

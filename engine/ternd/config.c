@@ -92,6 +92,7 @@ static const setting_t settings[] = {
      100, 3600000},
     {"redis_command_timeout_ms", "--redis-command-timeout-ms", K_U32, OFF(redis_command_timeout_ms),
      100, 3600000},
+    {"admission_timeout_ms", "--admission-timeout-ms", K_U32, OFF(admission_timeout_ms), 10, 60000},
     {"event_stream_max", NULL, K_U32, OFF(event_stream_max), 1, 10000000},
     {"global_event_stream_max", NULL, K_U32, OFF(global_event_stream_max), 1, 100000000},
     {"max_params_bytes", NULL, K_U32, OFF(max_params_bytes), 1, 512u * 1024 * 1024},
@@ -158,6 +159,8 @@ static const char usage_text[] =
     "  --redis-command-timeout-ms N\n"
     "                         calls unanswered after N ms get 503 and the connection\n"
     "                         is made again (5000)\n"
+    "  --admission-timeout-ms N\n"
+    "                         bound of an admission check without a timeout (2000)\n"
     "  --api-token-file FILE  require \"Authorization: Bearer <token>\": FILE holds one\n"
     "                         token a line, \"submit TOKEN\" (jobs; reading workflows\n"
     "                         and tasks) or \"operator TOKEN\" (everything); a bare TOKEN\n"
@@ -733,6 +736,7 @@ static void set_defaults(ternd_config_t *c, const char *default_plugin_dir)
     c->redis_server = xstrdup("redis-server");
     c->redis_health_timeout_ms = 2000;
     c->redis_command_timeout_ms = 5000;
+    c->admission_timeout_ms = 2000;
     c->event_stream_max = 1000;
     c->global_event_stream_max = 100000;
     c->max_params_bytes = 262144;

@@ -21,6 +21,8 @@
  *                                longer; an idle connection is probed with a PING)
  *   "redis_command_timeout_ms": 5000 --redis-command-timeout-ms N (calls waiting longer
  *                                are answered 503 and the connection is made again)
+ *   "admission_timeout_ms": 2000 --admission-timeout-ms N (the bound of an admission
+ *                                check that names no timeout of its own)
  *   "event_stream_max": 1000     (events kept per job)
  *   "global_event_stream_max": 100000
  *   "max_params_bytes": 262144
@@ -98,6 +100,7 @@ typedef struct ternd_config {
     char *redis_server; /* path or name of redis-server */
     uint32_t redis_health_timeout_ms;
     uint32_t redis_command_timeout_ms;
+    uint32_t admission_timeout_ms;
     uint32_t event_stream_max;
     uint32_t global_event_stream_max;
     uint32_t max_params_bytes;

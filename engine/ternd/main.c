@@ -39,7 +39,9 @@
 #include "plugins/plugin_loader.h"
 #include "redis/redis_addr.h"
 #include "redis/redis_embedded.h"
+#include "run/admission.h"
 #include "run/http_client.h"
+#include "run/plugin_redis.h"
 #include "run/postback.h"
 #include "run/runner.h"
 #include "run/task_ctx.h"
@@ -61,6 +63,8 @@ typedef struct ternd {
     http_client_t *http;
     store_t *store;
     job_ops_t *ops;
+    admission_t *admission;        /* runs the admission checks of the creates made here */
+    task_redis_ops_t plugin_redis; /* tern_redis_eval of admission checks */
     runner_t *runner;
     /* Parsed workflow versions, shared by the API's creates and the runner: a version a
      * create parsed is the one its job runs on, without parsing it again. */
@@ -222,7 +226,10 @@ static void on_run_created(void *data, int status, const json_t *res, const char
 {
     ternd_t *t = data;
     if (status != 0) {
-        fprintf(stderr, "ternd: cannot create a job of %s: %s\n", t->run_workflow, message);
+        /* A refusal by an admission check comes with the check's code. */
+        const char *code = json_string_value(json_object_get(res, "code"));
+        fprintf(stderr, "ternd: cannot create a job of %s: %s%s%s\n", t->run_workflow,
+                code != NULL ? code : "", code != NULL ? ": " : "", message);
         shutdown_begin(t, 1);
         return;
     }
@@ -430,6 +437,39 @@ static void local_start(void *data, const char *uuid, const store_args_t *fields
 static void local_release(void *data, bool lost)
 {
     runner_direct_release(data, lost);
+}
+
+/* The admission checks as job_ops sees them (job_ops_admission_t): a run and the
+ * create's callback, which the run's answer is handed to. */
+typedef struct admission_call {
+    admission_run_t *run;
+    job_ops_admitted_cb done;
+    void *op;
+} admission_call_t;
+
+static void on_admission_verdict(void *data, const admission_verdict_t *v)
+{
+    admission_call_t call = *(admission_call_t *)data;
+    free(data);
+    call.done(call.op, v->status, v->code, v->message, v->results);
+}
+
+static void *admission_start(void *data, const workflow_t *wf, const char *uuid, const char *target,
+                             const json_t *params, job_ops_admitted_cb done, void *op)
+{
+    admission_call_t *call = xcalloc(1, sizeof *call);
+    call->done = done;
+    call->op = op;
+    call->run = admission_run_start(data, wf, uuid, target, params, on_admission_verdict, call);
+    return call;
+}
+
+static void admission_cancel(void *data, void *run)
+{
+    (void)data;
+    admission_call_t *call = run;
+    admission_run_cancel(call->run);
+    free(call);
 }
 
 static void on_runner_stopped(void *data)
@@ -802,6 +842,23 @@ int main(int argc, char **argv)
     }
 
     char *exe = self_exe();
+    /* Admission checks run where creates are made: in every role (ternd --run creates
+     * too). */
+    plugin_redis_ops(t.store, &t.plugin_redis);
+    admission_opts_t adm = {
+        .loop = t.loop,
+        .plugins = t.plugins,
+        .http = t.http,
+        .redis = &t.plugin_redis,
+        .helper_exe = exe,
+        .plugin_dir = t.cfg.plugin_dir,
+        .redis_url = t.redis_url,
+        .default_timeout_ms = t.cfg.admission_timeout_ms,
+    };
+    t.admission = admission_new(&adm);
+    job_ops_admission_t ja = {
+        .start = admission_start, .cancel = admission_cancel, .data = t.admission};
+    job_ops_set_admission(t.ops, &ja);
     if (t.cfg.roles & CONFIG_ROLE_RUNNER) {
         runner_opts_t ro = {
             .id = t.cfg.runner_id,
@@ -864,6 +921,7 @@ int main(int argc, char **argv)
     uv_run(t.loop, UV_RUN_DEFAULT);
     uv_loop_close(t.loop);
     job_ops_free(t.ops);
+    admission_free(t.admission);      /* its runs were answered or cancelled by job_ops_close */
     workflow_cache_free(t.workflows); /* after its users: the runner is gone too */
     plugin_registry_free(t.plugins);
     redis_embedded_stop(&t.embedded, 10000);

@@ -23,7 +23,8 @@
  *
  * Lifetime of a context. A tern_ctx is created for one attempt of one step and is
  * valid from the call to start() until the task reports its outcome with exactly one
- * of tern_task_done(), tern_task_fail(), tern_task_wait() or tern_task_requeue().
+ * of tern_task_done(), tern_task_fail(), tern_task_refuse(), tern_task_wait() or
+ * tern_task_requeue().
  * When the engine cancels an attempt (timeout, job cancel, shutdown) it calls the
  * task's cancel hook if it has one and stops every resource the task obtained from
  * the host (timers, HTTP requests, children, Redis calls); the context then stays
@@ -31,6 +32,14 @@
  * that keeps libuv handles of its own must have a cancel hook that stops them and
  * must not touch the context after the hook returns. A second report, or a report
  * after cancel, is logged by the engine and ignored.
+ *
+ * Admission checks (ABI 1.2). A workflow may list tasks that run when a job is created,
+ * before anything is stored (docs/WORKFLOWS.md, "Admission checks"). Such an attempt
+ * has the job's uuid, target and params but no state and no step of a chain; it ends
+ * with tern_task_done() (the job may be created; the result is kept for its steps),
+ * tern_task_fail() or tern_task_refuse() (the job is refused with the task's code and
+ * message). tern_task_wait() and tern_task_requeue() have no meaning there: the create
+ * is answered 503 naming the misuse.
  */
 #ifndef TERN_TASK_H
 #define TERN_TASK_H
@@ -286,6 +295,10 @@ struct tern_host {
     int (*timer_stop)(tern_ctx *ctx, int timer_id);
     int (*redis_eval)(tern_ctx *ctx, const char *script, size_t nkeys, const char *const *keys,
                       size_t nargs, const char *const *args, tern_redis_cb cb, void *data);
+
+    /* ABI 1.2 */
+    void (*task_refuse)(tern_ctx *ctx, int http_status, const char *code, const char *fmt,
+                        va_list ap);
 };
 
 /** Every context starts with this header; the wrappers below rely on it. */
@@ -314,6 +327,25 @@ tern_task_fail(tern_ctx *ctx, const char *code, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     TERN_HOST_(ctx)->task_fail(ctx, code, fmt, ap);
+    va_end(ap);
+}
+
+/** Ends the attempt with a refusal (ABI 1.2): in an admission check, the job is not
+ *  created and its POST /jobs is answered with `http_status` and {"code": code,
+ *  "message": ...}. The engine takes 404, 409 and 422, and answers 422 for any other
+ *  value. In a step of a chain it is tern_task_fail(ctx, code, ...): `http_status` is
+ *  not used. `code` is copied; the message is formatted printf-style. On an engine
+ *  older than 1.2 (which loads no plugin built for it) it would be tern_task_fail. */
+__attribute__((format(printf, 4, 5))) static inline void
+tern_task_refuse(tern_ctx *ctx, int http_status, const char *code, const char *fmt, ...)
+{
+    const tern_host *host = TERN_HOST_(ctx);
+    va_list ap;
+    va_start(ap, fmt);
+    if (host->size >= offsetof(tern_host, task_refuse) + sizeof host->task_refuse)
+        host->task_refuse(ctx, http_status, code, fmt, ap);
+    else
+        host->task_fail(ctx, code, fmt, ap);
     va_end(ap);
 }
 

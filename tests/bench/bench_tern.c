@@ -145,10 +145,11 @@ static void on_created(void *data, int status, const json_t *res, const char *ms
  * submitter of many jobs has no use for a tree of each new job, whose parsing was half
  * of this process's CPU per job in a-bulk. */
 static void on_created_text(void *data, int status, const char *view, size_t len, const char *uuid,
-                            const char *msg)
+                            const char *code, const char *msg)
 {
     (void)view;
     (void)len;
+    (void)code;
     created(data, status, uuid, msg);
 }
 

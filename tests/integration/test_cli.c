@@ -886,6 +886,21 @@ static void test_api_errors_exit_3(void **state)
     expect_in(c.err, "tern: ");
     child_dispose(&c);
 
+    /* A job refused by an admission check: its code and message, nothing on stdout. */
+    write_file("refuse.json", "{\"name\": \"cli-refuse\", \"version\": \"1.0.0\", \"admission\": ["
+                              " {\"name\": \"package\", \"task\": \"itest.admit_refuse\","
+                              "  \"args\": {\"status\": 404, \"code\": \"NoSuchPackage\","
+                              "  \"message\": \"package ${params.pkg} does not exist\"}}],"
+                              " \"chain\": [{\"name\": \"n\", \"task\": \"core.noop\"}]}");
+    RUN(&c, "workflow", "load", path_of("refuse.json"));
+    expect_status(&c, 0);
+    child_dispose(&c);
+    RUN(&c, "job", "create", "cli-refuse", "-p", "pkg=base-64");
+    expect_status(&c, 3);
+    expect_in(c.err, "tern: NoSuchPackage: package base-64 does not exist");
+    assert_string_equal(c.out, "");
+    child_dispose(&c);
+
     /* 409: canceling a job that already finished. */
     char uuid[40];
     CREATE(uuid, "cli-three", "--target", "vm-409");

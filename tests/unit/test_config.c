@@ -116,6 +116,7 @@ static void test_defaults(void **state)
     assert_string_equal(c.redis_server, "redis-server");
     assert_int_equal(c.redis_health_timeout_ms, 2000);
     assert_int_equal(c.redis_command_timeout_ms, 5000);
+    assert_int_equal(c.admission_timeout_ms, 2000);
     assert_int_equal(c.event_stream_max, 1000);
     assert_int_equal(c.global_event_stream_max, 100000);
     assert_int_equal(c.max_params_bytes, 262144);
@@ -335,6 +336,8 @@ static void test_flag_errors(void **state)
             "--redis-health-timeout-ms", "6000");
     REFUSED("--redis-command-timeout-ms: must be between 100 and 3600000, got 50",
             "--redis-command-timeout-ms", "50");
+    REFUSED("--admission-timeout-ms: must be between 10 and 60000, got 60001",
+            "--admission-timeout-ms", "60001");
 }
 
 /* Writes `text` as the config file and expects it refused with `expect` (in which

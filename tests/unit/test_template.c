@@ -18,7 +18,7 @@
 #include "model/template.h"
 
 typedef struct fixture {
-    json_t *params, *steps, *state, *job, *error;
+    json_t *params, *steps, *state, *job, *error, *admission;
     template_scope_t scope;
 } fixture_t;
 
@@ -45,7 +45,8 @@ static int group_setup(void **state)
     f->job = load("{\"uuid\": \"0b4cbd7e-5a0e-4c4b-9f53-7c1a6de7a0f1\", \"target\": \"vm-1\","
                   " \"workflow\": \"hello\"}");
     f->error = load("{\"code\": \"E\", \"message\": \"it broke\", \"step\": \"resize\"}");
-    f->scope = (template_scope_t){f->params, f->steps, f->state, f->job, f->error};
+    f->admission = load("{\"package\": {\"result\": {\"ram\": 1024, \"disks\": [10, 20]}}}");
+    f->scope = (template_scope_t){f->params, f->steps, f->state, f->job, f->error, f->admission};
     *state = f;
     return 0;
 }
@@ -58,6 +59,7 @@ static int group_teardown(void **state)
     json_decref(f->state);
     json_decref(f->job);
     json_decref(f->error);
+    json_decref(f->admission);
     free(f);
     return 0;
 }
@@ -237,6 +239,41 @@ static void test_roots(void **state)
     expands_to(f, "\"${steps.bad.result}\"", "null");
 }
 
+/* admission.<check>.result names what an admission check of the job answered. */
+static void test_admission_names(void **state)
+{
+    fixture_t *f = *state;
+    expands_to(f, "\"${admission.package.result.ram}\"", "1024");
+    expands_to(f, "\"${admission.package.result.disks.1}\"", "20");
+    expands_to(f, "\"ram ${admission.package.result.ram} MiB\"", "\"ram 1024 MiB\"");
+    expands_to(f, "\"${admission.package.result}\"", "{\"ram\": 1024, \"disks\": [10, 20]}");
+    expands_to(f, "\"${admission.quota.result:-none}\"", "\"none\"");
+    expand_fails(f, "\"${admission.quota.result}\"",
+                 "args: ${admission.quota.result} names nothing");
+    expand_fails(f, "\"${admission.package}\"",
+                 "args: ${admission.package} must name admission.<check>.result, with an "
+                 "optional path below");
+
+    static const char *const checks[] = {"package", "quota"};
+    char err[300] = "";
+    json_t *t = load("{\"a\": \"${admission.quota.result.x}\"}");
+    template_names_t names = {
+        .roots = TEMPLATE_PARAMS | TEMPLATE_ADMISSION, .admission = checks, .n_admission = 2};
+    assert_int_equal(template_check_names(t, "chain[0].args", &names, err, sizeof err), 0);
+    /* Only the first n_admission names count: a check names only the checks before it. */
+    names.n_admission = 1;
+    assert_int_equal(template_check_names(t, "admission[1].args", &names, err, sizeof err),
+                     TERN_EINVAL);
+    assert_string_equal(err, "admission[1].args.a: ${admission.quota.result.x} names admission "
+                             "check \"quota\", which does not run before this");
+    /* Where admission is not a root, it is refused as any other root. */
+    names.roots = TEMPLATE_PARAMS;
+    assert_int_equal(template_check_names(t, "p", &names, err, sizeof err), TERN_EINVAL);
+    assert_string_equal(err, "p.a: ${admission.quota.result.x} uses admission, which is not "
+                             "available here (available: params)");
+    json_decref(t);
+}
+
 static void test_missing_names(void **state)
 {
     fixture_t *f = *state;
@@ -286,8 +323,8 @@ static const struct {
     {"\"${params..x}\"", "args: ${params..x} has an empty key in its name"},
     {"\"${params.}\"", "args: ${params.} has an empty key in its name"},
     {"\"${.params}\"", "args: ${.params} has an empty key in its name"},
-    {"\"${foo.x}\"",
-     "args: ${foo.x} names \"foo\"; a name starts with params, steps, state, job or error"},
+    {"\"${foo.x}\"", "args: ${foo.x} names \"foo\"; a name starts with params, steps, state, job, "
+                     "error or admission"},
     {"\"${steps.check}\"", "args: ${steps.check} must name steps.<step>.result or "
                            "steps.<step>.error, with an optional path below"},
     {"\"${steps.check.output}\"", "args: ${steps.check.output} must name steps.<step>.result or "
@@ -500,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_array_index),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_roots),
+        cmocka_unit_test(test_admission_names),
         cmocka_unit_test(test_missing_names),
         cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_check_ok),

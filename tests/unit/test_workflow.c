@@ -488,7 +488,7 @@ static void test_unknown_keys(void **state)
     (void)state;
     refused("{\"name\": \"w\", \"chains\": [], \"chain\": []}",
             "chains: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, chain, onerror, oncancel and schedules");
+            "queue, holds, admission, chain, onerror, oncancel and schedules");
     step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"retries\": 3}",
                  "chain[0].retries: unknown key; a step has name, task, args, timeout, retry, "
                  "fallback, idempotent, isolate, holds, queue and description");
@@ -518,7 +518,7 @@ static void test_body_refused(void **state)
     /* "body" at the top of a workflow is just an unknown key. */
     refused("{\"name\": \"w\", \"body\": 1, \"chain\": []}",
             "body: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, chain, onerror, oncancel and schedules");
+            "queue, holds, admission, chain, onerror, oncancel and schedules");
 }
 
 /* ---- chains ---------------------------------------------------------------------- */
@@ -835,10 +835,11 @@ static void test_template_roots(void **state)
             " \"args\": {\"x\": \"${steps.a.result}\"}}]}",
             "chain[0].args.x: ${steps.a.result} names step \"a\", which does not run before "
             "this step");
-    step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"args\": {\"m\": \"${error.code}\"}}",
-                 "chain[0].args.m: ${error.code} uses error, which is not available here "
-                 "(available: params, state, job, steps); error.* exists only in the args of "
-                 "onerror, oncancel and fallback steps");
+    step_refused(
+        "{\"name\": \"a\", \"task\": \"core.noop\", \"args\": {\"m\": \"${error.code}\"}}",
+        "chain[0].args.m: ${error.code} uses error, which is not available here "
+        "(available: params, state, job, steps, admission); error.* exists only in the args of "
+        "onerror, oncancel and fallback steps");
     refused("{\"name\": \"w\", \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"}],"
             " \"onerror\": [{\"name\": \"e1\", \"task\": \"core.log\", \"args\": "
             "\"${steps.e2.result}\"},"
@@ -900,24 +901,186 @@ static void test_holds(void **state)
             "holds[0].capacity: expected an integer from 1 to 1000000, got \"5\"");
     refused("{\"name\": \"w\", \"holds\": [\"vm:${state.vm}\"], \"chain\": []}",
             "holds[0]: ${state.vm} uses state, which is not available here (available: params, "
-            "job)");
+            "job, admission)");
     refused("{\"name\": \"w\", \"holds\": [{\"resource\": \"vm:${steps.a.result}\"}],"
             " \"chain\": []}",
             "holds[0].resource: ${steps.a.result} uses steps, which is not available here "
-            "(available: params, job)");
+            "(available: params, job, admission)");
     refused("{\"name\": \"w\", \"holds\": [\"r:${params.a}\", \"x\", \"r:${params.a}\"],"
             " \"chain\": []}",
             "holds[2]: duplicate hold \"r:${params.a}\" (first at holds[0])");
-    step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"holds\": [\"${error.code}\"]}",
-                 "chain[0].holds[0]: ${error.code} uses error, which is not available here "
-                 "(available: params, state, job, steps); error.* exists only in the args of "
-                 "onerror, oncancel and fallback steps");
+    step_refused(
+        "{\"name\": \"a\", \"task\": \"core.noop\", \"holds\": [\"${error.code}\"]}",
+        "chain[0].holds[0]: ${error.code} uses error, which is not available here "
+        "(available: params, state, job, steps, admission); error.* exists only in the args of "
+        "onerror, oncancel and fallback steps");
     refused("{\"name\": \"w\", \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"}],"
             " \"onerror\": [{\"name\": \"e\", \"task\": \"core.noop\", \"holds\":"
             " [\"${error.code}\"]}]}",
             "onerror[0].holds[0]: ${error.code} uses error, which is not available here "
-            "(available: params, state, job, steps); error.* exists only in the args of "
+            "(available: params, state, job, steps, admission); error.* exists only in the args of "
             "onerror, oncancel and fallback steps");
+}
+
+/* ---- admission checks ---------------------------------------------------------- */
+
+/* A workflow with the admission list `checks` (JSON text) and one chain step. */
+static char *with_admission(const char *checks, const char *step_args)
+{
+    return xasprintf("{\"name\": \"w\", \"admission\": %s, \"chain\": [{\"name\": \"a\", "
+                     "\"task\": \"core.noop\", \"args\": %s}]}",
+                     checks, step_args);
+}
+
+static void admission_refused(const char *checks, const char *step_args, const char *msg)
+{
+    char *text = with_admission(checks, step_args);
+    refused(text, msg);
+    free(text);
+}
+
+static void test_admission(void **state)
+{
+    (void)state;
+    calls_t calls = {0};
+    workflow_t *wf = NULL;
+    char err[512] = "";
+    char *text = with_admission(
+        "[{\"name\": \"package\", \"task\": \"core.noop\", \"args\": {\"p\": \"${params.pkg}\", "
+        "\"t\": \"${job.target}\", \"u\": \"${job.uuid}\"}, \"timeout\": 0.5},"
+        " {\"name\": \"quota\", \"task\": \"core.log\", \"isolate\": true,"
+        "  \"args\": {\"ram\": \"${admission.package.result.ram}\"}}]",
+        "{\"m\": \"${admission.quota.result}\", \"p\": \"${admission.package.result.x.0}\"}");
+    assert_int_equal(
+        workflow_parse_text(text, strlen(text), check_task, &calls, &wf, err, sizeof err), 0);
+    free(text);
+    assert_int_equal(wf->n_admission, 2);
+    assert_string_equal(wf->admission[0].name, "package");
+    assert_string_equal(wf->admission[0].task, "core.noop");
+    assert_int_equal(wf->admission[0].timeout_ms, 500);
+    assert_false(wf->admission[0].isolate);
+    assert_string_equal(json_string_value(json_object_get(wf->admission[0].args, "p")),
+                        "${params.pkg}");
+    assert_string_equal(wf->admission[1].name, "quota");
+    assert_int_equal(wf->admission[1].timeout_ms, 0); /* the engine's default */
+    assert_true(wf->admission[1].isolate);
+    /* The task checker is asked about each check, with its path, before the steps. */
+    assert_true(calls.n >= 3);
+    assert_string_equal(calls.paths[0], "admission[0]");
+    assert_string_equal(calls.paths[1], "admission[1]");
+    assert_string_equal(calls.paths[2], "chain[0]");
+    /* The normalized document keeps the checks, and parses again to the same. */
+    const json_t *norm = json_object_get(wf->doc, "admission");
+    assert_int_equal(json_array_size(norm), 2);
+    assert_true(json_is_false(json_object_get(json_array_get(norm, 0), "isolate")));
+    workflow_t *again = NULL;
+    assert_int_equal(workflow_parse(wf->doc, check_task, NULL, &again, err, sizeof err), 0);
+    assert_true(json_equal(again->doc, wf->doc));
+    assert_int_equal(again->n_admission, 2);
+    workflow_free(again);
+    workflow_free(wf);
+
+    /* No admission: no checks, and none in the document. */
+    wf = parse_ok(MINIMAL);
+    assert_int_equal(wf->n_admission, 0);
+    assert_null(json_object_get(wf->doc, "admission"));
+    workflow_free(wf);
+    /* An empty list is no checks. */
+    char *empty = with_admission("[]", "{}");
+    wf = parse_ok(empty);
+    free(empty);
+    assert_int_equal(wf->n_admission, 0);
+    workflow_free(wf);
+}
+
+static void test_admission_refused(void **state)
+{
+    (void)state;
+    admission_refused("{}", "{}", "admission: expected an array of checks, got an object");
+    admission_refused("[1]", "{}",
+                      "admission[0]: expected a check {\"name\", \"task\", \"args\", \"timeout\"}, "
+                      "got 1");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\", \"retry\": 3}]", "{}",
+                      "admission[0].retry: unknown key; an admission check has name, task, args, "
+                      "timeout, isolate and description");
+    admission_refused("[{\"task\": \"core.noop\"}]", "{}",
+                      "admission[0].name: missing; every admission check needs a name");
+    admission_refused("[{\"name\": \"a.b\", \"task\": \"core.noop\"}]", "{}",
+                      "admission[0].name: expected a check name (a letter or digit, then up to "
+                      "127 letters, digits, '_' or '-'), got \"a.b\"");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\"},"
+                      " {\"name\": \"a\", \"task\": \"core.log\"}]",
+                      "{}",
+                      "admission[1].name: duplicate admission check name \"a\" (first at "
+                      "admission[0])");
+    admission_refused("[{\"name\": \"a\"}]", "{}",
+                      "admission[0].task: missing; name a task of a loaded plugin "
+                      "(\"family.entry\")");
+    refused_code("{\"name\": \"w\", \"admission\": [{\"name\": \"a\", \"task\": \"core.noop\"},"
+                 " {\"name\": \"b\", \"task\": \"x.y\"}],"
+                 " \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"}]}",
+                 TERN_ENOENT, "admission[1].task: unknown task \"x.y\"");
+    /* Timeouts: seconds, more than 0, at most a minute. */
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\", \"timeout\": 0}]", "{}",
+                      "admission[0].timeout: expected a number of seconds greater than 0 and at "
+                      "most 60 (a check holds its create's answer), got 0");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\", \"timeout\": 61}]", "{}",
+                      "admission[0].timeout: expected a number of seconds greater than 0 and at "
+                      "most 60 (a check holds its create's answer), got 61");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\", \"timeout\": \"2\"}]", "{}",
+                      "admission[0].timeout: expected a number of seconds greater than 0 and at "
+                      "most 60 (a check holds its create's answer), got \"2\"");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\", \"isolate\": 1}]", "{}",
+                      "admission[0].isolate: expected true or false, got 1");
+    /* Templates: params, job and the checks before; no steps, state or error. */
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\", \"args\": {\"x\": "
+                      "\"${steps.a.result}\"}}]",
+                      "{}",
+                      "admission[0].args.x: ${steps.a.result} uses steps, which is not available "
+                      "here (available: params, job, admission)");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\", \"args\": {\"x\": "
+                      "\"${state.s}\"}}]",
+                      "{}",
+                      "admission[0].args.x: ${state.s} uses state, which is not available here "
+                      "(available: params, job, admission)");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\", \"args\": {\"x\": "
+                      "\"${admission.b.result}\"}}, {\"name\": \"b\", \"task\": \"core.noop\"}]",
+                      "{}",
+                      "admission[0].args.x: ${admission.b.result} names admission check \"b\", "
+                      "which does not run before this");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\", \"args\": {\"x\": "
+                      "\"${admission.a.result}\"}}]",
+                      "{}",
+                      "admission[0].args.x: ${admission.a.result} names admission check \"a\", "
+                      "which does not run before this");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\"}]",
+                      "{\"x\": \"${admission.a.error}\"}",
+                      "chain[0].args.x: ${admission.a.error} must name admission.<check>.result, "
+                      "with an optional path below");
+    admission_refused("[{\"name\": \"a\", \"task\": \"core.noop\"}]",
+                      "{\"x\": \"${admission.nope.result}\"}",
+                      "chain[0].args.x: ${admission.nope.result} names admission check \"nope\", "
+                      "which does not run before this");
+    /* A workflow without checks names none. */
+    step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"args\": {\"x\": "
+                 "\"${admission.a.result}\"}}",
+                 "chain[0].args.x: ${admission.a.result} names admission check \"a\", which "
+                 "does not run before this");
+    /* The limit on checks. */
+    char *many = xstrdup("[");
+    for (int i = 0; i <= WORKFLOW_MAX_ADMISSION; i++) {
+        char *next = xasprintf("%s%s{\"name\": \"c%d\", \"task\": \"core.noop\"}", many,
+                               i > 0 ? ", " : "", i);
+        free(many);
+        many = next;
+    }
+    char *closed = xasprintf("%s]", many);
+    free(many);
+    char *text = with_admission(closed, "{}");
+    free(closed);
+    refused_code(text, TERN_E2BIG,
+                 "admission: 17 checks, over the limit of 16 (WORKFLOW_MAX_ADMISSION)");
+    free(text);
 }
 
 static void test_holds_limit(void **state)
@@ -1198,6 +1361,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_template_roots),
         cmocka_unit_test(test_holds),
         cmocka_unit_test(test_holds_limit),
+        cmocka_unit_test(test_admission),
+        cmocka_unit_test(test_admission_refused),
         cmocka_unit_test(test_shipped_workflows_all_parse),
         cmocka_unit_test(test_shipped_hello),
         cmocka_unit_test(test_shipped_retry_demo),

@@ -38,7 +38,7 @@ end
 -- (tests/bench/script_cost.py --callgrind).
 local RUNNER_FIELDS = {'params', 'target', 'phase', 'idx', 'attempt', 'error', 'resume',
                        'cancel', 'timed_out', 'deadline', 'step_queue', 'queue_timeout',
-                       'fallback_error'}
+                       'fallback_error', 'admission'}
 local out = {}
 local docs = {}
 local doc_rows = {} -- document text -> the index (0-based) of the first job answered with it

@@ -20,6 +20,14 @@
  *   itest.counter {"key"}            INCR the key in the plugin's Redis namespace
  *   itest.progress {"total", "reports", "every_ms"}  reports progress of a copy of
  *                                    `total` bytes `reports` times, then succeeds
+ *
+ * For admission checks (ABI 1.2):
+ *   itest.admit_ok {...}             record, then done with {"args": its args, "job":
+ *                                    the job's uuid, "target": its target or null}
+ *   itest.admit_refuse {"status", "code", "message"}  record, then tern_task_refuse
+ *   itest.admit_hang {}              record, start a 60 s timer that would record
+ *                                    "fired" and never report (cancel hook: "cancel")
+ *   itest.admit_crash {}             record, then abort() (for isolated checks)
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -261,6 +269,56 @@ static void note_start(tern_ctx *ctx, const json_t *args)
         tern_task_fail(ctx, "RedisError", "tern_redis_eval refused: %d", rc);
 }
 
+static void admit_ok_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    const char *target = tern_job_target(ctx);
+    tern_task_done(ctx, json_pack("{s:O, s:s, s:s?}", "args", args, "job", tern_job_uuid(ctx),
+                                  "target", target));
+}
+
+static void admit_refuse_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    const char *code = json_string_value(json_object_get(args, "code"));
+    const char *message = json_string_value(json_object_get(args, "message"));
+    tern_task_refuse(ctx, (int)json_integer_value(json_object_get(args, "status")),
+                     code != NULL ? code : "Refused", "%s", message != NULL ? message : "refused");
+}
+
+/* Records `what` in the side channel kept in state by admit_hang_start. */
+static void admit_hang_record(tern_ctx *ctx, const char *what)
+{
+    const json_t *f = tern_state_get(ctx, "itest_last_file");
+    json_t *args = json_pack("{s:O}", "file", f ? f : json_null());
+    record(args, what, ctx);
+    json_decref(args);
+}
+
+static void on_admit_hang_timer(tern_ctx *ctx, void *data)
+{
+    (void)data;
+    admit_hang_record(ctx, "fired");
+}
+
+static void admit_hang_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    tern_state_set(ctx, "itest_last_file", json_incref(json_object_get(args, "file")));
+    tern_timer_start(ctx, 60000, on_admit_hang_timer, NULL);
+}
+
+static void admit_hang_cancel(tern_ctx *ctx)
+{
+    admit_hang_record(ctx, "cancel");
+}
+
+static void admit_crash_start(tern_ctx *ctx, const json_t *args)
+{
+    record(args, "start", ctx);
+    abort();
+}
+
 static const char *const fatal_codes[] = {"FatalThing", NULL};
 
 #define TASK(n, fn, cancel_fn)                                                                     \
@@ -286,9 +344,15 @@ TASK(counter, counter_start, NULL);
 TASK(progress, progress_start, NULL);
 TASK(note, note_start, NULL);
 
+TASK(admit_ok, admit_ok_start, NULL);
+TASK(admit_refuse, admit_refuse_start, NULL);
+TASK(admit_hang, admit_hang_start, admit_hang_cancel);
+TASK(admit_crash, admit_crash_start, NULL);
+
 static const tern_task_def *const tasks[] = {
-    &record_def, &flaky_def, &fatal_def,   &check_def,    &wait_def, &poll_def, &crash_def,
-    &hang_def,   &twice_def, &counter_def, &progress_def, &note_def, NULL};
+    &record_def,   &flaky_def,        &fatal_def,      &check_def,       &wait_def,     &poll_def,
+    &crash_def,    &hang_def,         &twice_def,      &counter_def,     &progress_def, &note_def,
+    &admit_ok_def, &admit_refuse_def, &admit_hang_def, &admit_crash_def, NULL};
 
 /* ---- read views over the notes ------------------------------------------------- */
 
