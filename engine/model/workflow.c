@@ -816,8 +816,8 @@ static int parse_admission(parser_t *ps, const json_t *arr, workflow_t *wf)
 }
 
 static const char *const workflow_keys[] = {
-    "name",  "version", "uuid",     "description", "timeout",   "queue", "holds",
-    "chain", "onerror", "oncancel", "admission",   "schedules", NULL};
+    "name",  "version", "uuid",     "description", "timeout",   "queue",      "holds",
+    "chain", "onerror", "oncancel", "admission",   "schedules", "retry_from", NULL};
 
 /* Checks the "schedules" the workflow declares (model/schedule.h) and keeps their
  * normalized copies, without "workflow" (implied), in the document. Names are unique:
@@ -855,6 +855,24 @@ static int parse_schedules(parser_t *ps, const json_t *v, const char *workflow, 
     return 0;
 }
 
+/* Checks "retry_from", which names a step of the chain (parsed before it), and keeps
+ * it in the document. */
+static int parse_retry_from(parser_t *ps, const json_t *doc, workflow_t *wf)
+{
+    const json_t *from;
+    int rc;
+    if ((rc = get_string(ps, doc, "", "retry_from", &from)) != 0 || from == NULL)
+        return rc;
+    for (size_t i = 0; i < wf->n_steps[WF_CHAIN]; i++)
+        if (strcmp(wf->steps[WF_CHAIN][i].name, json_string_value(from)) == 0) {
+            json_object_set_new(wf->doc, "retry_from", json_deep_copy(from));
+            wf->retry_from = json_string_value(json_object_get(wf->doc, "retry_from"));
+            return 0;
+        }
+    return fail(ps, TERN_EINVAL, "retry_from: %s is not the name of a step of the chain",
+                DESCRIBE(from));
+}
+
 static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
 {
     const json_t *name, *version, *uuid, *desc, *timeout, *queue, *holds;
@@ -865,7 +883,8 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
         return fail(ps, TERN_EINVAL, "workflow: expected an object, got %s", DESCRIBE(doc));
     if ((rc = check_keys(ps, doc, "", workflow_keys,
                          "a workflow has name, version, uuid, description, timeout, queue, "
-                         "holds, admission, chain, onerror, oncancel and schedules")) != 0)
+                         "holds, admission, chain, onerror, oncancel, schedules and retry_from")) !=
+        0)
         return rc;
 
     if ((rc = get_string(ps, doc, "", "name", &name)) != 0)
@@ -939,6 +958,8 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
         rc = parse_phase(ps, doc, (wf_phase_t)phase, wf, chain_names);
     free(chain_names);
     if (rc != 0)
+        return rc;
+    if ((rc = parse_retry_from(ps, doc, wf)) != 0)
         return rc;
 
     wf->name = json_string_value(json_object_get(wf->doc, "name"));

@@ -101,6 +101,9 @@ typedef struct workflow {
     const char *name;    /* borrowed from doc */
     const char *version; /* borrowed from doc; default "1.0.0" */
     const char *queue;   /* borrowed from doc; default "default" */
+    /* borrowed from doc, or NULL: the chain step a retry of a job that failed at or
+     * after it restarts at, because onerror undid what the steps from it took */
+    const char *retry_from;
     uint64_t timeout_ms; /* whole job; 0 = none */
     wf_hold_t *holds;    /* owned array; held for the whole job */
     size_t n_holds;

@@ -276,6 +276,21 @@ static void on_redrive_read(void *data, int status, const redisReply *reply, con
             idx = json_array_size(results) - 1;
         if (idx >= json_array_size(chain))
             idx = json_array_size(chain) > 0 ? json_array_size(chain) - 1 : 0;
+        /* A workflow whose onerror undoes what its steps from `retry_from` on took (a
+         * provision gives its server's capacity and its IPs back) restarts there, so the
+         * retry takes them again instead of running on without them. */
+        const char *from = json_string_value(json_object_get(view, "retry_from"));
+        size_t i;
+        json_t *s;
+        json_array_foreach(chain, i, s)
+        {
+            if (i >= idx)
+                break;
+            if (from != NULL && strcmp(from, json_string_value(json_object_get(s, "name"))) == 0) {
+                idx = i;
+                break;
+            }
+        }
     }
     json_t *params = json_deep_copy(json_object_get(view, "params"));
     if (!json_is_object(params)) {

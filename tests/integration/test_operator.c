@@ -443,6 +443,50 @@ static void test_redrive(void **state)
     json_decref(job);
 }
 
+/* A workflow's retry_from: a retry of a job that failed after that step restarts
+ * there (its onerror undid what the steps from it took), keeping what came before; a
+ * job that failed before it restarts at the failed step; a named step still wins. */
+static void test_redrive_retry_from(void **state)
+{
+    (void)state;
+    put(itest_fmt(
+        "{\"name\": \"op-retry-from\", \"retry_from\": \"take\", \"chain\": ["
+        "{\"name\": \"a\", \"task\": \"itest.check\", \"args\": {\"file\": \"%s\", "
+        "\"ok\": \"${params.a_ok}\"}},"
+        "{\"name\": \"take\", \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 1}},"
+        "{\"name\": \"c\", \"task\": \"itest.check\", \"args\": {\"file\": \"%s\", "
+        "\"ok\": \"${params.ok}\"}}]}",
+        W.side, W.side, W.side));
+    char uuid[40], msg[1024];
+    create_ok("op-retry-from", "{\"a_ok\": true, \"ok\": false}", NULL, 0, NULL, uuid);
+    json_t *job = must_finish(uuid, 10000);
+    assert_string_equal(itest_execution(job), "failed");
+    assert_string_equal(str_at(job, "retry_from"), "take");
+    json_decref(job);
+    if (itest_job_redrive(&W.client, uuid, NULL, "{\"ok\": true}", msg, sizeof msg) != 0)
+        fail_msg("redrive refused: %s", msg);
+    job = must_finish_nth(uuid, 2, 10000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    /* "take" ran again, "a" (before it) did not. */
+    assert_int_equal(itest_side_count(W.side, "start", step_key(uuid, 0, 0)), 1);
+    assert_int_equal(itest_side_count(W.side, "start", step_key(uuid, 0, 1)), 2);
+    assert_int_equal(itest_side_count(W.side, "start", step_key(uuid, 0, 2)), 2);
+    assert_int_equal((int)json_integer_value(at(job, "history.0.changes.from_index")), 1);
+    json_decref(job);
+
+    /* Failed before retry_from: the failed step is where the retry starts. */
+    create_ok("op-retry-from", "{\"a_ok\": false, \"ok\": true}", NULL, 0, NULL, uuid);
+    json_decref(must_finish(uuid, 10000));
+    if (itest_job_redrive(&W.client, uuid, NULL, "{\"a_ok\": true}", msg, sizeof msg) != 0)
+        fail_msg("redrive refused: %s", msg);
+    job = must_finish_nth(uuid, 2, 10000);
+    assert_string_equal(itest_execution(job), "succeeded");
+    assert_int_equal(itest_side_count(W.side, "start", step_key(uuid, 0, 0)), 2);
+    assert_int_equal(itest_side_count(W.side, "start", step_key(uuid, 0, 1)), 1);
+    assert_int_equal((int)json_integer_value(at(job, "history.0.changes.from_index")), 0);
+    json_decref(job);
+}
+
 /* ---- timeouts ------------------------------------------------------------------ */
 
 static void test_workflow_timeout(void **state)
@@ -540,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_wait_and_resume),
         cmocka_unit_test(test_requeue_after_delay),
         cmocka_unit_test(test_redrive),
+        cmocka_unit_test(test_redrive_retry_from),
         cmocka_unit_test(test_workflow_timeout),
         cmocka_unit_test(test_task_timeout),
         cmocka_unit_test(test_history),

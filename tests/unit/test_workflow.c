@@ -456,6 +456,30 @@ static void test_workflow_timeout_queue(void **state)
             "queue: expected a string, got null");
 }
 
+/* retry_from names a step of the chain; it is kept in the document. */
+static void test_retry_from(void **state)
+{
+    (void)state;
+    workflow_t *wf = parse_ok("{\"name\": \"w\", \"retry_from\": \"b\", \"chain\": ["
+                              "{\"name\": \"a\", \"task\": \"core.noop\"},"
+                              "{\"name\": \"b\", \"task\": \"core.noop\"}]}");
+    assert_string_equal(wf->retry_from, "b");
+    assert_string_equal(json_string_value(json_object_get(wf->doc, "retry_from")), "b");
+    workflow_free(wf);
+    wf = parse_ok("{\"name\": \"w\", \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"}]}");
+    assert_null(wf->retry_from);
+    assert_null(json_object_get(wf->doc, "retry_from"));
+    workflow_free(wf);
+
+    refused(
+        "{\"name\": \"w\", \"retry_from\": \"z\", \"chain\": [{\"name\": \"a\","
+        " \"task\": \"core.noop\"}], \"onerror\": [{\"name\": \"z\", \"task\": \"core.noop\"}]}",
+        "retry_from: \"z\" is not the name of a step of the chain");
+    refused("{\"name\": \"w\", \"retry_from\": 1, \"chain\": [{\"name\": \"a\", \"task\": "
+            "\"core.noop\"}]}",
+            "retry_from: expected a string, got 1");
+}
+
 /* A workflow's schedules: checked with their paths, kept normalized without the
  * workflow they imply, names unique. */
 static void test_schedules(void **state)
@@ -488,7 +512,7 @@ static void test_unknown_keys(void **state)
     (void)state;
     refused("{\"name\": \"w\", \"chains\": [], \"chain\": []}",
             "chains: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, admission, chain, onerror, oncancel and schedules");
+            "queue, holds, admission, chain, onerror, oncancel, schedules and retry_from");
     step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"retries\": 3}",
                  "chain[0].retries: unknown key; a step has name, task, args, timeout, retry, "
                  "fallback, idempotent, isolate, holds, queue and description");
@@ -518,7 +542,7 @@ static void test_body_refused(void **state)
     /* "body" at the top of a workflow is just an unknown key. */
     refused("{\"name\": \"w\", \"body\": 1, \"chain\": []}",
             "body: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, admission, chain, onerror, oncancel and schedules");
+            "queue, holds, admission, chain, onerror, oncancel, schedules and retry_from");
 }
 
 /* ---- chains ---------------------------------------------------------------------- */
@@ -1345,6 +1369,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_workflow_version_uuid_description),
         cmocka_unit_test(test_workflow_timeout_queue),
         cmocka_unit_test(test_step_queue),
+        cmocka_unit_test(test_retry_from),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_body_refused),
