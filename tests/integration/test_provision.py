@@ -612,9 +612,11 @@ def test_image_removed_then_retry():
     assert not glob.glob(os.path.join(lab.root(CN3), "images", "*.part"))
     assert not [r for r in raw_records("ip:*").values() if r.get("belongs_to_uuid") == vm_uuid]
     check_inventory()
-    # The file restored, a retry from place provisions it: one allocation, one address.
-    status, body = http(f"/jobs/{job}/retry", "POST", {"from_step": "place"})
-    assert status == 200, (status, body)
+    # The file restored, a retry (which restarts at the workflow's retry_from, place)
+    # provisions it: one allocation, one address, through the CLI as an operator would.
+    assert job_of(job)["retry_from"] == "place"
+    p = tern("job", "retry", job)
+    assert p.returncode == 0, p
     end = wait_job(job)
     assert end["execution"] == "succeeded", end
     check_running_instance(vm_uuid, CN3)
