@@ -14,6 +14,7 @@
 cli_status_t dc_list(cli_t *cli, const char *path, const char *query, json_t **rows)
 {
     char *next = NULL;
+    *rows = NULL; /* also on failure, so a caller may always json_decref it */
     cli_status_t st = cli_get_list(cli, path, query, 0, NULL, rows, &next);
     free(next);
     return st;

@@ -18,7 +18,7 @@
 #include "cli.h"
 
 /* GETs every page of the view `path` ("/vms") with `query` ("state=running", escaped,
- * or NULL) into *rows. */
+ * or NULL) into *rows (NULL unless CLI_OK). */
 cli_status_t dc_list(cli_t *cli, const char *path, const char *query, json_t **rows);
 
 /* GETs one record, `collection` ("/vms") + "/" + `uuid` (escaped here), into *obj. */
