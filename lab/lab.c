@@ -56,6 +56,7 @@
 #include "image_file.h"
 #include "lab_default_datacenter.h"
 #include "probe.h"
+#include "proc_check.h"
 #include "procs.h"
 
 #define DEFAULT_DIR        "lab-run"
@@ -351,7 +352,7 @@ static void collect_run(const char *dir, const char *which, entries_t *out)
             continue;
         char *pidfile = xasprintf("%s/%s", run, de->d_name);
         entries_add(out, xasprintf("%.*s", (int)(n - 4), de->d_name), pidfile,
-                    redis ? "redis-server" : "ternd", procs_pidfile_read(pidfile));
+                    redis ? "redis-server" : "ternd", dc_pidfile_read(pidfile));
     }
     closedir(d);
     free(run);
@@ -379,7 +380,7 @@ static void collect_instances(const datacenter_t *dc, entries_t *out)
                 entries_add(out,
                             xasprintf("instance %s on %s (%s)", de->d_name, dc->servers[i].hostname,
                                       pe->d_name),
-                            pidfile, "tern-workload", procs_pidfile_read(pidfile));
+                            pidfile, "tern-workload", dc_pidfile_read(pidfile));
             }
             if (d != NULL)
                 closedir(d);
@@ -472,7 +473,7 @@ static int check_alive(lab_t *lab)
 {
     for (size_t i = 0; i < lab->started.n; i++) {
         proc_entry_t *e = &lab->started.v[i];
-        if (procs_alive(e->pid, e->comm))
+        if (dc_proc_alive(e->pid, e->comm))
             continue;
         char *log = strcmp(e->name, "redis") == 0
                         ? xasprintf("%s/redis/redis.log", lab->o->dir)
@@ -710,7 +711,7 @@ static int refuse_live_lab(const opts_t *o)
     collect_all(o->dir, &e, phases);
     int live = 0;
     for (size_t i = 0; i < e.n; i++) {
-        if (procs_alive(e.v[i].pid, e.v[i].comm)) {
+        if (dc_proc_alive(e.v[i].pid, e.v[i].comm)) {
             if (live++ == 0)
                 fprintf(stderr,
                         "tern-lab: a lab is running in %s (%s, pid %ld); stop it first: "
@@ -892,7 +893,7 @@ static int cmd_restart_agent(const opts_t *o, const char *which)
     snprintf(sub, sizeof sub, "agents/%s", server->hostname);
     pidfile = xasprintf("%s/run/%s.pid", o->dir, name);
     proc_entry_t old = {
-        .name = name, .pidfile = pidfile, .comm = "ternd", .pid = procs_pidfile_read(pidfile)};
+        .name = name, .pidfile = pidfile, .comm = "ternd", .pid = dc_pidfile_read(pidfile)};
     if (procs_stop(&old, 1, o->grace_ms) != 0)
         goto Done;
     lab.only = server;
