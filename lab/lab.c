@@ -73,6 +73,7 @@ typedef struct opts {
     unsigned port;          /* 0: a free one */
     char *ternd;
     char *plugin_dir;
+    char *workload_bin; /* tern-workload, beside tern-lab in a build and installed */
     char *redis_server;
     char *workflows; /* or NULL */
     unsigned timeout_ms;
@@ -572,6 +573,8 @@ static int start_ternd(lab_t *lab, const char *name, const char *sub, const dc_s
     if (server != NULL) {
         json_object_set_new(dc_conf, "server_uuid", json_string(server->uuid));
         json_object_set_new(dc_conf, "data_root", json_string(server->data_root));
+        if (o->workload_bin != NULL)
+            json_object_set_new(dc_conf, "workload_bin", json_string(o->workload_bin));
     }
     json_t *conf = json_pack("{s:{s:o}}", "plugins", "dc", dc_conf);
     char *text = json_dumps(conf, JSON_INDENT(2));
@@ -1004,6 +1007,10 @@ static void default_paths(opts_t *o)
         return;
     self[n] = '\0';
     *strrchr(self, '/') = '\0';
+    char *workload = xasprintf("%s/tern-workload", self);
+    if (o->workload_bin == NULL && access(workload, X_OK) == 0)
+        o->workload_bin = realpath(workload, NULL);
+    free(workload);
     char *built = xasprintf("%s/../engine/ternd", self);
     if (access(built, X_OK) == 0) {
         if (o->ternd == NULL)
@@ -1115,6 +1122,7 @@ int main(int argc, char **argv)
         close(lock);
     free(o.dir);
     free(o.ternd);
+    free(o.workload_bin);
     free(o.plugin_dir);
     free(o.workflows);
     free(o.redis_server);
