@@ -239,7 +239,15 @@ def wait_job(job_uuid, timeout=120.0):
     def done():
         j = job_of(job_uuid)
         return j if j["execution"] in ("succeeded", "failed", "canceled") else None
-    return wait_for(f"job {job_uuid} to finish", done, timeout=timeout, every=0.1)
+    try:
+        return wait_for(f"job {job_uuid} to finish", done, timeout=timeout, every=0.1)
+    except AssertionError as e:
+        j = job_of(job_uuid)
+        seen = {k: j.get(k) for k in ("execution", "cursor", "runner_id", "step_queue", "state",
+                                      "blocked_on", "history")}
+        seen["results"] = [(r["name"], r.get("runner"), r.get("error"))
+                           for r in j.get("chain_results", []) + j.get("onerror_results", [])]
+        raise AssertionError(f"{e}: {json.dumps(seen)}") from None
 
 
 def vm_of(vm_uuid):
@@ -343,7 +351,8 @@ def check_running_instance(vm_uuid, server, workload="idle"):
     vm = vm_of(vm_uuid)
     assert vm is not None and vm["state"] == "running", vm
     assert vm["server_uuid"] == server, vm
-    assert vm["allocation"] == {"server_uuid": server, "ram": 1024, "disk": 20480}, vm
+    a = vm["allocation"]
+    assert (a["server_uuid"], a["ram"], a["disk"]) == (server, 1024, 20480), vm
     assert [d["pci_slot"] for d in vm["disks"]] == ["0:4:0", "0:4:1"], vm["disks"]
     assert instance_dirs(vm_uuid) == [os.path.join(lab.root(server), vm_uuid)]
     d = os.path.join(lab.root(server), vm_uuid)
@@ -553,7 +562,10 @@ def test_race_for_three():
         if v in won:
             check_running_instance(v, CN1)
         else:
-            assert vm["state"] == "failed" and vm["allocation"] is None and not vm["nics"], vm
+            # Placement refused it: it took nothing (no record, or a failed one holding
+            # nothing).
+            assert vm is None or (vm["state"] == "failed" and vm["allocation"] is None and
+                                  not vm["nics"]), vm
             assert instance_dirs(v) == []
     check_inventory()
     for v in won:
@@ -573,12 +585,13 @@ def test_agent_killed_mid_create():
     mid_create = not os.path.exists(os.path.join(vm_dir, "vm.json"))
     wait_for("the agent to die", lambda: not os.path.exists(f"/proc/{agent}/cmdline") or
              open(f"/proc/{agent}/stat").read().split(") ")[1][0] in "ZX")
-    lab.run("restart-agent", "cn2")
+    lab.run("restart-agent", "cn2", "--dir", lab.dir)
     end = wait_job(job, timeout=180)
     assert end["execution"] == "succeeded", end
     vm = vm_of(vm_uuid)
     assert vm["state"] == "running" and vm["server_uuid"] == CN2, vm
-    assert vm["allocation"] == {"server_uuid": CN2, "ram": 1024, "disk": 20480}, vm
+    a = vm["allocation"]
+    assert (a["server_uuid"], a["ram"], a["disk"]) == (CN2, 1024, 20480), vm
     assert instance_dirs(vm_uuid) == [vm_dir]
     assert not glob.glob(os.path.join(vm_dir, "**", "*.part"), recursive=True)
     assert sorted(os.listdir(os.path.join(vm_dir, "disks"))) == ["disk0.img", "disk1.img"]
@@ -599,7 +612,7 @@ def test_image_removed_then_retry():
     os.rename(lab_file, aside)
     vm_uuid = str(uuidlib.uuid4())
     try:
-        job = provision(vm_uuid, server=CN3, networks=[{"uuid": EXTERNAL, "primary": True}])
+        job = provision(vm_uuid, server=CN3, image=FRAIL_IMG)
         end = wait_job(job)
     finally:
         os.rename(aside, lab_file)
@@ -624,6 +637,51 @@ def test_image_removed_then_retry():
     assert wait_job(action("vm-delete", "delete", vm_uuid))["execution"] == "succeeded"
 
 
+def test_fault_after_disks_then_retry():
+    """The agent killed -9 once the instance's disks exist, the image files removed
+    meanwhile (the lab's and the server's copy): the re-run create fails, and the
+    provision gives everything back, the partial instance's files included; the lab's
+    file restored, a retry succeeds with one allocation and one set of IPs."""
+    vm_uuid = str(uuidlib.uuid4())
+    vm_dir = os.path.join(lab.root(CN3), vm_uuid)
+    disks_dir = os.path.join(vm_dir, "disks")
+    job = provision(vm_uuid, server=CN3, image=BIG_IMG)
+    wait_for("the instance's first disk file", lambda: os.path.isdir(disks_dir) and
+             os.listdir(disks_dir), timeout=120, every=0.002)
+    agent = lab.pid("agent-cn3")
+    os.kill(agent, signal.SIGKILL)
+    had = sorted(os.listdir(disks_dir))
+    assert had and not os.path.exists(os.path.join(vm_dir, "vm.json")), had
+    lab_file = os.path.join(lab.dir, "images", "lab-big.img")
+    server_copy = os.path.join(lab.root(CN3), "images", BIG_IMG + ".img")
+    os.rename(lab_file, lab_file + ".aside")
+    try:
+        if os.path.exists(server_copy):
+            os.unlink(server_copy)
+        lab.run("restart-agent", "cn3", "--dir", lab.dir)
+        end = wait_job(job, timeout=180)
+    finally:
+        os.rename(lab_file + ".aside", lab_file)
+    assert end["execution"] == "failed", end
+    assert end["error"]["code"] == "ImageFileMissing", end["error"]
+    vm = vm_of(vm_uuid)
+    assert vm["state"] == "failed" and vm["allocation"] is None and not vm["nics"], vm
+    assert instance_dirs(vm_uuid) == [], os.listdir(lab.root(CN3))
+    assert not workload_pids(vm_dir)
+    assert not [r for r in raw_records("ip:*").values() if r.get("belongs_to_uuid") == vm_uuid]
+    assert not [r for r in raw_records("nic:*").values()
+                if isinstance(r, dict) and r.get("belongs_to_uuid") == vm_uuid]
+    check_inventory()
+    p = tern("job", "retry", job)
+    assert p.returncode == 0, p
+    end = wait_job(job, timeout=180)
+    assert end["execution"] == "succeeded", end
+    check_running_instance(vm_uuid, CN3)
+    check_inventory()
+    assert wait_job(action("vm-delete", "delete", vm_uuid))["execution"] == "succeeded"
+    print(f"the agent was killed with {had} in the instance's disks")
+
+
 def test_workload_survives_agent_restart():
     vm_uuid = str(uuidlib.uuid4())
     job = provision(vm_uuid, server=CN3, workload="writer")
@@ -637,7 +695,7 @@ def test_workload_survives_agent_restart():
         return int(words[0]) if words and words[0].isdigit() else 0
 
     first = wait_for("the writer's first records", lambda: records() >= 5 and records())
-    lab.run("restart-agent", "cn3")
+    lab.run("restart-agent", "cn3", "--dir", lab.dir)
     assert workload_pids(os.path.join(lab.root(CN3), vm_uuid)) == [pid]
     wait_for("records written after the restart", lambda: records() > first + 5)
     # The restarted agent stops it through its pid file; then no record is missing.
@@ -652,7 +710,7 @@ def test_workload_survives_agent_restart():
 def main():
     tests = [test_views, test_bad_requests, test_provision_and_lifecycle, test_subnet_full,
              test_race_for_three, test_agent_killed_mid_create, test_image_removed_then_retry,
-             test_workload_survives_agent_restart]
+             test_fault_after_disks_then_retry, test_workload_survives_agent_restart]
     only = sys.argv[3:]
     ok = False
     try:
