@@ -92,7 +92,6 @@ for i, want in ipairs(a.networks) do
       belongs_to_uuid = a.vm_uuid, belongs_to_type = 'zone', owner_uuid = a.owner_uuid,
       cn_uuid = vm.server_uuid, primary = false, state = 'provisioning'}
     index_add('nics', mac)
-    index_add('nics:belongs_to:' .. a.vm_uuid, mac)
     index_add('nics:cn:' .. vm.server_uuid, mac)
   end
   nic.primary = want.primary == true and not primary_seen

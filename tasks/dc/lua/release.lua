@@ -40,7 +40,6 @@ for _, nic in ipairs(vm.nics or {}) do
   end
   redis.call('DEL', P .. 'nic:' .. nic.mac)
   index_rem('nics', nic.mac)
-  index_rem('nics:belongs_to:' .. a.vm_uuid, nic.mac)
   index_rem('nics:cn:' .. nic.cn_uuid, nic.mac)
   kept[#kept + 1] = {network_uuid = nic.network_uuid, ip = nic.ip, mac = nic.mac}
   released = true
