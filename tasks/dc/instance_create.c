@@ -130,16 +130,15 @@ static int create_work(void *data, const atomic_bool *stop, char *err, size_t er
     if (stat(a->image, &st) != 0) {
         int e = errno;
         a->code = "ImageFileMissing";
-        snprintf(err, errlen, "the server's image file %s: %s (dc.image_ensure makes it)",
-                 a->image, strerror(e));
+        snprintf(err, errlen, "the server's image file %s: %s (dc.image_ensure makes it)", a->image,
+                 strerror(e));
         return -e;
     }
     const json_t *boot = json_array_get(json_object_get(a->vm, "disks"), 0);
     uint64_t boot_bytes = (uint64_t)json_integer_value(json_object_get(boot, "size")) * MIB;
     if ((uint64_t)st.st_size > boot_bytes) {
         a->code = "InvalidArgument";
-        snprintf(err, errlen,
-                 "disks[0].size: %llu MiB is smaller than the image %s (%lld bytes)",
+        snprintf(err, errlen, "disks[0].size: %llu MiB is smaller than the image %s (%lld bytes)",
                  (unsigned long long)(boot_bytes / MIB), a->image, (long long)st.st_size);
         return -EINVAL;
     }
@@ -267,10 +266,10 @@ static void create_start(tern_ctx *ctx, const json_t *args)
     char now[48];
     iso_now(now, sizeof now);
     a->vm = json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "uuid", vm_uuid, "image_uuid", image_uuid,
-                      "state", "stopped", "disks", disks, "workload", workload,
-                      "create_timestamp", now);
-    static const char *const copied[] = {"alias", "owner_uuid", "brand", "ram", "vcpus",
-                                         "nics", "customer_metadata", "autoboot", NULL};
+                      "state", "stopped", "disks", disks, "workload", workload, "create_timestamp",
+                      now);
+    static const char *const copied[] = {"alias", "owner_uuid",        "brand",    "ram", "vcpus",
+                                         "nics",  "customer_metadata", "autoboot", NULL};
     for (size_t i = 0; copied[i] != NULL; i++) {
         const json_t *v = json_object_get(args, copied[i]);
         json_object_set_new(a->vm, copied[i], v != NULL ? json_deep_copy(v) : json_null());
@@ -288,14 +287,13 @@ const tern_task_def dc_instance_create_task = {
     .name = "instance_create",
     .summary = "An instance's files on this server: vm.json and sparse disks (the boot disk "
                "a copy of the server's image); a complete one is kept, a partial one redone.",
-    .args_schema =
-        "{\"required\": [\"vm_uuid\", \"image_uuid\", \"disks\"], \"properties\": {"
-        "\"vm_uuid\": {\"type\": \"string\"}, \"image_uuid\": {\"type\": \"string\"}, "
-        "\"disks\": {\"type\": \"array\"}, \"alias\": {\"type\": \"any\"}, "
-        "\"owner_uuid\": {\"type\": \"any\"}, \"brand\": {\"type\": \"any\"}, "
-        "\"ram\": {\"type\": \"any\"}, \"vcpus\": {\"type\": \"any\"}, "
-        "\"nics\": {\"type\": \"any\"}, \"customer_metadata\": {\"type\": \"any\"}, "
-        "\"autoboot\": {\"type\": \"any\"}}, \"additional\": false}",
+    .args_schema = "{\"required\": [\"vm_uuid\", \"image_uuid\", \"disks\"], \"properties\": {"
+                   "\"vm_uuid\": {\"type\": \"string\"}, \"image_uuid\": {\"type\": \"string\"}, "
+                   "\"disks\": {\"type\": \"array\"}, \"alias\": {\"type\": \"any\"}, "
+                   "\"owner_uuid\": {\"type\": \"any\"}, \"brand\": {\"type\": \"any\"}, "
+                   "\"ram\": {\"type\": \"any\"}, \"vcpus\": {\"type\": \"any\"}, "
+                   "\"nics\": {\"type\": \"any\"}, \"customer_metadata\": {\"type\": \"any\"}, "
+                   "\"autoboot\": {\"type\": \"any\"}}, \"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = create_start,
     .cancel = dc_agent_cancel,
