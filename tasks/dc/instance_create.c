@@ -10,7 +10,8 @@
  *
  * Disk N sits in PCI slot 0:4:N. Every file is made as "<file>.part" and renamed, and
  * vm.json is renamed into place last, so an instance with a vm.json is complete: run
- * again, the task answers what that vm.json says (nothing made twice). A directory
+ * again, the task answers what that vm.json says (nothing made twice), or fails
+ * InstanceConflict when it holds another image or other disks. A directory
  * without vm.json is what an attempt killed midway left: it is removed and made again.
  * The work runs on the thread pool; a cancelled attempt removes what it made.
  *
@@ -116,12 +117,38 @@ static int make_files(create_arg_t *a, const atomic_bool *stop, char *err, size_
     return instance_json_write(a->p.vm_json, a->vm, err, errlen);
 }
 
+/* A complete instance answers a create asking for it again (the same image, the same
+ * disks); one that differs is another instance under the same uuid, never taken for
+ * the one asked: InstanceConflict. */
+static int same_instance(create_arg_t *a, char *err, size_t errlen)
+{
+    const json_t *want = json_object_get(a->vm, "disks");
+    const json_t *have = json_object_get(a->existing, "disks");
+    const char *img_want = json_string_value(json_object_get(a->vm, "image_uuid"));
+    const char *img_have = json_string_value(json_object_get(a->existing, "image_uuid"));
+    bool same = img_have != NULL && strcmp(img_want, img_have) == 0 &&
+                json_array_size(want) == json_array_size(have);
+    for (size_t i = 0; same && i < json_array_size(want); i++)
+        same = json_equal(json_object_get(json_array_get(want, i), "size"),
+                          json_object_get(json_array_get(have, i), "size"));
+    if (same)
+        return 0;
+    a->code = "InstanceConflict";
+    char *text = json_dumps(have, JSON_COMPACT);
+    snprintf(err, errlen,
+             "%s holds instance %s of image %s with disks %s, not the one asked for (image %s)",
+             a->p.dir, json_string_value(json_object_get(a->existing, "uuid")) ?: "?",
+             img_have != NULL ? img_have : "?", text != NULL ? text : "?", img_want);
+    free(text);
+    return -EEXIST;
+}
+
 static int create_work(void *data, const atomic_bool *stop, char *err, size_t errlen)
 {
     create_arg_t *a = data;
     a->code = "InstanceCreateFailed";
     if (instance_json_read(a->p.vm_json, &a->existing, err, errlen) == 0)
-        return 0; /* complete: made by an earlier attempt */
+        return same_instance(a, err, errlen); /* complete: made by an earlier attempt */
     /* Partial (no vm.json): what an attempt killed midway left, made again. */
     int rc = instance_tree_remove(a->root, a->p.dir, err, errlen);
     if (rc != 0)

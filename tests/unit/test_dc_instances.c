@@ -368,6 +368,12 @@ static void test_create(void **state)
     assert_int_equal(stat_of(disk0).st_ino, st0.st_ino);
     assert_int_equal(stat_of(disk0).st_mtim.tv_nsec, st0.st_mtim.tv_nsec);
     assert_int_equal(stat_of(disk1).st_ino, st1.st_ino);
+    /* Another instance asked for under the same uuid: refused, the one there kept. */
+    const char *other = "{\"vm_uuid\": \"" VM1 "\", \"image_uuid\": \"" IMG "\", "
+                        "\"disks\": [{\"boot\": true, \"size\": 10240}, {\"size\": 1}]}";
+    run_fails(h, "instance_create", other, "InstanceConflict", "not the one asked for");
+    assert_int_equal(stat_of(disk1).st_ino, st1.st_ino);
+    assert_int_equal(stat_of(disk1).st_size, 20480 * MIB);
 
     /* A partial instance (an attempt killed midway: a .part, no vm.json) is redone. */
     const char *vm2 = "22222222-2222-4222-8222-222222222222";
