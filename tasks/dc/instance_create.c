@@ -20,7 +20,8 @@
  *    "autoboot"?}
  *   -> {"disks": [{"path", "size", "pci_slot", "boot", "image_uuid"?}], "created": bool}
  *
- * disks[0] is the boot disk and the only one; its size is at least the image's.
+ * disks[0] is the boot disk, the only one that boots (up to 8 disks); its size is at
+ * least the image's.
  * customer_metadata["lab:workload"] must name a workload of the lab (InvalidArgument
  * otherwise, before anything is made). The server's image missing is ImageFileMissing
  * naming the file, with nothing left behind.
