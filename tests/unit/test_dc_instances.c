@@ -614,6 +614,26 @@ static void test_create_cancelled(void **state)
     task_harness_free(h);
 }
 
+/* An agent killed -9 mid-copy left a ".part": the agent's next start removes it and
+ * keeps the whole copies. */
+static void test_init_removes_cut_copies(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
+    task_harness_free(h);
+    char part[PATH_MAX + 128];
+    snprintf(part, sizeof part, "%s/images/" IMG2 ".img.part", root);
+    FILE *f = fopen(part, "w");
+    assert_non_null(f);
+    fputs("a copy cut short", f);
+    fclose(f);
+    h = new_agent();
+    assert_false(exists(part));
+    assert_true(exists(path_in("%s/images/" IMG ".img", root)));
+    task_harness_free(h);
+}
+
 static int compare_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -674,6 +694,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_stop_kills_a_stuck_workload),
         cmocka_unit_test(test_start_refusals),
         cmocka_unit_test(test_create_cancelled),
+        cmocka_unit_test(test_init_removes_cut_copies),
         cmocka_unit_test(test_create_time),
     };
     write_description();
