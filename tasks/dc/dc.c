@@ -49,9 +49,9 @@
 
 /* Retrying does not help these: the arguments, the configuration or the data root
  * must change first. */
-const char *const dc_fatal_codes[] = {
-    "InvalidArgument",     "NotAnAgent",       "NoWorkloadBin",    "ResourceNotFound",
-    "PathOutsideDataRoot", "InstanceNotFound", "ImageFileMissing", NULL};
+const char *const dc_fatal_codes[] = {"InvalidArgument",  "NotAnAgent",          "NoWorkloadBin",
+                                      "ResourceNotFound", "PathOutsideDataRoot", "InstanceNotFound",
+                                      "ImageFileMissing", "InstanceConflict",    NULL};
 
 /* ---- configuration ------------------------------------------------------------------- */
 

@@ -159,8 +159,8 @@ int file_job_start(tern_ctx *ctx, file_work_t *w, const char *key, file_job_fn f
             arg_free(arg);
         return -ENOMEM;
     }
-    *j = (file_job_t){.work = w, .ctx = ctx, .key = k, .fn = fn, .arg = arg, .arg_free = arg_free,
-                      .done = done};
+    *j = (file_job_t){
+        .work = w, .ctx = ctx, .key = k, .fn = fn, .arg = arg, .arg_free = arg_free, .done = done};
     atomic_init(&j->stop, false);
     pthread_mutex_lock(&w->lock);
     sweep(w);

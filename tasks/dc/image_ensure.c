@@ -53,6 +53,13 @@ static int ensure_work(void *data, const atomic_bool *stop, char *err, size_t er
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", a->dst);
     *strrchr(dir, '/') = '\0';
+    struct stat st;
+    if (lstat(dir, &st) == 0 && (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))) {
+        a->code = "PathOutsideDataRoot";
+        snprintf(err, errlen, "%s is %s, not the data root's images directory: refused", dir,
+                 S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
+        return -EPERM;
+    }
     int rc = mkdir_one(dir);
     if (rc != 0) {
         a->code = "ImageCopyFailed";

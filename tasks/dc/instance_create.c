@@ -10,7 +10,8 @@
  *
  * Disk N sits in PCI slot 0:4:N. Every file is made as "<file>.part" and renamed, and
  * vm.json is renamed into place last, so an instance with a vm.json is complete: run
- * again, the task answers what that vm.json says (nothing made twice). A directory
+ * again, the task answers what that vm.json says (nothing made twice), or fails
+ * InstanceConflict when it holds another image or other disks. A directory
  * without vm.json is what an attempt killed midway left: it is removed and made again.
  * The work runs on the thread pool; a cancelled attempt removes what it made.
  *
@@ -19,7 +20,8 @@
  *    "autoboot"?}
  *   -> {"disks": [{"path", "size", "pci_slot", "boot", "image_uuid"?}], "created": bool}
  *
- * disks[0] is the boot disk and the only one; its size is at least the image's.
+ * disks[0] is the boot disk, the only one that boots (up to 8 disks); its size is at
+ * least the image's.
  * customer_metadata["lab:workload"] must name a workload of the lab (InvalidArgument
  * otherwise, before anything is made). The server's image missing is ImageFileMissing
  * naming the file, with nothing left behind.
@@ -116,12 +118,38 @@ static int make_files(create_arg_t *a, const atomic_bool *stop, char *err, size_
     return instance_json_write(a->p.vm_json, a->vm, err, errlen);
 }
 
+/* A complete instance answers a create asking for it again (the same image, the same
+ * disks); one that differs is another instance under the same uuid, never taken for
+ * the one asked: InstanceConflict. */
+static int same_instance(create_arg_t *a, char *err, size_t errlen)
+{
+    const json_t *want = json_object_get(a->vm, "disks");
+    const json_t *have = json_object_get(a->existing, "disks");
+    const char *img_want = json_string_value(json_object_get(a->vm, "image_uuid"));
+    const char *img_have = json_string_value(json_object_get(a->existing, "image_uuid"));
+    bool same = img_have != NULL && strcmp(img_want, img_have) == 0 &&
+                json_array_size(want) == json_array_size(have);
+    for (size_t i = 0; same && i < json_array_size(want); i++)
+        same = json_equal(json_object_get(json_array_get(want, i), "size"),
+                          json_object_get(json_array_get(have, i), "size"));
+    if (same)
+        return 0;
+    a->code = "InstanceConflict";
+    char *text = json_dumps(have, JSON_COMPACT);
+    snprintf(err, errlen,
+             "%s holds instance %s of image %s with disks %s, not the one asked for (image %s)",
+             a->p.dir, json_string_value(json_object_get(a->existing, "uuid")) ?: "?",
+             img_have != NULL ? img_have : "?", text != NULL ? text : "?", img_want);
+    free(text);
+    return -EEXIST;
+}
+
 static int create_work(void *data, const atomic_bool *stop, char *err, size_t errlen)
 {
     create_arg_t *a = data;
     a->code = "InstanceCreateFailed";
     if (instance_json_read(a->p.vm_json, &a->existing, err, errlen) == 0)
-        return 0; /* complete: made by an earlier attempt */
+        return same_instance(a, err, errlen); /* complete: made by an earlier attempt */
     /* Partial (no vm.json): what an attempt killed midway left, made again. */
     int rc = instance_tree_remove(a->root, a->p.dir, err, errlen);
     if (rc != 0)
@@ -130,16 +158,15 @@ static int create_work(void *data, const atomic_bool *stop, char *err, size_t er
     if (stat(a->image, &st) != 0) {
         int e = errno;
         a->code = "ImageFileMissing";
-        snprintf(err, errlen, "the server's image file %s: %s (dc.image_ensure makes it)",
-                 a->image, strerror(e));
+        snprintf(err, errlen, "the server's image file %s: %s (dc.image_ensure makes it)", a->image,
+                 strerror(e));
         return -e;
     }
     const json_t *boot = json_array_get(json_object_get(a->vm, "disks"), 0);
     uint64_t boot_bytes = (uint64_t)json_integer_value(json_object_get(boot, "size")) * MIB;
     if ((uint64_t)st.st_size > boot_bytes) {
         a->code = "InvalidArgument";
-        snprintf(err, errlen,
-                 "disks[0].size: %llu MiB is smaller than the image %s (%lld bytes)",
+        snprintf(err, errlen, "disks[0].size: %llu MiB is smaller than the image %s (%lld bytes)",
                  (unsigned long long)(boot_bytes / MIB), a->image, (long long)st.st_size);
         return -EINVAL;
     }
@@ -267,10 +294,10 @@ static void create_start(tern_ctx *ctx, const json_t *args)
     char now[48];
     iso_now(now, sizeof now);
     a->vm = json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "uuid", vm_uuid, "image_uuid", image_uuid,
-                      "state", "stopped", "disks", disks, "workload", workload,
-                      "create_timestamp", now);
-    static const char *const copied[] = {"alias", "owner_uuid", "brand", "ram", "vcpus",
-                                         "nics", "customer_metadata", "autoboot", NULL};
+                      "state", "stopped", "disks", disks, "workload", workload, "create_timestamp",
+                      now);
+    static const char *const copied[] = {"alias", "owner_uuid",        "brand",    "ram", "vcpus",
+                                         "nics",  "customer_metadata", "autoboot", NULL};
     for (size_t i = 0; copied[i] != NULL; i++) {
         const json_t *v = json_object_get(args, copied[i]);
         json_object_set_new(a->vm, copied[i], v != NULL ? json_deep_copy(v) : json_null());
@@ -288,14 +315,13 @@ const tern_task_def dc_instance_create_task = {
     .name = "instance_create",
     .summary = "An instance's files on this server: vm.json and sparse disks (the boot disk "
                "a copy of the server's image); a complete one is kept, a partial one redone.",
-    .args_schema =
-        "{\"required\": [\"vm_uuid\", \"image_uuid\", \"disks\"], \"properties\": {"
-        "\"vm_uuid\": {\"type\": \"string\"}, \"image_uuid\": {\"type\": \"string\"}, "
-        "\"disks\": {\"type\": \"array\"}, \"alias\": {\"type\": \"any\"}, "
-        "\"owner_uuid\": {\"type\": \"any\"}, \"brand\": {\"type\": \"any\"}, "
-        "\"ram\": {\"type\": \"any\"}, \"vcpus\": {\"type\": \"any\"}, "
-        "\"nics\": {\"type\": \"any\"}, \"customer_metadata\": {\"type\": \"any\"}, "
-        "\"autoboot\": {\"type\": \"any\"}}, \"additional\": false}",
+    .args_schema = "{\"required\": [\"vm_uuid\", \"image_uuid\", \"disks\"], \"properties\": {"
+                   "\"vm_uuid\": {\"type\": \"string\"}, \"image_uuid\": {\"type\": \"string\"}, "
+                   "\"disks\": {\"type\": \"array\"}, \"alias\": {\"type\": \"any\"}, "
+                   "\"owner_uuid\": {\"type\": \"any\"}, \"brand\": {\"type\": \"any\"}, "
+                   "\"ram\": {\"type\": \"any\"}, \"vcpus\": {\"type\": \"any\"}, "
+                   "\"nics\": {\"type\": \"any\"}, \"customer_metadata\": {\"type\": \"any\"}, "
+                   "\"autoboot\": {\"type\": \"any\"}}, \"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = create_start,
     .cancel = dc_agent_cancel,

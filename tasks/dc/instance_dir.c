@@ -83,14 +83,14 @@ int instance_paths(const char *root, const char *vm_uuid, instance_paths_t *out,
     }
     if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
         return fail(err, errlen, -EPERM,
-                    "%s is %s, not an instance directory of the data root %s: refused",
-                    out->dir, S_ISLNK(st.st_mode) ? "a symlink" : "not a directory", root);
+                    "%s is %s, not an instance directory of the data root %s: refused", out->dir,
+                    S_ISLNK(st.st_mode) ? "a symlink" : "not a directory", root);
     char *real = realpath(out->dir, NULL);
     bool inside = real != NULL && strcmp(real, out->dir) == 0;
     free(real);
     if (!inside)
-        return fail(err, errlen, -EPERM, "%s resolves outside the data root %s: refused",
-                    out->dir, root);
+        return fail(err, errlen, -EPERM, "%s resolves outside the data root %s: refused", out->dir,
+                    root);
     return 0;
 }
 
@@ -118,8 +118,8 @@ int instance_tree_remove(const char *root, const char *dir, char *err, size_t er
     if (strncmp(dir, root, n) != 0 || dir[n] != '/' || dir[n + 1] == '\0' ||
         strchr(dir + n + 1, '/') != NULL || strcmp(dir + n + 1, "..") == 0 ||
         strcmp(dir + n + 1, ".") == 0)
-        return fail(err, errlen, -EPERM, "%s is not a directory of the data root %s: refused",
-                    dir, root);
+        return fail(err, errlen, -EPERM, "%s is not a directory of the data root %s: refused", dir,
+                    root);
     struct stat st;
     if (lstat(dir, &st) != 0)
         return errno == ENOENT ? 0 : fail(err, errlen, -errno, "%s: %s", dir, strerror(errno));
@@ -254,11 +254,10 @@ json_t *instance_scan(const char *root)
             continue; /* partial: the create that made it will redo it */
         pid_t pid = instance_workload_pid(&p);
         const json_t *state = json_object_get(vm, "state");
-        json_array_append_new(list, json_pack("{s:s, s:O, s:s, s:o, s:b}", "uuid", de->d_name,
-                                              "state", state != NULL ? state : json_null(), "dir",
-                                              p.dir, "pid",
-                                              pid > 0 ? json_integer(pid) : json_null(), "alive",
-                                              pid > 0));
+        json_array_append_new(
+            list, json_pack("{s:s, s:O, s:s, s:o, s:b}", "uuid", de->d_name, "state",
+                            state != NULL ? state : json_null(), "dir", p.dir, "pid",
+                            pid > 0 ? json_integer(pid) : json_null(), "alive", pid > 0));
         json_decref(vm);
     }
     closedir(d);

@@ -34,12 +34,12 @@
 #include "lib/args.h"
 #include "proc_check.h"
 
-#define WORKLOAD_COMM     "tern-workload"
-#define SPAWN_TIMEOUT_MS  10000 /* the starting program returns once the workload runs */
-#define PIDFILE_WAIT_MS   5000  /* after it returned, for a live pid in the pid file */
-#define STOP_GRACE_MS     10000 /* SIGTERM to SIGKILL */
-#define KILL_WAIT_MS      5000  /* SIGKILL to giving up */
-#define POLL_MS           20
+#define WORKLOAD_COMM    "tern-workload"
+#define SPAWN_TIMEOUT_MS 10000 /* the starting program returns once the workload runs */
+#define PIDFILE_WAIT_MS  5000  /* after it returned, for a live pid in the pid file */
+#define STOP_GRACE_MS    10000 /* SIGTERM to SIGKILL */
+#define KILL_WAIT_MS     5000  /* SIGKILL to giving up */
+#define POLL_MS          20
 
 static uint64_t now_ms(void)
 {
@@ -51,8 +51,8 @@ static uint64_t now_ms(void)
 /* The instance's paths and vm.json for task `task`, or false after failing the
  * attempt (InvalidArgument, PathOutsideDataRoot, InstanceNotFound). *vm is a new
  * reference when wanted. */
-static bool instance_open(tern_ctx *ctx, const char *task, const dc_state_t *s,
-                          const json_t *args, instance_paths_t *p, json_t **vm)
+static bool instance_open(tern_ctx *ctx, const char *task, const dc_state_t *s, const json_t *args,
+                          instance_paths_t *p, json_t **vm)
 {
     char msg[1024];
     const char *vm_uuid = NULL;
@@ -117,8 +117,7 @@ static void start_poll(tern_ctx *ctx, void *data)
         attempts_end(s->attempts, ctx);
         return;
     }
-    if (now_ms() >= st->deadline_ms ||
-        tern_timer_start(ctx, POLL_MS, start_poll, st) < 0) {
+    if (now_ms() >= st->deadline_ms || tern_timer_start(ctx, POLL_MS, start_poll, st) < 0) {
         tern_task_fail(ctx, "WorkloadStartFailed",
                        "dc.instance_start: %s names no live workload %d ms after it was "
                        "started (see %s/workload.log)",
@@ -133,10 +132,10 @@ static void start_spawned(tern_ctx *ctx, const tern_spawn_res *res, void *data)
     start_attempt_t *st = data;
     if (res->error != NULL || res->exit_status != 0) {
         tern_task_fail(ctx, "WorkloadStartFailed", "dc.instance_start: %s: %s%s", st->p.dir,
-                       res->error != NULL      ? res->error
-                       : res->timed_out        ? "the workload did not start in time"
-                       : res->stderr_len > 0   ? res->stderr_tail
-                                               : "the workload exited",
+                       res->error != NULL    ? res->error
+                       : res->timed_out      ? "the workload did not start in time"
+                       : res->stderr_len > 0 ? res->stderr_tail
+                                             : "the workload exited",
                        res->term_signal != 0 ? " (killed by a signal)" : "");
         attempts_end(s->attempts, ctx);
         return;
@@ -162,10 +161,10 @@ static void start_start(tern_ctx *ctx, const json_t *args)
     }
     char msg[512];
     const json_t *kind_v = json_object_get(vm, "workload");
-    const char *kind = kind_v != NULL ? json_string_value(kind_v)
-                                      : instance_workload_kind(
-                                            json_object_get(vm, "customer_metadata"), msg,
-                                            sizeof msg);
+    const char *kind =
+        kind_v != NULL
+            ? json_string_value(kind_v)
+            : instance_workload_kind(json_object_get(vm, "customer_metadata"), msg, sizeof msg);
     if (kind == NULL || (strcmp(kind, "idle") != 0 && strcmp(kind, "writer") != 0)) {
         if (kind != NULL || kind_v != NULL)
             snprintf(msg, sizeof msg, "workload: expected one of " INSTANCE_WORKLOADS);
@@ -212,12 +211,15 @@ static void start_start(tern_ctx *ctx, const json_t *args)
     st->p = p;
     st->deadline_ms = 0;
     attempts_add(s->attempts, ctx, st, free);
-    tern_spawn_opts opts = {.size = sizeof opts, .argv = argv, .timeout_ms = SPAWN_TIMEOUT_MS,
-                            .cwd = p.dir, .tail_bytes = 2048};
+    tern_spawn_opts opts = {.size = sizeof opts,
+                            .argv = argv,
+                            .timeout_ms = SPAWN_TIMEOUT_MS,
+                            .cwd = p.dir,
+                            .tail_bytes = 2048};
     int rc = tern_spawn(ctx, &opts, start_spawned, st);
     if (rc != 0) {
-        tern_task_fail(ctx, "WorkloadStartFailed", "%s: cannot run %s: %s", task,
-                       s->workload_bin, strerror(rc < 0 ? -rc : rc));
+        tern_task_fail(ctx, "WorkloadStartFailed", "%s: cannot run %s: %s", task, s->workload_bin,
+                       strerror(rc < 0 ? -rc : rc));
         attempts_end(s->attempts, ctx);
     }
 }
@@ -274,8 +276,9 @@ static void stop_poll(tern_ctx *ctx, void *data)
             attempts_end(s->attempts, ctx);
             return;
         }
-        tern_log(ctx, TERN_LOG_WARN, "%s: workload pid %ld of %s ignored SIGTERM for %d ms: SIGKILL",
-                 st->task, (long)st->pid, st->p.dir, STOP_GRACE_MS);
+        tern_log(ctx, TERN_LOG_WARN,
+                 "%s: workload pid %ld of %s ignored SIGTERM for %d ms: SIGKILL", st->task,
+                 (long)st->pid, st->p.dir, STOP_GRACE_MS);
         if (kill(st->pid, SIGKILL) != 0 && errno == ESRCH) {
             stop_gone(ctx, st);
             return;

@@ -34,13 +34,13 @@
 #include "sparse.h"
 #include "task_harness.h"
 
-#define MIB    (1024ll * 1024ll)
-#define CN1    "4d16fdf2-c04f-41fb-b197-1c8335405d01"
-#define IMG    "3c00c831-904f-482f-a941-dda583127bb6" /* 10 GiB, 1 MiB of data */
-#define IMG2   "fc632c0e-d053-4365-9cdf-941218110459" /* in the description, file never made */
-#define VM1    "11111111-1111-4111-8111-111111111111"
-#define BOUND  20000 /* ms: any one task */
-#define NRUNS  5     /* creates timed */
+#define MIB   (1024ll * 1024ll)
+#define CN1   "4d16fdf2-c04f-41fb-b197-1c8335405d01"
+#define IMG   "3c00c831-904f-482f-a941-dda583127bb6" /* 10 GiB, 1 MiB of data */
+#define IMG2  "fc632c0e-d053-4365-9cdf-941218110459" /* in the description, file never made */
+#define VM1   "11111111-1111-4111-8111-111111111111"
+#define BOUND 20000 /* ms: any one task */
+#define NRUNS 5     /* creates timed */
 
 static const char *plugin_path;
 static const char *workload_bin;
@@ -101,8 +101,8 @@ static json_t *run_ok(task_harness_t *h, const char *entry, const char *args_tex
     return result;
 }
 
-static void run_fails(task_harness_t *h, const char *entry, const char *args_text,
-                      const char *code, const char *part)
+static void run_fails(task_harness_t *h, const char *entry, const char *args_text, const char *code,
+                      const char *part)
 {
     harness_run_t r = run(h, entry, args_text);
     harness_run_assert_failed(&r, code, part);
@@ -120,8 +120,7 @@ static char *create_args(const char *vm, const char *image, const char *workload
              "\"customer_metadata\": %s, "
              "\"disks\": [{\"boot\": true, \"size\": 10240, \"image_uuid\": \"%s\"}, "
              "{\"size\": 20480}]}",
-             vm, image,
-             workload != NULL ? workload : "{}", image);
+             vm, image, workload != NULL ? workload : "{}", image);
     return buf;
 }
 
@@ -198,8 +197,10 @@ static off_t next_data(const char *path, off_t from)
     return at;
 }
 
-/* `tern-workload verify FILE`: the number of valid records (exit 0 asserted). */
-static long verify_records(const char *disk)
+/* `tern-workload verify FILE`: the number of valid records. Exit 0 is asserted when
+ * `settled` (no writer on the disk); on a live disk a batch still landing can read as
+ * a gap at the tail (exit 1), and only the count is used. */
+static long verify_records(const char *disk, bool settled)
 {
     char cmd[2 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "'%s' verify '%s'", workload_bin, disk);
@@ -208,7 +209,7 @@ static long verify_records(const char *disk)
     long n = -1;
     int got = fscanf(p, "%ld", &n);
     int status = pclose(p);
-    if (got != 1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    if (got != 1 || !WIFEXITED(status) || WEXITSTATUS(status) > (settled ? 0 : 1))
         fail_msg("%s: status %d, read %d", cmd, status, got);
     return n;
 }
@@ -262,7 +263,9 @@ static void write_description(void)
     assert_int_equal(fclose(f), 0);
     assert_int_equal(mkdir(path_in("%s/servers", lab_dir), 0755), 0);
     assert_int_equal(mkdir(root, 0755), 0);
-    dc_image_t img = {.uuid = IMG, .size_mib = 10240, .data_mib = 1,
+    dc_image_t img = {.uuid = IMG,
+                      .size_mib = 10240,
+                      .data_mib = 1,
                       .file = path_in("%s/images/lab-os-1.0.img", lab_dir)};
     bool made = false;
     char err[512];
@@ -315,11 +318,11 @@ static void test_create(void **state)
     json_t *r = run_ok(h, "instance_create", create_args(VM1, IMG, NULL));
     char dir[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/" VM1, root);
-    json_t *want = json_pack(
-        "[{s:s, s:i, s:s, s:b, s:s}, {s:s, s:i, s:s, s:b}]", "path",
-        path_in("%s/disks/disk0.img", dir), "size", 10240, "pci_slot", "0:4:0", "boot", 1,
-        "image_uuid", IMG, "path", path_in("%s/disks/disk1.img", dir), "size", 20480, "pci_slot",
-        "0:4:1", "boot", 0);
+    json_t *want =
+        json_pack("[{s:s, s:i, s:s, s:b, s:s}, {s:s, s:i, s:s, s:b}]", "path",
+                  path_in("%s/disks/disk0.img", dir), "size", 10240, "pci_slot", "0:4:0", "boot", 1,
+                  "image_uuid", IMG, "path", path_in("%s/disks/disk1.img", dir), "size", 20480,
+                  "pci_slot", "0:4:1", "boot", 0);
     if (!json_equal(json_object_get(r, "disks"), want))
         fail_msg("disks: %s", json_dumps(json_object_get(r, "disks"), 0));
     assert_true(json_is_true(json_object_get(r, "created")));
@@ -365,6 +368,12 @@ static void test_create(void **state)
     assert_int_equal(stat_of(disk0).st_ino, st0.st_ino);
     assert_int_equal(stat_of(disk0).st_mtim.tv_nsec, st0.st_mtim.tv_nsec);
     assert_int_equal(stat_of(disk1).st_ino, st1.st_ino);
+    /* Another instance asked for under the same uuid: refused, the one there kept. */
+    const char *other = "{\"vm_uuid\": \"" VM1 "\", \"image_uuid\": \"" IMG "\", "
+                        "\"disks\": [{\"boot\": true, \"size\": 10240}, {\"size\": 1}]}";
+    run_fails(h, "instance_create", other, "InstanceConflict", "not the one asked for");
+    assert_int_equal(stat_of(disk1).st_ino, st1.st_ino);
+    assert_int_equal(stat_of(disk1).st_size, 20480 * MIB);
 
     /* A partial instance (an attempt killed midway: a .part, no vm.json) is redone. */
     const char *vm2 = "22222222-2222-4222-8222-222222222222";
@@ -429,8 +438,7 @@ static void test_path_escape(void **state)
     fclose(f);
     assert_int_equal(symlink(outside, path_in("%s/%s", root, vm)), 0);
     run_fails(h, "instance_destroy", vm_args(vm), "PathOutsideDataRoot", "a symlink");
-    run_fails(h, "instance_create", create_args(vm, IMG, NULL), "PathOutsideDataRoot",
-              "a symlink");
+    run_fails(h, "instance_create", create_args(vm, IMG, NULL), "PathOutsideDataRoot", "a symlink");
     run_fails(h, "instance_start", vm_args(vm), "PathOutsideDataRoot", "a symlink");
     run_fails(h, "instance_stop", vm_args(vm), "PathOutsideDataRoot", "a symlink");
     assert_true(exists(path_in("%s/keep", outside)));
@@ -448,8 +456,8 @@ static void test_start_stop_restart_destroy(void **state)
     task_harness_t *h = new_agent();
     const char *vm = "55555555-5555-4555-8555-555555555555";
     json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
-    json_decref(run_ok(h, "instance_create",
-                       create_args(vm, IMG, "{\"lab:workload\": \"writer\"}")));
+    json_decref(
+        run_ok(h, "instance_create", create_args(vm, IMG, "{\"lab:workload\": \"writer\"}")));
     json_t *r = run_ok(h, "instance_start", vm_args(vm));
     long pid = (long)json_integer_value(json_object_get(r, "pid"));
     assert_true(json_is_true(json_object_get(r, "started")));
@@ -470,10 +478,10 @@ static void test_start_stop_restart_destroy(void **state)
     snprintf(disk1, sizeof disk1, "%s/disks/disk1.img", dir);
     long first = -1, later = -1;
     for (int i = 0; i < 500 && first < 1; i++, sleep_ms(20))
-        first = verify_records(disk1);
+        first = verify_records(disk1, false);
     assert_true(first >= 1);
     for (int i = 0; i < 500 && later <= first; i++, sleep_ms(20))
-        later = verify_records(disk1);
+        later = verify_records(disk1, false);
     assert_true(later > first);
 
     /* Start again: the same workload. */
@@ -512,7 +520,7 @@ static void test_start_stop_restart_destroy(void **state)
     doc = json_load_file(path_in("%s/vm.json", dir), 0, &je);
     assert_string_equal(json_string_value(json_object_get(doc, "state")), "stopped");
     json_decref(doc);
-    long written = verify_records(disk1);
+    long written = verify_records(disk1, true);
     assert_true(written >= later);
     r = run_ok(h, "instance_stop", vm_args(vm));
     assert_true(json_is_null(json_object_get(r, "pid")));
@@ -533,6 +541,35 @@ static void test_start_stop_restart_destroy(void **state)
     assert_true(json_is_false(json_object_get(r, "destroyed")));
     json_decref(r);
     run_fails(h, "instance_start", vm_args(vm), "InstanceNotFound", vm);
+    task_harness_free(h);
+}
+
+/* A workload that does not stop on SIGTERM (stopped with SIGSTOP, so the signal stays
+ * pending) is killed once the grace period is over. */
+static void test_stop_kills_a_stuck_workload(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    const char *vm = "99999999-9999-4999-8999-999999999999";
+    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
+    json_decref(run_ok(h, "instance_create", create_args(vm, IMG, NULL)));
+    json_t *r = run_ok(h, "instance_start", vm_args(vm));
+    long pid = (long)json_integer_value(json_object_get(r, "pid"));
+    json_decref(r);
+    assert_true(alive(pid));
+    assert_int_equal(kill((pid_t)pid, SIGSTOP), 0);
+    json_t *args = task_harness_json(vm_args(vm));
+    harness_run_t run_stop;
+    assert_int_equal(task_harness_run(h, "instance_stop", args, NULL, NULL, 30000, 0, &run_stop),
+                     0);
+    json_decref(args);
+    assert_int_equal(run_stop.outcome.kind, TASK_DONE);
+    assert_int_equal(json_integer_value(json_object_get(run_stop.outcome.result, "pid")), pid);
+    /* SIGTERM went unanswered for the whole grace period before SIGKILL. */
+    assert_true(run_stop.elapsed_ms >= 9000);
+    harness_run_dispose(&run_stop);
+    assert_false(alive(pid));
+    json_decref(run_ok(h, "instance_destroy", vm_args(vm)));
     task_harness_free(h);
 }
 
@@ -574,6 +611,26 @@ static void test_create_cancelled(void **state)
         json_decref(run_ok(h, "instance_destroy", vm_args(vm)));
         assert_false(exists(dir));
     }
+    task_harness_free(h);
+}
+
+/* An agent killed -9 mid-copy left a ".part": the agent's next start removes it and
+ * keeps the whole copies. */
+static void test_init_removes_cut_copies(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
+    task_harness_free(h);
+    char part[PATH_MAX + 128];
+    snprintf(part, sizeof part, "%s/images/" IMG2 ".img.part", root);
+    FILE *f = fopen(part, "w");
+    assert_non_null(f);
+    fputs("a copy cut short", f);
+    fclose(f);
+    h = new_agent();
+    assert_false(exists(part));
+    assert_true(exists(path_in("%s/images/" IMG ".img", root)));
     task_harness_free(h);
 }
 
@@ -634,8 +691,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_create_refusals),
         cmocka_unit_test(test_path_escape),
         cmocka_unit_test(test_start_stop_restart_destroy),
+        cmocka_unit_test(test_stop_kills_a_stuck_workload),
         cmocka_unit_test(test_start_refusals),
         cmocka_unit_test(test_create_cancelled),
+        cmocka_unit_test(test_init_removes_cut_copies),
         cmocka_unit_test(test_create_time),
     };
     write_description();
