@@ -69,7 +69,9 @@ say "the writer's records so far (tern-workload verify on db0's data disk)"
 disk=$("$tern" vm get db0 -j | python3 -c '
 import json, sys
 print([d["path"] for d in json.load(sys.stdin)["disks"] if not d.get("boot")][0])')
-build/lab/tern-workload verify "$disk" || true
+# On a disk the writer is still writing, the count is right but a batch landing can
+# read as a gap at its tail, so the verdict is not this demo's to judge.
+echo "db0's data disk holds $(build/lab/tern-workload verify "$disk" 2>/dev/null || true) valid records"
 
 say "tern vm delete web0"
 "$tern" vm delete web0 --watch
