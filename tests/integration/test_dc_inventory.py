@@ -233,6 +233,12 @@ def addresses_lowest_free_gateway_and_reserved_skipped_exhaustion(inv):
     again = inv.ok('nics_provision', {'vm_uuid': vm_uuid(5), 'owner_uuid': OWNER,
                                       'networks': [{'uuid': NET, 'ip': '203.0.113.20'}]})['nics']
     assert again == nics and inv.hash('network:' + NET)['taken'] == '3'
+    # The last MAC of the prefix used: refused before anything is taken.
+    inv.r.cmd('SET', dc_scripts.NS + 'mac_seq', 16777215)
+    inv.ok('place', place_args(6))
+    inv.error('nics_provision', {'vm_uuid': vm_uuid(6), 'owner_uuid': OWNER,
+                                 'networks': [{'uuid': NET}]}, 'MacsExhausted', '90:b8:d0')
+    assert inv.hash('network:' + NET)['taken'] == '3'
 
 
 @case
