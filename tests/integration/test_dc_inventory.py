@@ -310,6 +310,11 @@ def provision_check_admits_and_refuses_each_bad_input(inv):
       'outside the provision range', 409)
     provision(inv, 1)
     E('provision_check', check_args(), 'VmAlreadyExists', vm_uuid(1), 409)
+    other = vm_uuid(5)
+    E('provision_check', check_args(vm_uuid=other, target=f'/provision-{other}', alias='vm1'),
+      'DuplicateAlias', f'vm1 already names vm {vm_uuid(1)}', 409)
+    assert inv.ok('provision_check', check_args(vm_uuid=other, target=f'/provision-{other}',
+                                                alias='vm1', owner_uuid=OTHER))
     provision(inv, 2, nets=[{'uuid': NET2}])
     provision(inv, 3, nets=[{'uuid': NET2}])
     E('provision_check', check_args(vm_uuid=vm_uuid(4), target=f'/provision-{vm_uuid(4)}',
