@@ -13,8 +13,10 @@
  * server: a ternd runner serving the queue "server:<uuid>" as runner
  * "agent-<hostname>", whose dc configuration names its server and data root. It
  * records each pid in DIR/run/, waits (bounded) until Redis answers, the API answers
- * /ping and every agent is alive on its queue in GET /runners, and prints
- * TERN_URL=http://127.0.0.1:PORT as its last line. On any failure it stops what it
+ * /ping and every agent is alive on its queue in GET /runners, runs a job of the
+ * workflow dc-inventory-load (stored first when ternd does not have it) that loads the
+ * description into the inventory in Redis, and prints TERN_URL=http://127.0.0.1:PORT
+ * as its last line. On any failure it stops what it
  * started and says why.
  *
  * `down` stops, by pid, the agents, the control ternd, the instance workloads whose
@@ -55,6 +57,7 @@
 #include "datacenter.h"
 #include "image_file.h"
 #include "lab_default_datacenter.h"
+#include "lab_inventory_workflow.h"
 #include "probe.h"
 #include "procs.h"
 
@@ -702,6 +705,69 @@ static int wait_ready(lab_t *lab)
     }
 }
 
+/* Runs a dc-inventory-load job to its end (bounded by the lab's timeout): the
+ * inventory in Redis then holds the description's servers, networks, packages and
+ * images. The workflow is stored first; a version already stored (from --workflows)
+ * is kept. */
+static int load_inventory(lab_t *lab)
+{
+    char *body = NULL;
+    int status = probe_http_send(lab->port, "POST", "/workflows", lab_inventory_workflow,
+                                 lab->token, PROBE_MS * 5, &body);
+    if (status != 200 && status != 201 && status != 409) {
+        fprintf(stderr, "tern-lab: POST /workflows (dc-inventory-load): status %d: %s\n", status,
+                body != NULL ? body : "no answer");
+        free(body);
+        return -1;
+    }
+    free(body);
+    status =
+        probe_http_send(lab->port, "POST", "/jobs",
+                        "{\"workflow\": \"dc-inventory-load\", \"target\": \"/dc-inventory-load\"}",
+                        lab->token, PROBE_MS * 5, &body);
+    json_t *job = status == 201 && body != NULL ? json_loads(body, 0, NULL) : NULL;
+    const char *uuid = json_string_value(json_object_get(job, "uuid"));
+    if (uuid == NULL) {
+        fprintf(stderr, "tern-lab: POST /jobs (dc-inventory-load): status %d: %s\n", status,
+                body != NULL ? body : "no answer");
+        free(body);
+        json_decref(job);
+        return -1;
+    }
+    free(body);
+    char *path = xasprintf("/jobs/%s", uuid);
+    uint64_t deadline = now_ms() + lab->o->timeout_ms;
+    int rc = -1;
+    for (;;) {
+        body = NULL;
+        status = probe_http_get(lab->port, path, lab->token, PROBE_MS, &body);
+        json_t *now = status == 200 && body != NULL ? json_loads(body, 0, NULL) : NULL;
+        free(body);
+        const char *ex = json_string_value(json_object_get(now, "execution"));
+        if (ex != NULL && strcmp(ex, "succeeded") == 0) {
+            printf("inventory loaded (job %s)\n", uuid);
+            rc = 0;
+        } else if (ex != NULL && (strcmp(ex, "failed") == 0 || strcmp(ex, "canceled") == 0)) {
+            char *why = json_dumps(json_object_get(now, "error"), JSON_COMPACT | JSON_ENCODE_ANY);
+            fprintf(stderr, "tern-lab: the inventory load (job %s) %s: %s\n", uuid, ex,
+                    why != NULL ? why : "no error recorded");
+            free(why);
+        } else if (now_ms() >= deadline) {
+            fprintf(stderr, "tern-lab: the inventory load (job %s) did not end within %u ms\n",
+                    uuid, lab->o->timeout_ms);
+        } else {
+            json_decref(now);
+            sleep_ms(POLL_MS);
+            continue;
+        }
+        json_decref(now);
+        break;
+    }
+    free(path);
+    json_decref(job);
+    return rc;
+}
+
 /* Refuses a directory where a process of a lab still runs; removes stale pid files. */
 static int refuse_live_lab(const opts_t *o)
 {
@@ -780,7 +846,7 @@ static int cmd_up(const opts_t *o)
         if (start_ternd(&lab, name, sub, s) != 0)
             goto Done;
     }
-    if (wait_ready(&lab) != 0)
+    if (wait_ready(&lab) != 0 || load_inventory(&lab) != 0)
         goto Done;
     char *env = xasprintf("TERN_URL=http://127.0.0.1:%u\n", lab.port);
     char *env_file = xasprintf("%s/lab.env", o->dir);

@@ -60,6 +60,12 @@ int probe_redis_ping(const char *path, unsigned timeout_ms)
 int probe_http_get(unsigned port, const char *path, const char *token, unsigned timeout_ms,
                    char **body)
 {
+    return probe_http_send(port, "GET", path, NULL, token, timeout_ms, body);
+}
+
+int probe_http_send(unsigned port, const char *method, const char *path, const char *json,
+                    const char *token, unsigned timeout_ms, char **body)
+{
     *body = NULL;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -67,14 +73,18 @@ int probe_http_get(unsigned port, const char *path, const char *token, unsigned 
     set_timeouts(fd, timeout_ms);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    char req[1024];
+    char req[1024], length[96] = "";
+    if (json != NULL)
+        snprintf(length, sizeof length, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+                 strlen(json));
     int n = snprintf(req, sizeof req,
-                     "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%u\r\nAccept: application/json\r\n"
-                     "%s%s%sConnection: close\r\n\r\n",
-                     path, port, token != NULL ? "Authorization: Bearer " : "",
+                     "%s %s HTTP/1.0\r\nHost: 127.0.0.1:%u\r\nAccept: application/json\r\n"
+                     "%s%s%s%sConnection: close\r\n\r\n",
+                     method, path, port, length, token != NULL ? "Authorization: Bearer " : "",
                      token != NULL ? token : "", token != NULL ? "\r\n" : "");
     if (n <= 0 || (size_t)n >= sizeof req || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        send_all(fd, req, (size_t)n) != 0) {
+        send_all(fd, req, (size_t)n) != 0 ||
+        (json != NULL && send_all(fd, json, strlen(json)) != 0)) {
         close(fd);
         return 0;
     }

@@ -1,6 +1,6 @@
 /*
  * probe.h -- asking a lab's servers whether they are up, without a client library:
- * a PING to Redis on its unix socket, and a GET to ternd's API on loopback. Each call
+ * a PING to Redis on its unix socket, and a request to ternd's API on loopback. Each call
  * blocks at most its timeout.
  */
 #ifndef LAB_PROBE_H
@@ -16,5 +16,10 @@ int probe_redis_ping(const char *path, unsigned timeout_ms);
  * malloc'd and NUL-terminated, in *body (NULL when no answer). */
 int probe_http_get(unsigned port, const char *path, const char *token, unsigned timeout_ms,
                    char **body);
+
+/* probe_http_get with another method and, when json is not NULL, that JSON text as
+ * the request's body. */
+int probe_http_send(unsigned port, const char *method, const char *path, const char *json,
+                    const char *token, unsigned timeout_ms, char **body);
 
 #endif

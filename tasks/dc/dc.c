@@ -1,8 +1,9 @@
 /*
  * dc.c -- the "dc" task family: the datacenter's plugin. One plugin, so one Redis
  * namespace holds the whole inventory and a change to several records is one script.
- * For now it knows the datacenter's static description and, on an agent, which
- * server it is; the inventory, placement and the instance tasks build on this.
+ * It knows the datacenter's static description and, on an agent, which server it is;
+ * the control plane's tasks and views keep and read the inventory in Redis
+ * (inventory_tasks.c, views.c, docs/DATACENTER.md).
  *
  *   dc.agent_info   {}   -> {"server_uuid", "hostname", "rack", "data_root"}
  *                           on a server's agent; fails NotAnAgent elsewhere
@@ -30,11 +31,8 @@
 #include <tern/task.h>
 
 #include "datacenter.h"
-
-typedef struct dc_state {
-    datacenter_t *dc;          /* NULL when no description was configured */
-    const dc_server_t *server; /* this agent's server (in dc), or NULL */
-} dc_state_t;
+#include "dc_state.h"
+#include "dc_tasks.h"
 
 static const char *const fatal_codes[] = {"InvalidArgument", "NotAnAgent", NULL};
 
@@ -172,7 +170,12 @@ static const tern_task_def agent_info_task = {
     .start = agent_info_start,
 };
 
-static const tern_task_def *const tasks[] = {&agent_info_task, NULL};
+/* One entry a line. */
+static const tern_task_def *const tasks[] = {
+    &agent_info_task,      &dc_inventory_load_task, &dc_provision_check_task,
+    &dc_vm_check_task,     &dc_place_task,          &dc_nics_provision_task,
+    &dc_vm_set_state_task, &dc_release_task,        NULL,
+};
 
 static const tern_plugin dc_plugin = {
     .magic = TERN_PLUGIN_MAGIC,
@@ -184,6 +187,7 @@ static const tern_plugin dc_plugin = {
     .init = dc_init,
     .fini = dc_fini,
     .tasks = tasks,
+    .views = dc_views,
 };
 
 TERN_PLUGIN(dc_plugin)

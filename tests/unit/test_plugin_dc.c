@@ -1,7 +1,8 @@
 /*
  * test_plugin_dc.c -- the built dc plugin: its configuration's refusals at init (each
  * naming the setting), and dc.agent_info through tests/support/task_harness.c on an
- * agent (its server and data root) and elsewhere (NotAnAgent). Arguments: the built
+ * agent (its server and data root) and elsewhere (NotAnAgent); the inventory's tasks
+ * refusing bad arguments without Redis. Arguments: the built
  * dc.so and the source root (examples/lab/datacenter.json is the description).
  */
 #include <stdarg.h>
@@ -119,6 +120,41 @@ static void test_agent_info(void **state)
     json_decref(args);
 }
 
+/* The inventory's tasks refuse what they can tell without Redis, before calling it,
+ * and name a runner without Redis, or without a description to load. (Their scripts
+ * run against a real redis-server in tests/integration/test_dc_inventory.py and
+ * test_dc_lab.py.) */
+static void test_inventory_without_redis(void **state)
+{
+    (void)state;
+    task_harness_t *h = task_harness_new(plugin_path, NULL);
+    harness_run_t r;
+    json_t *args = json_object();
+    assert_int_equal(task_harness_run(h, "inventory_load", args, NULL, NULL, 5000, 0, &r), 0);
+    harness_run_assert_failed(&r, "NoDescription", "names no \"datacenter\"");
+    harness_run_dispose(&r);
+    json_decref(args);
+
+    args = task_harness_json("{\"vm_uuid\": \"" CN1 "\", \"state\": \"paused\"}");
+    assert_int_equal(task_harness_run(h, "vm_set_state", args, NULL, NULL, 5000, 0, &r), 0);
+    harness_run_assert_failed(&r, "InvalidArgument", "state: expected \"running\" or");
+    harness_run_dispose(&r);
+    json_decref(args);
+
+    args = task_harness_json("{\"vm_uuid\": \"" CN1 "\", \"final_state\": \"gone\"}");
+    assert_int_equal(task_harness_run(h, "release", args, NULL, NULL, 5000, 0, &r), 0);
+    harness_run_assert_failed(&r, "InvalidArgument", "final_state: expected");
+    harness_run_dispose(&r);
+    json_decref(args);
+
+    args = task_harness_json("{\"vm_uuid\": \"" CN1 "\", \"final_state\": \"failed\"}");
+    assert_int_equal(task_harness_run(h, "release", args, NULL, NULL, 5000, 0, &r), 0);
+    harness_run_assert_failed(&r, "RedisUnavailable", "Redis is not reachable");
+    harness_run_dispose(&r);
+    json_decref(args);
+    task_harness_free(h);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -134,6 +170,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_refusals),
         cmocka_unit_test(test_agent_info),
+        cmocka_unit_test(test_inventory_without_redis),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(lab_dir);

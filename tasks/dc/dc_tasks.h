@@ -1,0 +1,22 @@
+/*
+ * dc_tasks.h -- the task and view definitions of the dc plugin, each in the file of
+ * its concept, gathered into the descriptor by dc.c.
+ */
+#ifndef DC_TASKS_H
+#define DC_TASKS_H
+
+#include <tern/task.h>
+
+/* inventory_tasks.c */
+extern const tern_task_def dc_inventory_load_task;
+extern const tern_task_def dc_provision_check_task;
+extern const tern_task_def dc_vm_check_task;
+extern const tern_task_def dc_place_task;
+extern const tern_task_def dc_nics_provision_task;
+extern const tern_task_def dc_vm_set_state_task;
+extern const tern_task_def dc_release_task;
+
+/* views.c: NULL-terminated */
+extern const tern_view_def *const dc_views[];
+
+#endif

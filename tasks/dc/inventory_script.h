@@ -1,0 +1,25 @@
+/*
+ * inventory_script.h -- runs one of the dc plugin's Lua scripts (tasks/dc/lua/) for a
+ * task and reports its answer. Every script takes the plugin's namespace as KEYS[1],
+ * the task's arguments as JSON in ARGV[1] and the time now (ISO 8601, UTC) in ARGV[2],
+ * and answers {"ok": result} or {"error": {"status", "code", "message"}}.
+ */
+#ifndef DC_INVENTORY_SCRIPT_H
+#define DC_INVENTORY_SCRIPT_H
+
+#include <stdbool.h>
+
+#include <tern/task.h>
+
+/* Called with the script's "ok" result (borrowed) before the task is reported done;
+ * it may set job state. Returns the result to report (a new reference), or NULL after
+ * reporting a failure itself. */
+typedef json_t *(*dc_script_ok_fn)(tern_ctx *ctx, const json_t *result);
+
+/* Runs `script` with `args` (borrowed). The outcome is reported on ctx: done with the
+ * result (through `on_ok` when not NULL), or, for an error answer, refused with its
+ * status when `admission` and the status is not 0, else failed with its code. */
+void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool admission,
+                   dc_script_ok_fn on_ok);
+
+#endif

@@ -1,0 +1,46 @@
+-- The first lines of every dc script (tasks/dc/lua_embed.py puts them ahead of each
+-- body). KEYS[1] is the plugin's namespace, "tern:p:dc:", which a script completes
+-- into record keys; ARGV[1] is the task's arguments as JSON. A script answers JSON
+-- text: {"ok": result} or {"error": {"status", "code", "message"}}, status being the
+-- HTTP status an admission check refuses with (0: a plain failure).
+local P = KEYS[1]
+local NULL = cjson.null
+
+-- cjson writes an empty Lua table as {}: the lists of the records are put right.
+local function enc(v)
+  local s = cjson.encode(v)
+  return (string.gsub(s, '"([%a_]+)":{}', function(k)
+    if k == 'nics' or k == 'disks' or k == 'networks' or k == 'released_nics' then
+      return '"' .. k .. '":[]'
+    end
+  end))
+end
+
+local function ok(v) return enc({ok = v}) end
+local function refuse(status, code, msg)
+  return cjson.encode({error = {status = status, code = code, message = msg}})
+end
+
+local function ip_int(s)
+  if type(s) ~= 'string' then return nil end
+  local a, b, c, d = string.match(s, '^(%d+)%.(%d+)%.(%d+)%.(%d+)$')
+  if not a then return nil end
+  a, b, c, d = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
+  if a > 255 or b > 255 or c > 255 or d > 255 then return nil end
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+local function ip_text(n)
+  return string.format('%d.%d.%d.%d', math.floor(n / 16777216) % 256,
+    math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
+end
+
+-- Members of a sorted index (score 0, ordered by name).
+local function index_add(key, member) redis.call('ZADD', P .. key, 0, member) end
+local function index_rem(key, member) redis.call('ZREM', P .. key, member) end
+
+local function get_json(key)
+  local t = redis.call('GET', P .. key)
+  if not t then return nil end
+  return cjson.decode(t)
+end

@@ -1,0 +1,2 @@
+-- GET /servers: the servers by uuid, with what is committed on each.
+return page(P .. 'servers', server_object)

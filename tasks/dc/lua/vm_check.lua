@@ -1,0 +1,24 @@
+-- dc.vm_check: the admission check of vm-start, vm-stop and vm-delete. Reads only.
+-- ARGV[1]: {"vm_uuid", "action": "start"|"stop"|"delete", "target"}.
+local a = cjson.decode(ARGV[1])
+local UUID = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
+if type(a.vm_uuid) ~= 'string' or not string.match(a.vm_uuid, UUID) then
+  return refuse(422, 'InvalidArgument', 'vm_uuid: expected a UUID, got ' .. cjson.encode(a.vm_uuid))
+end
+local allowed = {start = {stopped = true}, stop = {running = true},
+  delete = {running = true, stopped = true, failed = true}}
+if not allowed[a.action] then
+  return refuse(422, 'InvalidArgument', 'action: expected start, stop or delete, got ' .. cjson.encode(a.action))
+end
+if a.target ~= '/' .. a.action .. '-' .. a.vm_uuid then
+  return refuse(422, 'InvalidArgument', 'target: a ' .. a.action .. ' of vm ' .. a.vm_uuid ..
+    ' has the target /' .. a.action .. '-' .. a.vm_uuid .. ', not ' .. cjson.encode(a.target))
+end
+local vm = get_json('vm:' .. a.vm_uuid)
+if not vm or vm.state == 'destroyed' then
+  return refuse(404, 'ResourceNotFound', 'vm ' .. a.vm_uuid .. (vm and ' was destroyed' or ' does not exist'))
+end
+if not allowed[a.action][vm.state] then
+  return refuse(409, 'InvalidState', 'vm ' .. a.vm_uuid .. ' is ' .. vm.state .. ': cannot ' .. a.action .. ' it')
+end
+return ok({server_uuid = vm.server_uuid, state = vm.state})
