@@ -59,6 +59,7 @@
 #include "lab_default_datacenter.h"
 #include "lab_inventory_workflow.h"
 #include "probe.h"
+#include "proc_check.h"
 #include "procs.h"
 
 #define DEFAULT_DIR        "lab-run"
@@ -75,6 +76,7 @@ typedef struct opts {
     unsigned port;          /* 0: a free one */
     char *ternd;
     char *plugin_dir;
+    char *workload_bin; /* tern-workload, beside tern-lab in a build and installed */
     char *redis_server;
     char *workflows; /* or NULL */
     unsigned timeout_ms;
@@ -354,7 +356,7 @@ static void collect_run(const char *dir, const char *which, entries_t *out)
             continue;
         char *pidfile = xasprintf("%s/%s", run, de->d_name);
         entries_add(out, xasprintf("%.*s", (int)(n - 4), de->d_name), pidfile,
-                    redis ? "redis-server" : "ternd", procs_pidfile_read(pidfile));
+                    redis ? "redis-server" : "ternd", dc_pidfile_read(pidfile));
     }
     closedir(d);
     free(run);
@@ -382,7 +384,7 @@ static void collect_instances(const datacenter_t *dc, entries_t *out)
                 entries_add(out,
                             xasprintf("instance %s on %s (%s)", de->d_name, dc->servers[i].hostname,
                                       pe->d_name),
-                            pidfile, "tern-workload", procs_pidfile_read(pidfile));
+                            pidfile, "tern-workload", dc_pidfile_read(pidfile));
             }
             if (d != NULL)
                 closedir(d);
@@ -475,7 +477,7 @@ static int check_alive(lab_t *lab)
 {
     for (size_t i = 0; i < lab->started.n; i++) {
         proc_entry_t *e = &lab->started.v[i];
-        if (procs_alive(e->pid, e->comm))
+        if (dc_proc_alive(e->pid, e->comm))
             continue;
         char *log = strcmp(e->name, "redis") == 0
                         ? xasprintf("%s/redis/redis.log", lab->o->dir)
@@ -574,6 +576,8 @@ static int start_ternd(lab_t *lab, const char *name, const char *sub, const dc_s
     if (server != NULL) {
         json_object_set_new(dc_conf, "server_uuid", json_string(server->uuid));
         json_object_set_new(dc_conf, "data_root", json_string(server->data_root));
+        if (o->workload_bin != NULL)
+            json_object_set_new(dc_conf, "workload_bin", json_string(o->workload_bin));
     }
     json_t *conf = json_pack("{s:{s:o}}", "plugins", "dc", dc_conf);
     char *text = json_dumps(conf, JSON_INDENT(2));
@@ -776,7 +780,7 @@ static int refuse_live_lab(const opts_t *o)
     collect_all(o->dir, &e, phases);
     int live = 0;
     for (size_t i = 0; i < e.n; i++) {
-        if (procs_alive(e.v[i].pid, e.v[i].comm)) {
+        if (dc_proc_alive(e.v[i].pid, e.v[i].comm)) {
             if (live++ == 0)
                 fprintf(stderr,
                         "tern-lab: a lab is running in %s (%s, pid %ld); stop it first: "
@@ -958,7 +962,7 @@ static int cmd_restart_agent(const opts_t *o, const char *which)
     snprintf(sub, sizeof sub, "agents/%s", server->hostname);
     pidfile = xasprintf("%s/run/%s.pid", o->dir, name);
     proc_entry_t old = {
-        .name = name, .pidfile = pidfile, .comm = "ternd", .pid = procs_pidfile_read(pidfile)};
+        .name = name, .pidfile = pidfile, .comm = "ternd", .pid = dc_pidfile_read(pidfile)};
     if (procs_stop(&old, 1, o->grace_ms) != 0)
         goto Done;
     lab.only = server;
@@ -1069,6 +1073,10 @@ static void default_paths(opts_t *o)
         return;
     self[n] = '\0';
     *strrchr(self, '/') = '\0';
+    char *workload = xasprintf("%s/tern-workload", self);
+    if (o->workload_bin == NULL && access(workload, X_OK) == 0)
+        o->workload_bin = realpath(workload, NULL);
+    free(workload);
     char *built = xasprintf("%s/../engine/ternd", self);
     if (access(built, X_OK) == 0) {
         if (o->ternd == NULL)
@@ -1180,6 +1188,7 @@ int main(int argc, char **argv)
         close(lock);
     free(o.dir);
     free(o.ternd);
+    free(o.workload_bin);
     free(o.plugin_dir);
     free(o.workflows);
     free(o.redis_server);

@@ -4,6 +4,8 @@
  */
 #include "procs.h"
 
+#include "proc_check.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -166,41 +168,6 @@ int procs_pidfile_write(const char *path, pid_t pid)
     return 0;
 }
 
-pid_t procs_pidfile_read(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    long pid = 0;
-    char nl = 0;
-    int got = fscanf(f, "%ld%c", &pid, &nl);
-    fclose(f);
-    return got == 2 && nl == '\n' && pid > 0 && pid <= INT32_MAX ? (pid_t)pid : 0;
-}
-
-bool procs_alive(pid_t pid, const char *comm)
-{
-    if (pid <= 0)
-        return false;
-    char path[64], stat[512] = "";
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return false;
-    bool ok = fgets(stat, sizeof stat, f) != NULL;
-    fclose(f);
-    /* "<pid> (<comm>) <state> ...": comm may hold anything, so its end is the last ')'. */
-    char *open_paren = strchr(stat, '(');
-    char *close_paren = strrchr(stat, ')');
-    if (!ok || open_paren == NULL || close_paren == NULL || close_paren[1] != ' ')
-        return false;
-    char state = close_paren[2];
-    if (state == 'Z' || state == 'X' || state == 'x')
-        return false;
-    size_t len = (size_t)(close_paren - open_paren - 1);
-    return strlen(comm) == len && strncmp(open_paren + 1, comm, len) == 0;
-}
-
 int procs_stop(proc_entry_t *entries, size_t n, unsigned grace_ms)
 {
     bool *live = calloc(n == 0 ? 1 : n, sizeof *live);
@@ -210,7 +177,7 @@ int procs_stop(proc_entry_t *entries, size_t n, unsigned grace_ms)
     int not_stopped = 0;
     for (size_t i = 0; i < n; i++) {
         proc_entry_t *e = &entries[i];
-        live[i] = procs_alive(e->pid, e->comm);
+        live[i] = dc_proc_alive(e->pid, e->comm);
         if (!live[i]) {
             printf("%s: not running (stale pid file %s)\n", e->name, e->pidfile);
             unlink(e->pidfile); /* may be gone already: nothing to report */
@@ -231,7 +198,7 @@ int procs_stop(proc_entry_t *entries, size_t n, unsigned grace_ms)
             for (size_t i = 0; i < n; i++) {
                 if (!live[i])
                     continue;
-                if (procs_alive(entries[i].pid, entries[i].comm)) {
+                if (dc_proc_alive(entries[i].pid, entries[i].comm)) {
                     still++;
                     continue;
                 }

@@ -26,12 +26,6 @@ int procs_spawn_detached(char *const argv[], const char *cwd, const char *log_pa
 /* Writes "<pid>\n" to path atomically. Returns 0 or -1 with errno. */
 int procs_pidfile_write(const char *path, pid_t pid);
 
-/* The pid in the file, or 0 when it is missing or does not hold one. */
-pid_t procs_pidfile_read(const char *path);
-
-/* true when pid is a live (not zombie) process whose comm is `comm`. */
-bool procs_alive(pid_t pid, const char *comm);
-
 /* One process to stop. */
 typedef struct proc_entry {
     char *name;    /* how messages call it: "agent-cn1", "instance 1234.../workload" */

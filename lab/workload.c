@@ -23,7 +23,8 @@
  *
  * --daemonize detaches: fork, setsid, fork again, so the workload is never the child
  * of whoever started it (an agent that restarts or is killed never takes an instance
- * with it); stdin is /dev/null, stdout and stderr go to <INSTANCE_DIR>/workload.log.
+ * with it); stdin is /dev/null, stdout and stderr go to <INSTANCE_DIR>/workload.log,
+ * and every other descriptor it inherited is closed.
  * The starting process returns once the workload runs, exit 0, or prints why it
  * could not start and exits 1. The pid file (the pid and a newline) is written only
  * once the workload runs, as a temporary file renamed into place, and removed on a
@@ -330,6 +331,24 @@ static void report_ready(const char *msg)
     ready_fd = -1;
 }
 
+/* Closes every descriptor above stderr but `keep`. Whoever started the workload may
+ * have left descriptors open across exec (a ternd's Redis connection, say): a
+ * workload that outlives its starter must not keep them open, or a Redis connection
+ * of an agent killed -9 would stay alive and go on taking jobs off its queue. */
+static void close_inherited(int keep)
+{
+    unsigned from = 3, skip = keep >= 3 ? (unsigned)keep : 0;
+    if (skip > from && close_range(from, skip - 1, 0) != 0)
+        for (unsigned fd = from; fd < skip; fd++)
+            close((int)fd); /* a kernel without close_range: one at a time */
+    from = skip >= from ? skip + 1 : from;
+    if (close_range(from, ~0u, 0) != 0) {
+        long max = sysconf(_SC_OPEN_MAX);
+        for (long fd = from; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+            close((int)fd);
+    }
+}
+
 /* Detaches. Returns false in the workload (with ready_fd set), true in the starting
  * process with its exit status in *status (0 once the workload runs, 1 when it could
  * not start); the middle process exits at once. */
@@ -380,6 +399,7 @@ static bool daemonize(const char *log_path, int *status)
     if (pid > 0)
         _exit(0); /* the workload is now the child of init (or a subreaper) */
     ready_fd = p[1];
+    close_inherited(ready_fd);
     umask(022);
     int nul = open("/dev/null", O_RDWR);
     int log = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -5,8 +5,16 @@
  * the control plane's tasks and views keep and read the inventory in Redis
  * (inventory_tasks.c, views.c, docs/DATACENTER.md).
  *
- *   dc.agent_info   {}   -> {"server_uuid", "hostname", "rack", "data_root"}
+ *   dc.agent_info   {}   -> {"server_uuid", "hostname", "rack", "data_root",
+ *                            "instances": [{"uuid", "state", "dir", "pid", "alive"}],
+ *                            "instances_at_init"}
  *                           on a server's agent; fails NotAnAgent elsewhere
+ *
+ * and, on a server's agent only, the data plane: dc.image_ensure (image_ensure.c),
+ * dc.instance_create (instance_create.c), dc.instance_start and dc.instance_stop
+ * (instance_power.c), dc.instance_destroy (instance_destroy.c). An agent finds its
+ * instances again when it starts (init scans its data root), so one restarted or
+ * killed -9 lists, stops and destroys the workloads it started before.
  *
  * Its configuration ({"plugins": {"dc": {...}}} in ternd's configuration file), which
  * `tern-lab up` writes for the control ternd and for each agent:
@@ -19,22 +27,31 @@
  *   "data_root": DIR          that server's data root, which must be the one the
  *                             description gives: the only directory the agent's tasks
  *                             touch
+ *   "workload_bin": PATH       tern-workload, the program an instance runs (agents)
  *
- * The state init builds (dc_state_t) is read-only once loaded, so tasks share it
- * without locks.
+ * The state init builds is dc_state.h's.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tern/task.h>
 
+#include "attempts.h"
 #include "datacenter.h"
 #include "dc_state.h"
 #include "dc_tasks.h"
+#include "file_work.h"
+#include "instance_dir.h"
 
-static const char *const fatal_codes[] = {"InvalidArgument", "NotAnAgent", NULL};
+/* Retrying does not help these: the arguments, the configuration or the data root
+ * must change first. */
+const char *const dc_fatal_codes[] = {"InvalidArgument",  "NotAnAgent",          "NoWorkloadBin",
+                                      "ResourceNotFound", "PathOutsideDataRoot", "InstanceNotFound",
+                                      "ImageFileMissing", "InstanceConflict",    NULL};
 
 /* ---- configuration ------------------------------------------------------------------- */
 
@@ -52,6 +69,40 @@ static const char *config_string(const json_t *config, const char *key, char *er
     return json_string_value(v);
 }
 
+static void dc_fini(void *state)
+{
+    dc_state_t *s = state;
+    if (s == NULL)
+        return;
+    file_work_free(s->files);
+    attempts_free(s->attempts);
+    free(s->workload_bin);
+    datacenter_free(s->dc);
+    free(s);
+}
+
+/* What an agent killed -9 left: copies of images cut short (their ".part" files,
+ * which a new copy would truncate anyway, removed so they take no space meanwhile),
+ * and its instances, counted. An instance without vm.json is left for the create that
+ * made it, which redoes it. */
+static void rediscover(dc_state_t *s)
+{
+    char images[PATH_MAX];
+    snprintf(images, sizeof images, "%s/images", s->server->data_root);
+    DIR *d = opendir(images);
+    struct dirent *de;
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n > 5 && strcmp(de->d_name + n - 5, ".part") == 0 && dirfd(d) >= 0)
+            unlinkat(dirfd(d), de->d_name, 0); /* may be gone: nothing to report */
+    }
+    if (d != NULL)
+        closedir(d);
+    json_t *found = instance_scan(s->server->data_root);
+    s->found_at_init = json_array_size(found);
+    json_decref(found);
+}
+
 static int dc_init(const tern_host *host, const json_t *config, void **state, char *err,
                    size_t errlen)
 {
@@ -67,9 +118,10 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
     {
         if (strcmp(key, "datacenter") != 0 && strcmp(key, "lab_dir") != 0 &&
             strcmp(key, "server_uuid") != 0 && strcmp(key, "data_root") != 0 &&
-            strcmp(key, "allow_networks") != 0) {
+            strcmp(key, "workload_bin") != 0 && strcmp(key, "allow_networks") != 0) {
             snprintf(err, errlen,
-                     "%s: unknown setting (expected datacenter, lab_dir, server_uuid, data_root)",
+                     "%s: unknown setting (expected datacenter, lab_dir, server_uuid, data_root, "
+                     "workload_bin)",
                      key);
             return -1;
         }
@@ -79,8 +131,18 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
     const char *lab_dir = bad ? NULL : config_string(config, "lab_dir", err, errlen, &bad);
     const char *server = bad ? NULL : config_string(config, "server_uuid", err, errlen, &bad);
     const char *root = bad ? NULL : config_string(config, "data_root", err, errlen, &bad);
+    const char *workload = bad ? NULL : config_string(config, "workload_bin", err, errlen, &bad);
     if (bad)
         return -1;
+    if (workload != NULL && server == NULL) {
+        snprintf(err, errlen, "workload_bin: only an agent (with \"server_uuid\") runs workloads");
+        return -1;
+    }
+    if (workload != NULL && (workload[0] != '/' || access(workload, X_OK) != 0)) {
+        snprintf(err, errlen,
+                 "workload_bin: %s is not an executable file given by its absolute path", workload);
+        return -1;
+    }
     if (file != NULL && lab_dir == NULL) {
         snprintf(err, errlen, "lab_dir: required with \"datacenter\"");
         return -1;
@@ -130,51 +192,85 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
             return -1;
         }
         free(real_root);
+        s->files = file_work_new();
+        s->attempts = attempts_new();
+        s->workload_bin = workload != NULL ? strdup(workload) : NULL;
+        if (s->files == NULL || s->attempts == NULL ||
+            (workload != NULL && s->workload_bin == NULL)) {
+            snprintf(err, errlen, "out of memory");
+            dc_fini(s);
+            return -1;
+        }
+        rediscover(s);
     }
     *state = s;
     return 0;
 }
 
-static void dc_fini(void *state)
+/* ---- dc.agent_info ----------------------------------------------------------------- */
+
+const dc_state_t *dc_agent_state(tern_ctx *ctx, const char *task)
 {
-    dc_state_t *s = state;
-    if (s == NULL)
-        return;
-    datacenter_free(s->dc);
-    free(s);
+    const dc_state_t *s = tern_plugin_state(ctx);
+    if (s == NULL || s->server == NULL) {
+        tern_task_fail(ctx, "NotAnAgent",
+                       "%s: this runner is not a server's agent (its dc "
+                       "configuration names no server_uuid); run the step on a server's queue",
+                       task);
+        return NULL;
+    }
+    return s;
 }
 
-/* ---- dc.agent_info ----------------------------------------------------------------- */
+void dc_agent_cancel(tern_ctx *ctx)
+{
+    const dc_state_t *s = tern_plugin_state(ctx);
+    if (s == NULL)
+        return;
+    file_work_cancel(s->files, ctx);
+    if (s->attempts != NULL)
+        attempts_end(s->attempts, ctx);
+}
 
 static void agent_info_start(tern_ctx *ctx, const json_t *args)
 {
     (void)args;
-    const dc_state_t *s = tern_plugin_state(ctx);
-    if (s == NULL || s->server == NULL) {
-        tern_task_fail(ctx, "NotAnAgent",
-                       "dc.agent_info: this runner is not a server's agent (its dc "
-                       "configuration names no server_uuid); run the step on a server's queue");
+    const dc_state_t *s = dc_agent_state(ctx, "dc.agent_info");
+    if (s == NULL)
         return;
-    }
-    tern_task_done(ctx, json_pack("{s:s, s:s, s:s, s:s}", "server_uuid", s->server->uuid,
-                                  "hostname", s->server->hostname, "rack", s->server->rack,
-                                  "data_root", s->server->data_root));
+    tern_task_done(ctx,
+                   json_pack("{s:s, s:s, s:s, s:s, s:o, s:I}", "server_uuid", s->server->uuid,
+                             "hostname", s->server->hostname, "rack", s->server->rack, "data_root",
+                             s->server->data_root, "instances", instance_scan(s->server->data_root),
+                             "instances_at_init", (json_int_t)s->found_at_init));
 }
 
 static const tern_task_def agent_info_task = {
     .size = sizeof(tern_task_def),
     .name = "agent_info",
-    .summary = "The server this agent serves: its uuid, hostname, rack and data root.",
+    .summary = "The server this agent serves: its uuid, hostname, rack, data root and "
+               "instances (each with its workload's pid and whether it is alive).",
     .args_schema = "{\"required\": [], \"properties\": {}, \"additional\": false}",
-    .fatal_codes = fatal_codes,
+    .fatal_codes = dc_fatal_codes,
     .start = agent_info_start,
 };
 
 /* One entry a line. */
 static const tern_task_def *const tasks[] = {
-    &agent_info_task,      &dc_inventory_load_task, &dc_provision_check_task,
-    &dc_vm_check_task,     &dc_place_task,          &dc_nics_provision_task,
-    &dc_vm_set_state_task, &dc_release_task,        NULL,
+    &agent_info_task,
+    &dc_inventory_load_task,
+    &dc_provision_check_task,
+    &dc_vm_check_task,
+    &dc_place_task,
+    &dc_nics_provision_task,
+    &dc_vm_set_state_task,
+    &dc_release_task,
+    &dc_image_ensure_task,
+    &dc_instance_create_task,
+    &dc_instance_start_task,
+    &dc_instance_stop_task,
+    &dc_instance_destroy_task,
+    NULL,
 };
 
 static const tern_plugin dc_plugin = {

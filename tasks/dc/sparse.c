@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +40,11 @@ static bool all_zero(const unsigned char *p, size_t n)
 /* Copies [from, to) of in into out at the same offsets, leaving blocks of zeros
  * unwritten (they read back as zeros from the hole they stay). */
 static int copy_extent(int in, int out, off_t from, off_t to, unsigned char *buf, const char *src,
-                       const char *part, char *err, size_t errlen)
+                       const char *part, const atomic_bool *stop, char *err, size_t errlen)
 {
     while (from < to) {
+        if (stop != NULL && atomic_load(stop))
+            return fail(err, errlen, -ECANCELED, "%s: copy to %s stopped", src, part);
         size_t want = (size_t)(to - from) < COPY_BUF ? (size_t)(to - from) : COPY_BUF;
         ssize_t got = pread(in, buf, want, from);
         if (got < 0 && errno == EINTR)
@@ -73,6 +74,12 @@ static int copy_extent(int in, int out, off_t from, off_t to, unsigned char *buf
 }
 
 int dc_sparse_copy(const char *src, const char *dst, uint64_t size_bytes, char *err, size_t errlen)
+{
+    return dc_sparse_copy_stoppable(src, dst, size_bytes, NULL, err, errlen);
+}
+
+int dc_sparse_copy_stoppable(const char *src, const char *dst, uint64_t size_bytes,
+                             const atomic_bool *stop, char *err, size_t errlen)
 {
     int rc = 0, in = -1, out = -1;
     unsigned char *buf = NULL;
@@ -126,7 +133,7 @@ int dc_sparse_copy(const char *src, const char *dst, uint64_t size_bytes, char *
                       strerror(errno));
             goto Done;
         }
-        rc = copy_extent(in, out, data, hole, buf, src, part, err, errlen);
+        rc = copy_extent(in, out, data, hole, buf, src, part, stop, err, errlen);
         if (rc != 0)
             goto Done;
         pos = hole;

@@ -11,6 +11,8 @@
 #ifndef DC_SPARSE_H
 #define DC_SPARSE_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +26,12 @@
  * `dst` gets mode 0600. Returns 0, or a negative errno with the message in err; on
  * failure dst is untouched and the partial file removed. */
 int dc_sparse_copy(const char *src, const char *dst, uint64_t size_bytes, char *err, size_t errlen);
+
+/* dc_sparse_copy that gives up when *stop becomes true (checked before each MiB it
+ * reads, from any thread): -ECANCELED, the partial file removed, dst untouched. How a
+ * copy on the thread pool ends soon after its task was cancelled. `stop` may be NULL. */
+int dc_sparse_copy_stoppable(const char *src, const char *dst, uint64_t size_bytes,
+                             const atomic_bool *stop, char *err, size_t errlen);
 
 /* Bytes of data the file at `path` holds: the sum of its data extents as SEEK_DATA
  * and SEEK_HOLE report them. Returns 0 and *out, or a negative errno. */

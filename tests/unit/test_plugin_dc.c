@@ -67,6 +67,14 @@ static void test_config_refusals(void **state)
     /* Another server's root: an agent touches its own server's root only. */
     expect_refused(config("{\"server_uuid\": \"" CN1 "\", \"data_root\": \"servers/cn2\"}"),
                    "data_root: servers/cn2 is not the data root of server " CN1);
+    /* workload_bin: an agent's, an executable named by its absolute path. */
+    expect_refused(config("{\"workload_bin\": \"/bin/true\"}"), "workload_bin: only an agent");
+    expect_refused(config("{\"server_uuid\": \"" CN1 "\", \"data_root\": \"servers/cn1\", "
+                          "\"workload_bin\": \"tern-workload\"}"),
+                   "workload_bin: tern-workload is not an executable file given by its absolute");
+    expect_refused(config("{\"server_uuid\": \"" CN1 "\", \"data_root\": \"servers/cn1\", "
+                          "\"workload_bin\": \"/nonexistent/tern-workload\"}"),
+                   "workload_bin: /nonexistent/tern-workload is not an executable");
     /* A description with faults refuses the plugin with each of them. */
     json_t *c = json_pack("{s:s, s:s}", "datacenter", "/nonexistent/dc.json", "lab_dir", lab_dir);
     expect_refused(c, "datacenter /nonexistent/dc.json: /nonexistent/dc.json:");

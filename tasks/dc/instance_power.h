@@ -1,0 +1,25 @@
+/*
+ * instance_power.h -- an instance's workload stopped, shared by dc.instance_stop and
+ * dc.instance_destroy (instance_power.c runs both start and stop).
+ */
+#ifndef DC_INSTANCE_POWER_H
+#define DC_INSTANCE_POWER_H
+
+#include <tern/task.h>
+
+#include "instance_dir.h"
+
+/* Called once the workload is gone, with the pid it had (0: none was running) and
+ * `data` as given. */
+typedef void (*instance_stopped_cb)(tern_ctx *ctx, const instance_paths_t *p, pid_t pid,
+                                    void *data);
+
+/* Stops the workload of the instance at p, if its pid file names a live workload of
+ * it: SIGTERM, a bounded wait on the loop's timers, SIGKILL, another bounded wait;
+ * the pid file is removed once it is gone, then `then` runs. A workload that outlives
+ * SIGKILL fails the attempt with WorkloadStuck (then does not run). `task` names the
+ * task in messages. Keeps its data through attempts.h (the cancel hook frees it). */
+void instance_stop_workload(tern_ctx *ctx, const char *task, const instance_paths_t *p,
+                            instance_stopped_cb then, void *data);
+
+#endif
