@@ -50,6 +50,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/fd_inherit.h"
 
 #define PING_TIMEOUT_MS  250 /* per attempt: connect and reply */
 #define POLL_INTERVAL_MS 20
@@ -415,6 +416,9 @@ int redis_embedded_start(const char *data_dir, const char *redis_server, unsigne
         goto Error;
     }
 
+    /* redis-server gets what the child's dup2 calls give it, nothing else of ternd. */
+    if ((rc = fd_inherit_none(err, errlen)) != 0)
+        goto Error;
     char *argv[] = {prog, conf, NULL};
     pid_t parent = getpid();
     pid = fork();

@@ -34,6 +34,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/fd_inherit.h"
 
 #define KILL_GRACE_MS  2000u       /* SIGTERM, then SIGKILL this much later */
 #define DRAIN_GRACE_MS 2000u       /* after exit, wait this long for EOF on the pipes */
@@ -491,6 +492,14 @@ child_process_t *child_process_spawn(uv_loop_t *loop, const tern_spawn_opts *opt
                     opts.cwd, uv_strerror(rc), (unsigned)opts.uid);
             return NULL;
         }
+    }
+
+    /* The child gets its three streams and nothing else of ternd (base/fd_inherit.h). */
+    char why[256];
+    int frc = fd_inherit_none(why, sizeof why);
+    if (frc != 0) {
+        err_set(err, errlen, frc, "spawn \"%s\": %s", opts.argv[0], why);
+        return NULL;
     }
 
     child_process_t *cp = xcalloc(1, sizeof *cp);

@@ -163,7 +163,7 @@ typedef enum member_kind {
     M_JSON,       /* the field's JSON document; null when missing or empty */
     M_TIME,       /* the field, ms since the epoch, as ISO text; null when not positive */
     M_STEPS,      /* the workflow's steps of phase `which` ([] when none) */
-    M_WF_STR,     /* the workflow's string member `field`, or null */
+    M_WF_STR,     /* the workflow's string member of the same name, or null */
     M_RESULTS,    /* the result entries of phase `which` */
     M_STARTED,    /* started_at in ms, or null */
     M_ELAPSED,    /* seconds from started_at to finished_at or now, or null */
@@ -196,7 +196,7 @@ static const view_member_t view_members[] = {
     {"chain", M_STEPS, NULL, 0},
     {"onerror", M_STEPS, NULL, 1},
     {"oncancel", M_STEPS, NULL, 2},
-    {"retry_from", M_WF_STR, "retry_from", 0},
+    {"retry_from", M_WF_STR, NULL, 0},
     {"chain_results", M_RESULTS, NULL, 0},
     {"onerror_results", M_RESULTS, NULL, 1},
     {"oncancel_results", M_RESULTS, NULL, 2},
@@ -265,7 +265,7 @@ static json_t *member_tree(const view_member_t *m, const job_fields_t *f, const 
     case M_STEPS:
         return phase_steps(wf, m->which);
     case M_WF_STR: {
-        const json_t *v = json_object_get(wf, m->field);
+        const json_t *v = json_object_get(wf, m->name);
         return json_is_string(v) ? json_incref((json_t *)v) : json_null();
     }
     case M_RESULTS:
@@ -435,7 +435,7 @@ static void member_text(json_text_t *t, const view_member_t *m, const job_fields
         json_text_raw(t, w->steps[m->which], w->steps_len[m->which]);
         return;
     case M_WF_STR: {
-        const json_t *v = json_object_get(w->doc, m->field);
+        const json_t *v = json_object_get(w->doc, m->name);
         if (json_is_string(v))
             json_text_str(t, json_string_value(v), json_string_length(v));
         else

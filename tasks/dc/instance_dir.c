@@ -91,6 +91,10 @@ int instance_paths(const char *root, const char *vm_uuid, instance_paths_t *out,
     if (!inside)
         return fail(err, errlen, -EPERM, "%s resolves outside the data root %s: refused", out->dir,
                     root);
+    /* The disks a workload writes to must not lead elsewhere either. */
+    if (lstat(out->disks, &st) == 0 && (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)))
+        return fail(err, errlen, -EPERM, "%s is %s, not the instance's disks directory: refused",
+                    out->disks, S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
     return 0;
 }
 

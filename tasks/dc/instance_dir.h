@@ -36,9 +36,9 @@ typedef struct instance_paths {
 bool dc_uuid_ok(const char *s);
 
 /* The paths of instance `vm_uuid` under `root` (absolute, resolved). -EINVAL when
- * vm_uuid is not a UUID; -EPERM when <root>/<vm_uuid> exists but is not a directory
- * of its own (a symlink, a file) or resolves outside root. The directory need not
- * exist. */
+ * vm_uuid is not a UUID; -EPERM when <root>/<vm_uuid> (or its disks/) exists but is
+ * not a directory of its own (a symlink, a file) or resolves outside root. The
+ * directory need not exist. */
 int instance_paths(const char *root, const char *vm_uuid, instance_paths_t *out, char *err,
                    size_t errlen);
 

@@ -233,6 +233,12 @@ def addresses_lowest_free_gateway_and_reserved_skipped_exhaustion(inv):
     again = inv.ok('nics_provision', {'vm_uuid': vm_uuid(5), 'owner_uuid': OWNER,
                                       'networks': [{'uuid': NET, 'ip': '203.0.113.20'}]})['nics']
     assert again == nics and inv.hash('network:' + NET)['taken'] == '3'
+    # The last MAC of the prefix used: refused before anything is taken.
+    inv.r.cmd('SET', dc_scripts.NS + 'mac_seq', 16777215)
+    inv.ok('place', place_args(6))
+    inv.error('nics_provision', {'vm_uuid': vm_uuid(6), 'owner_uuid': OWNER,
+                                 'networks': [{'uuid': NET}]}, 'MacsExhausted', '90:b8:d0')
+    assert inv.hash('network:' + NET)['taken'] == '3'
 
 
 @case
@@ -304,6 +310,11 @@ def provision_check_admits_and_refuses_each_bad_input(inv):
       'outside the provision range', 409)
     provision(inv, 1)
     E('provision_check', check_args(), 'VmAlreadyExists', vm_uuid(1), 409)
+    other = vm_uuid(5)
+    E('provision_check', check_args(vm_uuid=other, target=f'/provision-{other}', alias='vm1'),
+      'DuplicateAlias', f'vm1 already names vm {vm_uuid(1)}', 409)
+    assert inv.ok('provision_check', check_args(vm_uuid=other, target=f'/provision-{other}',
+                                                alias='vm1', owner_uuid=OTHER))
     provision(inv, 2, nets=[{'uuid': NET2}])
     provision(inv, 3, nets=[{'uuid': NET2}])
     E('provision_check', check_args(vm_uuid=vm_uuid(4), target=f'/provision-{vm_uuid(4)}',

@@ -220,6 +220,27 @@ static void test_steps_run_unprivileged(void **state)
     }
 }
 
+/* A step's child inherits nothing of ternd but its standard streams: not its Redis
+ * connections (a daemon a step started kept a dead runner's queue connection open,
+ * and Redis went on handing that connection jobs), not its listening socket. `ls`
+ * itself opens the directory it lists, as 3. */
+static void test_children_inherit_no_descriptor(void **state)
+{
+    (void)state;
+    itest_workflow_put_ok(&W.client,
+                          "{\"name\": \"exec-fds\", \"chain\": [{\"name\": \"fds\","
+                          " \"task\": \"exec.run\", \"args\": {\"argv\": [\"ls\", \"-1\","
+                          " \"/proc/self/fd\"]}}]}");
+    char uuid[40];
+    itest_job_create_ok(&W.client, "exec-fds", NULL, uuid);
+    json_t *job = itest_wait_finished_ok(&W.client, uuid, 15000);
+    if (strcmp(itest_execution(job), "succeeded") != 0)
+        fail_msg("job %s: %s", itest_execution(job), json_dumps(json_object_get(job, "error"), 0));
+    assert_string_equal(itest_str_of(json_object_get(first_result(job), "result"), "stdout"),
+                        "0\n1\n2\n3\n");
+    json_decref(job);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -229,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_shell_refused_at_run_time),
         cmocka_unit_test(test_values_reach_the_shell_as_parameters),
         cmocka_unit_test(test_steps_run_unprivileged),
+        cmocka_unit_test(test_children_inherit_no_descriptor),
     };
     return cmocka_run_group_tests_name("exec", tests, group_setup, group_teardown);
 }

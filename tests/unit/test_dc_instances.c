@@ -442,6 +442,21 @@ static void test_path_escape(void **state)
     run_fails(h, "instance_start", vm_args(vm), "PathOutsideDataRoot", "a symlink");
     run_fails(h, "instance_stop", vm_args(vm), "PathOutsideDataRoot", "a symlink");
     assert_true(exists(path_in("%s/keep", outside)));
+    /* An instance whose disks directory leads elsewhere: not started. */
+    const char *vm2 = "45454545-4545-4545-8545-454545454545";
+    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
+    json_decref(
+        run_ok(h, "instance_create", create_args(vm2, IMG, "{\"lab:workload\": \"writer\"}")));
+    char disks[PATH_MAX + 64], moved[PATH_MAX + 64];
+    snprintf(disks, sizeof disks, "%s/%s/disks", root, vm2);
+    snprintf(moved, sizeof moved, "%s/moved-disks", outside);
+    assert_int_equal(rename(disks, moved), 0);
+    assert_int_equal(symlink(moved, disks), 0);
+    run_fails(h, "instance_start", vm_args(vm2), "PathOutsideDataRoot", "disks is a symlink");
+    assert_false(exists(path_in("%s/%s/workload.pid", root, vm2)));
+    assert_int_equal(unlink(disks), 0);
+    assert_int_equal(rename(moved, disks), 0);
+    json_decref(run_ok(h, "instance_destroy", vm_args(vm2)));
     run_fails(h, "instance_destroy", "{\"vm_uuid\": \"..\"}", "InvalidArgument", "not a UUID");
     run_fails(h, "instance_stop", "{\"vm_uuid\": \"/etc\"}", "InvalidArgument", "not a UUID");
     assert_int_equal(unlink(path_in("%s/%s", root, vm)), 0);

@@ -63,6 +63,12 @@ for i, want in ipairs(a.networks) do
   end
 end
 
+local new_macs = 0
+for _, p in ipairs(plan) do if not p.reuse then new_macs = new_macs + 1 end end
+if tonumber(redis.call('GET', P .. 'mac_seq') or 0) + new_macs > 16777215 then
+  return refuse(0, 'MacsExhausted', 'every MAC address of the prefix 90:b8:d0 is used')
+end
+
 -- Second pass: write.
 local nics, primary_seen = {}, false
 for i, want in ipairs(a.networks) do
@@ -74,9 +80,6 @@ for i, want in ipairs(a.networks) do
     local mac = p.old_mac
     if not mac or redis.call('EXISTS', P .. 'nic:' .. mac) == 1 then
       local seq = redis.call('INCR', P .. 'mac_seq')
-      if seq > 16777215 then
-        return refuse(0, 'MacsExhausted', 'every MAC address of the prefix 90:b8:d0 is used')
-      end
       mac = string.format('90:b8:d0:%02x:%02x:%02x', math.floor(seq / 65536) % 256,
         math.floor(seq / 256) % 256, seq % 256)
     end

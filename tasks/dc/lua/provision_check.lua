@@ -82,6 +82,17 @@ if vm then
   return refuse(409, 'VmAlreadyExists', 'vm ' .. a.vm_uuid .. ' already exists (state ' .. vm.state .. ')')
 end
 
+-- As VMAPI: an alias names one live VM of an owner (a failed one does not count).
+if alias ~= nil then
+  for _, u in ipairs(redis.call('ZRANGE', P .. 'vms:alias:' .. alias, 0, 99)) do
+    local other = get_json('vm:' .. u)
+    if other and other.owner_uuid == a.owner_uuid and other.state ~= 'failed' then
+      return refuse(409, 'DuplicateAlias', 'alias: ' .. alias .. ' already names vm ' .. u ..
+        ' of owner ' .. a.owner_uuid)
+    end
+  end
+end
+
 local nets, asked = {}, {}
 for i, n in ipairs(a.networks) do
   local path = 'networks[' .. (i - 1) .. ']'
