@@ -34,27 +34,6 @@ static cli_status_t on_get_opt(cli_t *cli, void *data, int c, const char *arg)
     }
 }
 
-/* An object as "KEY  VALUE" lines, keys padded to the longest, values as table cells. */
-static void print_object(const json_t *obj)
-{
-    size_t width = 0;
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)obj, key, v)
-    {
-        size_t w = output_display_width(key);
-        if (w > width)
-            width = w;
-    }
-    json_object_foreach((json_t *)obj, key, v)
-    {
-        char k[256], text[4096];
-        output_clean(key, k, sizeof k);
-        output_cell_text(v, text, sizeof text);
-        printf("%s%*s  %s\n", k, (int)(width - output_display_width(k)), "", text);
-    }
-}
-
 /* An array: a table of its objects, or one line per value when it holds none. */
 static void print_array(cli_t *cli, const json_t *rows)
 {
@@ -142,7 +121,7 @@ static cli_status_t get(cli_t *cli, int argc, char **argv)
         if (json_is_array(answer))
             print_array(cli, answer);
         else if (json_is_object(answer) && !output_wants_generic(&cli->out))
-            print_object(answer);
+            output_fields(stdout, answer);
         else if (json_is_object(answer))
             output_object(stdout, &cli->out, answer, NULL);
         else

@@ -339,3 +339,23 @@ void output_object(FILE *out, const output_opts_t *o, const json_t *obj,
     output_table(out, o, rows, columns, obj);
     json_decref(rows);
 }
+
+void output_fields(FILE *out, const json_t *obj)
+{
+    size_t width = 0;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        size_t w = output_display_width(key);
+        if (w > width)
+            width = w;
+    }
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        char k[256], text[4096];
+        output_clean(key, k, sizeof k);
+        output_cell_text(v, text, sizeof text);
+        fprintf(out, "%s%*s  %s\n", k, (int)(width - output_display_width(k)), "", text);
+    }
+}

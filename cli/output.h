@@ -79,4 +79,8 @@ bool output_wants_generic(const output_opts_t *o);
 void output_object(FILE *out, const output_opts_t *o, const json_t *obj,
                    const output_column_t *columns);
 
+/* Prints an object as "KEY  VALUE" lines, keys padded to the longest, values as table
+ * cells (`tern get` of an object, `tern vm get`). */
+void output_fields(FILE *out, const json_t *obj);
+
 #endif /* TERN_CLI_OUTPUT_H */

@@ -1,0 +1,553 @@
+/*
+ * cmd_vm.c -- `tern vm list|get|create|start|stop|delete`: the datacenter's instances.
+ *
+ * list and get read the dc plugin's views (GET /vms, /vms/:uuid); create, start, stop
+ * and delete create jobs of the workflows provision, vm-start, vm-stop and vm-delete
+ * with VMAPI's target ("/provision-<vm_uuid>", "/start-<vm_uuid>", ...), which their
+ * admission checks require, so one action cannot be queued twice for one instance.
+ * Names are resolved here, before anything is sent: a server by hostname, an image by
+ * name (its newest version, or NAME@VERSION), a network by name, an instance by alias;
+ * a package is sent as given (the provision workflow takes a name or a uuid).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "base/alloc.h"
+#include "base/ident.h"
+#include "cli.h"
+#include "dc_api.h"
+
+enum {
+    OPT_STATE = 0x4000,
+    OPT_SERVER,
+    OPT_OWNER,
+    OPT_ALIAS,
+    OPT_PACKAGE,
+    OPT_IMAGE,
+    OPT_NETWORK,
+    OPT_METADATA,
+    OPT_UUID,
+    OPT_NO_AUTOBOOT,
+    OPT_WATCH,
+};
+
+/* Who owns what the CLI creates unless --owner or TERN_OWNER_UUID says otherwise. */
+#define DEFAULT_OWNER "00000000-0000-0000-0000-000000000000"
+
+/* ---- columns ------------------------------------------------------------------- */
+
+/* The address of the primary NIC, as `triton instance list` shows PRIMARYIP. */
+static void cell_primary_ip(const json_t *row, char *buf, size_t n)
+{
+    size_t i;
+    const json_t *nic;
+    json_array_foreach(json_object_get(row, "nics"), i, nic)
+    {
+        if (json_is_true(json_object_get(nic, "primary"))) {
+            output_cell_text(json_object_get(nic, "ip"), buf, n);
+            return;
+        }
+    }
+    snprintf(buf, n, "-");
+}
+
+/* The server's hostname when the list could add it, else the short uuid. */
+static void cell_server(const json_t *row, char *buf, size_t n)
+{
+    const char *host = json_string_value(json_object_get(row, "server_hostname"));
+    const char *u = json_string_value(json_object_get(row, "server_uuid"));
+    if (host != NULL)
+        snprintf(buf, n, "%s", host);
+    else if (u != NULL)
+        snprintf(buf, n, "%.8s", u);
+    else
+        snprintf(buf, n, "-");
+}
+
+static const output_column_t vm_columns[] = {
+    {"SHORTID", NULL, dc_cell_shortid},
+    {"ALIAS", "alias", NULL},
+    {"STATE", "state", NULL},
+    {"SERVER", NULL, cell_server},
+    {"RAM", "ram", NULL},
+    {"PRIMARYIP", NULL, cell_primary_ip},
+    {"CREATED", "create_timestamp", NULL},
+    {NULL, NULL, NULL},
+};
+
+static const output_column_t disk_columns[] = {
+    {"PCI_SLOT", "pci_slot", NULL}, {"BOOT", "boot", NULL}, {"SIZE_MIB", "size", NULL},
+    {"IMAGE", "image_uuid", NULL},  {"PATH", "path", NULL}, {NULL, NULL, NULL},
+};
+
+static const output_column_t nic_columns[] = {
+    {"MAC", "mac", NULL},         {"IP", "ip", NULL},
+    {"NETMASK", "netmask", NULL}, {"GATEWAY", "gateway", NULL},
+    {"VLAN", "vlan_id", NULL},    {"PRIMARY", "primary", NULL},
+    {"STATE", "state", NULL},     {"NETWORK", "network_uuid", NULL},
+    {NULL, NULL, NULL},
+};
+
+/* ---- options ------------------------------------------------------------------- */
+
+typedef struct vm_opts {
+    const char *state, *server, *owner, *alias, *package, *image, *uuid;
+    json_t *networks; /* the --network values, in order (ours) */
+    json_t *metadata; /* --metadata k=v (ours) */
+    bool no_autoboot, watch;
+} vm_opts_t;
+
+static cli_status_t on_vm_opt(cli_t *cli, void *data, int c, const char *arg)
+{
+    vm_opts_t *o = data;
+    switch (c) {
+    case OPT_STATE:
+        o->state = arg;
+        return CLI_OK;
+    case OPT_SERVER:
+        o->server = arg;
+        return CLI_OK;
+    case OPT_OWNER:
+        if (!uuid_valid(arg))
+            return cli_usage(cli, "--owner \"%s\": expected a uuid", arg);
+        o->owner = arg;
+        return CLI_OK;
+    case OPT_ALIAS:
+        o->alias = arg;
+        return CLI_OK;
+    case OPT_PACKAGE:
+        o->package = arg;
+        return CLI_OK;
+    case OPT_IMAGE:
+        o->image = arg;
+        return CLI_OK;
+    case OPT_UUID:
+        if (!uuid_valid(arg))
+            return cli_usage(cli, "--uuid \"%s\": expected a uuid", arg);
+        o->uuid = arg;
+        return CLI_OK;
+    case OPT_NETWORK:
+        if (arg[0] == '\0' || arg[0] == '=')
+            return cli_usage(cli, "--network \"%s\": expected NETWORK or NETWORK=IP", arg);
+        json_array_append_new(o->networks, json_string(arg));
+        return CLI_OK;
+    case 'm':
+    case OPT_METADATA: {
+        const char *eq = strchr(arg, '=');
+        if (eq == NULL || eq == arg)
+            return cli_usage(cli, "--metadata \"%s\": expected KEY=VALUE", arg);
+        char *key = xstrndup(arg, (size_t)(eq - arg));
+        json_object_set_new(o->metadata, key, json_string(eq + 1));
+        free(key);
+        return CLI_OK;
+    }
+    case OPT_NO_AUTOBOOT:
+        o->no_autoboot = true;
+        return CLI_OK;
+    case 'w':
+    case OPT_WATCH:
+        o->watch = true;
+        return CLI_OK;
+    default:
+        return cli_usage(cli, "unknown option");
+    }
+}
+
+static void vm_opts_dispose(vm_opts_t *o)
+{
+    json_decref(o->networks);
+    json_decref(o->metadata);
+}
+
+/* The one instance `ref` names: its uuid, or its alias (among those not destroyed). */
+static cli_status_t find_vm(cli_t *cli, const char *ref, json_t **vm)
+{
+    *vm = NULL;
+    if (uuid_valid(ref))
+        return dc_find(cli, "/vms", "alias", "instance", ref, vm);
+    char *query = NULL;
+    dc_query_add(cli, &query, "alias", ref);
+    json_t *rows;
+    cli_status_t st = dc_list(cli, "/vms", query, &rows);
+    free(query);
+    if (st != CLI_OK)
+        return st;
+    size_t n = json_array_size(rows);
+    if (n == 1)
+        *vm = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+    if (n == 0)
+        return cli_fail(cli, CLI_API, "ResourceNotFound",
+                        "no instance whose uuid or alias is \"%s\"", ref);
+    if (n > 1)
+        return cli_fail(cli, CLI_API, "AmbiguousName",
+                        "%zu instances have the alias \"%s\": name one by its uuid", n, ref);
+    return CLI_OK;
+}
+
+/* ---- list ---------------------------------------------------------------------- */
+
+/* Adds "server_hostname" to each row (a copy) for the SERVER column. */
+static json_t *with_hostnames(cli_t *cli, const json_t *rows)
+{
+    json_t *copy = json_deep_copy(rows);
+    json_t *servers;
+    if (dc_list(cli, "/servers", NULL, &servers) != CLI_OK) {
+        memset(&cli->err, 0, sizeof cli->err); /* the short uuids stand in */
+        return copy;
+    }
+    size_t i, j;
+    json_t *row;
+    const json_t *s;
+    json_array_foreach(copy, i, row)
+    {
+        const char *u = json_string_value(json_object_get(row, "server_uuid"));
+        json_array_foreach(servers, j, s)
+        {
+            const char *su = json_string_value(json_object_get(s, "uuid"));
+            if (u != NULL && su != NULL && strcmp(u, su) == 0) {
+                json_object_set(row, "server_hostname", json_object_get(s, "hostname"));
+                break;
+            }
+        }
+    }
+    json_decref(servers);
+    return copy;
+}
+
+static const struct option list_long[] = {
+    {"state", required_argument, NULL, OPT_STATE},
+    {"server", required_argument, NULL, OPT_SERVER},
+    {"owner", required_argument, NULL, OPT_OWNER},
+    {"alias", required_argument, NULL, OPT_ALIAS},
+    {NULL, 0, NULL, 0},
+};
+
+static cli_status_t vm_list(cli_t *cli, int argc, char **argv)
+{
+    vm_opts_t o = {.networks = json_array(), .metadata = json_object()};
+    int first;
+    cli_status_t st;
+    char *query = NULL;
+    json_t *rows = NULL;
+    if (!args_parse(cli, argc, argv, "", list_long, on_vm_opt, &o, &first, &st))
+        goto Done;
+    if (first < argc) {
+        st = cli_usage(cli, "unexpected argument \"%s\"", argv[first]);
+        goto Done;
+    }
+    if (o.server != NULL) {
+        char uuid[37];
+        if ((st = dc_find_uuid(cli, "/servers", "hostname", "server", o.server, uuid)) != CLI_OK)
+            goto Done;
+        dc_query_add(cli, &query, "server_uuid", uuid);
+    }
+    if (o.state != NULL)
+        dc_query_add(cli, &query, "state", o.state);
+    if (o.owner != NULL)
+        dc_query_add(cli, &query, "owner_uuid", o.owner);
+    if (o.alias != NULL)
+        dc_query_add(cli, &query, "alias", o.alias);
+    if ((st = dc_list(cli, "/vms", query, &rows)) != CLI_OK)
+        goto Done;
+    if (cli->out.json) {
+        output_table(stdout, &cli->out, rows, vm_columns, NULL);
+    } else {
+        json_t *shown = with_hostnames(cli, rows);
+        output_table(stdout, &cli->out, shown, vm_columns, NULL);
+        json_decref(shown);
+    }
+Done:
+    json_decref(rows);
+    free(query);
+    vm_opts_dispose(&o);
+    return st;
+}
+
+/* ---- get ----------------------------------------------------------------------- */
+
+static cli_status_t vm_get(cli_t *cli, int argc, char **argv)
+{
+    vm_opts_t o = {.networks = json_array(), .metadata = json_object()};
+    int first;
+    cli_status_t st;
+    if (!args_parse(cli, argc, argv, "", NULL, on_vm_opt, &o, &first, &st))
+        goto Done;
+    if (first >= argc || first + 1 < argc) {
+        st = first >= argc ? cli_usage(cli, "missing VM (its uuid or alias)")
+                           : cli_usage(cli, "unexpected argument \"%s\"", argv[first + 1]);
+        goto Done;
+    }
+    json_t *vm;
+    if ((st = find_vm(cli, argv[first], &vm)) != CLI_OK)
+        goto Done;
+    if (output_wants_generic(&cli->out)) {
+        output_object(stdout, &cli->out, vm, vm_columns);
+    } else {
+        /* The fields, then the disks and NICs as tables of their own. */
+        json_t *fields = json_deep_copy(vm);
+        json_object_del(fields, "disks");
+        json_object_del(fields, "nics");
+        output_fields(stdout, fields);
+        json_decref(fields);
+        output_opts_t plain = {0};
+        const json_t *disks = json_object_get(vm, "disks"), *nics = json_object_get(vm, "nics");
+        if (json_array_size(disks) > 0) {
+            printf("\ndisks:\n");
+            output_table(stdout, &plain, disks, disk_columns, NULL);
+        }
+        if (json_array_size(nics) > 0) {
+            printf("\nnics:\n");
+            output_table(stdout, &plain, nics, nic_columns, NULL);
+        }
+    }
+    json_decref(vm);
+Done:
+    vm_opts_dispose(&o);
+    return st;
+}
+
+/* ---- create -------------------------------------------------------------------- */
+
+/* The uuid of the image `ref` names: a uuid, NAME@VERSION, or NAME (its newest version,
+ * versions compared as `sort -V` does). */
+static cli_status_t find_image(cli_t *cli, const char *ref, char uuid[37])
+{
+    if (uuid_valid(ref))
+        return dc_find_uuid(cli, "/images", "name", "image", ref, uuid);
+    const char *at = strchr(ref, '@');
+    char *name = at != NULL ? xstrndup(ref, (size_t)(at - ref)) : xstrdup(ref);
+    json_t *rows;
+    cli_status_t st = dc_list(cli, "/images", NULL, &rows);
+    const json_t *best = NULL;
+    size_t i;
+    const json_t *img;
+    if (st == CLI_OK) {
+        json_array_foreach(rows, i, img)
+        {
+            const char *n = json_string_value(json_object_get(img, "name"));
+            const char *v = json_string_value(json_object_get(img, "version"));
+            if (n == NULL || v == NULL || strcmp(n, name) != 0)
+                continue;
+            if (at != NULL
+                    ? strcmp(v, at + 1) == 0
+                    : best == NULL ||
+                          strverscmp(v, json_string_value(json_object_get(best, "version"))) > 0)
+                best = img;
+        }
+        const char *u = json_string_value(json_object_get(best, "uuid"));
+        if (u == NULL || strlen(u) != 36)
+            st = cli_fail(cli, CLI_API, "ResourceNotFound", "no image \"%s\"", ref);
+        else
+            memcpy(uuid, u, 37);
+    }
+    json_decref(rows);
+    free(name);
+    return st;
+}
+
+/* The provision's "networks": each --network NETWORK[=IP] as {"uuid", "primary", "ip"},
+ * the first one primary. */
+static cli_status_t networks_param(cli_t *cli, const json_t *given, json_t **out)
+{
+    json_t *nets = json_array();
+    size_t i;
+    const json_t *g;
+    json_array_foreach(given, i, g)
+    {
+        const char *s = json_string_value(g);
+        const char *eq = strchr(s, '=');
+        char *ref = eq != NULL ? xstrndup(s, (size_t)(eq - s)) : xstrdup(s);
+        char uuid[37];
+        cli_status_t st = dc_find_uuid(cli, "/networks", "name", "network", ref, uuid);
+        free(ref);
+        if (st != CLI_OK) {
+            json_decref(nets);
+            return st;
+        }
+        json_t *n = json_pack("{s:s, s:b}", "uuid", uuid, "primary", i == 0);
+        if (eq != NULL)
+            json_object_set_new(n, "ip", json_string(eq + 1));
+        json_array_append_new(nets, n);
+    }
+    *out = nets;
+    return CLI_OK;
+}
+
+static const struct option create_long[] = {
+    {"package", required_argument, NULL, OPT_PACKAGE},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"network", required_argument, NULL, OPT_NETWORK},
+    {"server", required_argument, NULL, OPT_SERVER},
+    {"alias", required_argument, NULL, OPT_ALIAS},
+    {"metadata", required_argument, NULL, OPT_METADATA},
+    {"uuid", required_argument, NULL, OPT_UUID},
+    {"owner", required_argument, NULL, OPT_OWNER},
+    {"no-autoboot", no_argument, NULL, OPT_NO_AUTOBOOT},
+    {"watch", no_argument, NULL, OPT_WATCH},
+    {NULL, 0, NULL, 0},
+};
+
+static cli_status_t vm_create(cli_t *cli, int argc, char **argv)
+{
+    vm_opts_t o = {.networks = json_array(), .metadata = json_object()};
+    int first;
+    cli_status_t st;
+    json_t *params = NULL;
+    if (!args_parse(cli, argc, argv, "m:w", create_long, on_vm_opt, &o, &first, &st))
+        goto Done;
+    if (first < argc) {
+        st = cli_usage(cli, "unexpected argument \"%s\"", argv[first]);
+        goto Done;
+    }
+    if (o.package == NULL || o.image == NULL || json_array_size(o.networks) == 0) {
+        st = cli_usage(cli, "missing %s",
+                       o.package == NULL ? "--package"
+                       : o.image == NULL ? "--image"
+                                         : "--network");
+        goto Done;
+    }
+    char vm_uuid[37], image[37];
+    if (o.uuid != NULL)
+        snprintf(vm_uuid, sizeof vm_uuid, "%s", o.uuid);
+    else
+        uuid_v4(vm_uuid);
+    const char *owner = o.owner != NULL ? o.owner : getenv("TERN_OWNER_UUID");
+    if (owner == NULL || owner[0] == '\0')
+        owner = DEFAULT_OWNER;
+    if ((st = find_image(cli, o.image, image)) != CLI_OK)
+        goto Done;
+    json_t *nets;
+    if ((st = networks_param(cli, o.networks, &nets)) != CLI_OK)
+        goto Done;
+    params = json_pack("{s:s, s:s, s:s, s:s, s:o, s:O}", "vm_uuid", vm_uuid, "owner_uuid", owner,
+                       "package", o.package, "image_uuid", image, "networks", nets,
+                       "customer_metadata", o.metadata);
+    if (o.alias != NULL)
+        json_object_set_new(params, "alias", json_string(o.alias));
+    if (o.no_autoboot)
+        json_object_set_new(params, "autoboot", json_false());
+    if (o.server != NULL) {
+        char server[37];
+        if ((st = dc_find_uuid(cli, "/servers", "hostname", "server", o.server, server)) != CLI_OK)
+            goto Done;
+        json_object_set_new(params, "server_uuid", json_string(server));
+    }
+    char *target = xasprintf("/provision-%s", vm_uuid);
+    char *what =
+        xasprintf("Creating instance %s (%s)", o.alias != NULL ? o.alias : vm_uuid, vm_uuid);
+    st = dc_submit(cli, "provision", target, params, o.watch, what);
+    free(what);
+    free(target);
+Done:
+    json_decref(params);
+    vm_opts_dispose(&o);
+    return st;
+}
+
+/* ---- start, stop, delete ------------------------------------------------------- */
+
+static const struct option action_long[] = {
+    {"watch", no_argument, NULL, OPT_WATCH},
+    {NULL, 0, NULL, 0},
+};
+
+/* `tern vm <verb> VM`: a job of `workflow` with target "/<action>-<vm_uuid>". */
+static cli_status_t vm_action(cli_t *cli, int argc, char **argv, const char *workflow,
+                              const char *action, const char *doing)
+{
+    vm_opts_t o = {.networks = json_array(), .metadata = json_object()};
+    int first;
+    cli_status_t st;
+    json_t *vm = NULL;
+    if (!args_parse(cli, argc, argv, "w", action_long, on_vm_opt, &o, &first, &st))
+        goto Done;
+    if (first >= argc || first + 1 < argc) {
+        st = first >= argc ? cli_usage(cli, "missing VM (its uuid or alias)")
+                           : cli_usage(cli, "unexpected argument \"%s\"", argv[first + 1]);
+        goto Done;
+    }
+    if ((st = find_vm(cli, argv[first], &vm)) != CLI_OK)
+        goto Done;
+    const char *uuid = json_string_value(json_object_get(vm, "uuid"));
+    const char *alias = json_string_value(json_object_get(vm, "alias"));
+    if (uuid == NULL) {
+        st = cli_fail(cli, CLI_UNREACHABLE, NULL, "the instance \"%s\" came without a uuid",
+                      argv[first]);
+        goto Done;
+    }
+    json_t *params = json_pack("{s:s}", "vm_uuid", uuid);
+    char *target = xasprintf("/%s-%s", action, uuid);
+    char *what = xasprintf("%s instance %s (%s)", doing, alias != NULL ? alias : uuid, uuid);
+    st = dc_submit(cli, workflow, target, params, o.watch, what);
+    free(what);
+    free(target);
+    json_decref(params);
+Done:
+    json_decref(vm);
+    vm_opts_dispose(&o);
+    return st;
+}
+
+static cli_status_t vm_start(cli_t *cli, int argc, char **argv)
+{
+    return vm_action(cli, argc, argv, "vm-start", "start", "Starting");
+}
+
+static cli_status_t vm_stop(cli_t *cli, int argc, char **argv)
+{
+    return vm_action(cli, argc, argv, "vm-stop", "stop", "Stopping");
+}
+
+static cli_status_t vm_delete(cli_t *cli, int argc, char **argv)
+{
+    return vm_action(cli, argc, argv, "vm-delete", "delete", "Deleting");
+}
+
+#define ACTION_HELP                                                                                \
+    "  VM           the instance's uuid or alias\n"                                                \
+    "  -w, --watch  follow the job to its end (exit status 0 when it succeeded, 1 when\n"          \
+    "               it failed)\n"                                                                  \
+    "\nWithout --watch, prints the job's uuid; `tern job watch JOB` follows it later.\n"
+
+const cli_command_t cmd_vm_commands[] = {
+    {"vm", "list", vm_list, "vm list [--state S] [--server SERVER] [--owner UUID] [--alias A]",
+     "List the instances (destroyed ones only with --state destroyed).",
+     "  --state S          provisioning, running, stopped, failed or destroyed\n"
+     "  --server SERVER    on that server (uuid or hostname)\n"
+     "  --owner UUID       of that owner\n"
+     "  --alias A          with that alias\n"
+     "\nColumns: SHORTID ALIAS STATE SERVER RAM PRIMARYIP CREATED; -o chooses fields\n"
+     "(-o uuid,state,server_uuid), -j prints the records.\n"},
+    {"vm", "get", vm_get, "vm get VM",
+     "Show one instance (by uuid or alias): its record, disks and NICs.",
+     "  VM   the instance's uuid or alias\n"},
+    {"vm", "create", vm_create,
+     "vm create --package P --image I --network N[=IP]... [--server S] [--alias A] "
+     "[--metadata K=V]... [--uuid U] [--owner U] [--no-autoboot] [--watch]",
+     "Provision an instance (a job of the workflow provision).",
+     "  --package P        the package, by name or uuid (lab-small)\n"
+     "  --image I          the image: uuid, NAME (its newest version) or NAME@VERSION\n"
+     "  --network N[=IP]   a network by name or uuid, with the address to take or the\n"
+     "                     lowest free one; repeat for more NICs, the first is primary\n"
+     "  --server S         pin the instance to a server (uuid or hostname); otherwise the\n"
+     "                     placement rule chooses\n"
+     "  --alias A          the instance's alias\n"
+     "  -m, --metadata K=V customer metadata (repeat); lab:workload=writer runs the\n"
+     "                     writer workload instead of idle\n"
+     "  --uuid U           the instance's uuid (default: a new random one)\n"
+     "  --owner U          its owner (default: $TERN_OWNER_UUID, else " DEFAULT_OWNER ")\n"
+     "  --no-autoboot      create it stopped\n"
+     "  -w, --watch        follow the job to its end\n"
+     "\nThe job's target is /provision-<uuid>; a bad request (unknown package, image,\n"
+     "network or server, a full network, an alias Triton refuses) is refused before\n"
+     "anything is stored, with a code naming the fault (exit status 3).\n"},
+    {"vm", "start", vm_start, "vm start VM [--watch]",
+     "Start a stopped instance (a job of vm-start).", ACTION_HELP},
+    {"vm", "stop", vm_stop, "vm stop VM [--watch]", "Stop a running instance (a job of vm-stop).",
+     ACTION_HELP},
+    {"vm", "delete", vm_delete, "vm delete VM [--watch]",
+     "Delete an instance, its files and its NICs and IPs (a job of vm-delete).", ACTION_HELP},
+    {NULL, NULL, NULL, NULL, NULL, NULL},
+};
