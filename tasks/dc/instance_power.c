@@ -1,7 +1,8 @@
 /*
  * instance_power.c -- dc.instance_start and dc.instance_stop, on a server's agent.
  *
- *   dc.instance_start {"vm_uuid"} -> {"pid", "started": bool}
+ *   dc.instance_start {"vm_uuid", "autoboot"?} -> {"pid", "started": bool, "state"}
+ *                     (autoboot false: nothing started, the instance left "stopped")
  *   dc.instance_stop  {"vm_uuid"} -> {"pid": the workload's pid, or null when none ran}
  *
  * The workload is `<workload_bin> <kind> --dir <dir> [--file <dir>/disks/disk1.img]
@@ -113,7 +114,8 @@ static void start_poll(tern_ctx *ctx, void *data)
     pid_t pid = instance_workload_pid(&st->p);
     if (pid > 0) {
         if (record_state(ctx, "dc.instance_start", &st->p, "running"))
-            tern_task_done(ctx, json_pack("{s:i, s:b}", "pid", (int)pid, "started", 1));
+            tern_task_done(ctx, json_pack("{s:i, s:b, s:s}", "pid", (int)pid, "started", 1, "state",
+                                          "running"));
         attempts_end(s->attempts, ctx);
         return;
     }
@@ -153,10 +155,20 @@ static void start_start(tern_ctx *ctx, const json_t *args)
     if (s == NULL || !instance_open(ctx, task, s, args, &p, &vm))
         return;
     pid_t pid = instance_workload_pid(&p);
+    /* A provision with autoboot false makes the instance and leaves it stopped: the
+     * step answers the state the instance is left in, which the provision records. */
+    if (json_is_false(json_object_get(args, "autoboot")) && pid <= 0) {
+        json_decref(vm);
+        if (record_state(ctx, task, &p, "stopped"))
+            tern_task_done(ctx,
+                           json_pack("{s:n, s:b, s:s}", "pid", "started", 0, "state", "stopped"));
+        return;
+    }
     if (pid > 0) {
         json_decref(vm);
         if (record_state(ctx, task, &p, "running"))
-            tern_task_done(ctx, json_pack("{s:i, s:b}", "pid", (int)pid, "started", 0));
+            tern_task_done(ctx, json_pack("{s:i, s:b, s:s}", "pid", (int)pid, "started", 0, "state",
+                                          "running"));
         return;
     }
     char msg[512];
@@ -230,7 +242,7 @@ const tern_task_def dc_instance_start_task = {
     .summary = "Starts the instance's workload (detached, never the agent's child) and "
                "answers its pid; a live one is answered as it is.",
     .args_schema = "{\"required\": [\"vm_uuid\"], \"properties\": {\"vm_uuid\": {\"type\": "
-                   "\"string\"}}, \"additional\": false}",
+                   "\"string\"}, \"autoboot\": {\"type\": \"boolean\"}}, \"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = start_start,
     .cancel = dc_agent_cancel,

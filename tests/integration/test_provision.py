@@ -681,6 +681,28 @@ def test_fault_after_disks():
     print(f"the agent was killed with {had} in the instance's disks")
 
 
+def test_no_autoboot():
+    """autoboot false: the instance is made, its disks exist, nothing runs, and the
+    record and vm.json both say stopped; vm-start then starts it."""
+    vm_uuid = str(uuidlib.uuid4())
+    params = provision_params(vm_uuid, server=CN2)
+    params["autoboot"] = False
+    status, job = create_job("provision", "/provision-" + vm_uuid, params)
+    assert status in (200, 201), (status, job)
+    end = wait_job(job["uuid"])
+    assert end["execution"] == "succeeded", end
+    vm = vm_of(vm_uuid)
+    assert vm["state"] == "stopped", vm
+    vm_dir = os.path.join(lab.root(CN2), vm_uuid)
+    with open(os.path.join(vm_dir, "vm.json")) as f:
+        assert json.load(f)["state"] == "stopped"
+    assert os.path.exists(os.path.join(vm_dir, "disks", "disk0.img"))
+    assert not workload_pids(vm_dir)
+    assert wait_job(action("vm-start", "start", vm_uuid))["execution"] == "succeeded"
+    check_running_instance(vm_uuid, CN2)
+    check_inventory()
+
+
 def test_workload_survives_agent_restart():
     vm_uuid = str(uuidlib.uuid4())
     job = provision(vm_uuid, server=CN3, workload="writer")
@@ -709,7 +731,7 @@ def test_workload_survives_agent_restart():
 def main():
     tests = [test_views, test_bad_requests, test_provision_and_lifecycle, test_subnet_full,
              test_race_for_three, test_agent_killed_mid_create, test_image_removed_then_retry,
-             test_workload_survives_agent_restart,
+             test_no_autoboot, test_workload_survives_agent_restart,
              test_fault_after_disks]
     only = sys.argv[3:]
     ok = False
