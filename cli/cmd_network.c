@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
 #include "base/alloc.h"
 #include "cli.h"
 #include "client.h"
@@ -33,42 +32,19 @@ static const output_column_t ip_columns[] = {
     {NULL, NULL, NULL},
 };
 
-static cli_status_t no_opts(cli_t *cli, void *data, int c, const char *arg)
-{
-    (void)data;
-    (void)c;
-    (void)arg;
-    return cli_usage(cli, "unknown option");
-}
-
 static cli_status_t network_list(cli_t *cli, int argc, char **argv)
 {
-    int first;
-    cli_status_t st;
-    if (!args_parse(cli, argc, argv, "", NULL, no_opts, NULL, &first, &st))
-        return st;
-    if (first < argc)
-        return cli_usage(cli, "unexpected argument \"%s\"", argv[first]);
-    json_t *rows;
-    st = dc_list(cli, "/networks", NULL, &rows);
-    if (st == CLI_OK)
-        output_table(stdout, &cli->out, rows, network_columns, NULL);
-    json_decref(rows);
-    return st;
+    return dc_list_command(cli, argc, argv, "/networks", network_columns);
 }
 
 static cli_status_t network_ips(cli_t *cli, int argc, char **argv)
 {
-    int first;
-    cli_status_t st;
-    if (!args_parse(cli, argc, argv, "", NULL, no_opts, NULL, &first, &st))
+    const char *network;
+    cli_status_t st = dc_one_argument(cli, argc, argv, "NETWORK (its uuid or name)", &network);
+    if (st != CLI_OK)
         return st;
-    if (first >= argc)
-        return cli_usage(cli, "missing NETWORK (its uuid or name)");
-    if (first + 1 < argc)
-        return cli_usage(cli, "unexpected argument \"%s\"", argv[first + 1]);
     char uuid[37];
-    if ((st = dc_find_uuid(cli, "/networks", "name", "network", argv[first], uuid)) != CLI_OK)
+    if ((st = dc_find_uuid(cli, "/networks", "name", "network", network, uuid)) != CLI_OK)
         return st;
     char *path = xasprintf("/networks/%s/ips", uuid);
     json_t *rows;

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
 #include "cli.h"
 #include "dc_api.h"
 
@@ -45,42 +44,19 @@ static const output_column_t server_columns[] = {
     {NULL, NULL, NULL},
 };
 
-static cli_status_t no_opts(cli_t *cli, void *data, int c, const char *arg)
-{
-    (void)data;
-    (void)c;
-    (void)arg;
-    return cli_usage(cli, "unknown option");
-}
-
 static cli_status_t server_list(cli_t *cli, int argc, char **argv)
 {
-    int first;
-    cli_status_t st;
-    if (!args_parse(cli, argc, argv, "", NULL, no_opts, NULL, &first, &st))
-        return st;
-    if (first < argc)
-        return cli_usage(cli, "unexpected argument \"%s\"", argv[first]);
-    json_t *rows;
-    st = dc_list(cli, "/servers", NULL, &rows);
-    if (st == CLI_OK)
-        output_table(stdout, &cli->out, rows, server_columns, NULL);
-    json_decref(rows);
-    return st;
+    return dc_list_command(cli, argc, argv, "/servers", server_columns);
 }
 
 static cli_status_t server_get(cli_t *cli, int argc, char **argv)
 {
-    int first;
-    cli_status_t st;
-    if (!args_parse(cli, argc, argv, "", NULL, no_opts, NULL, &first, &st))
+    const char *name;
+    cli_status_t st = dc_one_argument(cli, argc, argv, "SERVER (its uuid or hostname)", &name);
+    if (st != CLI_OK)
         return st;
-    if (first >= argc)
-        return cli_usage(cli, "missing SERVER (its uuid or hostname)");
-    if (first + 1 < argc)
-        return cli_usage(cli, "unexpected argument \"%s\"", argv[first + 1]);
     json_t *server;
-    st = dc_find(cli, "/servers", "hostname", "server", argv[first], &server);
+    st = dc_find(cli, "/servers", "hostname", "server", name, &server);
     if (st != CLI_OK)
         return st;
     if (output_wants_generic(&cli->out))

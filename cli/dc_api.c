@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/ident.h"
+#include "args.h"
 #include "client.h"
 #include "watch.h"
 
@@ -137,4 +138,43 @@ void dc_cell_shortid(const json_t *row, char *buf, size_t n)
         snprintf(buf, n, "-");
     else
         snprintf(buf, n, "%.8s", u);
+}
+
+cli_status_t dc_no_options(cli_t *cli, void *data, int c, const char *arg)
+{
+    (void)data;
+    (void)c;
+    (void)arg;
+    return cli_usage(cli, "unknown option");
+}
+
+cli_status_t dc_list_command(cli_t *cli, int argc, char **argv, const char *path,
+                             const output_column_t *columns)
+{
+    int first;
+    cli_status_t st;
+    if (!args_parse(cli, argc, argv, "", NULL, dc_no_options, NULL, &first, &st))
+        return st;
+    if (first < argc)
+        return cli_usage(cli, "unexpected argument \"%s\"", argv[first]);
+    json_t *rows;
+    st = dc_list(cli, path, NULL, &rows);
+    if (st == CLI_OK)
+        output_table(stdout, &cli->out, rows, columns, NULL);
+    json_decref(rows);
+    return st;
+}
+
+cli_status_t dc_one_argument(cli_t *cli, int argc, char **argv, const char *what, const char **arg)
+{
+    int first;
+    cli_status_t st;
+    if (!args_parse(cli, argc, argv, "", NULL, dc_no_options, NULL, &first, &st))
+        return st;
+    if (first >= argc)
+        return cli_usage(cli, "missing %s", what);
+    if (first + 1 < argc)
+        return cli_usage(cli, "unexpected argument \"%s\"", argv[first + 1]);
+    *arg = argv[first];
+    return CLI_OK;
 }

@@ -16,10 +16,23 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "output.h"
 
 /* GETs every page of the view `path` ("/vms") with `query` ("state=running", escaped,
  * or NULL) into *rows (NULL unless CLI_OK). */
 cli_status_t dc_list(cli_t *cli, const char *path, const char *query, json_t **rows);
+
+/* The option callback of a command that takes no option. */
+cli_status_t dc_no_options(cli_t *cli, void *data, int c, const char *arg);
+
+/* A list command with no option and no argument: every page of the view `path`, as a
+ * table of `columns`. */
+cli_status_t dc_list_command(cli_t *cli, int argc, char **argv, const char *path,
+                             const output_column_t *columns);
+
+/* A command with no option and one argument, described by `what` in its usage
+ * ("SERVER (its uuid or hostname)"): *arg is argv's (borrowed) unless it fails. */
+cli_status_t dc_one_argument(cli_t *cli, int argc, char **argv, const char *what, const char **arg);
 
 /* GETs one record, `collection` ("/vms") + "/" + `uuid` (escaped here), into *obj. */
 cli_status_t dc_get(cli_t *cli, const char *collection, const char *uuid, json_t **obj);
