@@ -139,6 +139,8 @@ struct runner {
     } early_cancels[32];
     unsigned early_next;
     bool resync;          /* a claim's answer was lost: adopt jobs left in our list */
+    bool resync_sweep;    /* the resync due is the periodic sweep (RESYNC_SWEEP_MS) */
+    uint64_t swept_mono;  /* when the last sweep was due */
     bool recheck_cancels; /* pub/sub was reconnected: cancels may have been missed */
     bool resync_busy;
     run_job_t *jobs;        /* in flight */
@@ -1686,6 +1688,7 @@ static void on_resync_list(void *data, int status, const redisReply *reply, cons
      * concurrency. The rest is adopted as slots free (claims wait for it). */
     size_t n = 0, slots = free_slots(r);
     bool left = false;
+    const char *first = NULL; /* borrowed from reply */
     ceded_prune(r, reply);
     for (size_t i = 0; i < reply->elements; i++) {
         const redisReply *u = reply->element[i];
@@ -1696,10 +1699,16 @@ static void on_resync_list(void *data, int status, const redisReply *reply, cons
                 break;
             }
             store_args_push(&a, u->str);
+            if (n == 0)
+                first = u->str;
             n++;
         }
     }
     r->resync = left;
+    if (n > 0 && r->resync_sweep)
+        log_msg(TERN_LOG_WARN, "runner", NULL,
+                "adopting %zu job(s) found in our list with no claim (first %s)", n, first);
+    r->resync_sweep = false;
     if (n > 0 && r->n_claimers > 0) {
         claimer_t *cl = &r->claimers[0];
         if (!cl->claiming) {
@@ -1890,10 +1899,23 @@ static void on_tick_reply(void *data, int status, const redisReply *reply, const
         tick(r, false);
 }
 
+/* How often a runner looks in its own list for jobs it holds no claim to. A job moved
+ * into the list by a claimer's BLMOVE while a restarted runner adopted what it had left
+ * there was seen sitting in the list, queued, never claimed (test_provision.py,
+ * test_fault_after_disks then a provision on the same server); no claim answer was
+ * lost, so nothing else made the runner look again. The sweep adopts such a job and
+ * says so in the log. */
+#define RESYNC_SWEEP_MS 10000
+
 static void tick(runner_t *r, bool heartbeat)
 {
     if (!r->up)
         return;
+    if (heartbeat && !r->resync && clock_mono_ms() - r->swept_mono >= RESYNC_SWEEP_MS) {
+        r->swept_mono = clock_mono_ms();
+        r->resync = true;
+        r->resync_sweep = true;
+    }
     if (r->tick_busy) {
         /* Any tick promotes due work; run one more when this one is answered. */
         r->tick_again = true;

@@ -171,7 +171,7 @@ def test_agent_data_plane(top):
     ino = os.stat(disk0).st_ino
     job = run_job(url, "dc-up", params)
     assert result(job, "create")["created"] is False
-    assert result(job, "start") == {"pid": pid, "started": False}
+    assert result(job, "start") == {"pid": pid, "started": False, "state": "running"}
     assert os.stat(disk0).st_ino == ino
 
     # Stopped and destroyed by the restarted agent, through the pid file.

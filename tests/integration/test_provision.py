@@ -644,10 +644,9 @@ def test_image_removed_then_retry():
 def test_fault_after_disks():
     """The agent killed -9 once the instance's disks exist, the image files removed
     meanwhile (the lab's and the server's copy): the re-run create fails, and the
-    provision gives everything back, the partial instance's files included. It runs
-    last: the restarted agent, whose adopted step failed, claims no later job of its
-    queue (the job is moved into its list and waits there, queued), so a retry here
-    would not finish; the retry of a fixed cause is test_image_removed_then_retry's."""
+    provision gives everything back, the partial instance's files included. Then the
+    restarted agent takes new work, and once the file is back a retry provisions the
+    instance with one allocation and one set of IPs."""
     vm_uuid = str(uuidlib.uuid4())
     vm_dir = os.path.join(lab.root(CN3), vm_uuid)
     disks_dir = os.path.join(vm_dir, "disks")
@@ -679,6 +678,21 @@ def test_fault_after_disks():
                 if isinstance(r, dict) and r.get("belongs_to_uuid") == vm_uuid]
     check_inventory()
     print(f"the agent was killed with {had} in the instance's disks")
+    # A provision right after, on the same server: the restarted agent claims it (one
+    # created while it adopted what it had left was once left unclaimed in its list;
+    # the runner's sweep adopts such a job within RESYNC_SWEEP_MS).
+    other = str(uuidlib.uuid4())
+    assert wait_job(provision(other, server=CN3), timeout=60)["execution"] == "succeeded"
+    check_running_instance(other, CN3)
+    p = tern("job", "retry", job)
+    assert p.returncode == 0, p
+    end = wait_job(job, timeout=180)
+    assert end["execution"] == "succeeded", end
+    check_running_instance(vm_uuid, CN3)
+    check_inventory()
+    for v in (vm_uuid, other):
+        assert wait_job(action("vm-delete", "delete", v))["execution"] == "succeeded"
+    check_inventory()
 
 
 def test_no_autoboot():
