@@ -502,8 +502,8 @@ static int check_step_queue(parser_t *ps, const json_t *queue, const char *path,
                         DESCRIBE(queue));
         return 0;
     }
-    return template_check(queue, qpath, sc->roots & ~(unsigned)TEMPLATE_ERROR, sc->known,
-                          sc->n_known, ps->err, ps->errlen);
+    template_names_t names = scope_names(sc, sc->roots & ~(unsigned)TEMPLATE_ERROR);
+    return template_check_names(queue, qpath, &names, ps->err, ps->errlen);
 }
 
 /* Checks a step name and records it; refuses a name used by an earlier step. */

@@ -424,6 +424,18 @@ static void test_step_queue(void **state)
                      TERN_EINVAL);
     assert_non_null(strstr(err, "chain[0].queue"));
     assert_null(out);
+    /* A queue may name what an admission check found (where the instance lives), as
+     * a step's args and holds may; a check the workflow does not have is refused. */
+    workflow_t *adm = parse_ok("{\"name\": \"w\", \"admission\": [{\"name\": \"route\", "
+                               "\"task\": \"core.noop\"}], \"chain\": [{\"name\": \"a\", "
+                               "\"task\": \"core.noop\", \"queue\": "
+                               "\"server:${admission.route.result.server_uuid}\"}]}");
+    workflow_free(adm);
+    refused("{\"name\": \"w\", \"admission\": [{\"name\": \"route\", \"task\": \"core.noop\"}], "
+            "\"chain\": [{\"name\": \"a\", \"task\": \"core.noop\", \"queue\": "
+            "\"server:${admission.nope.result.server_uuid}\"}]}",
+            "chain[0].queue: ${admission.nope.result.server_uuid} names admission check "
+            "\"nope\", which does not run before this");
 }
 
 static void test_workflow_timeout_queue(void **state)
