@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "inventory_script.h"
@@ -47,6 +48,35 @@ static void on_reply(tern_ctx *ctx, const json_t *reply, const char *error, void
     json_decref(answer);
 }
 
+/* DC_SCRIPT_UUIDS fresh version 4 UUIDs as a JSON array into out (at least
+ * DC_SCRIPT_UUIDS * 39 + 3 bytes): what a script names a new record with, since Lua in
+ * Redis has no source of randomness. 0, or -1 when the system has none to give. */
+static int fresh_uuids(char *out, size_t outlen)
+{
+    unsigned char raw[DC_SCRIPT_UUIDS][16];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = getrandom((unsigned char *)raw + got, sizeof raw - got, 0);
+        if (n < 0)
+            return -1;
+        got += (size_t)n;
+    }
+    size_t at = 0;
+    out[at++] = '[';
+    for (size_t i = 0; i < DC_SCRIPT_UUIDS; i++) {
+        unsigned char *b = raw[i];
+        b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+        b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+        at += (size_t)snprintf(out + at, outlen - at,
+                               "%s\"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+                               "%02x%02x%02x%02x%02x%02x\"",
+                               i ? "," : "", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                               b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    }
+    snprintf(out + at, outlen - at, "]");
+    return 0;
+}
+
 /* See inventory_script.h. */
 void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool admission,
                    dc_script_ok_fn on_ok)
@@ -57,6 +87,13 @@ void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool a
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char uuids[DC_SCRIPT_UUIDS * 40 + 4];
+    if (fresh_uuids(uuids, sizeof uuids) != 0) {
+        free(text);
+        tern_task_fail(ctx, "NoRandomness", "%s: the system gave no random bytes for new ids",
+                       tern_step_name(ctx));
+        return;
+    }
     script_call_t *call = malloc(sizeof *call);
     if (text == NULL || call == NULL) {
         free(text);
@@ -66,8 +103,8 @@ void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool a
     }
     *call = (script_call_t){.admission = admission, .on_ok = on_ok};
     const char *keys[] = {""};
-    const char *argv[] = {text, now};
-    int rc = tern_redis_eval(ctx, script, 1, keys, 2, argv, on_reply, call);
+    const char *argv[] = {text, now, uuids};
+    int rc = tern_redis_eval(ctx, script, 1, keys, 3, argv, on_reply, call);
     free(text);
     if (rc != 0) {
         free(call);

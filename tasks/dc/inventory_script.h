@@ -1,8 +1,9 @@
 /*
  * inventory_script.h -- runs one of the dc plugin's Lua scripts (tasks/dc/lua/) for a
  * task and reports its answer. Every script takes the plugin's namespace as KEYS[1],
- * the task's arguments as JSON in ARGV[1] and the time now (ISO 8601, UTC) in ARGV[2],
- * and answers {"ok": result} or {"error": {"status", "code", "message"}}.
+ * the task's arguments as JSON in ARGV[1], the time now (ISO 8601, UTC) in ARGV[2] and
+ * DC_SCRIPT_UUIDS fresh UUIDs (a JSON array, for the records a script creates) in
+ * ARGV[3], and answers {"ok": result} or {"error": {"status", "code", "message"}}.
  */
 #ifndef DC_INVENTORY_SCRIPT_H
 #define DC_INVENTORY_SCRIPT_H
@@ -10,6 +11,9 @@
 #include <stdbool.h>
 
 #include <tern/task.h>
+
+/* How many fresh UUIDs each script is given: a VM's disks at most. */
+#define DC_SCRIPT_UUIDS 8
 
 /* Called with the script's "ok" result (borrowed) before the task is reported done;
  * it may set job state. Returns the result to report (a new reference), or NULL after

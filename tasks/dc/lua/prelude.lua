@@ -44,3 +44,27 @@ local function get_json(key)
   if not t then return nil end
   return cjson.decode(t)
 end
+
+-- ARGV[3]: fresh UUIDs for the records a script creates (inventory_script.h).
+local function fresh_uuids() return cjson.decode(ARGV[3] or '[]') end
+
+-- The space rule of a flexible VM (docs/DISKS.md): free_space = flexible_disk_size
+-- minus every disk's size and the space its snapshots use, in MiB. A pending disk
+-- change (vm.disk_change) counts at the larger of its sizes, so space it may take is
+-- never handed out twice. nil for an inflexible VM.
+local function vm_free_space(vm)
+  if vm.flexible ~= true then return nil end
+  local used = 0
+  for _, d in ipairs(vm.disks or {}) do
+    used = used + d.size + (tonumber(d.snapshot_size) or 0)
+  end
+  local c = vm.disk_change
+  if c and c ~= NULL then
+    if c.op == 'add' then
+      used = used + c.new_size
+    elseif c.op == 'resize' and c.new_size > c.old_size then
+      used = used + c.new_size - c.old_size
+    end
+  end
+  return vm.flexible_disk_size - used
+end
