@@ -70,8 +70,8 @@ static int fresh_uuids(char *out, size_t outlen)
         at += (size_t)snprintf(out + at, outlen - at,
                                "%s\"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
                                "%02x%02x%02x%02x%02x%02x\"",
-                               i ? "," : "", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-                               b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+                               i ? "," : "", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
+                               b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
     }
     snprintf(out + at, outlen - at, "]");
     return 0;
