@@ -81,6 +81,8 @@ extern const cli_command_t cmd_get_commands[];
 extern const cli_command_t cmd_schedule_commands[];
 extern const cli_command_t cmd_server_commands[];
 extern const cli_command_t cmd_vm_commands[];
+extern const cli_command_t cmd_disk_commands[];
+extern const cli_command_t cmd_snapshot_commands[];
 extern const cli_command_t cmd_nic_commands[];
 extern const cli_command_t cmd_network_commands[];
 
