@@ -214,7 +214,17 @@ static cli_status_t disk_resize(cli_t *cli, int argc, char **argv)
     if ((st = dc_find_vm(cli, args[0], &vm)) != CLI_OK)
         return st;
     const json_t *disk;
-    if ((st = find_disk(cli, vm, args[1], &disk)) == CLI_OK) {
+    st = find_disk(cli, vm, args[1], &disk);
+    json_int_t current = json_integer_value(json_object_get(disk, "size"));
+    if (st == CLI_OK && !o.allow_shrink && (json_int_t)size.mib <= current)
+        st = cli_usage(cli,
+                       "SIZE must be greater than the current size: disk %s (%.8s) of instance "
+                       "%s is %lld MiB, %s asks for %llu MiB; shrinking a disk discards what "
+                       "lies past the new size and needs --dangerous-allow-shrink",
+                       json_string_value(json_object_get(disk, "pci_slot")),
+                       json_string_value(json_object_get(disk, "id")), vm_name(vm),
+                       (long long)current, args[2], (unsigned long long)size.mib);
+    if (st == CLI_OK) {
         json_t *params =
             json_pack("{s:O, s:o}", "id", json_object_get(disk, "id"), "size", size_json(&size));
         if (o.allow_shrink)
@@ -280,9 +290,9 @@ const cli_command_t cmd_disk_commands[] = {
      "                    first free PCI slot or --pci-slot S (0:4:2); the instance must\n"
      "                    be stopped\n"
      "  resize VM DISK SIZE\n"
-     "                    grow a disk (running or stopped); shrinking one, which loses\n"
-     "                    what lies past the new size, needs --dangerous-allow-shrink and\n"
-     "                    a stopped instance\n"
+     "                    grow a disk (running or stopped) to SIZE; a SIZE not above the\n"
+     "                    disk's is refused unless --dangerous-allow-shrink, since a\n"
+     "                    shrink (instance stopped) discards what lies past the new size\n"
      "  delete VM DISK    delete a disk and its copies in every snapshot (not the boot\n"
      "                    disk; the instance must be stopped)\n"
      "  VM                the instance's uuid or alias\n"
