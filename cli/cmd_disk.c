@@ -119,12 +119,18 @@ static cli_status_t find_disk(cli_t *cli, const json_t *vm, const char *ref, con
     return cli_fail(cli, CLI_USAGE, NULL, "disk \"%s\": not understood", ref);
 }
 
+/* A string member of a disk, or "?" when a record lacks it (borrowed). */
+static const char *disk_str(const json_t *disk, const char *key)
+{
+    const char *s = json_string_value(json_object_get(disk, key));
+    return s != NULL ? s : "?";
+}
+
 /* "Resizing disk 0:4:1 (1a2b3c4d) of": what a job does to a disk, for dc_submit_vm. */
 static char *doing_to_disk(const char *verb, const json_t *disk)
 {
-    return xasprintf("%s disk %s (%.8s) of", verb,
-                     json_string_value(json_object_get(disk, "pci_slot")),
-                     json_string_value(json_object_get(disk, "id")));
+    return xasprintf("%s disk %s (%.8s) of", verb, disk_str(disk, "pci_slot"),
+                     disk_str(disk, "id"));
 }
 
 /* ---- disks --------------------------------------------------------------------- */
@@ -221,8 +227,7 @@ static cli_status_t disk_resize(cli_t *cli, int argc, char **argv)
                        "SIZE must be greater than the current size: disk %s (%.8s) of instance "
                        "%s is %lld MiB, %s asks for %llu MiB; shrinking a disk discards what "
                        "lies past the new size and needs --dangerous-allow-shrink",
-                       json_string_value(json_object_get(disk, "pci_slot")),
-                       json_string_value(json_object_get(disk, "id")), vm_name(vm),
+                       disk_str(disk, "pci_slot"), disk_str(disk, "id"), vm_name(vm),
                        (long long)current, args[2], (unsigned long long)size.mib);
     if (st == CLI_OK) {
         json_t *params =
