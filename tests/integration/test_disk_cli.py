@@ -238,7 +238,8 @@ def test_snapshots():
     assert sorted(os.listdir(snap_dir)) == ["disk0.img", "disk1.img"], os.listdir(snap_dir)
     assert "before-upgrade" in tern("vm", "get", "d0").stdout
     # A name taken: the admission check's refusal, no job.
-    refused_before_any_job(["vm", "snapshot", "create", "d0", "before-upgrade"], 3, "tern: ")
+    refused_before_any_job(["vm", "snapshot", "create", "d0", "before-upgrade"], 3,
+                           "tern: InvalidArgument:", "already has a snapshot named before-upgrade")
     tern("vm", "snapshot", "delete", "d0", "before-upgrade", "-w")
     assert not os.path.exists(snap_dir)
     assert json.loads(tern("vm", "snapshot", "list", "d0", "-j").stdout) == []
