@@ -11,8 +11,9 @@ workflow each time (POST /jobs, then the job read until it has finished).
 
 Per job, from the job's own record: the total (created_at to finished_at, which counts
 the admission check, the queues and every step), the agent's apply step (its
-started_at to finished_at: the ftruncate, fsync and vm.json on the server) and the
-engine's share (the total less the apply step). Reported: the median of each for each
+started_at to finished_at: the ftruncate, fsync and vm.json on the server), the
+engine's share (the total less the apply step) and, of that share, the agent's
+measure step (the disks and snapshots measured before the reserve). Reported: the median of each for each
 disk, and the ratio 1 TiB / 10 GiB of each median, measured in the same run (a sparse
 grow adds a hole, so the ratio should be about 1). The files are checked after every
 grow: apparent size = the recorded size, and no block allocated for the hole.
@@ -93,14 +94,19 @@ def ms_of(iso):
     return datetime.datetime.fromisoformat(iso.replace('Z', '+00:00')).timestamp() * 1000.0
 
 
+def step_ms(job, name):
+    """The step's own time in ms (its started_at to finished_at)."""
+    r = [x for x in job['chain_results'] if x['name'] == name]
+    if len(r) != 1:
+        raise SystemExit(f'job {job["uuid"]}: expected one {name} step, got {r}')
+    return ms_of(r[0]['finished_at']) - ms_of(r[0]['started_at'])
+
+
 def timings(job):
-    """(total, apply, engine) in ms from the job's record."""
+    """(total, apply, engine, measure) in ms from the job's record."""
     total = ms_of(job['finished_at']) - ms_of(job['created_at'])
-    apply = [r for r in job['chain_results'] if r['name'] == 'apply']
-    if len(apply) != 1:
-        raise SystemExit(f'job {job["uuid"]}: expected one apply step, got {apply}')
-    own = ms_of(apply[0]['finished_at']) - ms_of(apply[0]['started_at'])
-    return total, own, total - own
+    apply = step_ms(job, 'apply')
+    return total, apply, total - apply, step_ms(job, 'measure')
 
 
 def check_file(vm, slot):
@@ -155,19 +161,20 @@ def main():
                            timeout=120)
         subprocess.run(['rm', '-rf', lab, desc])
 
-    med = {slot: [statistics.median(r[i] for r in rs) for i in range(3)]
+    cols = ('total', 'apply', 'engine', 'measure')
+    med = {slot: [statistics.median(r[i] for r in rs) for i in range(len(cols))]
            for slot, rs in runs.items()}
     small, large = med['0:4:1'], med['0:4:2']
     ratio = [l / s if s > 0 else float('nan') for l, s in zip(large, small)]
-    print(f'disk-resize, +{STEP} MiB, median of {a.rounds} (ms): total  apply  engine')
-    print(f'  10 GiB disk                        {small[0]:6.1f} {small[1]:6.1f} {small[2]:6.1f}')
-    print(f'  1 TiB disk                         {large[0]:6.1f} {large[1]:6.1f} {large[2]:6.1f}')
-    print(f'  1 TiB / 10 GiB                     {ratio[0]:6.2f} {ratio[1]:6.2f} {ratio[2]:6.2f}')
+    print(f'disk-resize, +{STEP} MiB, median of {a.rounds}, ms:  '
+          + ''.join(f'{c:>8}' for c in cols))
+    print('  10 GiB disk                        ' + ''.join(f'{v:8.1f}' for v in small))
+    print('  1 TiB disk                         ' + ''.join(f'{v:8.1f}' for v in large))
+    print('  1 TiB / 10 GiB                     ' + ''.join(f'{v:8.2f}' for v in ratio))
     print(json.dumps({'bench': 'disk_resize', 'rounds': a.rounds, 'step_mib': STEP,
-                      'median_ms': {'10GiB': dict(zip(('total', 'apply', 'engine'), small)),
-                                    '1TiB': dict(zip(('total', 'apply', 'engine'), large))},
-                      'ratio_1TiB_10GiB': dict(zip(('total', 'apply', 'engine'), ratio)),
-                      'runs_ms': runs}))
+                      'median_ms': {'10GiB': dict(zip(cols, small)),
+                                    '1TiB': dict(zip(cols, large))},
+                      'ratio_1TiB_10GiB': dict(zip(cols, ratio)), 'runs_ms': runs}))
 
 
 if __name__ == '__main__':
