@@ -148,7 +148,7 @@ def test_bad_sizes_and_disks():
     for size in ("0", "0G", "-5", "-1G", "10GB", "10MiB", "1T", "1.5G", "g", "",
                  "99999999999999999999", "9007199254740992", "8796093022208G"):
         # A leading '-' reads as an option: refused as one, naming it.
-        named = size if size.startswith("-") else 'size "%s"' % size
+        named = "unknown option " + size[:2] if size.startswith("-") else 'size "%s"' % size
         refused_before_any_job(["vm", "disk", "resize", "d0", "0:4:1", size], 2, named)
         refused_before_any_job(["vm", "disk", "add", "d0", size], 2, named)
         refused_before_any_job(["vm", "disk", "add", "d0", "--", size], 2, 'size "%s"' % size)
