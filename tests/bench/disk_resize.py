@@ -165,12 +165,13 @@ def main():
     med = {slot: [statistics.median(r[i] for r in rs) for i in range(len(cols))]
            for slot, rs in runs.items()}
     small, large = med['0:4:1'], med['0:4:2']
-    ratio = [l / s if s > 0 else float('nan') for l, s in zip(large, small)]
+    ratio = [round(l / s, 2) if s > 0 else None for l, s in zip(large, small)]
     print(f'disk-resize, +{STEP} MiB, median of {a.rounds}, ms:  '
           + ''.join(f'{c:>8}' for c in cols))
     print('  10 GiB disk                        ' + ''.join(f'{v:8.1f}' for v in small))
     print('  1 TiB disk                         ' + ''.join(f'{v:8.1f}' for v in large))
-    print('  1 TiB / 10 GiB                     ' + ''.join(f'{v:8.2f}' for v in ratio))
+    print('  1 TiB / 10 GiB                     '
+          + ''.join(f'{v:8.2f}' if v is not None else f'{"-":>8}' for v in ratio))
     print(json.dumps({'bench': 'disk_resize', 'rounds': a.rounds, 'step_mib': STEP,
                       'median_ms': {'10GiB': dict(zip(cols, small)),
                                     '1TiB': dict(zip(cols, large))},
