@@ -14,8 +14,9 @@ vm-disk-usage:
 * `tern vm snapshot create|list|delete` with the snapshot's directory on the agent;
 * every bad SIZE and DISK, and a shrink without --dangerous-allow-shrink, is refused
   before any request creates a job (the job count is unchanged) with a message naming
-  it; a refusal of the admission check (not enough free space) is printed with its
-  code and message, exit 3, and creates no job either.
+  it; a refusal of the admission check (not enough free space, a running instance,
+  the boot disk, a snapshot name taken or unknown) is printed with its code and
+  message, exit 3, and creates no job either.
 
 Usage: test_disk_cli.py SOURCE_ROOT BUILD_ROOT [TEST...]; TERN_TEST_KEEP_LAB=1 leaves a
 failed run's lab up to look into.
@@ -190,6 +191,14 @@ def test_resize_grow():
                                "tern: InsufficientSpace:", "0:4:1")
     assert "free_space" in p.stderr, p.stderr
     assert disk_at(vm("d0"), "0:4:1")["size"] == 32768
+    # What a running instance refuses, and the boot disk's delete: the admission check's.
+    refused_before_any_job(["vm", "disk", "add", "d0", "1G", "-w"], 3, "tern: InvalidState:",
+                           "running")
+    refused_before_any_job(["vm", "disk", "delete", "d0", "0:4:1", "-w"], 3,
+                           "tern: InvalidState:", "running")
+    refused_before_any_job(["vm", "disk", "delete", "d0", "0:4:0"], 3,
+                           "tern: InvalidArgument:", "boot disk")
+    assert vm("d0")["disks"] == r["disks"]
 
 
 def test_add_delete_shrink_stopped():
@@ -240,6 +249,8 @@ def test_snapshots():
     # A name taken: the admission check's refusal, no job.
     refused_before_any_job(["vm", "snapshot", "create", "d0", "before-upgrade"], 3,
                            "tern: InvalidArgument:", "already has a snapshot named before-upgrade")
+    refused_before_any_job(["vm", "snapshot", "delete", "d0", "no-such"], 3,
+                           "tern: ResourceNotFound:", "no-such")
     tern("vm", "snapshot", "delete", "d0", "before-upgrade", "-w")
     assert not os.path.exists(snap_dir)
     assert json.loads(tern("vm", "snapshot", "list", "d0", "-j").stdout) == []
