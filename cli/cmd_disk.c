@@ -8,7 +8,8 @@
  * delete create jobs of the workflows disk-add, disk-resize and disk-delete with the
  * target "/<workflow>-<vm_uuid>". Everything the CLI can judge alone is judged before a
  * request is made: a SIZE (size_arg.h), then, from the record, which disk a DISK names
- * (disk_ref.h); a disk is sent by its id, so the job acts on the disk the user saw.
+ * (disk_ref.h); a disk is sent by its id (its slot in a record older than ids), so the
+ * job acts on the disk the user saw.
  * What needs the datacenter's state (space, the instance's state, a shrink) is the
  * admission check's, whose refusal is printed with its code and message (exit 3).
  */
@@ -126,6 +127,15 @@ static const char *disk_str(const json_t *disk, const char *key)
     return s != NULL ? s : "?";
 }
 
+/* The params naming `disk` (a new object): its id, or its slot for a record made before
+ * disks had ids. */
+static json_t *disk_params(const json_t *disk)
+{
+    const json_t *id = json_object_get(disk, "id");
+    return json_is_string(id) ? json_pack("{s:O}", "id", id)
+                              : json_pack("{s:O}", "pci_slot", json_object_get(disk, "pci_slot"));
+}
+
 /* "Resizing disk 0:4:1 (1a2b3c4d) of": what a job does to a disk, for dc_submit_vm. */
 static char *doing_to_disk(const char *verb, const json_t *disk)
 {
@@ -230,8 +240,8 @@ static cli_status_t disk_resize(cli_t *cli, int argc, char **argv)
                        disk_str(disk, "pci_slot"), disk_str(disk, "id"), vm_name(vm),
                        (long long)current, args[2], (unsigned long long)size.mib);
     if (st == CLI_OK) {
-        json_t *params =
-            json_pack("{s:O, s:o}", "id", json_object_get(disk, "id"), "size", size_json(&size));
+        json_t *params = disk_params(disk);
+        json_object_set_new(params, "size", size_json(&size));
         if (o.allow_shrink)
             json_object_set_new(params, "dangerous_allow_shrink", json_true());
         char *doing = doing_to_disk("Resizing", disk);
@@ -256,7 +266,7 @@ static cli_status_t disk_delete(cli_t *cli, int argc, char **argv)
         return st;
     const json_t *disk;
     if ((st = find_disk(cli, vm, args[1], &disk)) == CLI_OK) {
-        json_t *params = json_pack("{s:O}", "id", json_object_get(disk, "id"));
+        json_t *params = disk_params(disk);
         char *doing = doing_to_disk("Deleting", disk);
         st = dc_submit_vm(cli, vm, "disk-delete", "disk-delete", params, o.watch, doing);
         free(doing);
