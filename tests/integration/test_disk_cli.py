@@ -6,6 +6,8 @@ vm-disk-usage:
 * `tern vm create --disks JSON` and `--disks @FILE` lay out a flexible instance's disks,
   and `tern vm get` shows flexible, flexible_disk_size, free_space and the disks;
 * `tern vm disks` lists them by PCI slot (table, -H -o, -j, --refresh);
+* an inflexible instance: --disks refused at create, every disk command refused by the
+  admission check with its code, nothing changed;
 * `tern vm disk resize --watch` grows a disk named by slot, by id and by id prefix, with
   sizes in G, M and plain MiB: the record, the file's apparent size (still sparse) and
   free_space follow; `--dangerous-allow-shrink` shrinks a stopped instance's disk;
@@ -34,6 +36,7 @@ SOURCE, BUILD = sys.argv[1], sys.argv[2]
 CN1 = "a0000000-0000-4000-8000-0000000000c1"
 EXTERNAL = "b0000000-0000-4000-8000-0000000000c1"
 FLEX = "c0000000-0000-4000-8000-0000000000c1"
+RIGID = "c0000000-0000-4000-8000-0000000000c2"
 OS_IMG = "d0000000-0000-4000-8000-0000000000c1"
 
 # DOMAIN's numbers: a flexible package of 102400 MiB and an image of 10240 MiB with a
@@ -45,7 +48,9 @@ DATACENTER = {
                   "gateway": "203.0.113.1", "provision_start_ip": "203.0.113.10",
                   "provision_end_ip": "203.0.113.250", "vlan_id": 0, "mtu": 1500}],
     "packages": [{"uuid": FLEX, "name": "flex", "brand": "bhyve", "ram_mib": 1024,
-                  "vcpus": 1, "disk_mib": 102400, "flexible_disk": True}],
+                  "vcpus": 1, "disk_mib": 102400, "flexible_disk": True},
+                 {"uuid": RIGID, "name": "rigid", "brand": "bhyve", "ram_mib": 1024,
+                  "vcpus": 1, "disk_mib": 20480}],
     "images": [{"uuid": OS_IMG, "name": "lab-os", "version": "1.0", "size_mib": 10240,
                 "file": "images/lab-os.img", "brand": "bhyve"}],
     "settings": {},
@@ -275,6 +280,27 @@ def test_snapshots():
     assert vm("d0")["free_space"] == r["free_space"]
 
 
+def test_inflexible():
+    # --disks needs a flexible package: the provision's refusal, no job.
+    refused_before_any_job(["vm", "create", "--alias", "r1", "--package", "rigid", "--image",
+                            "lab-os", "--network", "external", "--disks", "[{}]"], 3,
+                           "tern: InvalidArgument:")
+    tern("vm", "create", "--alias", "r0", "--package", "rigid", "--image", "lab-os",
+         "--network", "external", "--no-autoboot", "--watch")
+    r = vm("r0")
+    assert r.get("flexible") is False and r.get("free_space") is None, r
+    assert [(d["pci_slot"], d["size"]) for d in r["disks"]] == [("0:4:0", 10240),
+                                                                ("0:4:1", 20480)]
+    assert ["flexible", "false"] in [l.split() for l in tern("vm", "get", "r0").stdout.splitlines()]
+    assert tern("vm", "disks", "r0", "-H", "-o", "pci_slot").stdout.split() == ["0:4:0",
+                                                                               "0:4:1"]
+    for args in (["disk", "resize", "r0", "0:4:1", "30G"], ["disk", "add", "r0", "1G"],
+                 ["disk", "delete", "r0", "0:4:1"], ["snapshot", "create", "r0", "s1"]):
+        refused_before_any_job(["vm", *args], 3, "tern: InvalidArgument:",
+                               "is not a flexible disk instance")
+    assert vm("r0")["disks"] == r["disks"]
+
+
 def main():
     # The workflows this drives are built beside the CLI: a tree without them (the CLI
     # alone) has nothing to test yet, which meson shows as a skip (77), never a pass.
@@ -285,7 +311,8 @@ def main():
         print("skipped: no workflow " + ", ".join(missing) + " in this tree")
         sys.exit(77)
     run_tests(lab, [test_create_with_disks, test_disks_listing, test_bad_sizes_and_disks,
-                    test_resize_grow, test_add_delete_shrink_stopped, test_snapshots],
+                    test_resize_grow, test_add_delete_shrink_stopped, test_snapshots,
+                    test_inflexible],
               only=sys.argv[3:])
 
 
