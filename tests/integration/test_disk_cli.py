@@ -6,6 +6,8 @@ vm-disk-usage:
 * `tern vm create --disks JSON` and `--disks @FILE` lay out a flexible instance's disks,
   and `tern vm get` shows flexible, flexible_disk_size, free_space and the disks;
 * `tern vm disks` lists them by PCI slot (table, -H -o, -j, --refresh);
+* two grows at once that fit alone but not together: exactly one succeeds, the other
+  ends InsufficientSpace (refused, or failed and watched to its end);
 * an inflexible instance: --disks refused at create, every disk command refused by the
   admission check with its code, nothing changed;
 * `tern vm disk resize --watch` grows a disk named by slot, by id and by id prefix, with
@@ -27,6 +29,7 @@ failed run's lab up to look into.
 """
 import json
 import os
+import subprocess
 import sys
 
 from lab_harness import MIB, Lab, run_tests
@@ -280,6 +283,28 @@ def test_snapshots():
     assert vm("d0")["free_space"] == r["free_space"]
 
 
+def test_concurrent_grows():
+    # Two grows of one instance's disks, each 60 % of its free_space, at once: one
+    # succeeds; the other is refused at create (exit 3) or fails at its reserve (exit 1,
+    # its watch showing the failure), and the record holds the one that succeeded.
+    tern("vm", "create", "--alias", "d2", "--package", "flex", "--image", "lab-os",
+         "--network", "external", "--disks", '[{}, {"size": 10240}, {"size": 10240}]', "-w")
+    assert vm("d2")["free_space"] == 71680
+    procs = [subprocess.Popen([lab.tern_bin, "vm", "disk", "resize", "d2", slot,
+                               str(10240 + 43008), "--watch"], env=lab.env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for slot in ("0:4:1", "0:4:2")]
+    outs = [p.communicate(timeout=120) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes[0] == 0 and codes[1] in (1, 3), (codes, outs)
+    loser = outs[[p.returncode for p in procs].index(codes[1])]
+    assert "InsufficientSpace" in loser[0] + loser[1], loser
+    r = vm("d2")
+    assert sorted(d["size"] for d in r["disks"][1:]) == [10240, 10240 + 43008], r["disks"]
+    assert r["free_space"] == 71680 - 43008 and not r.get("disk_change"), r
+    check_files(r)
+
+
 def test_inflexible():
     # --disks needs a flexible package: the provision's refusal, no job.
     refused_before_any_job(["vm", "create", "--alias", "r1", "--package", "rigid", "--image",
@@ -312,7 +337,7 @@ def main():
         sys.exit(77)
     run_tests(lab, [test_create_with_disks, test_disks_listing, test_bad_sizes_and_disks,
                     test_resize_grow, test_add_delete_shrink_stopped, test_snapshots,
-                    test_inflexible],
+                    test_concurrent_grows, test_inflexible],
               only=sys.argv[3:])
 
 
