@@ -608,6 +608,10 @@ def provision_package_layout_faults_name_the_package(inv):
     inv.error('provision_check', check_disks(inv, 1, 'p-remaining', image=IMG90),
               'InsufficientSpace', 'package p-remaining disks[0].size: "remaining" comes to '
               '81920 MiB', 409)
+    inv.r.cmd('SET', dc_scripts.NS + 'package:' + P_REM, json.dumps(
+        dict(DOC['packages'][3], disks=[{}, {'size': 'lots'}])))
+    inv.error('provision_check', check_disks(inv, 1, 'p-remaining'), 'InvalidArgument',
+              'package p-remaining disks[1].size: expected a positive integer', 422)
 
 
 @case

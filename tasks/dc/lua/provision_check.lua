@@ -194,8 +194,11 @@ else
       ' MiB of flexible disk space of package ' .. pkg.name)
   end
   local layout, path = asked_disks, 'disks'
-  if layout == nil and type(pkg.disks) == 'table' and #pkg.disks > 0 then
+  if layout == nil and pkg.disks ~= nil and pkg.disks ~= NULL then
     layout, path = pkg.disks, 'package ' .. pkg.name .. ' disks'
+    -- The description's checks made it; a record written another way is checked too.
+    local r = layout_refusal(layout, path)
+    if r then return r end
   end
   if layout == nil then
     -- The default: the boot disk at the image's size, a data disk of the rest.
