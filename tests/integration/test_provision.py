@@ -743,7 +743,8 @@ def test_no_autoboot():
 def test_provision_with_disks():
     """disks asked at provision: three files of the layout's sizes, sparse, at the
     slots in order, and the record saying the same; the server commits the package's
-    space (test_dc_inventory.py checks every rule of the layout on the records)."""
+    space (test_dc_inventory.py checks every rule of the layout on the records). An
+    inflexible package's instance gets the traditional layout."""
     vm_uuid = str(uuidlib.uuid4())
     job = provision(vm_uuid, server=CN2,
                     disks=[{}, {"size": 4096}, {"size": "remaining"}])
@@ -763,8 +764,20 @@ def test_provision_with_disks():
         assert st.st_blocks * 512 < 64 * MIB, (path, st.st_blocks)  # sparse
         assert on_disk[n]["path"] == path and on_disk[n]["size"] == rec["size"], on_disk
     assert not glob.glob(os.path.join(vm_dir, "**", "*.part"), recursive=True)
+    # An inflexible package: the traditional layout, boot at the image's 2048 MiB and
+    # a data disk of the package's 10240, both committed.
+    zone = str(uuidlib.uuid4())
+    end = wait_job(provision(zone, server=CN2, package="lab-zone", image=BASE_IMG))
+    assert end["execution"] == "succeeded", end
+    zvm = vm_of(zone)
+    assert [x["size"] for x in zvm["disks"]] == [2048, 10240], zvm["disks"]
+    assert zvm["flexible"] is False and zvm["quota"] == 10240, zvm
+    assert zvm["allocation"]["disk"] == 12288 and "free_space" not in zvm, zvm
+    for x in zvm["disks"]:
+        assert os.stat(x["path"]).st_size == x["size"] * MIB, x
     check_inventory()
-    assert wait_job(action("vm-delete", "delete", vm_uuid))["execution"] == "succeeded"
+    for v in (vm_uuid, zone):
+        assert wait_job(action("vm-delete", "delete", v))["execution"] == "succeeded"
     check_inventory()
 
 
