@@ -134,8 +134,8 @@ static int count_extent(int old, int newer, off_t from, off_t to, unsigned char 
             break; /* the file ended (it shrank under us) */
         ssize_t have = newer >= 0 ? read_full(newer, b, (size_t)got, from) : 0;
         if (have < 0)
-            return fail(err, errlen, -errno, "%s: read at %lld: %s", newer_path,
-                        (long long)from, strerror(errno));
+            return fail(err, errlen, -errno, "%s: read at %lld: %s", newer_path, (long long)from,
+                        strerror(errno));
         for (size_t at = 0; at < (size_t)got; at += DC_SPARSE_BLOCK) {
             size_t n = (size_t)got - at < DC_SPARSE_BLOCK ? (size_t)got - at : DC_SPARSE_BLOCK;
             /* Past the newer file's end, the block is held by this copy alone. */
@@ -177,8 +177,8 @@ static int count_copy(const char *old_path, const char *newer_path, unsigned cha
         }
         off_t hole = lseek(old, data, SEEK_HOLE);
         if (hole < 0) {
-            rc = fail(err, errlen, -errno, "%s: SEEK_HOLE at %lld: %s", old_path,
-                      (long long)data, strerror(errno));
+            rc = fail(err, errlen, -errno, "%s: SEEK_HOLE at %lld: %s", old_path, (long long)data,
+                      strerror(errno));
             goto Done;
         }
         /* Whole blocks: an extent that starts or ends inside one counts it once. */

@@ -138,8 +138,8 @@ static void test_make_is_sparse_and_exact(void **state)
     assert_int_equal(stat_of(p).st_size, 92160 * MIB);
     /* Sizes out of range. */
     assert_int_equal(dc_disk_file_make(path_in("zero.img"), 0, err, sizeof err), -EINVAL);
-    assert_int_equal(
-        dc_disk_file_make(path_in("huge.img"), DC_DISK_MAX_MIB + 1, err, sizeof err), -EINVAL);
+    assert_int_equal(dc_disk_file_make(path_in("huge.img"), DC_DISK_MAX_MIB + 1, err, sizeof err),
+                     -EINVAL);
     assert_non_null(strstr(err, "huge.img"));
     assert_false(exists(path_in("zero.img")));
     assert_false(exists(path_in("huge.img")));
