@@ -158,7 +158,7 @@ static int apply_delete(disk_job_t *j, vm_disks_t *v, char *err, size_t errlen)
             continue;
         char dir[PATH_MAX], copy[PATH_MAX];
         vm_disks_snapshot_dir(v, name, false, dir);
-        snprintf(copy, sizeof copy, "%.*s/disk%d.img", PATH_MAX - 16, dir, f);
+        vm_disks_copy_file(dir, f, copy);
         if (unlink(copy) != 0 && errno != ENOENT) {
             snprintf(err, errlen, "cannot remove %s: %s", copy, strerror(errno));
             return -errno;
@@ -193,7 +193,7 @@ static int snapshot_create(disk_job_t *j, vm_disks_t *v, const atomic_bool *stop
         int f = vm_disks_slot_function(json_string_value(json_object_get(d, "pci_slot")));
         char src[PATH_MAX], dst[PATH_MAX];
         vm_disks_file(v, f, src);
-        snprintf(dst, sizeof dst, "%.*s/disk%d.img", PATH_MAX - 16, part, f);
+        vm_disks_copy_file(part, f, dst);
         rc = dc_snapshot_copy(src, dst, stop, NULL, err, errlen);
         if (rc != 0)
             break;

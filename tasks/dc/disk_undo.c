@@ -40,8 +40,8 @@ static int undo_add(disk_job_t *j, vm_disks_t *v, char *err, size_t errlen)
         return -errno;
     }
     char part[PATH_MAX];
-    snprintf(part, sizeof part, "%.*s.part", PATH_MAX - 8, path);
-    unlink(part); /* usually absent */
+    if (snprintf(part, sizeof part, "%s.part", path) < (int)sizeof part)
+        unlink(part); /* usually absent */
     /* vm_disks_sync drops the disk from vm.json now that its file is gone. */
     return dc_disk_dir_sync(path, err, errlen);
 }

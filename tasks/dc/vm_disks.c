@@ -99,12 +99,20 @@ void vm_disks_close(vm_disks_t *v)
 
 void vm_disks_file(const vm_disks_t *v, int function, char *out)
 {
-    snprintf(out, PATH_MAX, "%.*s/disk%d.img", PATH_MAX - 16, v->p.disks, function);
+    /* A path too long comes out empty, which every file call refuses (ENOENT). */
+    if (snprintf(out, PATH_MAX, "%s/disk%d.img", v->p.disks, function) >= PATH_MAX)
+        out[0] = '\0';
+}
+
+void vm_disks_copy_file(const char *snapshot_dir, int function, char *out)
+{
+    if (snprintf(out, PATH_MAX, "%s/disk%d.img", snapshot_dir, function) >= PATH_MAX)
+        out[0] = '\0';
 }
 
 void vm_disks_snapshot_dir(const vm_disks_t *v, const char *name, bool part, char *out)
 {
-    /* The snapshots directory is well under PATH_MAX and a name at most 64 bytes. */
+    /* A path too long comes out empty, which every file call refuses (ENOENT). */
     if (snprintf(out, PATH_MAX, "%s/%s%s", v->snapshots, name, part ? ".part" : "") >= PATH_MAX)
         out[0] = '\0';
 }
@@ -378,7 +386,7 @@ int vm_disks_measure(const vm_disks_t *v, const atomic_bool *stop, json_t **out,
                 json_string_value(json_object_get(json_array_get(snapshots, k), "name"));
             char dir[PATH_MAX];
             vm_disks_snapshot_dir(v, name, false, dir);
-            snprintf(copies[k], PATH_MAX, "%.*s/disk%d.img", PATH_MAX - 16, dir, f);
+            vm_disks_copy_file(dir, f, copies[k]);
             /* A snapshot taken before this disk was added has no copy of it. */
             copy_of[k] = access(copies[k], F_OK) == 0 ? copies[k] : NULL;
         }

@@ -54,6 +54,9 @@ void vm_disks_close(vm_disks_t *v);
 /* <dir>/disks/disk<function>.img into out (PATH_MAX). */
 void vm_disks_file(const vm_disks_t *v, int function, char *out);
 
+/* <snapshot_dir>/disk<function>.img into out (PATH_MAX): a disk's copy in a snapshot. */
+void vm_disks_copy_file(const char *snapshot_dir, int function, char *out);
+
 /* <dir>/snapshots/<name> (part: <name>.part) into out (PATH_MAX); name checked. */
 void vm_disks_snapshot_dir(const vm_disks_t *v, const char *name, bool part, char *out);
 
