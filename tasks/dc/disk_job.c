@@ -101,15 +101,15 @@ static int job_work(void *data, const atomic_bool *stop, char *err, size_t errle
         vm_disks_close(&v);
         return rc;
     }
-    if (j->fn != NULL)
+    /* The files decide what vm.json says: before the work, so it works on what a
+     * killed attempt left as it is, and after, so vm.json says what the work did. */
+    rc = vm_disks_sync(&v, err, errlen);
+    if (rc == 0 && j->fn != NULL)
         rc = j->fn(j, &v, stop, err, errlen);
-    if (rc == 0) {
-        /* The files decide what vm.json says, whatever the work did or a killed
-         * attempt left. */
+    if (rc == 0)
         rc = vm_disks_sync(&v, err, errlen);
-        if (rc == -EINVAL)
-            j->code = "DiskFileInvalid";
-    }
+    if (rc == -EINVAL && strcmp(j->code, "DiskFileFailed") == 0)
+        j->code = "DiskFileInvalid";
     if (rc == 0)
         rc = vm_disks_measure(&v, stop, &j->answer, err, errlen);
     vm_disks_close(&v);

@@ -351,7 +351,14 @@ int vm_disks_sync(vm_disks_t *v, char *err, size_t errlen)
                                        : json_array_size(snapshots) == 0);
     json_object_set_new(v->vm, "disks", disks);
     json_object_set_new(v->vm, "snapshots", snapshots);
-    return same ? 0 : instance_json_write(v->p.vm_json, v->vm, err, errlen);
+    if (same)
+        return 0;
+    rc = instance_json_write(v->p.vm_json, v->vm, err, errlen);
+    if (rc == 0) {
+        json_decref(v->as_read);
+        v->as_read = json_deep_copy(v->vm);
+    }
+    return rc;
 }
 
 /* ---- measuring ---------------------------------------------------------------------- */

@@ -518,6 +518,21 @@ static void test_undo_and_leftovers(void **state)
     assert_null(usage_of(u, "0:4:6"));
     json_decref(u);
     json_decref(vm_json_agrees(only2));
+    /* ... and a step that follows such a delete works on the files as they are: a
+     * snapshot of the disks there. */
+    json_decref(run_ok(h, "disk_apply", change_args(add6)));
+    assert_int_equal(unlink(disk_file(6)), 0);
+    const char *s7 = "{\"op\": \"snapshot_create\", \"name\": \"s7\"}";
+    u = run_ok(h, "disk_apply", change_args(s7));
+    assert_null(usage_of(u, "0:4:6"));
+    json_decref(u);
+    assert_false(exists(path_in("%s/snapshots/s7/disk6.img", dir1)));
+    assert_true(exists(path_in("%s/snapshots/s7/disk0.img", dir1)));
+    const char *with7[] = {"s2", "s7", NULL};
+    json_decref(vm_json_agrees(with7));
+    json_decref(
+        run_ok(h, "disk_apply", change_args("{\"op\": \"snapshot_delete\", \"name\": \"s7\"}")));
+    json_decref(vm_json_agrees(only2));
     /* A disk file whose size is not whole MiB: an error naming it. */
     assert_int_equal(truncate(disk_file(2), 20480 * MIB + 1), 0);
     run_fails(h, "disk_usage", USAGE, "DiskFileInvalid", "disk2.img");
