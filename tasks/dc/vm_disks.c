@@ -212,17 +212,23 @@ static int synced_disks(const vm_disks_t *v, json_t **out, char *err, size_t err
     json_array_foreach(disks, i, d)
     {
         int f = vm_disks_slot_function(json_string_value(json_object_get(d, "pci_slot")));
+        int rc = 0;
         if (f < 0 || n == VM_DISKS_MAX)
-            return fail(err, errlen, -EINVAL, "%s: disks[%zu]: pci_slot is not 0:4:0 to 0:4:7",
-                        v->p.vm_json, i);
+            rc = fail(err, errlen, -EINVAL, "%s: disks[%zu]: pci_slot is not 0:4:0 to 0:4:7",
+                      v->p.vm_json, i);
         char path[PATH_MAX];
-        vm_disks_file(v, f, path);
         uint64_t mib = 0;
-        int rc = dc_disk_file_size(path, &mib, err, errlen);
+        if (rc == 0) {
+            vm_disks_file(v, f, path);
+            rc = dc_disk_file_size(path, &mib, err, errlen);
+        }
         if (rc == -ENOENT)
             continue; /* unlinked by a delete that ended before vm.json was written */
-        if (rc != 0)
+        if (rc != 0) {
+            for (size_t k = 0; k < n; k++)
+                json_decref(kept[k]);
             return rc;
+        }
         json_t *copy = json_deep_copy(d);
         json_object_set_new(copy, "size", json_integer((json_int_t)mib));
         json_object_set_new(copy, "path", json_string(path));
