@@ -317,6 +317,12 @@ def grow_shrink_and_the_shrink_guard(inv):
                  dangerous_allow_shrink=True)
     assert got['before'] == 20480 and got['after'] == 10240 and got['free_space'] == 92160, got
     assert 'dangerous_allow_shrink' not in raw(inv, 1), 'the flag was stored'
+    # The boundary: a grow by free_space + 1 is refused, by free_space exactly fits.
+    refused(inv, 'resize', 1, params_of('resize', 1, id=disk_id(1, 0), size=102401),
+            'InsufficientSpace', 'growing 10240 -> 102401 MiB needs 92161 MiB, free_space is '
+            '92160 MiB', 409)
+    got = run_op(inv, agent, 'resize', 1, id=disk_id(1, 0), size=102400)
+    assert got['after'] == 102400 and got['free_space'] == 0, got
     # 26: the allocation and the server's committed disk do not move.
     vm = get(inv, 1)
     assert vm['quota'] + vm['flexible_disk_size'] == vm['allocation']['disk'] == 102400, vm
