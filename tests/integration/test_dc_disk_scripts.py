@@ -62,10 +62,15 @@ def make_vm(inv, i, sizes=(10240, 92160), state='stopped', fds=102400, flexible=
             snapshots=()):
     """A VM as provision leaves it: placed on S1 (its allocation committed there),
     then its record given the flexible disk fields of a package of `fds` MiB."""
+    committed = fds if flexible else sum(sizes)
     inv.ok('place', {'vm_uuid': vm_uuid(i), 'owner_uuid': OWNER, 'alias': f'vm{i}',
                      'brand': 'bhyve', 'billing_id': PKG, 'image_uuid': IMG, 'ram': 1024,
-                     'quota': fds if flexible else sum(sizes), 'server_uuid': S1,
-                     'autoboot': True, 'customer_metadata': {}, 'disks': []})
+                     'quota': committed, 'reservation': committed, 'flexible': flexible,
+                     'flexible_disk_size': fds if flexible else None, 'server_uuid': S1,
+                     'autoboot': True, 'customer_metadata': {},
+                     'disks': [dict({'boot': n == 0, 'size': s}, **({'image': IMG} if n == 0
+                                                                    else {}))
+                               for n, s in enumerate(sizes)]})
     vm = get(inv, i)
     vm['state'] = state
     vm['flexible'] = flexible
