@@ -226,7 +226,7 @@ def bad_params_are_refused_naming_the_field(inv):
     refused(inv, 'resize', 1, params_of('resize', 1, id=d1, size=1,
                                         dangerous_allow_shrink='yes'),
             'InvalidArgument', 'params.dangerous_allow_shrink: expected true or false', 422)
-    for name in ('', '-x', 'a b', 'x' * 65, 7, None):
+    for name in ('', '-x', 'a b', 'x' * 65, 7, None, 'nightly.part'):
         refused(inv, 'snapshot_create', 1, params_of('snapshot_create', 1, name=name),
                 'InvalidArgument', 'params.name', 422)
     refused(inv, 'usage', 1, {'vm_uuid': 'F0000000-0000-4000-8000-000000000001'},

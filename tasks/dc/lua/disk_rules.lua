@@ -106,9 +106,13 @@ local function disk_request(a)
   end
   if a.action == 'snapshot_create' or a.action == 'snapshot_delete' then
     local n = p.name
-    if type(n) ~= 'string' or #n > 64 or not string.match(n, '^[A-Za-z0-9][A-Za-z0-9_.%-]*$') then
+    -- A name ending ".part" would be taken for a copy being made (the agent's
+    -- snapshots/<name>.part/), so it is refused here, before anything runs.
+    if type(n) ~= 'string' or #n > 64 or not string.match(n, '^[A-Za-z0-9][A-Za-z0-9_.%-]*$') or
+        string.sub(n, -5) == '.part' then
       return nil, bad_param('params.name', cjson.encode(n == nil and NULL or n) .. ' is not a ' ..
-        'snapshot name: a letter or digit, then letters, digits, "_", "." or "-", at most 64 characters')
+        'snapshot name: a letter or digit, then letters, digits, "_", "." or "-", at most 64 ' ..
+        'characters, not ending ".part"')
     end
     r.name = n
   end
