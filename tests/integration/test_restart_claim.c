@@ -165,7 +165,8 @@ static void test_job_moved_by_earlier_blmove_is_claimed(void **state)
         fail_msg("the stage was not set in %d tries: the runner never started within the held "
                  "BLMOVE's timeout",
                  ATTEMPTS);
-    /* The job sits in the runner's list, unclaimed, the answer of its move unread. */
+    /* The held BLMOVE moved the job into the runner's list; only the test read its
+     * answer. */
     assert_true(itest_redis_int(&W.redis, "LPOS tern:r:%s:jobs %s", id, uuid) >= 0);
 
     json_t *job = itest_wait_finished_ok(&W.client, uuid, CLAIMED_WITHIN_MS);
