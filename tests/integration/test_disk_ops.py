@@ -7,7 +7,7 @@ the shrink guard, the space rule with snapshots measured fresh, "remaining", sti
 PCI slots, add/delete only while stopped, two concurrent grows of which exactly one
 fits, an agent killed -9 mid-resize, the scenario "resize while running, then shrink
 guard", and every kind of bad input. test_N_* is acceptance test N of the flexible disk
-rules (docs/DATACENTER.md); test_disks.py has the others.
+rules (docs/DISKS.md); test_disks.py has the others.
 
 Every test checks the records AND the data plane (disk_lab.check_vm): each disk's file
 is disk<N>.img for PCI slot 0:4:N with an apparent size of exactly size * 2^20;

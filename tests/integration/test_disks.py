@@ -7,7 +7,7 @@ disks, a boot disk smaller than its image or larger than the package, "remaining
 twice, every malformed size), two provisions racing for room for one, disk operations
 refused on an inflexible instance, and the quota and the server's committed disk
 through a series of disk operations. test_N_* is acceptance test N of the flexible
-disk rules (docs/DATACENTER.md); test_disk_ops.py has the others.
+disk rules (docs/DISKS.md); test_disk_ops.py has the others.
 
 Every test checks the records AND the data plane (disk_lab.check_vm): each disk's file
 is disk<N>.img for PCI slot 0:4:N with an apparent size of exactly size * 2^20, the
