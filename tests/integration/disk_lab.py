@@ -94,16 +94,17 @@ def open_lab(source, build, prefix):
 # ---- the data plane ----------------------------------------------------------------
 
 def content_digest(path, mib):
-    """sha256 of the first `mib` MiB of the file as a reader sees them (holes read as
-    zeros): every 4 KiB block that is not all zeros, with its offset, and the length
-    read. Only data extents are read (SEEK_DATA/SEEK_HOLE), so a 10 GiB disk holding a
-    few MiB costs a few MiB; a hole and written zeros are the same content."""
+    """sha256 of the first `mib` MiB of the file as a reader sees them, holes and the
+    bytes past its end reading as zeros: every 4 KiB block that is not all zeros, with
+    its offset. So a file grown with a hole has the digest it had, and a hole and
+    written zeros are the same content; sizes are checked on their own. Only data
+    extents are read (SEEK_DATA/SEEK_HOLE): a 10 GiB disk holding a few MiB costs a few
+    MiB."""
     h = hashlib.sha256()
     zero = bytes(4096)
     with open(path, "rb") as f:
         fd = f.fileno()
         end = min(mib * MIB, os.fstat(fd).st_size)
-        h.update(str(end).encode())
         off = 0
         while off < end:
             try:
