@@ -400,30 +400,38 @@ def test_22_concurrent_grows():
 # ---- an agent killed: test 27 -------------------------------------------------------
 
 def test_27_agent_killed_mid_resize():
-    """The agent of the instance's server killed -9 while a grow is at its apply step:
-    once when the job's cursor reaches apply, once when the file has changed size (the
-    apply done, its result not yet committed). Restarted, the job finishes, and the
-    file's size and the record agree, the content kept."""
+    """The agent of the instance's server killed -9 around a grow's apply step: paused
+    (SIGSTOP) as soon as the job has passed its measure step, so the apply is most
+    likely waiting for it, then killed; killed when the job's cursor reaches apply;
+    killed once the file has changed size (the apply done, its result not committed).
+    Restarted, the job finishes, and the file's size and the record agree, the content
+    kept."""
     vm_uuid = provision(package=ONE, server=CN2)
     boot = disk(check_vm(vm_uuid), "0:4:0")["path"]
     head = content_digest(boot, 10240)
-    for size, when in ((20480, "cursor"), (30720, "file")):
+    for size, when in ((20480, "paused"), (30720, "cursor"), (40960, "file")):
         old = os.stat(boot).st_size // MIB
         agent = agent_of("cn2")
         status, job = disk_job("disk-resize", vm_uuid, pci_slot="0:4:0", size=size)
         assert status in (200, 201), (status, job)
-        if when == "cursor":
-            def at_apply():
+        if when in ("paused", "cursor"):
+            steps = ("reserve", "apply", "commit") if when == "paused" else ("apply", "commit")
+
+            def reached():
                 j = lab.job_of(job["uuid"])
-                return j["cursor"]["step"] in ("apply", "commit") or \
+                return j["cursor"]["step"] in steps or \
                     j["execution"] in ("succeeded", "failed", "canceled")
-            wait_for("the job at its apply step", at_apply, timeout=30, every=0.001)
+            wait_for(f"the job at {steps[0]}", reached, timeout=30, every=0.001)
         else:
             wait_for("the file to change size", lambda: os.stat(boot).st_size != old * MIB,
                      timeout=30, every=0.0005)
-        os.kill(agent, signal.SIGKILL)
+        if when == "paused":
+            os.kill(agent, signal.SIGSTOP)
+        else:
+            os.kill(agent, signal.SIGKILL)
         at = lab.job_of(job["uuid"])["cursor"]["step"]
         seen = os.stat(boot).st_size // MIB
+        os.kill(agent, signal.SIGKILL)
         wait_for("the agent to die", lambda: dead(agent), timeout=10)
         lab.run("restart-agent", "cn2", "--dir", lab.dir)
         end = lab.wait_job(job["uuid"], timeout=120)
