@@ -425,13 +425,12 @@ def test_27_agent_killed_mid_resize():
         else:
             wait_for("the file to change size", lambda: os.stat(boot).st_size != old * MIB,
                      timeout=30, every=0.0005)
-        if when == "paused":
-            os.kill(agent, signal.SIGSTOP)
-        else:
-            os.kill(agent, signal.SIGKILL)
+        # Paused, it is killed after the look at the job and the file; else before.
+        os.kill(agent, signal.SIGSTOP if when == "paused" else signal.SIGKILL)
         at = lab.job_of(job["uuid"])["cursor"]["step"]
         seen = os.stat(boot).st_size // MIB
-        os.kill(agent, signal.SIGKILL)
+        if when == "paused":
+            os.kill(agent, signal.SIGKILL)
         wait_for("the agent to die", lambda: dead(agent), timeout=10)
         lab.run("restart-agent", "cn2", "--dir", lab.dir)
         end = lab.wait_job(job["uuid"], timeout=120)
