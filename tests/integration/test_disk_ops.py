@@ -23,6 +23,7 @@ failed run's lab up to look into. Every wait is bounded and polls what it waits 
 the lab's processes are stopped by pid (tools/lab down); the one agent this test kills
 (and the one it pauses) is checked to be that agent first.
 """
+import json
 import math
 import os
 import signal
@@ -357,6 +358,12 @@ def test_21_sticky_slots():
     assert [x["pci_slot"] for x in vm["disks"]] == ["0:4:0", "0:4:1", "0:4:2", "0:4:3", "0:4:6"]
     ok_disk("disk-add", vm_uuid, size=1024)
     assert [x["pci_slot"] for x in check_vm(vm_uuid)["disks"]][-2:] == ["0:4:4", "0:4:6"]
+    # The gaps fill in order, up to eight disks; a ninth is refused.
+    ok_disk("disk-add", vm_uuid, size=1024)
+    ok_disk("disk-add", vm_uuid, size=1024)
+    vm = check_vm(vm_uuid)
+    assert [x["pci_slot"] for x in vm["disks"]] == [f"0:4:{i}" for i in range(8)]
+    refused("disk-add", vm_uuid, 422, "InvalidArgument", ["8"], size=1024)
     delete(vm_uuid)
 
 
@@ -569,9 +576,9 @@ def test_bad_disk_params():
     lab.check_inventory()
 
 
-def test_snapshot_rules():
-    """Snapshot names are unique per instance; a disk operation refuses an instance
-    being provisioned."""
+def test_snapshots_and_busy_instances():
+    """Snapshot names are unique per instance and an instance has at most 16; a disk
+    operation refuses an instance being migrated or provisioned."""
     vm_uuid = provision(package=ONE)
     ok_disk("vm-snapshot-create", vm_uuid, name="a.1")
     before = fingerprint([vm_uuid])
@@ -579,9 +586,31 @@ def test_snapshot_rules():
     assert status in (409, 422) and body["code"] in ("InvalidArgument", "InvalidState"), body
     assert "a.1" in body["message"], body
     assert fingerprint([vm_uuid]) == before
-    ok_disk("vm-snapshot-delete", vm_uuid, name="a.1")
+    for i in range(2, 17):
+        ok_disk("vm-snapshot-create", vm_uuid, name=f"a.{i}")
+    vm = check_vm(vm_uuid)
+    assert [s["name"] for s in vm["snapshots"]] == [f"a.{i}" for i in range(1, 17)], vm
+    refused("vm-snapshot-create", vm_uuid, 422, "InvalidArgument", ["16"], name="a.17")
+    for i in range(1, 17):
+        ok_disk("vm-snapshot-delete", vm_uuid, name=f"a.{i}")
     vm = check_vm(vm_uuid)
     assert not vm.get("snapshots"), vm
+
+    # What a migration marks on the record (its workflow holds the instance meanwhile).
+    key = "tern:p:dc:vm:" + vm_uuid
+    record = json.loads("\n".join(lab.redis("GET", key)))
+    record["migrating"] = True
+    lab.redis("SET", key, json.dumps(record))
+    try:
+        for workflow, params in (("disk-resize", {"pci_slot": "0:4:0", "size": 20480}),
+                                 ("disk-add", {"size": 1024}),
+                                 ("vm-snapshot-create", {"name": "m"})):
+            refused(workflow, vm_uuid, 409, "InvalidState", ["migrating"], **params)
+    finally:
+        record["migrating"] = False
+        lab.redis("SET", key, json.dumps(record))
+    ok_disk("disk-resize", vm_uuid, pci_slot="0:4:0", size=20480)
+    check_vm(vm_uuid)
     delete(vm_uuid)
     # Provisioning: the provision holds the instance until it ends, and its record says
     # provisioning until then.
@@ -609,7 +638,8 @@ def main():
              test_16_space_with_snapshots, test_17_writes_raise_snapshot_size,
              test_18_add_remaining, test_19_running, test_20_delete, test_21_sticky_slots,
              test_22_concurrent_grows, test_27_agent_killed_mid_resize,
-             test_x3_resize_while_running, test_bad_disk_params, test_snapshot_rules]
+             test_x3_resize_while_running, test_bad_disk_params,
+             test_snapshots_and_busy_instances]
     run_tests(lab, tests, only=sys.argv[3:])
 
 
