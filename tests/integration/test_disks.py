@@ -110,6 +110,8 @@ def test_5_image_sizes_flexible():
     servers = fingerprint([])
     refused_provision(409, "InsufficientSpace", ["1048576", "102400"], image=I1T)
     assert fingerprint([]) == servers
+    for server in lab.roots:
+        assert not os.path.exists(os.path.join(lab.root(server), "images", I1T + ".img"))
     lab.check_inventory()
 
 
