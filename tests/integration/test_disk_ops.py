@@ -268,7 +268,7 @@ def test_18_add_remaining():
     assert check_vm(vm_uuid)["free_space"] == 30000
     job = ok_disk("disk-add", vm_uuid, size="remaining")
     commit = step_result(job, "commit")
-    assert commit["after"] == 30000 and commit["free_space"] == 0, commit
+    assert (commit["before"], commit["after"], commit["free_space"]) == (None, 30000, 0), commit
     vm = check_vm(vm_uuid)
     new = disk(vm, "0:4:2")
     assert new["size"] == 30000 and vm["free_space"] == 0 and not new.get("boot"), vm
@@ -322,7 +322,9 @@ def test_20_delete():
     assert not os.path.exists(data["path"])
     assert sorted(os.listdir(sdir)) == ["disk0.img"]
     assert content_digest(boot["path"], 10240) == boot_head
-    assert step_result(job, "commit")["free_space"] == 92160
+    commit = step_result(job, "commit")
+    assert (commit["before"], commit["after"], commit["free_space"]) == (92160, None, 92160), \
+        commit
     lab.check_inventory()
     delete(vm_uuid)
 
