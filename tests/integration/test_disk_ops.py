@@ -414,7 +414,7 @@ def test_27_agent_killed_mid_resize():
     likely waiting for it, then killed; killed when the job's cursor reaches apply;
     killed once the file has changed size (the apply done, its result not committed).
     Restarted, the job finishes, and the file's size and the record agree, the content
-    kept."""
+    kept. Then an add, killed as the new file shows."""
     vm_uuid = provision(package=ONE, server=CN2)
     boot = disk(check_vm(vm_uuid), "0:4:0")["path"]
     head = content_digest(boot, 10240)
@@ -453,6 +453,26 @@ def test_27_agent_killed_mid_resize():
         print(f"  killed at {when}: the cursor at {at}, the file {seen} MiB; the job "
               f"{end['execution']}, the disk {now} MiB")
         assert end["execution"] == "succeeded", end
+    # An add, the agent killed as soon as the new disk's file (or its .part) shows: the
+    # disk is then in the record and on disk, or in neither.
+    disks_dir = os.path.join(vm_dir(vm_uuid), "disks")
+    agent = agent_of("cn2")
+    status, job = disk_job("disk-add", vm_uuid, size=2048)
+    assert status in (200, 201), (status, job)
+    wait_for("the new disk's file", lambda: len(os.listdir(disks_dir)) > 1, timeout=30,
+             every=0.0005)
+    os.kill(agent, signal.SIGKILL)
+    seen = sorted(os.listdir(disks_dir))
+    wait_for("the agent to die", lambda: dead(agent), timeout=10)
+    lab.run("restart-agent", "cn2", "--dir", lab.dir)
+    end = lab.wait_job(job["uuid"], timeout=120)
+    vm = check_vm(vm_uuid)
+    print(f"  add killed with {seen}: the job {end['execution']}, disks "
+          f"{[(x['pci_slot'], x['size']) for x in vm['disks']]}")
+    assert end["execution"] == "succeeded", end
+    assert [(x["pci_slot"], x["size"]) for x in vm["disks"]] == [("0:4:0", 40960),
+                                                                   ("0:4:1", 2048)]
+    assert not data_from(disk(vm, "0:4:1")["path"], 0)
     lab.check_inventory()
     delete(vm_uuid)
 
