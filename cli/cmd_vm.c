@@ -78,7 +78,7 @@ static const output_column_t vm_columns[] = {
 
 static const output_column_t disk_columns[] = {
     {"PCI_SLOT", "pci_slot", NULL}, {"BOOT", "boot", NULL}, {"SIZE_MIB", "size", NULL},
-    {"IMAGE", "image_uuid", NULL},  {"PATH", "path", NULL}, {NULL, NULL, NULL},
+    {"IMAGE", "image", NULL},       {"PATH", "path", NULL}, {NULL, NULL, NULL},
 };
 
 static const output_column_t nic_columns[] = {
