@@ -264,10 +264,11 @@ def disk(vm, slot):
     return found[0]
 
 
-def fingerprint(vm_uuids):
+def fingerprint(vm_uuids, live=()):
     """What a refused request must not change: the VMs' records, every file and
-    directory in their instance directories (size, blocks, mtime), the number of jobs
-    and the servers' counters."""
+    directory in their instance directories (size, blocks, mtime; of the files in
+    `live`, which a running workload writes, only the size; of the workload's log, that
+    it is there), the number of jobs and the servers' counters."""
     out = {"jobs": len(lab.list_all("/jobs")),
            "servers": sorted(json.dumps(s, sort_keys=True) for s in lab.list_all("/servers"))}
     for v in vm_uuids:
@@ -278,7 +279,12 @@ def fingerprint(vm_uuids):
                 for n in dirs + names:
                     p = os.path.join(root, n)
                     st = os.lstat(p)
-                    files[p] = (st.st_mode, st.st_size, st.st_blocks, st.st_mtime_ns)
+                    if n == "workload.log":
+                        files[p] = st.st_mode
+                    elif p in live:
+                        files[p] = (st.st_mode, st.st_size)
+                    else:
+                        files[p] = (st.st_mode, st.st_size, st.st_blocks, st.st_mtime_ns)
         out[v + " files"] = files
     return out
 
@@ -341,16 +347,19 @@ def ok_disk(workflow, vm_uuid, **params):
     return job
 
 
-def refused(workflow, vm_uuid, want_status, want_code, words=(), others=(), **params):
+def refused(workflow, vm_uuid, want_status, want_code, words=(), others=(), live=(),
+            **params):
     """A disk job refused at POST /jobs with its status and code, its message naming
     each of `words`, and nothing changed: no job stored, no record or file of the VM
-    (or of `others`) touched."""
-    before = fingerprint([vm_uuid, *others] if lab.vm_of(vm_uuid) else list(others))
+    (or of `others`) touched (but for the contents of `live` files, which a running
+    workload writes)."""
+    vms = [vm_uuid, *others] if lab.vm_of(vm_uuid) else list(others)
+    before = fingerprint(vms, live)
     status, body = disk_job(workflow, vm_uuid, **params)
     assert (status, body.get("code")) == (want_status, want_code), (workflow, params, status, body)
     for w in words:
         assert str(w) in body["message"], (w, body)
-    after = fingerprint([vm_uuid, *others] if lab.vm_of(vm_uuid) else list(others))
+    after = fingerprint(vms, live)
     assert after == before, (workflow, params, "changed something", before, after)
     return body
 

@@ -506,7 +506,7 @@ def test_x3_resize_while_running():
     wait_for("records written after the grow", lambda: records() > first + 5)
     assert workload_pids(d) == pids
     body = refused("disk-resize", vm_uuid, 409, "InsufficientSpace", ["0:4:1", "102400"],
-                   pci_slot="0:4:1", size=102400)
+                   live=[data], pci_slot="0:4:1", size=102400)
     assert "free_space is 0" in body["message"], body
 
     power(vm_uuid, "stop")
