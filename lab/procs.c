@@ -177,7 +177,10 @@ int procs_stop(proc_entry_t *entries, size_t n, unsigned grace_ms)
     int not_stopped = 0;
     for (size_t i = 0; i < n; i++) {
         proc_entry_t *e = &entries[i];
-        live[i] = dc_proc_alive(e->pid, e->comm);
+        /* A process killed -9 before (its main thread a zombie) may still have a
+         * thread running, holding its Redis connections: it is waited for like a live
+         * one, or a successor would start beside it (test_restart_claim). */
+        live[i] = !dc_proc_gone(e->pid, e->comm);
         if (!live[i]) {
             printf("%s: not running (stale pid file %s)\n", e->name, e->pidfile);
             unlink(e->pidfile); /* may be gone already: nothing to report */
@@ -198,7 +201,7 @@ int procs_stop(proc_entry_t *entries, size_t n, unsigned grace_ms)
             for (size_t i = 0; i < n; i++) {
                 if (!live[i])
                     continue;
-                if (dc_proc_alive(entries[i].pid, entries[i].comm)) {
+                if (!dc_proc_gone(entries[i].pid, entries[i].comm)) {
                     still++;
                     continue;
                 }

@@ -13,12 +13,11 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "base/clock.h"
 #include "base/error.h"
 #include "base/iso8601.h"
 #include "base/log.h"
 #include "model/schedule.h"
-#include "redis/redis_conn.h"
+#include "redis/redis_wake.h"
 
 #define WAKE_CHANNEL   "tern:sched:wake"
 #define CLAIM_MAX      16
@@ -30,10 +29,7 @@ struct schedule_fire {
     job_ops_t *ops;
     store_t *store;
     char *id;
-    redis_conn_t *sub;
-    uv_timer_t timer;
-    uint64_t timer_at_mono; /* 0 when not armed */
-    long long clock_offset; /* server clock minus ours, ms */
+    redis_wake_t *wake; /* WAKE_CHANNEL and the timer of the earliest due tick */
     bool up;
     bool claiming;
     bool claim_again;
@@ -57,29 +53,6 @@ typedef struct tick {
 
 static void claim(schedule_fire_t *f);
 static void maybe_stopped(schedule_fire_t *f);
-
-/* ---- the timer --------------------------------------------------------------------- */
-
-static void on_timer(uv_timer_t *t)
-{
-    schedule_fire_t *f = t->data;
-    f->timer_at_mono = 0;
-    claim(f);
-}
-
-/* Arms the timer for server time `due_ms` unless it is armed earlier already. */
-static void arm_at(schedule_fire_t *f, long long due_ms)
-{
-    if (f->stopping)
-        return;
-    long long now = (long long)clock_wall_ms() + f->clock_offset;
-    uint64_t delay = due_ms > now ? (uint64_t)(due_ms - now) : 0;
-    uint64_t at = clock_mono_ms() + delay;
-    if (f->timer_at_mono != 0 && f->timer_at_mono <= at)
-        return;
-    f->timer_at_mono = at;
-    uv_timer_start(&f->timer, on_timer, delay, 0);
-}
 
 /* ---- ticks ------------------------------------------------------------------------- */
 
@@ -114,7 +87,7 @@ static void on_advanced(void *data, int status, const redisReply *reply, const c
 static void advance(tick_t *t, const char *outcome, const char *job, const char *error)
 {
     schedule_fire_t *f = t->f;
-    int64_t now = (int64_t)clock_wall_ms() + f->clock_offset;
+    int64_t now = (int64_t)redis_wake_server_now(f->wake);
     int64_t after = now > t->tick_ms ? now : t->tick_ms, next;
     if (!t->spec_ok || schedule_next(&t->spec, t->anchor_ms, after, &next) != 0)
         next = t->tick_ms + NEVER_AGAIN_MS;
@@ -221,13 +194,13 @@ static void on_claim(void *data, int status, const redisReply *reply, const char
         if (f->stopping)
             maybe_stopped(f);
         else
-            arm_at(f, (long long)clock_wall_ms() + f->clock_offset + CLAIM_RETRY_MS);
+            redis_wake_arm_at(f->wake, redis_wake_server_now(f->wake) + CLAIM_RETRY_MS);
         return;
     }
     long long now = store_reply_int(store_reply_at(reply, 0), 0);
     long long next = store_reply_int(store_reply_at(reply, 1), -1);
     const redisReply *items = store_reply_at(reply, 2);
-    f->clock_offset = now - (long long)clock_wall_ms();
+    redis_wake_clock(f->wake, now);
     size_t n = items != NULL ? items->elements : 0;
     if (f->stopping) {
         /* Claimed while stopping: their leases bring them back to another firer. */
@@ -239,7 +212,7 @@ static void on_claim(void *data, int status, const redisReply *reply, const char
     if (n == CLAIM_MAX)
         f->claim_again = true;
     if (next >= 0)
-        arm_at(f, next);
+        redis_wake_arm_at(f->wake, next);
     if (f->claim_again)
         claim(f);
 }
@@ -261,29 +234,11 @@ static void claim(schedule_fire_t *f)
     store_args_dispose(&a);
 }
 
-/* ---- the wake channel ----------------------------------------------------------------- */
-
-static void on_wake(redis_conn_t *c, const char *channel, const char *payload, size_t len,
-                    void *data)
+/* The timer of the earliest due tick fired, or the wake channel's subscription came
+ * up. */
+static void on_wake(void *data)
 {
-    (void)c;
-    (void)channel;
-    schedule_fire_t *f = data;
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), payload);
-    arm_at(f, atoll(buf));
-}
-
-static void on_sub_conn(redis_conn_t *c, bool up, const char *why, void *data)
-{
-    (void)why;
-    schedule_fire_t *f = data;
-    if (!up)
-        return;
-    const char *channels[] = {WAKE_CHANNEL};
-    redis_conn_subscribe(c, channels, 1, on_wake, f);
-    /* Wake-ups published while this connection was down are lost: look once. */
-    claim(f);
+    claim(data);
 }
 
 /* ---- lifetime ------------------------------------------------------------------------ */
@@ -295,14 +250,14 @@ schedule_fire_t *schedule_fire_new(uv_loop_t *loop, job_ops_t *ops, store_t *sto
     f->ops = ops;
     f->store = store;
     f->id = xstrdup(id != NULL ? id : "ternd");
-    uv_timer_init(loop, &f->timer);
-    f->timer.data = f;
     char name[200];
     snprintf(name, sizeof name, "%s-schedules", f->id);
-    redis_conn_opts_t so = {
-        .addr = store_addr(store), .name = name, .on_event = on_sub_conn, .data = f};
-    f->sub = redis_conn_new(loop, &so);
-    redis_conn_set_command_timeout(f->sub, 0);
+    redis_wake_opts_t wo = {.addr = store_addr(store),
+                            .name = name,
+                            .channel = WAKE_CHANNEL,
+                            .on_wake = on_wake,
+                            .data = f};
+    f->wake = redis_wake_new(loop, &wo);
     return f;
 }
 
@@ -315,9 +270,9 @@ void schedule_fire_store_state(schedule_fire_t *f, bool up)
         claim(f);
 }
 
-static void on_timer_closed(uv_handle_t *h)
+static void on_wake_freed(void *self)
 {
-    schedule_fire_t *f = h->data;
+    schedule_fire_t *f = self;
     void (*cb)(void *) = f->on_stopped;
     void *data = f->stopped_data;
     free(f->id);
@@ -331,7 +286,7 @@ static void maybe_stopped(schedule_fire_t *f)
     if (!f->stopping || f->claiming || f->n_inflight > 0 || f->closing)
         return;
     f->closing = true;
-    uv_close((uv_handle_t *)&f->timer, on_timer_closed);
+    redis_wake_free(f->wake, on_wake_freed, f);
 }
 
 void schedule_fire_stop(schedule_fire_t *f, void (*on_stopped)(void *data), void *data)
@@ -341,8 +296,6 @@ void schedule_fire_stop(schedule_fire_t *f, void (*on_stopped)(void *data), void
     f->stopping = true;
     f->on_stopped = on_stopped;
     f->stopped_data = data;
-    uv_timer_stop(&f->timer);
-    redis_conn_free(f->sub);
-    f->sub = NULL;
+    redis_wake_stop(f->wake);
     maybe_stopped(f);
 }

@@ -10,7 +10,8 @@
  *
  * Times: due times and leases are on the Redis server's clock (like every time tern
  * stores); the offset to this host's clock is learned from each claim's answer and
- * used to turn a due time heard on the wake channel into a local delay.
+ * used to turn a due time heard on the wake channel into a local delay (the waker,
+ * redis/redis_wake.h, which the schedule firer uses too).
  */
 #include "run/postback.h"
 
@@ -24,7 +25,7 @@
 #include "base/iso8601.h"
 #include "base/log.h"
 #include "base/metrics.h"
-#include "redis/redis_conn.h"
+#include "redis/redis_wake.h"
 
 #define DEFAULT_INITIAL_MS   1000u
 #define DEFAULT_MAX_MS       300000u
@@ -57,10 +58,7 @@ struct postback {
     http_client_t *http;
     postback_opts_t opts;
     char *id;
-    redis_conn_t *sub; /* tern:postbacks:wake */
-    uv_timer_t timer;
-    uint64_t timer_at_mono; /* 0 when not armed */
-    long long clock_offset; /* server clock minus ours, ms */
+    redis_wake_t *wake; /* WAKE_CHANNEL and the timer of the next due time */
     bool up;
     bool claiming;
     bool claim_again;
@@ -110,29 +108,6 @@ json_t *postback_body(const char *uuid, const char *workflow, const char *execut
     return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "uuid", uuid, "workflow", workflow,
                      "execution", execution, "params", json_text_or(params_json, json_object()),
                      "error", json_text_or(error_json, json_null()), "finished_at", finished);
-}
-
-/* ---- the timer ----------------------------------------------------------------- */
-
-static void on_timer(uv_timer_t *t)
-{
-    postback_t *pb = t->data;
-    pb->timer_at_mono = 0;
-    claim(pb);
-}
-
-/* Arms the timer for server time `due_ms` unless it is armed earlier already. */
-static void arm_at(postback_t *pb, long long due_ms)
-{
-    if (pb->stopping)
-        return;
-    long long now = (long long)clock_wall_ms() + pb->clock_offset;
-    uint64_t delay = due_ms > now ? (uint64_t)(due_ms - now) : 0;
-    uint64_t at = clock_mono_ms() + delay;
-    if (pb->timer_at_mono != 0 && pb->timer_at_mono <= at)
-        return;
-    pb->timer_at_mono = at;
-    uv_timer_start(&pb->timer, on_timer, delay, 0);
 }
 
 /* ---- deliveries ---------------------------------------------------------------- */
@@ -333,13 +308,13 @@ static void on_claim(void *data, int status, const redisReply *reply, const char
         if (pb->stopping)
             maybe_stopped(pb);
         else
-            arm_at(pb, (long long)clock_wall_ms() + pb->clock_offset + CLAIM_RETRY_MS);
+            redis_wake_arm_at(pb->wake, redis_wake_server_now(pb->wake) + CLAIM_RETRY_MS);
         return;
     }
     long long now = store_reply_int(store_reply_at(reply, 0), 0);
     long long next = store_reply_int(store_reply_at(reply, 1), -1);
     const redisReply *items = store_reply_at(reply, 2);
-    pb->clock_offset = now - (long long)clock_wall_ms();
+    redis_wake_clock(pb->wake, now);
     size_t wanted =
         pb->opts.concurrency > pb->n_inflight ? pb->opts.concurrency - pb->n_inflight : 0;
     size_t n = items != NULL ? items->elements : 0;
@@ -351,7 +326,7 @@ static void on_claim(void *data, int status, const redisReply *reply, const char
         return;
     }
     if (next >= 0)
-        arm_at(pb, next);
+        redis_wake_arm_at(pb->wake, next);
     if (pb->claim_again)
         claim(pb);
 }
@@ -377,29 +352,10 @@ static void claim(postback_t *pb)
     store_args_dispose(&a);
 }
 
-/* ---- the wake channel ---------------------------------------------------------- */
-
-static void on_wake(redis_conn_t *c, const char *channel, const char *payload, size_t len,
-                    void *data)
+/* The timer of the next due time fired, or the wake channel's subscription came up. */
+static void on_wake(void *data)
 {
-    (void)c;
-    (void)channel;
-    postback_t *pb = data;
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), payload);
-    arm_at(pb, atoll(buf));
-}
-
-static void on_sub_conn(redis_conn_t *c, bool up, const char *why, void *data)
-{
-    (void)why;
-    postback_t *pb = data;
-    if (!up)
-        return;
-    const char *channels[] = {WAKE_CHANNEL};
-    redis_conn_subscribe(c, channels, 1, on_wake, pb);
-    /* Wake-ups published while this connection was down are lost: look once. */
-    claim(pb);
+    claim(data);
 }
 
 /* ---- lifetime ------------------------------------------------------------------ */
@@ -426,14 +382,14 @@ postback_t *postback_new(uv_loop_t *loop, store_t *store, http_client_t *http,
         pb->opts.timeout_ms = DEFAULT_TIMEOUT_MS;
     if (pb->opts.concurrency == 0)
         pb->opts.concurrency = DEFAULT_CONCURRENCY;
-    uv_timer_init(loop, &pb->timer);
-    pb->timer.data = pb;
     char name[200];
     snprintf(name, sizeof name, "%s-postbacks", pb->id);
-    redis_conn_opts_t so = {
-        .addr = store_addr(store), .name = name, .on_event = on_sub_conn, .data = pb};
-    pb->sub = redis_conn_new(loop, &so);
-    redis_conn_set_command_timeout(pb->sub, 0);
+    redis_wake_opts_t wo = {.addr = store_addr(store),
+                            .name = name,
+                            .channel = WAKE_CHANNEL,
+                            .on_wake = on_wake,
+                            .data = pb};
+    pb->wake = redis_wake_new(loop, &wo);
     return pb;
 }
 
@@ -446,9 +402,9 @@ void postback_store_state(postback_t *pb, bool up)
         claim(pb);
 }
 
-static void on_timer_closed(uv_handle_t *h)
+static void on_wake_freed(void *self)
 {
-    postback_t *pb = h->data;
+    postback_t *pb = self;
     void (*cb)(void *) = pb->on_stopped;
     void *data = pb->stopped_data;
     free(pb->id);
@@ -462,7 +418,7 @@ static void maybe_stopped(postback_t *pb)
     if (!pb->stopping || pb->claiming || pb->list != NULL || pb->closing)
         return;
     pb->closing = true;
-    uv_close((uv_handle_t *)&pb->timer, on_timer_closed);
+    redis_wake_free(pb->wake, on_wake_freed, pb);
 }
 
 void postback_stop(postback_t *pb, void (*on_stopped)(void *data), void *data)
@@ -472,9 +428,7 @@ void postback_stop(postback_t *pb, void (*on_stopped)(void *data), void *data)
     pb->stopping = true;
     pb->on_stopped = on_stopped;
     pb->stopped_data = data;
-    uv_timer_stop(&pb->timer);
-    redis_conn_free(pb->sub);
-    pb->sub = NULL;
+    redis_wake_stop(pb->wake);
     /* POSTs in flight are abandoned; their deliveries go back, due at once, so another
      * ternd makes the attempt without waiting for the lease to run out. Deliveries
      * whose commit is already in flight finish as they are. */

@@ -36,10 +36,15 @@
 #include "run/task_isolated.h"
 #include "store/job_fields.h"
 
-#define CLAIM_BATCH_MAX    64  /* jobs taken in one claim round trip */
-#define BLOCK_SECONDS      "2" /* BLMOVE timeout: bounds how long a stop waits */
-#define COMMIT_RETRY_MS    250 /* first wait before re-sending a commit that got no answer */
+#define CLAIM_BATCH_MAX    64   /* jobs taken in one claim round trip */
+#define BLOCK_SECONDS      "2"  /* BLMOVE timeout: bounds how long a stop waits */
+#define BLOCK_MS           2000 /* the same, in ms */
+#define COMMIT_RETRY_MS    250  /* first wait before re-sending a commit that got no answer */
 #define COMMIT_RETRY_MAXMS 5000
+/* Beyond a BLMOVE's own timeout, how long Redis may take to end it (it ends timed-out
+ * blocking commands between turns of its event loop) and our read of the list may take
+ * to reach it: see "BLMOVEs whose answer nobody reads" below. */
+#define UNSEEN_MARGIN_MS 500
 
 /* ---- jobs in memory ------------------------------------------------------------ */
 
@@ -140,9 +145,14 @@ struct runner {
     unsigned early_next;
     bool resync;          /* a claim's answer was lost: adopt jobs left in our list */
     bool resync_sweep;    /* the resync due is the periodic sweep (RESYNC_SWEEP_MS) */
+    bool resync_unseen;   /* the resync sent is the one after unseen BLMOVEs ended */
     uint64_t swept_mono;  /* when the last sweep was due */
     bool recheck_cancels; /* pub/sub was reconnected: cancels may have been missed */
     bool resync_busy;
+    /* Until then a BLMOVE whose answer this process never reads (an earlier process's
+     * under our id, or ours on a connection that dropped) may still move a job into our
+     * list; a resync sent after it is due (resync_due). 0: none pending. */
+    uint64_t unseen_until_mono;
     run_job_t *jobs;        /* in flight */
     str_map_t jobs_by_uuid; /* the same, by uuid (keys: each job's own uuid) */
     /* Jobs of our list that another process under our runner id claimed after us (our
@@ -1481,6 +1491,64 @@ static void job_from_claim(runner_t *r, const redisReply *reply, size_t i)
     job_adopt(r, &st);
 }
 
+/* ---- BLMOVEs whose answer nobody reads ------------------------------------------ */
+
+/* A claim starts with a BLMOVE that moves a job from its queue into our list, and only
+ * the BLMOVE's answer tells this process to claim that job. Redis ends a blocked BLMOVE
+ * when its timeout passes or when it sees the connection close, not when the process
+ * that sent it dies. So a BLMOVE whose answer this process never reads can still move
+ * a job into our list, where it sits queued with no claim. The interleaving seen:
+ *
+ *   1. a runner under id R blocks in BLMOVE tern:q:Q tern:r:R:jobs (BLOCK_SECONDS);
+ *   2. it is killed -9 and started again under R while Redis still holds that BLMOVE
+ *      (Redis has not seen its connection close yet: a killed process's sockets close
+ *      when its last thread has exited, and a dead host leaves a TCP connection open);
+ *   3. the new process reads its list at start (resync), adopts what is there, and
+ *      blocks in a BLMOVE of its own, queued in Redis behind the old one;
+ *   4. a job reaches Q: Redis serves the oldest BLMOVE, the old one; the job moves into
+ *      tern:r:R:jobs and the answer goes to a connection nobody reads.
+ *
+ * No claim answer of this process was lost, so nothing made it read its list again
+ * (test_provision.py: test_fault_after_disks, then a provision on the same server;
+ * tests/integration/test_restart_claim.c forces it). The same holds for a BLMOVE of
+ * ours whose connection dropped mid-wait. Either ends within BLOCK_MS of being sent,
+ * and was sent before `from` (unseen_from): the store coming up (Redis read an earlier
+ * process's BLMOVE before it answered this process's first calls) or the drop. So a
+ * resync sent after from + BLOCK_MS + UNSEEN_MARGIN_MS finds every job they moved.
+ * Until then the claimers block no longer than that moment, since the resync waits for
+ * their own BLMOVEs to end (resync()). */
+
+/* Notes that a BLMOVE whose answer this process will not read may have been sent
+ * before `from_mono`: a resync becomes due once it has surely ended. */
+static void unseen_from(runner_t *r, uint64_t from_mono)
+{
+    uint64_t until = from_mono + BLOCK_MS + UNSEEN_MARGIN_MS;
+    if (until > r->unseen_until_mono)
+        r->unseen_until_mono = until;
+}
+
+/* True when our list is to be read: a claim's answer was lost, or every unseen BLMOVE
+ * has ended. (Only a non-zero unseen_until_mono costs a clock read: the claimers ask
+ * at every pump.) */
+static bool resync_due(const runner_t *r)
+{
+    return r->resync || (r->unseen_until_mono != 0 && clock_mono_ms() >= r->unseen_until_mono);
+}
+
+/* The timeout of a claimer's BLMOVE while unseen BLMOVEs may still move jobs, as
+ * BLMOVE's text (seconds, to the ms) written into buf: the time left until they cannot,
+ * at most BLOCK_MS, at least 1 ms (0 would block for ever). */
+static const char *unseen_block(const runner_t *r, char *buf, size_t len)
+{
+    uint64_t now = clock_mono_ms();
+    uint64_t left = r->unseen_until_mono > now ? r->unseen_until_mono - now : 1;
+    if (left > BLOCK_MS)
+        left = BLOCK_MS;
+    snprintf(buf, len, "%llu.%03llu", (unsigned long long)(left / 1000),
+             (unsigned long long)(left % 1000));
+    return buf;
+}
+
 /* ---- claimers ----------------------------------------------------------------- */
 
 static size_t free_slots(const runner_t *r)
@@ -1544,8 +1612,10 @@ static void on_blmove_reply(redis_conn_t *c, redisReply *reply, void *data)
     runner_t *r = cl->r;
     cl->blocking = false;
     if (reply == NULL) {
-        /* Dropped mid-wait: a job may have been moved into our list. */
+        /* Dropped mid-wait: a job may have been moved into our list, and Redis may not
+         * have seen the connection close yet, so the BLMOVE may still move one. */
         r->resync = true;
+        unseen_from(r, clock_mono_ms());
         return;
     }
     if (reply->type == REDIS_REPLY_STRING) {
@@ -1571,7 +1641,7 @@ static void claimer_pump(claimer_t *cl)
     size_t slots = free_slots(r);
     if (slots == 0)
         return;
-    if (r->resync) {
+    if (resync_due(r)) {
         /* Jobs left in our list come first: adopt them before claiming new ones. */
         resync(r);
         return;
@@ -1583,10 +1653,15 @@ static void claimer_pump(claimer_t *cl)
     }
     if (!redis_conn_is_up(cl->conn))
         return;
-    char src[160], dst[160];
+    char src[160], dst[160], block[32];
     snprintf(src, sizeof src, "tern:q:%s", cl->queue);
     snprintf(dst, sizeof dst, "tern:r:%s:jobs", r->id);
     const char *argv[] = {"BLMOVE", src, dst, "RIGHT", "LEFT", BLOCK_SECONDS};
+    if (r->unseen_until_mono != 0) {
+        /* Wait no longer than the unseen BLMOVEs can move jobs: the resync then due
+         * waits for this one to end (resync()). */
+        argv[5] = unseen_block(r, block, sizeof block);
+    }
     if (redis_conn_command(cl->conn, on_blmove_reply, cl, 6, argv, NULL) == 0)
         cl->blocking = true;
 }
@@ -1677,7 +1752,9 @@ static void on_resync_list(void *data, int status, const redisReply *reply, cons
     runner_t *r = data;
     r->resync_busy = false;
     if (status != 0 || r->stopping)
-        return;
+        return; /* still due; resync_unseen stays for the next read */
+    bool unseen = r->resync_unseen;
+    r->resync_unseen = false;
     store_args_t a;
     store_args_init(&a);
     store_args_push(&a, r->id);
@@ -1708,6 +1785,11 @@ static void on_resync_list(void *data, int status, const redisReply *reply, cons
     if (n > 0 && r->resync_sweep)
         log_msg(TERN_LOG_WARN, "runner", NULL,
                 "adopting %zu job(s) found in our list with no claim (first %s)", n, first);
+    else if (n > 0 && unseen)
+        log_msg(TERN_LOG_WARN, "runner", NULL,
+                "adopting %zu job(s) found in our list once BLMOVEs whose answer we could not "
+                "read had ended (first %s)",
+                n, first);
     r->resync_sweep = false;
     if (n > 0 && r->n_claimers > 0) {
         claimer_t *cl = &r->claimers[0];
@@ -1731,7 +1813,7 @@ static void on_resync_list(void *data, int status, const redisReply *reply, cons
 
 static void resync(runner_t *r)
 {
-    if (!r->resync || r->resync_busy || !r->up || r->stopping)
+    if (!resync_due(r) || r->resync_busy || !r->up || r->stopping)
         return;
     /* Jobs of a claim still in flight sit in our list without being in memory yet;
      * adopting them now would claim them twice, and the second claim's fence would void
@@ -1746,6 +1828,15 @@ static void resync(runner_t *r)
     for (size_t i = 0; i < r->n_claimers; i++)
         if (r->claimers[i].claiming || r->claimers[i].blocking)
             return;
+    if (r->unseen_until_mono != 0 && clock_mono_ms() >= r->unseen_until_mono) {
+        /* This read is sent after every unseen BLMOVE ended (not one sent before, whose
+         * answer would clear the flag: hence here); a read that fails is made again. */
+        r->unseen_until_mono = 0;
+        r->resync = true;
+        r->resync_unseen = true;
+        log_msg(TERN_LOG_DEBUG, "runner", NULL,
+                "reading our list again: BLMOVEs whose answer we could not read have ended");
+    }
     store_args_t a;
     store_args_init(&a);
     store_args_push(&a, "LRANGE");
@@ -1899,12 +1990,11 @@ static void on_tick_reply(void *data, int status, const redisReply *reply, const
         tick(r, false);
 }
 
-/* How often a runner looks in its own list for jobs it holds no claim to. A job moved
- * into the list by a claimer's BLMOVE while a restarted runner adopted what it had left
- * there was seen sitting in the list, queued, never claimed (test_provision.py,
- * test_fault_after_disks then a provision on the same server); no claim answer was
- * lost, so nothing else made the runner look again. The sweep adopts such a job and
- * says so in the log. */
+/* How often a runner looks in its own list for jobs it holds no claim to, counted from
+ * its start (which reads the list anyway). A safety net: every way known for a job to
+ * sit there unclaimed makes a resync due by itself (a lost claim answer; a BLMOVE whose
+ * answer nobody reads, see above), so a job the sweep adopts, and names in the log,
+ * points at one not known yet. */
 #define RESYNC_SWEEP_MS 10000
 
 static void tick(runner_t *r, bool heartbeat)
@@ -1956,6 +2046,9 @@ void runner_store_state(runner_t *r, bool up)
     r->up = up;
     if (up) {
         r->up_since_mono = clock_mono_ms();
+        /* A BLMOVE of an earlier process under our id may still be blocked in Redis
+         * (see "BLMOVEs whose answer nobody reads"). */
+        unseen_from(r, r->up_since_mono);
         tick(r, true);
         resync(r);
         pump_all(r);
@@ -1991,6 +2084,8 @@ runner_t *runner_new(uv_loop_t *loop, store_t *store, const runner_opts_t *opts)
     r->plugin_dir = opts->plugin_dir ? xstrdup(opts->plugin_dir) : NULL;
     r->redis_url = opts->redis_url ? xstrdup(opts->redis_url) : NULL;
     r->resync = true; /* a restarted runner with a fixed id adopts what it left */
+    /* The start reads the list: the first sweep is one period later. */
+    r->swept_mono = clock_mono_ms();
     plugin_redis_ops(store, &r->redis_ops);
 
     static const char *const default_queue[] = {TERN_DEFAULT_QUEUE};

@@ -594,23 +594,120 @@ static void read_network(reader_t *r, const json_t *e, const char *path, dc_netw
         n->start_ip = n->end_ip = 0; /* no range to compare with the other networks' */
 }
 
+/* A flexible package's default disk layout ("disks", datacenter.h). The checks that
+ * need no image: what a provision with this package and any image that fits it would
+ * otherwise refuse every time. */
+static void read_package_disks(reader_t *r, const json_t *e, const char *path, dc_package_t *k,
+                               int disk_ok)
+{
+    char p[PATH_TEXT];
+    const json_t *disks = json_object_get(e, "disks");
+    field_path(p, sizeof p, path, "disks");
+    if (!json_is_array(disks) || json_array_size(disks) < 1 ||
+        json_array_size(disks) > DC_DISKS_MAX) {
+        if (json_is_array(disks))
+            dc_faults_add(r->faults, p,
+                          "expected 1 to %d disks (PCI functions 0:4:0 to 0:4:7), got %zu",
+                          DC_DISKS_MAX, json_array_size(disks));
+        else
+            dc_faults_add(r->faults, p,
+                          "expected a list of 1 to %d of {}, {\"size\": MiB} or "
+                          "{\"size\": \"remaining\"}, got %s",
+                          DC_DISKS_MAX, kind(disks));
+        return;
+    }
+    if (!k->flexible_disk)
+        dc_faults_add(r->faults, p,
+                      "a default disk layout is for flexible_disk packages (this one gives "
+                      "every instance a boot disk at its image's size and a data disk of "
+                      "disk_mib)");
+    static const char *const known[] = {"size", NULL};
+    uint64_t given = 0;
+    int remaining = -1, layout_ok = 1;
+    size_t i;
+    const json_t *d;
+    json_array_foreach(disks, i, d)
+    {
+        char dp[PATH_TEXT + 24], sp[PATH_TEXT];
+        snprintf(dp, sizeof dp, "%s[%zu]", p, i);
+        field_path(sp, sizeof sp, dp, "size");
+        if (!json_is_object(d)) {
+            dc_faults_add(r->faults, dp, "expected an object, got %s", kind(d));
+            layout_ok = 0;
+            continue;
+        }
+        check_known(r, d, dp, known);
+        const json_t *size = json_object_get(d, "size");
+        dc_package_disk_t *pd = &k->disks[i];
+        if (size == NULL) {
+            if (i > 0) {
+                dc_faults_add(r->faults, sp,
+                              "required for a disk other than the first (the boot disk, "
+                              "whose size may be the image's)");
+                layout_ok = 0;
+            }
+        } else if (json_is_string(size) && strcmp(json_string_value(size), "remaining") == 0) {
+            if (remaining >= 0) {
+                dc_faults_add(r->faults, sp,
+                              "\"remaining\" is also the size of disks[%d]: at most one "
+                              "disk takes what the others leave",
+                              remaining);
+                layout_ok = 0;
+            } else {
+                remaining = (int)i;
+                pd->remaining = true;
+            }
+        } else if (!json_is_integer(size)) {
+            dc_faults_add(r->faults, sp,
+                          "expected a positive integer of MiB or \"remaining\", got %s",
+                          kind(size));
+            layout_ok = 0;
+        } else if (get_uint(r, d, dp, "size", 1, SIZE_MIB_MAX, &pd->size_mib) == 0) {
+            given += pd->size_mib;
+        } else {
+            layout_ok = 0;
+        }
+    }
+    if (layout_ok && disk_ok && (given > k->disk_mib || (remaining >= 0 && given == k->disk_mib))) {
+        dc_faults_add(r->faults, p,
+                      "the sizes given add up to %llu MiB, %s disk_mib %llu: no instance of "
+                      "this package could be made",
+                      (unsigned long long)given, given > k->disk_mib ? "more than" : "all of",
+                      (unsigned long long)k->disk_mib);
+        layout_ok = 0;
+    }
+    if (layout_ok)
+        k->n_disks = json_array_size(disks);
+}
+
 static void read_package(reader_t *r, const json_t *e, const char *path, dc_package_t *k)
 {
     static const char *const known[] = {"uuid",  "name",     "brand",         "ram_mib",
-                                        "vcpus", "disk_mib", "flexible_disk", NULL};
+                                        "vcpus", "disk_mib", "flexible_disk", "quota_mib",
+                                        "disks", NULL};
     check_known(r, e, path, known);
     get_uuid(r, e, path, k->uuid);
     k->name = get_name(r, e, path, "name", 0);
     k->brand = get_brand(r, e, path, 0);
     get_uint(r, e, path, "ram_mib", 1, SIZE_MIB_MAX, &k->ram_mib);
     get_uint(r, e, path, "vcpus", 1, 1024, &k->vcpus);
-    get_uint(r, e, path, "disk_mib", 1, SIZE_MIB_MAX, &k->disk_mib);
+    int disk_ok = get_uint(r, e, path, "disk_mib", 1, SIZE_MIB_MAX, &k->disk_mib) == 0;
     if (get_bool(r, e, path, "flexible_disk", false, &k->flexible_disk) == 0 && k->flexible_disk &&
         k->brand != NULL && strcmp(k->brand, "bhyve") != 0) {
         char p[PATH_TEXT];
         dc_faults_add(r->faults, field_path(p, sizeof p, path, "flexible_disk"),
                       "flexible disk space is for bhyve packages, and this one is %s", k->brand);
     }
+    if (json_object_get(e, "quota_mib") != NULL &&
+        get_uint(r, e, path, "quota_mib", 0, SIZE_MIB_MAX, &k->quota_mib) == 0 &&
+        !k->flexible_disk) {
+        char p[PATH_TEXT];
+        dc_faults_add(r->faults, field_path(p, sizeof p, path, "quota_mib"),
+                      "the zone root's own space is for flexible_disk packages (an inflexible "
+                      "package's quota is its disk_mib)");
+    }
+    if (json_object_get(e, "disks") != NULL)
+        read_package_disks(r, e, path, k, disk_ok);
 }
 
 static void read_image(reader_t *r, const json_t *e, const char *path, dc_image_t *m)

@@ -12,7 +12,7 @@
  *    "networks": [{"uuid", "name", "subnet" ("a.b.c.d/n"), "gateway",
  *                  "provision_start_ip", "provision_end_ip", "vlan_id", "mtu"}],
  *    "packages": [{"uuid", "name", "brand", "ram_mib", "vcpus", "disk_mib",
- *                  "flexible_disk"?}],
+ *                  "flexible_disk"?, "quota_mib"?, "disks"?}],
  *    "images":   [{"uuid", "name", "version", "size_mib", "file", "data_mib"?,
  *                  "brand"?, "os"?}],
  *    "settings": {...}?}
@@ -31,6 +31,11 @@
  *     overlap;
  *   - vlan_id is 0..4094, mtu 576..9000 (what Triton's NAPI accepts);
  *   - a brand is bhyve, kvm, joyent, joyent-minimal or lx; flexible_disk is bhyve's;
+ *   - quota_mib (the zone root's own space, default 0) and disks (the default disk
+ *     layout) are a flexible_disk package's only; disks is a list of 1 to 8 objects
+ *     whose one member is "size": a positive integer of MiB or "remaining" (once), the
+ *     first (the boot disk) alone may leave it out (the image's size), and the sizes
+ *     given add up to at most disk_mib (less than it when one is "remaining");
  *   - an image's data_mib (default 1) is 1..size_mib;
  *   - a data root lies strictly inside the lab directory once `..` and the symlinks of
  *     its existing parts are resolved, and no data root is inside another: an agent
@@ -75,14 +80,25 @@ typedef struct dc_network {
     unsigned mtu;
 } dc_network_t;
 
+#define DC_DISKS_MAX 8 /* disks of a VM: PCI functions 0:4:0 .. 0:4:7 */
+
+/* One disk of a package's default layout. */
+typedef struct dc_package_disk {
+    bool remaining;    /* {"size": "remaining"}: what the others leave of disk_mib */
+    uint64_t size_mib; /* {"size": n}; 0 for {} (the boot disk at the image's size) */
+} dc_package_disk_t;
+
 typedef struct dc_package {
     char uuid[DC_UUID_LEN + 1];
     char *name;
     char *brand;
     uint64_t ram_mib;
     uint64_t vcpus;
-    uint64_t disk_mib;
+    uint64_t disk_mib; /* flexible: the space of all disks together */
     bool flexible_disk;
+    uint64_t quota_mib;                    /* flexible: the zone root's own space (0 when absent) */
+    dc_package_disk_t disks[DC_DISKS_MAX]; /* the default layout, n_disks of them */
+    size_t n_disks;                        /* 0: no default layout */
 } dc_package_t;
 
 typedef struct dc_image {

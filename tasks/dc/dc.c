@@ -12,7 +12,9 @@
  *
  * and, on a server's agent only, the data plane: dc.image_ensure (image_ensure.c),
  * dc.instance_create (instance_create.c), dc.instance_start and dc.instance_stop
- * (instance_power.c), dc.instance_destroy (instance_destroy.c). An agent finds its
+ * (instance_power.c), dc.instance_destroy (instance_destroy.c), and the disks'
+ * changes: dc.disk_usage (disk_usage.c), dc.disk_apply (disk_apply.c), dc.disk_undo
+ * (disk_undo.c), on the files vm_disks.h describes. An agent finds its
  * instances again when it starts (init scans its data root), so one restarted or
  * killed -9 lists, stops and destroys the workloads it started before.
  *
@@ -46,12 +48,21 @@
 #include "dc_tasks.h"
 #include "file_work.h"
 #include "instance_dir.h"
+#include "vm_disks.h"
 
 /* Retrying does not help these: the arguments, the configuration or the data root
  * must change first. */
-const char *const dc_fatal_codes[] = {"InvalidArgument",  "NotAnAgent",          "NoWorkloadBin",
-                                      "ResourceNotFound", "PathOutsideDataRoot", "InstanceNotFound",
-                                      "ImageFileMissing", "InstanceConflict",    NULL};
+const char *const dc_fatal_codes[] = {"InvalidArgument",
+                                      "NotAnAgent",
+                                      "NoWorkloadBin",
+                                      "ResourceNotFound",
+                                      "PathOutsideDataRoot",
+                                      "InstanceNotFound",
+                                      "ImageFileMissing",
+                                      "InstanceConflict",
+                                      "DiskFileInvalid",
+                                      "DiskFileMissing",
+                                      NULL};
 
 /* ---- configuration ------------------------------------------------------------------- */
 
@@ -100,6 +111,22 @@ static void rediscover(dc_state_t *s)
         closedir(d);
     json_t *found = instance_scan(s->server->data_root);
     s->found_at_init = json_array_size(found);
+    /* And each instance's disk and snapshot copies cut short: a snapshot is whole or
+     * absent, so a step run again makes it afresh. */
+    size_t i;
+    const json_t *inst;
+    json_array_foreach(found, i, inst)
+    {
+        vm_disks_t v;
+        char err[512];
+        /* One that cannot be removed now is removed by the next step on that instance
+         * (vm_disks_sync), which fails naming it if it still cannot. */
+        if (vm_disks_open(s->server->data_root, json_string_value(json_object_get(inst, "uuid")),
+                          &v, err, sizeof err) == 0 &&
+            vm_disks_remove_parts(&v, err, sizeof err) != 0)
+            err[0] = '\0';
+        vm_disks_close(&v);
+    }
     json_decref(found);
 }
 
@@ -265,11 +292,18 @@ static const tern_task_def *const tasks[] = {
     &dc_nics_provision_task,
     &dc_vm_set_state_task,
     &dc_release_task,
+    &dc_disk_check_task,
+    &dc_disk_reserve_task,
+    &dc_disk_commit_task,
+    &dc_disk_settle_task,
     &dc_image_ensure_task,
     &dc_instance_create_task,
     &dc_instance_start_task,
     &dc_instance_stop_task,
     &dc_instance_destroy_task,
+    &dc_disk_usage_task,
+    &dc_disk_apply_task,
+    &dc_disk_undo_task,
     NULL,
 };
 

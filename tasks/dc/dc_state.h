@@ -39,5 +39,8 @@ extern const tern_task_def dc_instance_create_task;
 extern const tern_task_def dc_instance_start_task;
 extern const tern_task_def dc_instance_stop_task;
 extern const tern_task_def dc_instance_destroy_task;
+extern const tern_task_def dc_disk_usage_task;
+extern const tern_task_def dc_disk_apply_task;
+extern const tern_task_def dc_disk_undo_task;
 
 #endif

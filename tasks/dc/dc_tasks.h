@@ -16,6 +16,12 @@ extern const tern_task_def dc_nics_provision_task;
 extern const tern_task_def dc_vm_set_state_task;
 extern const tern_task_def dc_release_task;
 
+/* disk_tasks.c */
+extern const tern_task_def dc_disk_check_task;
+extern const tern_task_def dc_disk_reserve_task;
+extern const tern_task_def dc_disk_commit_task;
+extern const tern_task_def dc_disk_settle_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 

@@ -6,9 +6,10 @@
  *                                           grown to the disk's size
  *   <data_root>/<vm_uuid>/disks/diskN.img   data disks: sparse files of their size
  *                                           (ftruncate: nothing written)
+ *   (N the PCI function of the disk's slot 0:4:N, so a disk's file keeps its name)
  *   <data_root>/<vm_uuid>/vm.json           the instance, written last
  *
- * Disk N sits in PCI slot 0:4:N. Every file is made as "<file>.part" and renamed, and
+ * Every file is made as "<file>.part" and renamed, and
  * vm.json is renamed into place last, so an instance with a vm.json is complete: run
  * again, the task answers what that vm.json says (nothing made twice), or fails
  * InstanceConflict when it holds another image or other disks. A directory
@@ -40,10 +41,11 @@
 #include "instance_dir.h"
 #include "lib/args.h"
 #include "sparse.h"
+#include "vm_disks.h"
 
 #define MIB          (1024ull * 1024ull)
 #define DISK_MAX_MIB (64ull * 1024ull * 1024ull) /* 64 TiB: far beyond any package */
-#define DISKS_MAX    8                           /* PCI functions 0:4:0 .. 0:4:7 */
+#define DISKS_MAX    VM_DISKS_MAX
 
 typedef struct create_arg {
     char root[PATH_MAX]; /* the data root */
@@ -106,8 +108,9 @@ static int make_files(create_arg_t *a, const atomic_bool *stop, char *err, size_
     {
         const char *path = json_string_value(json_object_get(d, "path"));
         uint64_t bytes = (uint64_t)json_integer_value(json_object_get(d, "size")) * MIB;
-        int rc = i == 0 ? dc_sparse_copy_stoppable(a->image, path, bytes, stop, err, errlen)
-                        : make_sparse(path, bytes, err, errlen);
+        int rc = json_is_true(json_object_get(d, "boot"))
+                     ? dc_sparse_copy_stoppable(a->image, path, bytes, stop, err, errlen)
+                     : make_sparse(path, bytes, err, errlen);
         if (rc != 0)
             return rc;
         if (atomic_load(stop)) {
@@ -131,7 +134,9 @@ static int same_instance(create_arg_t *a, char *err, size_t errlen)
                 json_array_size(want) == json_array_size(have);
     for (size_t i = 0; same && i < json_array_size(want); i++)
         same = json_equal(json_object_get(json_array_get(want, i), "size"),
-                          json_object_get(json_array_get(have, i), "size"));
+                          json_object_get(json_array_get(have, i), "size")) &&
+               json_equal(json_object_get(json_array_get(want, i), "pci_slot"),
+                          json_object_get(json_array_get(have, i), "pci_slot"));
     if (same)
         return 0;
     a->code = "InstanceConflict";
@@ -162,7 +167,11 @@ static int create_work(void *data, const atomic_bool *stop, char *err, size_t er
                  strerror(e));
         return -e;
     }
-    const json_t *boot = json_array_get(json_object_get(a->vm, "disks"), 0);
+    const json_t *boot = NULL;
+    size_t i;
+    const json_t *d;
+    json_array_foreach(json_object_get(a->vm, "disks"), i,
+                       d) if (json_is_true(json_object_get(d, "boot"))) boot = d;
     uint64_t boot_bytes = (uint64_t)json_integer_value(json_object_get(boot, "size")) * MIB;
     if ((uint64_t)st.st_size > boot_bytes) {
         a->code = "InvalidArgument";
@@ -194,8 +203,15 @@ static void create_done(tern_ctx *ctx, void *data, int rc, const char *err)
                                   "created", a->existing == NULL));
 }
 
-/* The disks of the instance (new reference), each with its path and PCI slot, or NULL
- * with msg naming the fault. */
+static int by_function(const void *a, const void *b)
+{
+    const json_t *da = *(json_t *const *)a, *db = *(json_t *const *)b;
+    return vm_disks_slot_function(json_string_value(json_object_get(da, "pci_slot"))) -
+           vm_disks_slot_function(json_string_value(json_object_get(db, "pci_slot")));
+}
+
+/* The disks of the instance (new reference), each with its path and PCI slot, by PCI
+ * function, or NULL with msg naming the fault. */
 static json_t *plan_disks(const json_t *args, const instance_paths_t *p, const char *image_uuid,
                           char *msg, size_t msglen)
 {
@@ -205,56 +221,84 @@ static json_t *plan_disks(const json_t *args, const instance_paths_t *p, const c
         snprintf(msg, msglen, "disks: expected an array of 1 to %d disks", DISKS_MAX);
         return NULL;
     }
-    json_t *out = json_array();
+    json_t *planned[DISKS_MAX];
+    size_t by_slot[DISKS_MAX]; /* the index of the disk in each function, +1 */
+    memset(by_slot, 0, sizeof by_slot);
+    size_t n = 0;
     size_t i;
     const json_t *d;
     json_array_foreach(disks, i, d)
     {
         const json_t *size = json_object_get(d, "size");
         const json_t *boot = json_object_get(d, "boot");
-        const json_t *img = json_object_get(d, "image_uuid");
-        const char *fault = NULL;
+        const json_t *id = json_object_get(d, "id");
+        const json_t *slot = json_object_get(d, "pci_slot");
+        const json_t *img = json_object_get(d, "image");
+        if (img == NULL || json_is_null(img))
+            img = json_object_get(d, "image_uuid");
+        const char *img_key = json_object_get(d, "image") != NULL ? "image" : "image_uuid";
+        int f = slot == NULL || json_is_null(slot)
+                    ? (int)i
+                    : vm_disks_slot_function(json_string_value(slot));
+        char fault[160] = "";
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)d, key, v)
+        {
+            if (strcmp(key, "size") != 0 && strcmp(key, "boot") != 0 && strcmp(key, "id") != 0 &&
+                strcmp(key, "pci_slot") != 0 && strcmp(key, "image") != 0 &&
+                strcmp(key, "image_uuid") != 0 && fault[0] == '\0')
+                snprintf(fault, sizeof fault,
+                         "%s: unknown (expected id, boot, image, size, pci_slot)", key);
+        }
         if (!json_is_object(d))
-            fault = "expected an object";
+            snprintf(fault, sizeof fault, "expected an object");
+        else if (fault[0] != '\0')
+            ;
         else if (!json_is_integer(size) || json_integer_value(size) < 1 ||
                  (uint64_t)json_integer_value(size) > DISK_MAX_MIB)
-            fault = "size: expected an integer of MiB, 1 to 67108864";
+            snprintf(fault, sizeof fault, "size: expected an integer of MiB, 1 to 67108864");
         else if (boot != NULL && !json_is_boolean(boot))
-            fault = "boot: expected a boolean";
+            snprintf(fault, sizeof fault, "boot: expected a boolean");
         else if (i == 0 && boot != NULL && !json_is_true(boot))
-            fault = "boot: the first disk is the boot disk";
+            snprintf(fault, sizeof fault, "boot: the first disk is the boot disk");
         else if (i > 0 && json_is_true(boot))
-            fault = "boot: only the first disk boots";
+            snprintf(fault, sizeof fault, "boot: only the first disk boots");
         else if (img != NULL && !json_is_null(img) &&
                  (i > 0 || !json_is_string(img) || strcmp(json_string_value(img), image_uuid)))
-            fault = i > 0 ? "image_uuid: only the boot disk has an image"
-                          : "image_uuid: not the instance's image_uuid";
-        if (fault != NULL) {
+            snprintf(fault, sizeof fault, "%s: %s", img_key,
+                     i > 0 ? "only the boot disk has an image" : "not the instance's image_uuid");
+        else if (id != NULL && !json_is_null(id) &&
+                 (!json_is_string(id) || !dc_uuid_ok(json_string_value(id))))
+            snprintf(fault, sizeof fault, "id: expected a lowercase UUID");
+        else if (f < 0)
+            snprintf(fault, sizeof fault, "pci_slot: expected 0:4:0 to 0:4:7");
+        else if (by_slot[f] != 0)
+            snprintf(fault, sizeof fault, "pci_slot: 0:4:%d is disks[%zu]'s too", f,
+                     by_slot[f] - 1);
+        if (fault[0] != '\0') {
             snprintf(msg, msglen, "disks[%zu].%s", i, fault);
-            json_decref(out);
+            for (size_t k = 0; k < n; k++)
+                json_decref(planned[k]);
             return NULL;
         }
-        char path[PATH_MAX + 32], slot[32];
-        snprintf(path, sizeof path, "%s/disk%zu.img", p->disks, i);
-        snprintf(slot, sizeof slot, "0:4:%zu", i);
-        json_t *disk = json_pack("{s:s, s:I, s:s, s:b}", "path", path, "size",
-                                 json_integer_value(size), "pci_slot", slot, "boot", i == 0);
+        by_slot[f] = i + 1;
+        char path[PATH_MAX + 32], slot_text[32];
+        snprintf(path, sizeof path, "%s/disk%d.img", p->disks, f);
+        snprintf(slot_text, sizeof slot_text, "0:4:%d", f);
+        json_t *disk = json_pack("{s:b, s:I, s:s, s:s}", "boot", i == 0, "size",
+                                 json_integer_value(size), "pci_slot", slot_text, "path", path);
+        if (id != NULL && !json_is_null(id))
+            json_object_set(disk, "id", (json_t *)id);
         if (i == 0)
-            json_object_set_new(disk, "image_uuid", json_string(image_uuid));
-        json_array_append_new(out, disk);
+            json_object_set_new(disk, "image", json_string(image_uuid));
+        planned[n++] = disk;
     }
+    qsort(planned, n, sizeof planned[0], by_function);
+    json_t *out = json_array();
+    for (size_t k = 0; k < n; k++)
+        json_array_append_new(out, planned[k]);
     return out;
-}
-
-static void iso_now(char *out, size_t outlen)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char secs[32];
-    strftime(secs, sizeof secs, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, outlen, "%s.%03ldZ", secs, ts.tv_nsec / 1000000L);
 }
 
 static void create_start(tern_ctx *ctx, const json_t *args)
@@ -292,7 +336,7 @@ static void create_start(tern_ctx *ctx, const json_t *args)
         return;
     }
     char now[48];
-    iso_now(now, sizeof now);
+    vm_disks_now(now, sizeof now);
     a->vm = json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "uuid", vm_uuid, "image_uuid", image_uuid,
                       "state", "stopped", "disks", disks, "workload", workload, "create_timestamp",
                       now);

@@ -6,7 +6,8 @@
  *   dc.inventory_load     {}  the description into Redis (idempotent)
  *   dc.provision_check    admission of a provision
  *   dc.vm_check           admission of vm-start, vm-stop, vm-delete
- *   dc.place              a server for a VM; state server_uuid and agent_queue
+ *   dc.place              a server for a VM, its disks' ids and slots; state
+ *                         server_uuid and agent_queue
  *   dc.nics_provision     the VM's NICs and addresses
  *   dc.vm_set_state       running or stopped, with the VM's NICs
  *   dc.release            gives back what the VM holds; its final state
@@ -31,6 +32,7 @@ static const char *const fatal_codes[] = {"InvalidArgument",
                                           "SubnetFull",
                                           "MacsExhausted",
                                           "NoAllocatableServersError",
+                                          "InsufficientSpace",
                                           NULL};
 
 static char *ip_text(uint32_t host_order, char *out)
@@ -68,11 +70,23 @@ static json_t *description_json(const datacenter_t *dc)
     }
     for (size_t i = 0; i < dc->n_packages; i++) {
         const dc_package_t *p = &dc->packages[i];
-        json_array_append_new(
-            packages, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b}", "uuid", p->uuid, "name",
-                                p->name, "brand", p->brand, "ram_mib", (json_int_t)p->ram_mib,
-                                "vcpus", (json_int_t)p->vcpus, "disk_mib", (json_int_t)p->disk_mib,
-                                "flexible_disk", p->flexible_disk));
+        json_t *o =
+            json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:I}", "uuid", p->uuid, "name", p->name,
+                      "brand", p->brand, "ram_mib", (json_int_t)p->ram_mib, "vcpus",
+                      (json_int_t)p->vcpus, "disk_mib", (json_int_t)p->disk_mib, "flexible_disk",
+                      p->flexible_disk, "quota_mib", (json_int_t)p->quota_mib);
+        if (p->n_disks > 0) {
+            json_t *disks = json_array();
+            for (size_t j = 0; j < p->n_disks; j++) {
+                const dc_package_disk_t *d = &p->disks[j];
+                json_array_append_new(
+                    disks, d->remaining      ? json_pack("{s:s}", "size", "remaining")
+                           : d->size_mib > 0 ? json_pack("{s:I}", "size", (json_int_t)d->size_mib)
+                                             : json_object());
+            }
+            json_object_set_new(o, "disks", disks);
+        }
+        json_array_append_new(packages, o);
     }
     for (size_t i = 0; i < dc->n_images; i++) {
         const dc_image_t *m = &dc->images[i];
@@ -142,7 +156,8 @@ static void vm_check_start(tern_ctx *ctx, const json_t *args)
 }
 
 /* The place step tells the steps after it where the VM went: state server_uuid, and
- * agent_queue, the queue of that server's agent. */
+ * agent_queue, the queue of that server's agent. Its result is the script's:
+ * {server_uuid, reused, disks} (the disks the agent is to make). */
 static json_t *placed(tern_ctx *ctx, const json_t *result)
 {
     const char *server = json_string_value(json_object_get(result, "server_uuid"));
@@ -157,7 +172,7 @@ static json_t *placed(tern_ctx *ctx, const json_t *result)
         tern_task_fail(ctx, "StateError", "dc.place: cannot set the job's state");
         return NULL;
     }
-    return json_pack("{s:s}", "server_uuid", server);
+    return json_deep_copy(result);
 }
 
 static void place_start(tern_ctx *ctx, const json_t *args)
@@ -226,9 +241,10 @@ const tern_task_def dc_place_task = {
     .size = sizeof(tern_task_def),
     .name = "place",
     .summary = "Chooses a server for a VM and commits its RAM and disk there.",
-    .args_schema = "{\"required\": [\"vm_uuid\", \"owner_uuid\", \"ram\", \"quota\"], "
-                   "\"properties\": {\"vm_uuid\": " UUID_T ", \"owner_uuid\": " UUID_T
-                   ", \"ram\": {\"type\": \"integer\"}, \"quota\": {\"type\": \"integer\"}}, "
+    .args_schema = "{\"required\": [\"vm_uuid\", \"owner_uuid\", \"ram\", \"quota\", "
+                   "\"reservation\"], \"properties\": {\"vm_uuid\": " UUID_T
+                   ", \"owner_uuid\": " UUID_T ", \"ram\": {\"type\": \"integer\"}, \"quota\": "
+                   "{\"type\": \"integer\"}, \"reservation\": {\"type\": \"integer\"}}, "
                    "\"additional\": true}",
     .fatal_codes = fatal_codes,
     .start = place_start,

@@ -4,6 +4,7 @@
  */
 #include "proc_check.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,12 +25,11 @@ pid_t dc_pidfile_read(const char *path)
     return got == 2 && nl == '\n' && pid > 0 && pid <= INT32_MAX ? (pid_t)pid : 0;
 }
 
-bool dc_proc_alive(pid_t pid, const char *comm)
+/* Reads a /proc stat file: its state letter into *state and whether its comm is
+ * `comm`. false when the file cannot be read or parsed (the task is gone). */
+static bool read_stat(const char *path, const char *comm, char *state, bool *same_comm)
 {
-    if (pid <= 0)
-        return false;
-    char path[64], stat[512] = "";
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    char stat[512] = "";
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return false;
@@ -40,11 +40,51 @@ bool dc_proc_alive(pid_t pid, const char *comm)
     char *close_paren = strrchr(stat, ')');
     if (!ok || open_paren == NULL || close_paren == NULL || close_paren[1] != ' ')
         return false;
-    char state = close_paren[2];
-    if (state == 'Z' || state == 'X' || state == 'x')
-        return false;
+    *state = close_paren[2];
     size_t len = (size_t)(close_paren - open_paren - 1);
-    return strlen(comm) == len && strncmp(open_paren + 1, comm, len) == 0;
+    *same_comm = strlen(comm) == len && strncmp(open_paren + 1, comm, len) == 0;
+    return true;
+}
+
+static bool exited(char state)
+{
+    return state == 'Z' || state == 'X' || state == 'x';
+}
+
+bool dc_proc_alive(pid_t pid, const char *comm)
+{
+    if (pid <= 0)
+        return false;
+    char path[64], state;
+    bool same;
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    return read_stat(path, comm, &state, &same) && !exited(state) && same;
+}
+
+bool dc_proc_gone(pid_t pid, const char *comm)
+{
+    if (pid <= 0)
+        return true;
+    char path[96], state;
+    bool same;
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    if (!read_stat(path, comm, &state, &same) || !same)
+        return true;
+    snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return true;
+    bool gone = true;
+    struct dirent *t;
+    while (gone && (t = readdir(d)) != NULL) {
+        if (t->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/task/%.16s/stat", (long)pid, t->d_name);
+        bool thread_same;
+        gone = !read_stat(path, comm, &state, &thread_same) || exited(state);
+    }
+    closedir(d);
+    return gone;
 }
 
 bool dc_proc_runs_with(pid_t pid, const char *comm, const char *arg)

@@ -50,11 +50,12 @@ def vm(i):
 def steps(i):
     return [
         ('place', {'vm_uuid': vm(i), 'owner_uuid': OWNER, 'alias': f'web-{i}', 'brand': 'bhyve',
-                   'billing_id': PKG, 'image_uuid': IMG, 'ram': 1024, 'quota': 20480,
+                   'billing_id': PKG, 'image_uuid': IMG, 'ram': 1024, 'quota': 0,
+                   'reservation': 20480, 'flexible': True, 'flexible_disk_size': 20480,
                    'server_uuid': None, 'autoboot': True,
                    'customer_metadata': {'lab:workload': 'idle'},
-                   'disks': [{'boot': True, 'size': 10240, 'image_uuid': IMG},
-                             {'size': 10240}]}),
+                   'disks': [{'boot': True, 'size': 10240, 'image': IMG},
+                             {'boot': False, 'size': 10240}]}),
         ('nics_provision', {'vm_uuid': vm(i), 'owner_uuid': OWNER,
                             'networks': [{'uuid': NET, 'primary': True}]}),
         ('vm_set_state', {'vm_uuid': vm(i), 'state': 'running',

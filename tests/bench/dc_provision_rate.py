@@ -38,6 +38,9 @@ WORKFLOW = {
             'billing_id': '${admission.check.result.package.uuid}',
             'image_uuid': '${params.image_uuid}', 'ram': '${admission.check.result.ram}',
             'quota': '${admission.check.result.quota}',
+            'reservation': '${admission.check.result.reservation}',
+            'flexible': '${admission.check.result.flexible}',
+            'flexible_disk_size': '${admission.check.result.flexible_disk_size}',
             'server_uuid': '${admission.check.result.server_uuid}',
             'disks': '${admission.check.result.disks}'}},
         {'name': 'nics', 'task': 'dc.nics_provision', 'args': {

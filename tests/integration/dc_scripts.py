@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sys
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'bench'))
@@ -45,8 +46,8 @@ def description(doc):
 
 class Inventory:
     """Calls the scripts as the plugin does: KEYS[1] the namespace, ARGV[1] the
-    arguments as JSON, ARGV[2] the time now; views as the engine does (EVAL_RO with
-    limit, offset, marker, params)."""
+    arguments as JSON, ARGV[2] the time now, ARGV[3] eight fresh UUIDs; views as the
+    engine does (EVAL_RO with limit, offset, marker, params)."""
 
     def __init__(self, redis, scripts):
         self.r, self.sha = redis, {}
@@ -55,7 +56,8 @@ class Inventory:
 
     def call(self, name, args):
         reply = self.r.cmd('EVALSHA', self.sha[name], 1, NS, json.dumps(args),
-                           '2026-11-26T12:00:00Z')
+                           '2026-11-26T12:00:00Z',
+                           json.dumps([str(uuid.uuid4()) for _ in range(8)]))
         return json.loads(reply)
 
     def ok(self, name, args):

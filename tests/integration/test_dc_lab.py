@@ -74,6 +74,9 @@ PLACE = {
             'billing_id': '${admission.check.result.package.uuid}',
             'image_uuid': '${params.image_uuid}', 'ram': '${admission.check.result.ram}',
             'quota': '${admission.check.result.quota}',
+            'reservation': '${admission.check.result.reservation}',
+            'flexible': '${admission.check.result.flexible}',
+            'flexible_disk_size': '${admission.check.result.flexible_disk_size}',
             'server_uuid': '${admission.check.result.server_uuid}',
             'disks': '${admission.check.result.disks}'}},
         {'name': 'nics', 'task': 'dc.nics_provision', 'args': {
@@ -129,7 +132,10 @@ def check(url):
     assert http(url + '/servers/00000000-0000-4000-8000-000000000000')[0] == 404
     _, nets, _ = http(url + '/networks')
     assert {n['name'] for n in nets} == {'external', 'internal'}, nets
-    assert {p['name'] for p in http(url + '/packages')[1]} == {'lab-small', 'lab-large', 'lab-zone'}
+    packages = {p['name']: p for p in http(url + '/packages')[1]}
+    assert set(packages) == {'lab-small', 'lab-large', 'lab-disks', 'lab-zone'}, packages
+    assert packages['lab-disks']['disks'] == [{}, {'size': 20480}, {'size': 'remaining'}]
+    assert packages['lab-disks']['quota_mib'] == 0, packages['lab-disks']
     assert len(http(url + '/images')[1]) == 3
     assert http(url + '/vms')[1] == [] and http(url + '/nics')[1] == []
     status, body, _ = http(url + '/vms?color=red')

@@ -1,9 +1,9 @@
 /*
  * test_orphan_sweep.c -- a job that sits in a live runner's own list with no claim is
  * adopted by the runner's periodic sweep (RESYNC_SWEEP_MS in engine/run/runner.c).
- * Such a job was seen after a runner restarted under its id while a new job reached
- * its queue: moved into the list by the claimer's BLMOVE, never claimed, and nothing
- * made the runner look at its list again. Here the orphan is made by hand: a job
+ * The sweep is a safety net: every way known for a job to sit there unclaimed (a lost
+ * claim answer; a BLMOVE whose answer nobody reads, test_restart_claim) makes the
+ * runner read its list by itself. Here the orphan is made by hand: a job
  * delayed an hour is taken out of the delayed set and put into the runner's list, as
  * a BLMOVE would leave it. What the user sees is asserted: the job runs and succeeds,
  * its step started once, within the sweep's period and a margin, and the runner's log
@@ -22,7 +22,9 @@ static itest_world_t W;
 static int group_setup(void **state)
 {
     (void)state;
-    itest_world_start(&W, "sweeper", NULL, NULL);
+    /* At debug level the runner says when its start-up reads of its list are over. */
+    static const char *const extra[] = {"--log-level", "debug", NULL};
+    itest_world_start(&W, "sweeper", NULL, extra);
     return 0;
 }
 
@@ -40,6 +42,16 @@ static void test_orphan_adopted(void **state)
         &W.client, itest_fmt("{\"name\": \"orphan\", \"chain\": [{\"name\": \"a\", \"task\": "
                              "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 1}}]}",
                              W.side));
+    /* The orphan is made once the runner has read its list a second time after its
+     * start (when a BLMOVE of an earlier process under its id has surely ended): that
+     * read would adopt it, not the sweep. */
+    for (unsigned waited = 0;
+         !itest_ternd_log_has(&W.ternd, "BLMOVEs whose answer we could not read have ended");
+         waited += 10) {
+        if (waited > 10000)
+            fail_msg("the runner did not read its list again within 10 s of its start");
+        itest_pause_ms(10);
+    }
     char uuid[40], msg[512];
     int rc = itest_job_create(&W.client, "orphan", NULL, NULL, clock_wall_ms() + 3600 * 1000, NULL,
                               uuid, msg, sizeof msg);

@@ -205,9 +205,11 @@ def tern(*args, check=True):
 
 
 def provision_params(vm_uuid, server=None, image=OS_IMG, networks=None, workload=None,
-                     alias=None, package="lab-small"):
+                     alias=None, package="lab-small", disks=None):
     p = {"vm_uuid": vm_uuid, "owner_uuid": OWNER, "package": package, "image_uuid": image,
          "networks": networks or [{"uuid": EXTERNAL, "primary": True}]}
+    if disks is not None:
+        p["disks"] = disks
     if server:
         p["server_uuid"] = server
     if workload:
@@ -357,9 +359,18 @@ def check_running_instance(vm_uuid, server, workload="idle"):
     assert vm["server_uuid"] == server, vm
     a = vm["allocation"]
     assert (a["server_uuid"], a["ram"], a["disk"]) == (server, 1024, 20480), vm
+    # lab-small is flexible (20480 MiB) and lab-os 10240 MiB: the default layout.
     assert [d["pci_slot"] for d in vm["disks"]] == ["0:4:0", "0:4:1"], vm["disks"]
+    assert [d["size"] for d in vm["disks"]] == [10240, 10240], vm["disks"]
+    assert vm["disks"][0]["image"] == vm["image_uuid"] and vm["disks"][0]["boot"] is True
+    assert all("image_uuid" not in x for x in vm["disks"]), vm["disks"]
+    assert len({x["id"] for x in vm["disks"]}) == 2, vm["disks"]
+    assert (vm["flexible"], vm["flexible_disk_size"], vm["quota"], vm["free_space"]) == \
+        (True, 20480, 0, 0), vm
     assert instance_dirs(vm_uuid) == [os.path.join(lab.root(server), vm_uuid)]
     d = os.path.join(lab.root(server), vm_uuid)
+    assert [x["path"] for x in vm["disks"]] == [os.path.join(d, "disks", f"disk{n}.img")
+                                                 for n in (0, 1)], vm["disks"]
     assert os.path.isfile(os.path.join(d, "vm.json"))
     assert not glob.glob(os.path.join(d, "**", "*.part"), recursive=True)
     disks = sorted(os.listdir(os.path.join(d, "disks")))
@@ -424,6 +435,18 @@ def test_bad_requests():
         ("address outside the range",
          provision_params(bad_uuid, networks=[{"uuid": EXTERNAL, "ip": "203.0.113.251"}]), None,
          409, None),
+        ("disks on an inflexible package",
+         provision_params(bad_uuid, package="lab-zone", image=BASE_IMG, disks=[{}]), None, 422,
+         "InvalidArgument"),
+        ("nine disks", provision_params(bad_uuid, disks=[{}] + [{"size": 1}] * 8), None, 422,
+         "InvalidArgument"),
+        ("remaining twice",
+         provision_params(bad_uuid, disks=[{}, {"size": "remaining"}, {"size": "remaining"}]),
+         None, 422, "InvalidArgument"),
+        ("a boot disk smaller than its image", provision_params(bad_uuid, disks=[{"size": 5120}]),
+         None, 422, "InvalidArgument"),
+        ("disks beyond the package's space",
+         provision_params(bad_uuid, disks=[{}, {"size": 10241}]), None, 409, "InsufficientSpace"),
     ]
     for what, params, target, want_status, want_code in cases:
         status, body = create_job("provision", target or "/provision-" + params["vm_uuid"], params)
@@ -717,6 +740,47 @@ def test_no_autoboot():
     check_inventory()
 
 
+def test_provision_with_disks():
+    """disks asked at provision: three files of the layout's sizes, sparse, at the
+    slots in order, and the record saying the same; the server commits the package's
+    space (test_dc_inventory.py checks every rule of the layout on the records). An
+    inflexible package's instance gets the traditional layout."""
+    vm_uuid = str(uuidlib.uuid4())
+    job = provision(vm_uuid, server=CN2,
+                    disks=[{}, {"size": 4096}, {"size": "remaining"}])
+    end = wait_job(job)
+    assert end["execution"] == "succeeded", end
+    vm = vm_of(vm_uuid)
+    assert [x["size"] for x in vm["disks"]] == [10240, 4096, 6144], vm["disks"]
+    assert [x["pci_slot"] for x in vm["disks"]] == ["0:4:0", "0:4:1", "0:4:2"]
+    assert vm["free_space"] == 0 and vm["allocation"]["disk"] == 20480, vm
+    vm_dir = os.path.join(lab.root(CN2), vm_uuid)
+    with open(os.path.join(vm_dir, "vm.json")) as f:
+        on_disk = json.load(f)["disks"]
+    for rec, n in zip(vm["disks"], range(3)):
+        path = os.path.join(vm_dir, "disks", f"disk{n}.img")
+        st = os.stat(path)
+        assert rec["path"] == path and st.st_size == rec["size"] * MIB, (rec, st.st_size)
+        assert st.st_blocks * 512 < 64 * MIB, (path, st.st_blocks)  # sparse
+        assert on_disk[n]["path"] == path and on_disk[n]["size"] == rec["size"], on_disk
+    assert not glob.glob(os.path.join(vm_dir, "**", "*.part"), recursive=True)
+    # An inflexible package: the traditional layout, boot at the image's 2048 MiB and
+    # a data disk of the package's 10240, both committed.
+    zone = str(uuidlib.uuid4())
+    end = wait_job(provision(zone, server=CN2, package="lab-zone", image=BASE_IMG))
+    assert end["execution"] == "succeeded", end
+    zvm = vm_of(zone)
+    assert [x["size"] for x in zvm["disks"]] == [2048, 10240], zvm["disks"]
+    assert zvm["flexible"] is False and zvm["quota"] == 10240, zvm
+    assert zvm["allocation"]["disk"] == 12288 and "free_space" not in zvm, zvm
+    for x in zvm["disks"]:
+        assert os.stat(x["path"]).st_size == x["size"] * MIB, x
+    check_inventory()
+    for v in (vm_uuid, zone):
+        assert wait_job(action("vm-delete", "delete", v))["execution"] == "succeeded"
+    check_inventory()
+
+
 def test_workload_survives_agent_restart():
     vm_uuid = str(uuidlib.uuid4())
     job = provision(vm_uuid, server=CN3, workload="writer")
@@ -746,7 +810,7 @@ def main():
     tests = [test_views, test_bad_requests, test_provision_and_lifecycle, test_subnet_full,
              test_race_for_three, test_agent_killed_mid_create, test_image_removed_then_retry,
              test_no_autoboot, test_workload_survives_agent_restart,
-             test_fault_after_disks]
+             test_fault_after_disks, test_provision_with_disks]
     only = sys.argv[3:]
     ok = False
     try:

@@ -250,6 +250,18 @@ static void test_example_reads(void **state)
     /* Three servers in two racks. */
     assert_string_equal(dc->servers[0].rack, dc->servers[1].rack);
     assert_string_not_equal(dc->servers[0].rack, dc->servers[2].rack);
+    /* A package with a default disk layout: boot, 20480 MiB, the rest. */
+    size_t with_layout = 0;
+    for (size_t i = 0; i < dc->n_packages; i++) {
+        const dc_package_t *k = &dc->packages[i];
+        if (k->n_disks == 0)
+            continue;
+        with_layout++;
+        assert_int_equal(k->n_disks, 3);
+        assert_int_equal(k->disks[1].size_mib, 20480);
+        assert_true(k->disks[2].remaining);
+    }
+    assert_int_equal(with_layout, 1);
     datacenter_free(dc);
 }
 
@@ -428,6 +440,68 @@ static void test_ranges_and_brands(void **state)
                   WANT("servers[0].hostname: expected 1 to 63", "packages[0].name: expected"));
 }
 
+/* A flexible package's disk fields: the default layout read, and each fault of it. */
+static void test_package_disks(void **state)
+{
+    (void)state;
+    json_t *doc = variant(EDITS("packages[0].disk_mib=102400", "packages[0].quota_mib=512",
+                                "packages[0].disks=[{}, {\"size\": 20480}, {\"size\": "
+                                "\"remaining\"}]"));
+    datacenter_t *dc = NULL;
+    dc_faults_t faults = {0};
+    if (datacenter_parse(doc, lab_dir, &dc, &faults) != 0)
+        fail_msg("refused:\n%s", dc_faults_join(&faults));
+    const dc_package_t *k = &dc->packages[0];
+    assert_int_equal(k->quota_mib, 512);
+    assert_int_equal(k->n_disks, 3);
+    assert_false(k->disks[0].remaining);
+    assert_int_equal(k->disks[0].size_mib, 0);
+    assert_int_equal(k->disks[1].size_mib, 20480);
+    assert_true(k->disks[2].remaining);
+    assert_int_equal(dc->packages[1].quota_mib, 0);
+    assert_int_equal(dc->packages[1].n_disks, 0);
+    datacenter_free(dc);
+    json_decref(doc);
+
+    expect_faults(EDITS("packages[1].disks=[{}]", "packages[1].quota_mib=10"),
+                  WANT("packages[1].disks: a default disk layout is for flexible_disk packages",
+                       "packages[1].quota_mib: the zone root's own space is for flexible_disk "
+                       "packages"));
+    expect_faults(EDITS("packages[0].disks=[]", "packages[0].quota_mib=-1"),
+                  WANT("packages[0].disks: expected 1 to 8 disks (PCI functions 0:4:0 to 0:4:7), "
+                       "got 0",
+                       "packages[0].quota_mib: expected an integer from 0 to"));
+    expect_faults(EDITS("packages[0].disks=\"remaining\""),
+                  WANT("packages[0].disks: expected a list of 1 to 8 of {}, {\"size\": MiB} or "
+                       "{\"size\": \"remaining\"}, got a string"));
+    expect_faults(EDITS("packages[0].disks=[{}, {\"size\": 1}, {\"size\": 1}, {\"size\": 1}, "
+                        "{\"size\": 1}, {\"size\": 1}, {\"size\": 1}, {\"size\": 1}, "
+                        "{\"size\": 1}]"),
+                  WANT("packages[0].disks: expected 1 to 8 disks (PCI functions 0:4:0 to 0:4:7), "
+                       "got 9"));
+    expect_faults(EDITS("packages[0].disks=[{}, {}, {\"size\": 0}, {\"size\": \"rest\"}, "
+                        "{\"size\": 1.5}, {\"size\": 10, \"pci_slot\": \"0:4:5\"}, 5]"),
+                  WANT("packages[0].disks[1].size: required for a disk other than the first",
+                       "packages[0].disks[2].size: expected an integer from 1 to",
+                       "packages[0].disks[3].size: expected a positive integer of MiB or "
+                       "\"remaining\", got a string",
+                       "packages[0].disks[4].size: expected a positive integer of MiB or "
+                       "\"remaining\", got a number",
+                       "packages[0].disks[5].pci_slot: unknown field (expected one of size)",
+                       "packages[0].disks[6]: expected an object, got an integer"));
+    expect_faults(EDITS("packages[0].disks=[{\"size\": \"remaining\"}, {\"size\": "
+                        "\"remaining\"}]"),
+                  WANT("packages[0].disks[1].size: \"remaining\" is also the size of disks[0]"));
+    /* Sizes that no instance of the package could have (disk_mib 20480). */
+    expect_faults(EDITS("packages[0].disks=[{\"size\": 10240}, {\"size\": 10240}, "
+                        "{\"size\": \"remaining\"}]"),
+                  WANT("packages[0].disks: the sizes given add up to 20480 MiB, all of disk_mib "
+                       "20480"));
+    expect_faults(EDITS("packages[0].disks=[{\"size\": 30000}]"),
+                  WANT("packages[0].disks: the sizes given add up to 30000 MiB, more than "
+                       "disk_mib 20480"));
+}
+
 /* Every fault of a document at once, and entries that are not objects named by their
  * own index without shifting the others'. */
 static void test_all_faults_at_once(void **state)
@@ -517,7 +591,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_overlapping_ranges), cmocka_unit_test(test_data_roots),
         cmocka_unit_test(test_unknown_fields),     cmocka_unit_test(test_ranges_and_brands),
         cmocka_unit_test(test_all_faults_at_once), cmocka_unit_test(test_load_file),
-        cmocka_unit_test(test_resolve_path),
+        cmocka_unit_test(test_resolve_path),       cmocka_unit_test(test_package_disks),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -318,11 +318,10 @@ static void test_create(void **state)
     json_t *r = run_ok(h, "instance_create", create_args(VM1, IMG, NULL));
     char dir[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/" VM1, root);
-    json_t *want =
-        json_pack("[{s:s, s:i, s:s, s:b, s:s}, {s:s, s:i, s:s, s:b}]", "path",
-                  path_in("%s/disks/disk0.img", dir), "size", 10240, "pci_slot", "0:4:0", "boot", 1,
-                  "image_uuid", IMG, "path", path_in("%s/disks/disk1.img", dir), "size", 20480,
-                  "pci_slot", "0:4:1", "boot", 0);
+    json_t *want = json_pack("[{s:s, s:i, s:s, s:b, s:s}, {s:s, s:i, s:s, s:b}]", "path",
+                             path_in("%s/disks/disk0.img", dir), "size", 10240, "pci_slot", "0:4:0",
+                             "boot", 1, "image", IMG, "path", path_in("%s/disks/disk1.img", dir),
+                             "size", 20480, "pci_slot", "0:4:1", "boot", 0);
     if (!json_equal(json_object_get(r, "disks"), want))
         fail_msg("disks: %s", json_dumps(json_object_get(r, "disks"), 0));
     assert_true(json_is_true(json_object_get(r, "created")));

@@ -1,19 +1,42 @@
 -- dc.place: picks a server for a VM and commits its RAM and disk there, writing the VM
 -- record "provisioning" with the allocation, all at once, so concurrent places never
--- commit more than a server has. ARGV[1] the task's arguments, ARGV[2] the time now
--- (ISO 8601). The rule (docs/DATACENTER.md "Placement"): among the servers whose free
--- RAM and disk fit, the most free RAM; then the rack holding fewer of the owner's
--- instances; then the lowest uuid. A pinned server is the only candidate.
+-- commit more than a server has. ARGV[1] the task's arguments (the check's resolution:
+-- "ram", "quota", "reservation" (the disk committed: allocation.disk), "flexible",
+-- "flexible_disk_size", "disks" [{boot, size, image?}]), ARGV[2] the time now (ISO
+-- 8601), ARGV[3] fresh UUIDs: the disks' ids. The rule (docs/DATACENTER.md
+-- "Placement"): among the servers whose free RAM and disk fit, the most free RAM; then
+-- the rack holding fewer of the owner's instances; then the lowest uuid. A pinned
+-- server is the only candidate. Answers {server_uuid, reused, disks}: the disks the
+-- agent is to make ({id, boot, image?, size, pci_slot}).
 local a = cjson.decode(ARGV[1])
 local vk = 'vm:' .. a.vm_uuid
-local ram, disk = tonumber(a.ram), tonumber(a.quota)
+local ram, disk = tonumber(a.ram), tonumber(a.reservation)
 local vm = get_json(vk)
 
+-- What the agent makes of a disk of the record.
+local function agent_disks(list)
+  local out = {}
+  for i, d in ipairs(list or {}) do
+    out[i] = {id = d.id, boot = d.boot == true, image = d.image, size = d.size,
+      pci_slot = d.pci_slot}
+  end
+  return out
+end
+
 if vm and vm.allocation ~= NULL and vm.allocation ~= nil then
-  return ok({server_uuid = vm.allocation.server_uuid, reused = true})
+  return ok({server_uuid = vm.allocation.server_uuid, reused = true, disks = agent_disks(vm.disks)})
 end
 if vm and vm.state == 'destroyed' then
   return refuse(409, 'InvalidState', 'vm ' .. a.vm_uuid .. ' was destroyed: its uuid is not reused')
+end
+if type(a.disks) ~= 'table' or #a.disks == 0 or #a.disks > 8 then
+  return refuse(0, 'InvalidArgument', 'disks: expected the 1 to 8 disks of the check, got ' ..
+    cjson.encode(a.disks))
+end
+local flexible = a.flexible == true
+if flexible and type(a.flexible_disk_size) ~= 'number' then
+  return refuse(0, 'InvalidArgument', 'flexible_disk_size: a flexible VM needs it, got ' ..
+    cjson.encode(a.flexible_disk_size))
 end
 
 local function fits(u)
@@ -67,6 +90,21 @@ if not chosen then
   end
 end
 
+-- The disks: ids from ARGV[3], slots 0:4:0, 0:4:1, ... in order. A VM placed again
+-- after a release keeps the ids its disks had.
+local ids = fresh_uuids()
+local disks = {}
+for i, d in ipairs(a.disks) do
+  local old = vm and vm.disks and vm.disks[i]
+  local id = (old and type(old.id) == 'string') and old.id or ids[i]
+  if not id then
+    return refuse(0, 'InvalidArgument', 'disks: no fresh id for disk ' .. (i - 1))
+  end
+  disks[i] = {id = id, boot = i == 1, size = d.size, snapshot_size = 0,
+    pci_slot = '0:4:' .. (i - 1)}
+  if i == 1 then disks[i].image = d.image or a.image_uuid end
+end
+
 local sk = P .. 'server:' .. chosen
 redis.call('HINCRBY', sk, 'ram_committed_mib', ram)
 redis.call('HINCRBY', sk, 'disk_committed_mib', disk)
@@ -76,8 +114,8 @@ redis.call('HINCRBY', P .. 'owner_racks:' .. a.owner_uuid, rack, 1)
 local fresh = vm == nil
 if fresh then
   vm = {uuid = a.vm_uuid, alias = a.alias, owner_uuid = a.owner_uuid, brand = a.brand,
-    billing_id = a.billing_id, ram = ram, quota = disk, vcpus = a.vcpus or NULL,
-    cpu_cap = a.cpu_cap or NULL, image_uuid = a.image_uuid, disks = a.disks or {}, nics = {},
+    billing_id = a.billing_id, ram = ram, vcpus = a.vcpus or NULL,
+    cpu_cap = a.cpu_cap or NULL, image_uuid = a.image_uuid, nics = {},
     create_timestamp = ARGV[2], autoboot = a.autoboot ~= false,
     do_not_inventory = false, customer_metadata = a.customer_metadata or {},
     internal_metadata = {}}
@@ -90,8 +128,13 @@ else
 end
 vm.state = 'provisioning'
 vm.server_uuid = chosen
+vm.quota = tonumber(a.quota)
+vm.flexible = flexible
+vm.flexible_disk_size = flexible and a.flexible_disk_size or nil
+vm.disks = disks
+vm.free_space = vm_free_space(vm)
 vm.allocation = {server_uuid = chosen, ram = ram, disk = disk, rack = rack}
 index_add('vms:state:provisioning', a.vm_uuid)
 index_add('vms:server:' .. chosen, a.vm_uuid)
 redis.call('SET', P .. vk, enc(vm))
-return ok({server_uuid = chosen, reused = false})
+return ok({server_uuid = chosen, reused = false, disks = agent_disks(disks)})

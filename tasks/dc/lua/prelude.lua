@@ -10,7 +10,8 @@ local NULL = cjson.null
 local function enc(v)
   local s = cjson.encode(v)
   return (string.gsub(s, '"([%a_]+)":{}', function(k)
-    if k == 'nics' or k == 'disks' or k == 'networks' or k == 'released_nics' then
+    if k == 'nics' or k == 'disks' or k == 'networks' or k == 'released_nics' or
+      k == 'snapshots' then
       return '"' .. k .. '":[]'
     end
   end))

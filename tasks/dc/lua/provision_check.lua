@@ -1,9 +1,13 @@
 -- dc.provision_check: the admission check of a provision. Reads only. ARGV[1]: the
 -- provision's fields ({"vm_uuid", "owner_uuid", "alias"?, "package", "image_uuid",
--- "networks", "server_uuid"?, "autoboot"?, "customer_metadata"?, "target"}). Each fault
--- refuses with the code the docs give (docs/DATACENTER.md "Refusals"), naming it.
+-- "networks", "server_uuid"?, "autoboot"?, "customer_metadata"?, "disks"?, "target"}).
+-- Each fault refuses with the code the docs give (docs/DATACENTER.md "Refusals"),
+-- naming it. It resolves the disk layout (docs/DATACENTER.md "Disks"): the disks asked,
+-- else the package's, else the default, and what the VM commits on its server.
 local a = cjson.decode(ARGV[1])
 local UUID = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
+local DISKS_MAX = 8          -- PCI functions 0:4:0 .. 0:4:7
+local DISK_SIZE_MAX = 67108864 -- MiB (64 TiB): the largest disk file the agent makes
 
 local function is_uuid(v) return type(v) == 'string' and string.match(v, UUID) ~= nil and
   string.lower(v) == v end
@@ -57,6 +61,62 @@ for i, n in ipairs(a.networks) do
 end
 if primaries > 1 then return bad('networks', 'more than one network is primary') end
 
+-- A disk layout's shape, which needs no package or image: a list of 1 to 8 objects
+-- whose one member is "size" (a positive integer of MiB or "remaining", at most once),
+-- which only the first (the boot disk) may leave out. A refusal, or nil.
+local function is_list(t)
+  local n = 0
+  for k in pairs(t) do
+    if type(k) ~= 'number' then return false end
+    n = n + 1
+  end
+  return n == #t
+end
+local function layout_refusal(list, path)
+  if type(list) ~= 'table' or not is_list(list) or #list == 0 then
+    return bad(path, 'expected a list of 1 to ' .. DISKS_MAX .. ' of {}, {"size": MiB} or ' ..
+      '{"size": "remaining"}, got ' .. cjson.encode(list))
+  end
+  if #list > DISKS_MAX then
+    return bad(path, 'at most ' .. DISKS_MAX .. ' disks (PCI functions 0:4:0 to 0:4:7), got ' .. #list)
+  end
+  local rem
+  for i, d in ipairs(list) do
+    local p = path .. '[' .. (i - 1) .. ']'
+    if type(d) ~= 'table' then return bad(p, 'expected an object, got ' .. cjson.encode(d)) end
+    for k in pairs(d) do
+      if type(k) ~= 'string' then return bad(p, 'expected an object, got a list') end
+      if k ~= 'size' then return bad(p .. '.' .. k, 'unknown key: a disk asked for has only "size"') end
+    end
+    local size = d.size
+    if size == nil or size == NULL then
+      if i > 1 then
+        return bad(p .. '.size', 'required for a disk other than the first (the boot disk, ' ..
+          'which may take its image\'s size)')
+      end
+    elseif size == 'remaining' then
+      if rem then
+        return bad(p .. '.size', '"remaining" is also the size of ' .. path .. '[' .. (rem - 1) ..
+          ']: at most one disk takes what the others leave')
+      end
+      rem = i
+    elseif type(size) ~= 'number' or size ~= math.floor(size) or size < 1 then
+      return bad(p .. '.size', 'expected a positive integer of MiB or "remaining", got ' ..
+        cjson.encode(size))
+    elseif size > DISK_SIZE_MAX then
+      return bad(p .. '.size', string.format('%d', size) .. ' MiB is more than a disk file holds ' ..
+        '(at most ' .. DISK_SIZE_MAX .. ' MiB, 64 TiB)')
+    end
+  end
+  return nil
+end
+local asked_disks = a.disks
+if asked_disks == NULL then asked_disks = nil end
+if asked_disks ~= nil then
+  local r = layout_refusal(asked_disks, 'disks')
+  if r then return r end
+end
+
 -- What the names refer to.
 local pkg_uuid = a.package
 if redis.call('EXISTS', P .. 'package:' .. pkg_uuid) == 0 then
@@ -72,10 +132,6 @@ end
 if img.brand and img.brand ~= NULL and img.brand ~= pkg.brand then
   return bad('image_uuid', 'image ' .. img.name .. ' ' .. img.version .. ' is for brand ' ..
     img.brand .. ', package ' .. pkg.name .. ' is ' .. pkg.brand)
-end
-if img.size_mib > pkg.disk_mib then
-  return bad('image_uuid', 'image ' .. img.name .. ' ' .. img.version .. ' (' .. img.size_mib ..
-    ' MiB) does not fit the disk of package ' .. pkg.name .. ' (' .. pkg.disk_mib .. ' MiB)')
 end
 local vm = get_json('vm:' .. a.vm_uuid)
 if vm then
@@ -115,8 +171,79 @@ for i, n in ipairs(a.networks) do
   nets[i] = out
 end
 
-local disks = {{boot = true, size = img.size_mib, image_uuid = img.uuid}}
-if pkg.disk_mib > img.size_mib then disks[2] = {size = pkg.disk_mib - img.size_mib} end
+-- The disks (docs/DATACENTER.md "Disks"). A flexible package's disk_mib is the space of
+-- all disks together; an inflexible one's instances get the traditional layout.
+local function space(code_path, msg) return refuse(409, 'InsufficientSpace', code_path .. ': ' .. msg) end
+local image_name = 'image ' .. img.name .. ' ' .. img.version .. ' (' .. img.size_mib .. ' MiB)'
+local flexible = pkg.flexible_disk == true
+local disks, quota, reservation, flexible_disk_size
+if not flexible then
+  if asked_disks ~= nil then
+    return bad('disks', 'package ' .. pkg.name .. ' is not a flexible_disk package: its instances ' ..
+      'have the traditional layout, a boot disk at the image\'s size and a data disk of ' ..
+      pkg.disk_mib .. ' MiB')
+  end
+  disks = {{boot = true, size = img.size_mib, image = img.uuid}, {boot = false, size = pkg.disk_mib}}
+  quota = pkg.disk_mib
+  reservation = img.size_mib + pkg.disk_mib
+  flexible_disk_size = NULL
+else
+  local fds = pkg.disk_mib
+  if img.size_mib > fds then
+    return space('image_uuid', image_name .. ' does not fit the ' .. fds ..
+      ' MiB of flexible disk space of package ' .. pkg.name)
+  end
+  local layout, path = asked_disks, 'disks'
+  if layout == nil and pkg.disks ~= nil and pkg.disks ~= NULL then
+    layout, path = pkg.disks, 'package ' .. pkg.name .. ' disks'
+    -- The description's checks made it; a record written another way is checked too.
+    local r = layout_refusal(layout, path)
+    if r then return r end
+  end
+  if layout == nil then
+    -- The default: the boot disk at the image's size, a data disk of the rest.
+    layout = {{}}
+    if fds > img.size_mib then layout[2] = {size = fds - img.size_mib} end
+  end
+  disks = {}
+  local given, rem, terms = 0, nil, {}
+  for i, d in ipairs(layout) do
+    local size = d.size
+    if size == NULL then size = nil end
+    if i == 1 and size == nil then size = img.size_mib end
+    if i == 1 and type(size) == 'number' and size < img.size_mib then
+      return bad(path .. '[0].size', size .. ' MiB is smaller than ' .. image_name ..
+        ': a disk is never made smaller than its image')
+    end
+    if size == 'remaining' then
+      rem = i
+      terms[i] = 'remaining'
+    else
+      given = given + size
+      terms[i] = tostring(size)
+    end
+    disks[i] = {boot = i == 1, size = size}
+  end
+  disks[1].image = img.uuid
+  local sum = table.concat(terms, ' + ')
+  if rem then
+    local left = fds - given
+    if left <= 0 or (rem == 1 and left < img.size_mib) then
+      return space(path .. '[' .. (rem - 1) .. '].size', '"remaining" comes to ' .. left ..
+        ' MiB (' .. fds .. ' MiB of flexible disk space of package ' .. pkg.name .. ' less ' ..
+        given .. ' MiB of the other disks' .. (rem == 1 and (', and the boot disk needs the ' ..
+        image_name .. ')') or ')'))
+    end
+    disks[rem].size = left
+  elseif given > fds then
+    return space(path, 'the disks come to ' .. given .. ' MiB (' .. sum .. '), more than the ' ..
+      fds .. ' MiB of flexible disk space of package ' .. pkg.name)
+  end
+  quota = tonumber(pkg.quota_mib) or 0
+  reservation = quota + fds
+  flexible_disk_size = fds
+end
+
 return ok({package = pkg, image = img, networks = nets, server_uuid = server or NULL,
-  brand = pkg.brand, ram = pkg.ram_mib, quota = pkg.disk_mib, vcpus = pkg.vcpus,
-  disks = disks})
+  brand = pkg.brand, ram = pkg.ram_mib, vcpus = pkg.vcpus, disks = disks, flexible = flexible,
+  flexible_disk_size = flexible_disk_size, quota = quota, reservation = reservation})

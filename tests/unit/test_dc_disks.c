@@ -1,0 +1,614 @@
+/*
+ * test_dc_disks.c -- the agent's disk tasks of the built dc plugin (dc.disk_usage,
+ * dc.disk_apply, dc.disk_undo, and dc.instance_create's disks), through
+ * tests/support/task_harness.c on a fresh lab directory under /tmp, checked on the
+ * files: sizes (st_size), sparseness (st_blocks), content checksums, file names by PCI
+ * slot, snapshot directories, no .part left, and vm.json agreeing with the files after
+ * every step; snapshot_bytes checked against the blocks the test overwrote.
+ *
+ * Arguments: the built dc.so and tern-workload.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image_file.h"
+#include "task_harness.h"
+
+#define MIB   (1024ll * 1024ll)
+#define BLOCK 4096ll
+#define CN1   "4d16fdf2-c04f-41fb-b197-1c8335405d01"
+#define IMG   "3c00c831-904f-482f-a941-dda583127bb6" /* 10 GiB, 1 MiB of data */
+#define VM1   "11111111-1111-4111-8111-111111111111"
+#define VM2   "22222222-2222-4222-8222-222222222222"
+#define BOOT  "aaaaaaaa-0000-4000-8000-000000000000"
+#define DATA  "bbbbbbbb-0000-4000-8000-000000000000"
+#define ADDED "cccccccc-0000-4000-8000-000000000000"
+#define OTHER "dddddddd-0000-4000-8000-000000000000"
+#define BOUND 20000 /* ms: any one task */
+
+static const char *plugin_path;
+static const char *workload_bin;
+static char lab_dir[512];
+static char root[1024]; /* cn1's data root */
+static char dir1[1200]; /* VM1's directory */
+
+static char *path_in(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A path (static buffers, eight in turn). */
+static char *path_in(const char *fmt, ...)
+{
+    static char buf[8][PATH_MAX + 256];
+    static int next;
+    char *p = buf[next++ % 8];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p, PATH_MAX + 256, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+static task_harness_t *new_agent(void)
+{
+    json_t *conf = json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter",
+                             path_in("%s/dc.json", lab_dir), "lab_dir", lab_dir, "server_uuid", CN1,
+                             "data_root", "servers/cn1", "workload_bin", workload_bin);
+    task_harness_t *h = task_harness_new(plugin_path, conf);
+    json_decref(conf);
+    return h;
+}
+
+static harness_run_t run(task_harness_t *h, const char *entry, const char *args_text)
+{
+    json_t *args = task_harness_json(args_text);
+    harness_run_t r;
+    assert_int_equal(task_harness_run(h, entry, args, NULL, NULL, BOUND, 0, &r), 0);
+    assert_true(r.finished);
+    json_decref(args);
+    return r;
+}
+
+static json_t *run_ok(task_harness_t *h, const char *entry, const char *args_text)
+{
+    harness_run_t r = run(h, entry, args_text);
+    if (r.outcome.kind != TASK_DONE)
+        fail_msg("%s %s failed: %s %s", entry, args_text, r.outcome.code ? r.outcome.code : "?",
+                 r.outcome.message ? r.outcome.message : "?");
+    json_t *result = json_incref(r.outcome.result);
+    harness_run_dispose(&r);
+    return result;
+}
+
+static void run_fails(task_harness_t *h, const char *entry, const char *args_text, const char *code,
+                      const char *part)
+{
+    harness_run_t r = run(h, entry, args_text);
+    harness_run_assert_failed(&r, code, part);
+    harness_run_dispose(&r);
+}
+
+/* The args of dc.disk_apply / dc.disk_undo on VM1 with this change (JSON text). */
+static char *change_args(const char *change)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf, "{\"vm_uuid\": \"" VM1 "\", \"change\": %s}", change);
+    return buf;
+}
+
+#define USAGE "{\"vm_uuid\": \"" VM1 "\"}"
+
+static uint64_t checksum(const char *path, off_t from, off_t len)
+{
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    unsigned char *buf = malloc(MIB);
+    uint64_t h = 0xcbf29ce484222325ull;
+    while (len > 0) {
+        size_t want = len < MIB ? (size_t)len : (size_t)MIB;
+        ssize_t got = pread(fd, buf, want, from);
+        assert_true(got > 0);
+        for (ssize_t i = 0; i < got; i++) {
+            h ^= buf[i];
+            h *= 0x100000001b3ull;
+        }
+        from += got;
+        len -= got;
+    }
+    free(buf);
+    close(fd);
+    return h;
+}
+
+static struct stat stat_of(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        fail_msg("%s: %s", path, strerror(errno));
+    return st;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static void write_at(const char *path, off_t at, unsigned seed, size_t len)
+{
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    unsigned char *buf = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (unsigned char)(1 + (seed * 31 + i * 7) % 251);
+    assert_int_equal(pwrite(fd, buf, len, at), (ssize_t)len);
+    assert_int_equal(fsync(fd), 0);
+    free(buf);
+    close(fd);
+}
+
+static char *disk_file(int function)
+{
+    return path_in("%s/disks/disk%d.img", dir1, function);
+}
+
+/* No ".part" anywhere in the instance's directory tree. */
+static void assert_no_part(void)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "find '%s' -name '*.part' | grep -q .", dir1);
+    if (system(cmd) == 0)
+        fail_msg("a .part is left under %s", dir1);
+}
+
+/* vm.json's disks agree with the files: each file exists at its slot's name with the
+ * size vm.json says, the list is by function, and no other disk file is there; its
+ * snapshots are the whole snapshot directories, in the order given. */
+static json_t *vm_json_agrees(const char *const *snapshot_names)
+{
+    json_error_t je;
+    json_t *vm = json_load_file(path_in("%s/vm.json", dir1), 0, &je);
+    assert_non_null(vm);
+    size_t i;
+    json_t *d;
+    int last = -1, files = 0;
+    json_array_foreach(json_object_get(vm, "disks"), i, d)
+    {
+        const char *slot = json_string_value(json_object_get(d, "pci_slot"));
+        assert_non_null(slot);
+        int f = slot[4] - '0';
+        assert_true(f > last);
+        last = f;
+        assert_string_equal(json_string_value(json_object_get(d, "path")), disk_file(f));
+        assert_int_equal(stat_of(disk_file(f)).st_size,
+                         json_integer_value(json_object_get(d, "size")) * MIB);
+    }
+    for (int f = 0; f < 8; f++)
+        files += exists(disk_file(f));
+    assert_int_equal(files, (int)json_array_size(json_object_get(vm, "disks")));
+    size_t n = 0;
+    while (snapshot_names[n] != NULL)
+        n++;
+    const json_t *snaps = json_object_get(vm, "snapshots");
+    if (json_array_size(snaps) != n)
+        fail_msg("vm.json snapshots: %s", json_dumps(snaps, 0));
+    for (i = 0; i < n; i++) {
+        assert_string_equal(json_string_value(json_object_get(json_array_get(snaps, i), "name")),
+                            snapshot_names[i]);
+        assert_true(exists(path_in("%s/snapshots/%s", dir1, snapshot_names[i])));
+    }
+    assert_no_part();
+    return vm;
+}
+
+/* The usage entry of the disk in this slot in a task's answer (borrowed). */
+static json_t *usage_of(const json_t *answer, const char *slot)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(answer, "disks"), i,
+                       d) if (strcmp(json_string_value(json_object_get(d, "pci_slot")), slot) ==
+                              0) return d;
+    return NULL;
+}
+
+static long long field(const json_t *answer, const char *slot, const char *key)
+{
+    json_t *d = usage_of(answer, slot);
+    if (d == NULL)
+        fail_msg("no disk %s in %s", slot, json_dumps(answer, 0));
+    return json_integer_value(json_object_get(d, key));
+}
+
+static const char *none[] = {NULL};
+
+/* ---- setup: a description with one server and a 10 GiB image holding 1 MiB ---------- */
+
+static void write_description(void)
+{
+    FILE *f = fopen(path_in("%s/dc.json", lab_dir), "w");
+    assert_non_null(f);
+    fputs("{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
+          "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
+          " \"networks\": [], \"packages\": [],"
+          " \"images\": [{\"uuid\": \"" IMG "\", \"name\": \"lab-os\", \"version\": \"1.0\", "
+          "\"size_mib\": 10240, \"data_mib\": 1, \"file\": \"images/lab-os-1.0.img\"}]}",
+          f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(mkdir(path_in("%s/servers", lab_dir), 0755), 0);
+    assert_int_equal(mkdir(root, 0755), 0);
+    dc_image_t img = {.uuid = IMG,
+                      .size_mib = 10240,
+                      .data_mib = 1,
+                      .file = path_in("%s/images/lab-os-1.0.img", lab_dir)};
+    bool made = false;
+    char err[512];
+    if (dc_image_ensure(&img, &made, err, sizeof err) != 0)
+        fail_msg("%s", err);
+}
+
+/* ---- the tests --------------------------------------------------------------------------- */
+
+/* instance_create with ids and slots: files named by slot, the answer by function. */
+static void test_create_with_slots(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
+    json_t *r = run_ok(h, "instance_create",
+                       "{\"vm_uuid\": \"" VM1 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
+                       "{\"id\": \"" BOOT "\", \"boot\": true, \"image\": \"" IMG "\", "
+                       "\"size\": 10240, \"pci_slot\": \"0:4:0\"}, "
+                       "{\"id\": \"" DATA "\", \"size\": 20480, \"pci_slot\": \"0:4:2\"}]}");
+    json_t *want =
+        json_pack("[{s:s, s:b, s:s, s:i, s:s, s:s}, {s:s, s:b, s:i, s:s, s:s}]", "id", BOOT, "boot",
+                  1, "image", IMG, "size", 10240, "pci_slot", "0:4:0", "path", disk_file(0), "id",
+                  DATA, "boot", 0, "size", 20480, "pci_slot", "0:4:2", "path", disk_file(2));
+    if (!json_equal(json_object_get(r, "disks"), want))
+        fail_msg("disks: %s", json_dumps(json_object_get(r, "disks"), 0));
+    json_decref(want);
+    json_decref(r);
+    assert_false(exists(disk_file(1)));
+    assert_int_equal(stat_of(disk_file(2)).st_blocks, 0);
+    json_decref(vm_json_agrees(none));
+
+    /* A slot twice, a slot out of range, an unknown key: refused, nothing made. */
+    run_fails(h, "instance_create",
+              "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
+              "{\"size\": 10240, \"pci_slot\": \"0:4:1\"}, {\"size\": 5, \"pci_slot\": "
+              "\"0:4:1\"}]}",
+              "InvalidArgument", "disks[1].pci_slot: 0:4:1 is disks[0]'s too");
+    run_fails(h, "instance_create",
+              "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
+              "{\"size\": 10240}, {\"size\": 5, \"pci_slot\": \"0:4:8\"}]}",
+              "InvalidArgument", "disks[1].pci_slot: expected 0:4:0 to 0:4:7");
+    run_fails(h, "instance_create",
+              "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
+              "{\"size\": 10240, \"sise\": 3}]}",
+              "InvalidArgument", "disks[0].sise: unknown");
+    assert_false(exists(path_in("%s/" VM2, root)));
+    task_harness_free(h);
+}
+
+static void test_usage_add_resize(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    json_t *u = run_ok(h, "disk_usage", USAGE);
+    assert_int_equal(field(u, "0:4:0", "size"), 10240);
+    assert_int_equal(field(u, "0:4:0", "data_bytes"), MIB);
+    assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 0);
+    assert_int_equal(field(u, "0:4:2", "data_bytes"), 0);
+    assert_string_equal(json_string_value(json_object_get(usage_of(u, "0:4:2"), "id")), DATA);
+    assert_int_equal(json_array_size(json_object_get(u, "snapshots")), 0);
+    json_decref(u);
+
+    /* add: a sparse file named by its slot, in vm.json by function; twice = once. */
+    const char *add = "{\"op\": \"add\", \"job_uuid\": \"" OTHER "\", \"id\": \"" ADDED
+                      "\", \"pci_slot\": \"0:4:1\", \"new_size\": 30000}";
+    json_t *a = run_ok(h, "disk_apply", change_args(add));
+    assert_int_equal(field(a, "0:4:1", "size"), 30000);
+    json_decref(a);
+    struct stat st = stat_of(disk_file(1));
+    assert_int_equal(st.st_size, 30000 * MIB);
+    assert_int_equal(st.st_blocks, 0);
+    json_decref(run_ok(h, "disk_apply", change_args(add)));
+    assert_int_equal(stat_of(disk_file(1)).st_ino, st.st_ino);
+    json_t *vm = vm_json_agrees(none);
+    assert_int_equal(json_array_size(json_object_get(vm, "disks")), 3);
+    json_decref(vm);
+    /* Another disk into that slot: refused, the file kept. */
+    run_fails(h, "disk_apply",
+              change_args("{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:1\", "
+                          "\"new_size\": 5}"),
+              "InvalidArgument", "0:4:1 of vm " VM1 " holds disk " ADDED);
+    assert_int_equal(stat_of(disk_file(1)).st_size, 30000 * MIB);
+
+    /* resize: grow keeps the bytes and adds a hole; shrink keeps the first MiB. */
+    write_at(disk_file(2), 0, 3, 2 * MIB);
+    uint64_t first2 = checksum(disk_file(2), 0, 2 * MIB), first1 = checksum(disk_file(2), 0, MIB);
+    const char *grow = "{\"op\": \"resize\", \"id\": \"" DATA "\", \"pci_slot\": \"0:4:2\", "
+                       "\"old_size\": 20480, \"new_size\": 102400}";
+    a = run_ok(h, "disk_apply", change_args(grow));
+    assert_int_equal(field(a, "0:4:2", "size"), 102400);
+    assert_int_equal(field(a, "0:4:2", "data_bytes"), 2 * MIB);
+    json_decref(a);
+    json_decref(run_ok(h, "disk_apply", change_args(grow)));
+    assert_int_equal(stat_of(disk_file(2)).st_size, 102400 * MIB);
+    assert_true(stat_of(disk_file(2)).st_blocks * 512 <= 2 * MIB + 64 * 1024);
+    assert_int_equal(checksum(disk_file(2), 0, 2 * MIB), first2);
+    json_decref(vm_json_agrees(none));
+    json_decref(run_ok(h, "disk_apply",
+                       change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": 1}")));
+    assert_int_equal(stat_of(disk_file(2)).st_size, MIB);
+    assert_int_equal(checksum(disk_file(2), 0, MIB), first1);
+    json_decref(run_ok(h, "disk_apply",
+                       change_args("{\"op\": \"resize\", \"pci_slot\": \"0:4:2\", \"new_size\": "
+                                   "20480}")));
+    json_decref(vm_json_agrees(none));
+
+    /* Refusals, nothing changed. */
+    run_fails(h, "disk_apply",
+              change_args("{\"op\": \"resize\", \"id\": \"" OTHER "\", \"new_size\": 40}"),
+              "InvalidArgument", "no disk " OTHER);
+    run_fails(h, "disk_apply",
+              change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": 67108865}"),
+              "InvalidArgument", "change.new_size");
+    run_fails(h, "disk_apply",
+              change_args("{\"op\": \"resize\", \"vm_uuid\": \"" VM2 "\", \"id\": \"" DATA
+                          "\", \"new_size\": 40}"),
+              "InvalidArgument", "the change is of vm " VM2);
+    run_fails(h, "disk_apply",
+              change_args("{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:9\", "
+                          "\"new_size\": 40}"),
+              "InvalidArgument", "change.pci_slot");
+    run_fails(h, "disk_apply", change_args("{\"op\": \"grow\"}"), "InvalidArgument", "change.op");
+    run_fails(h, "disk_apply", change_args("{\"op\": \"snapshot_create\", \"name\": \"../../x\"}"),
+              "InvalidArgument", "change.name");
+    run_fails(h, "disk_apply",
+              "{\"vm_uuid\": \"../../etc\", \"change\": {\"op\": \"snapshot_delete\", "
+              "\"name\": \"a\"}}",
+              "InvalidArgument", "vm_uuid");
+    run_fails(h, "disk_usage", "{\"vm_uuid\": \"" VM2 "\"}", "InstanceNotFound", VM2);
+    run_fails(h, "disk_apply",
+              change_args("{\"op\": \"delete\", \"id\": \"" BOOT "\", \"pci_slot\": \"0:4:0\"}"),
+              "InvalidArgument", "boot disk");
+    assert_int_equal(stat_of(disk_file(2)).st_size, 20480 * MIB);
+    assert_true(exists(disk_file(0)));
+    task_harness_free(h);
+}
+
+static void test_snapshots_and_their_space(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    const char *s1 = "{\"op\": \"snapshot_create\", \"name\": \"s1\"}";
+    json_t *a = run_ok(h, "disk_apply", change_args(s1));
+    assert_int_equal(field(a, "0:4:0", "snapshot_bytes"), 0);
+    assert_int_equal(field(a, "0:4:2", "snapshot_bytes"), 0);
+    assert_int_equal(json_array_size(json_object_get(a, "snapshots")), 1);
+    json_decref(a);
+    json_decref(run_ok(h, "disk_apply", change_args(s1))); /* twice = once */
+    const char *one[] = {"s1", NULL};
+    json_decref(vm_json_agrees(one));
+    for (int f = 0; f < 3; f++) {
+        char *copy = path_in("%s/snapshots/s1/disk%d.img", dir1, f);
+        assert_int_equal(stat_of(copy).st_size, stat_of(disk_file(f)).st_size);
+        assert_int_equal(checksum(copy, 0, MIB), checksum(disk_file(f), 0, MIB));
+    }
+    assert_true(stat_of(path_in("%s/snapshots/s1/disk1.img", dir1)).st_blocks == 0);
+
+    /* Overwriting 3 blocks of the boot disk's data: exactly 3 blocks, 1 MiB rounded up. */
+    write_at(disk_file(0), 4 * BLOCK, 40, 3 * BLOCK);
+    json_t *u = run_ok(h, "disk_usage", USAGE);
+    assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 3 * BLOCK);
+    assert_int_equal(field(u, "0:4:0", "snapshot_size"), 1);
+    json_decref(u);
+    /* Writes into holes: nothing more. */
+    write_at(disk_file(0), 5 * MIB, 41, MIB);
+    write_at(disk_file(1), 0, 42, MIB);
+    u = run_ok(h, "disk_usage", USAGE);
+    assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 3 * BLOCK);
+    assert_int_equal(field(u, "0:4:1", "snapshot_bytes"), 0);
+    json_decref(u);
+
+    /* A second snapshot; then a block both hold overwritten: s2's copy counts. */
+    json_decref(run_ok(h, "disk_apply",
+                       change_args("{\"op\": \"snapshot_create\", \"name\": "
+                                   "\"s2\"}")));
+    write_at(disk_file(0), 100 * BLOCK, 43, BLOCK);
+    write_at(disk_file(1), 0, 44, 2 * BLOCK); /* data s2 holds (written after s1) */
+    u = run_ok(h, "disk_usage", USAGE);
+    assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 4 * BLOCK);
+    assert_int_equal(field(u, "0:4:1", "snapshot_bytes"), 2 * BLOCK);
+    const char *two[] = {"s1", "s2", NULL};
+    json_t *names = json_object_get(u, "snapshots");
+    assert_string_equal(json_string_value(json_array_get(names, 0)), "s1");
+    assert_string_equal(json_string_value(json_array_get(names, 1)), "s2");
+    json_decref(u);
+    json_decref(vm_json_agrees(two));
+
+    /* Deleting s1: only s2 against the live disk is left. */
+    const char *del1 = "{\"op\": \"snapshot_delete\", \"name\": \"s1\"}";
+    a = run_ok(h, "disk_apply", change_args(del1));
+    assert_int_equal(field(a, "0:4:0", "snapshot_bytes"), BLOCK);
+    json_decref(a);
+    json_decref(run_ok(h, "disk_apply", change_args(del1)));
+    const char *only2[] = {"s2", NULL};
+    json_decref(vm_json_agrees(only2));
+    assert_false(exists(path_in("%s/snapshots/s1", dir1)));
+
+    /* Deleting a data disk takes its copies in every snapshot with it. */
+    const char *deld = "{\"op\": \"delete\", \"id\": \"" ADDED "\", \"pci_slot\": \"0:4:1\"}";
+    a = run_ok(h, "disk_apply", change_args(deld));
+    assert_null(usage_of(a, "0:4:1"));
+    json_decref(a);
+    json_decref(run_ok(h, "disk_apply", change_args(deld)));
+    assert_false(exists(disk_file(1)));
+    assert_false(exists(path_in("%s/snapshots/s2/disk1.img", dir1)));
+    assert_true(exists(path_in("%s/snapshots/s2/disk0.img", dir1)));
+    json_decref(vm_json_agrees(only2));
+    task_harness_free(h);
+}
+
+/* What killed and failed steps leave is made whole. */
+static void test_undo_and_leftovers(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    /* undo of an add: the file and the disk gone; twice = once. */
+    const char *add = "{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:5\", "
+                      "\"new_size\": 64}";
+    json_decref(run_ok(h, "disk_apply", change_args(add)));
+    assert_true(exists(disk_file(5)));
+    json_t *u = run_ok(h, "disk_undo", change_args(add));
+    assert_null(usage_of(u, "0:4:5"));
+    json_decref(u);
+    json_decref(run_ok(h, "disk_undo", change_args(add)));
+    assert_false(exists(disk_file(5)));
+    const char *only2[] = {"s2", NULL};
+    json_decref(vm_json_agrees(only2));
+    /* undo of an add into a slot another disk holds: that disk untouched. */
+    json_decref(run_ok(h, "disk_undo",
+                       change_args("{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": "
+                                   "\"0:4:2\", \"new_size\": 64}")));
+    assert_true(exists(disk_file(2)));
+    /* undo of a resize changes nothing; null is measure and agree. */
+    json_decref(run_ok(h, "disk_undo",
+                       change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": "
+                                   "30720}")));
+    assert_int_equal(stat_of(disk_file(2)).st_size, 20480 * MIB);
+    json_decref(run_ok(h, "disk_undo", change_args("null")));
+
+    /* A snapshot copy killed midway (a .part directory): the next run redoes it whole. */
+    assert_int_equal(mkdir(path_in("%s/snapshots/s3.part", dir1), 0700), 0);
+    FILE *f = fopen(path_in("%s/snapshots/s3.part/disk0.img.part", dir1), "w");
+    assert_non_null(f);
+    fputs("half a copy", f);
+    fclose(f);
+    const char *s3 = "{\"op\": \"snapshot_create\", \"name\": \"s3\"}";
+    json_decref(run_ok(h, "disk_apply", change_args(s3)));
+    const char *two[] = {"s2", "s3", NULL};
+    json_decref(vm_json_agrees(two));
+    assert_int_equal(checksum(path_in("%s/snapshots/s3/disk0.img", dir1), 0, 2 * MIB),
+                     checksum(disk_file(0), 0, 2 * MIB));
+    /* undo of a snapshot_create: gone. */
+    json_decref(run_ok(h, "disk_undo", change_args(s3)));
+    json_decref(vm_json_agrees(only2));
+    /* A .part left with no step to redo it: any step's end removes it. */
+    assert_int_equal(mkdir(path_in("%s/snapshots/s4.part", dir1), 0700), 0);
+    json_decref(run_ok(h, "disk_usage", USAGE));
+    json_decref(vm_json_agrees(only2));
+    /* A disk file unlinked by a delete killed before vm.json: vm.json follows the files. */
+    const char *add6 = "{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:6\", "
+                       "\"new_size\": 8}";
+    json_decref(run_ok(h, "disk_apply", change_args(add6)));
+    assert_int_equal(unlink(disk_file(6)), 0);
+    u = run_ok(h, "disk_usage", USAGE);
+    assert_null(usage_of(u, "0:4:6"));
+    json_decref(u);
+    json_decref(vm_json_agrees(only2));
+    /* ... and a step that follows such a delete works on the files as they are: a
+     * snapshot of the disks there. */
+    json_decref(run_ok(h, "disk_apply", change_args(add6)));
+    assert_int_equal(unlink(disk_file(6)), 0);
+    const char *s7 = "{\"op\": \"snapshot_create\", \"name\": \"s7\"}";
+    u = run_ok(h, "disk_apply", change_args(s7));
+    assert_null(usage_of(u, "0:4:6"));
+    json_decref(u);
+    assert_false(exists(path_in("%s/snapshots/s7/disk6.img", dir1)));
+    assert_true(exists(path_in("%s/snapshots/s7/disk0.img", dir1)));
+    const char *with7[] = {"s2", "s7", NULL};
+    json_decref(vm_json_agrees(with7));
+    json_decref(
+        run_ok(h, "disk_apply", change_args("{\"op\": \"snapshot_delete\", \"name\": \"s7\"}")));
+    json_decref(vm_json_agrees(only2));
+    /* A disk file whose size is not whole MiB: an error naming it. */
+    assert_int_equal(truncate(disk_file(2), 20480 * MIB + 1), 0);
+    run_fails(h, "disk_usage", USAGE, "DiskFileInvalid", "disk2.img");
+    assert_int_equal(truncate(disk_file(2), 20480 * MIB), 0);
+    json_decref(run_ok(h, "disk_usage", USAGE));
+    task_harness_free(h);
+}
+
+/* A snapshot copy cancelled at any moment leaves it whole or absent, never a .part. */
+static void test_snapshot_cancelled(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    write_at(disk_file(2), 0, 50, 64 * MIB); /* a copy that takes a moment */
+    const char *s5 = "{\"op\": \"snapshot_create\", \"name\": \"s5\"}";
+    for (unsigned after_ms = 1; after_ms <= 4; after_ms++) {
+        json_t *args = task_harness_json(change_args(s5));
+        harness_run_t r;
+        int rc = task_harness_run(h, "disk_apply", args, NULL, NULL, BOUND, after_ms, &r);
+        json_decref(args);
+        assert_true(rc == -ECANCELED || rc == 0);
+        harness_run_dispose(&r);
+        /* The context is gone only once its work ended: what it left is final. */
+        assert_false(exists(path_in("%s/snapshots/s5.part", dir1)));
+        json_decref(run_ok(h, "disk_undo", change_args(s5)));
+        assert_false(exists(path_in("%s/snapshots/s5", dir1)));
+    }
+    const char *only2[] = {"s2", NULL};
+    json_decref(vm_json_agrees(only2));
+    /* An agent killed -9 mid-copy left .part copies: its next start removes them. */
+    task_harness_free(h);
+    assert_int_equal(mkdir(path_in("%s/snapshots/s6.part", dir1), 0700), 0);
+    FILE *f = fopen(path_in("%s/disks/disk7.img.part", dir1), "w");
+    assert_non_null(f);
+    fclose(f);
+    h = new_agent();
+    assert_no_part();
+    json_decref(vm_json_agrees(only2));
+    /* destroy takes the snapshots with the instance. */
+    json_decref(run_ok(h, "instance_destroy", "{\"vm_uuid\": \"" VM1 "\"}"));
+    assert_false(exists(dir1));
+    task_harness_free(h);
+}
+
+static void remove_lab(void)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", lab_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", lab_dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s DC_PLUGIN TERN_WORKLOAD\n", argv[0]);
+        return 2;
+    }
+    plugin_path = argv[1];
+    workload_bin = realpath(argv[2], NULL);
+    if (workload_bin == NULL)
+        return 2;
+    char tmpl[] = "/tmp/test_dc_disks.XXXXXX";
+    if (mkdtemp(tmpl) == NULL)
+        return 1;
+    snprintf(lab_dir, sizeof lab_dir, "%s", tmpl);
+    snprintf(root, sizeof root, "%s/servers/cn1", lab_dir);
+    snprintf(dir1, sizeof dir1, "%s/" VM1, root);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_with_slots),         cmocka_unit_test(test_usage_add_resize),
+        cmocka_unit_test(test_snapshots_and_their_space), cmocka_unit_test(test_undo_and_leftovers),
+        cmocka_unit_test(test_snapshot_cancelled),
+    };
+    write_description();
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    remove_lab();
+    free((char *)workload_bin);
+    return rc;
+}
