@@ -41,16 +41,14 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid as uuidlib
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lab_harness import Lab, run_tests, wait_for, workload_pids  # noqa: E402
+
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
-LAB = os.path.join(SOURCE, "tools", "lab")
-TERN = os.path.join(BUILD, "cli", "tern")
 WORKLOAD = os.path.join(BUILD, "lab", "tern-workload")
 MIB = 1024 * 1024
 OWNER = "5a4f2f8c-1e0b-4a36-9a55-0c3f7f0e2b11"
@@ -107,101 +105,10 @@ DATACENTER = {
 ROOTS = {CN1: "servers/cn1", CN2: "servers/cn2", CN3: "servers/cn3"}
 
 
-class Lab:
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="tern-provision-")
-        self.url = None
-        self.env = dict(os.environ, TERN_BUILD=BUILD)
-        self.env.pop("TERN_API_TOKEN", None)
-        self.env.pop("TERN_TOKEN", None)
-
-    def run(self, *args, check=True, timeout=120):
-        p = subprocess.run([LAB, *args], capture_output=True, text=True, timeout=timeout,
-                           env=self.env)
-        if check and p.returncode != 0:
-            raise AssertionError(f"tools/lab {' '.join(args)}: exit {p.returncode}\n"
-                                 f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
-        return p
-
-    def up(self):
-        desc = os.path.join(self.dir, "..", os.path.basename(self.dir) + ".json")
-        with open(desc, "w") as f:
-            json.dump(DATACENTER, f)
-        self.desc = desc
-        p = self.run("up", "--datacenter", desc, "--dir", self.dir, "--workflows",
-                     os.path.join(SOURCE, "workflows"))
-        last = p.stdout.strip().splitlines()[-1]
-        assert last.startswith("TERN_URL="), p.stdout
-        self.url = last[len("TERN_URL="):]
-        self.env["TERN_URL"] = self.url
-
-    def down(self):
-        if self.url is not None:
-            self.run("down", "--dir", self.dir, check=False)
-        os.unlink(self.desc) if os.path.exists(getattr(self, "desc", "")) else None
-
-    def root(self, server):
-        return os.path.join(self.dir, ROOTS[server])
-
-    def pid(self, name):
-        with open(os.path.join(self.dir, "run", name + ".pid")) as f:
-            return int(f.read())
-
-    def redis(self, *args):
-        p = subprocess.run(["redis-cli", "-s", os.path.join(self.dir, "redis", "redis.sock"),
-                            "--raw", *args], capture_output=True, text=True, timeout=20)
-        assert p.returncode == 0, p.stderr
-        return p.stdout.splitlines()
-
-
-lab = Lab()
-
-
-def wait_for(what, pred, timeout=30.0, every=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(every)
-
-
-def http(path, method="GET", body=None, headers=False):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(lab.url + path, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            out = (r.status, json.loads(r.read() or b"null"))
-            return out + (r.headers,) if headers else out
-    except urllib.error.HTTPError as e:
-        out = (e.code, json.loads(e.read() or b"null"))
-        return out + (e.headers,) if headers else out
-
-
-def list_all(path):
-    rows, marker = [], None
-    for _ in range(1000):
-        sep = "&" if "?" in path else "?"
-        q = f"{path}{sep}limit=1000" + (f"&marker={urllib.request.quote(marker)}" if marker else "")
-        status, page, h = http(q, headers=True)
-        assert status == 200, (path, status, page)
-        rows.extend(page)
-        marker = h.get("x-tern-next-marker")
-        if not marker or not page:
-            return rows
-    raise AssertionError(f"{path}: more than 1000 pages")
-
-
-def tern(*args, check=True):
-    p = subprocess.run([TERN, *args], capture_output=True, text=True, timeout=180, env=lab.env)
-    if check and p.returncode != 0:
-        raise AssertionError(f"tern {' '.join(args)}: exit {p.returncode}\n"
-                             f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
-    return p
+lab = Lab(SOURCE, BUILD, DATACENTER, prefix="tern-provision-")
+http, list_all, tern, create_job = lab.http, lab.list_all, lab.tern, lab.create_job
+job_of, wait_job, vm_of, raw_records = lab.job_of, lab.wait_job, lab.vm_of, lab.raw_records
+check_inventory = lab.check_inventory
 
 
 def provision_params(vm_uuid, server=None, image=OS_IMG, networks=None, workload=None,
@@ -219,10 +126,6 @@ def provision_params(vm_uuid, server=None, image=OS_IMG, networks=None, workload
     return p
 
 
-def create_job(workflow, target, params):
-    return http("/jobs", "POST", {"workflow": workflow, "target": target, "params": params})
-
-
 def provision(vm_uuid, **kw):
     status, job = create_job("provision", "/provision-" + vm_uuid, provision_params(vm_uuid, **kw))
     assert status in (200, 201), (status, job)
@@ -235,32 +138,6 @@ def action(workflow, verb, vm_uuid):
     return job["uuid"]
 
 
-def job_of(job_uuid):
-    status, job = http("/jobs/" + job_uuid)
-    assert status == 200, (status, job)
-    return job
-
-
-def wait_job(job_uuid, timeout=120.0):
-    def done():
-        j = job_of(job_uuid)
-        return j if j["execution"] in ("succeeded", "failed", "canceled") else None
-    try:
-        return wait_for(f"job {job_uuid} to finish", done, timeout=timeout, every=0.1)
-    except AssertionError as e:
-        j = job_of(job_uuid)
-        seen = {k: j.get(k) for k in ("execution", "cursor", "runner_id", "step_queue", "state",
-                                      "blocked_on", "history")}
-        seen["results"] = [(r["name"], r.get("runner"), r.get("error"))
-                           for r in j.get("chain_results", []) + j.get("onerror_results", [])]
-        raise AssertionError(f"{e}: {json.dumps(seen)}") from None
-
-
-def vm_of(vm_uuid):
-    status, vm = http("/vms/" + vm_uuid)
-    return vm if status == 200 else None
-
-
 def counts():
     return len(list_all("/jobs")), len(list_all("/vms?state=failed")) + len(list_all("/vms"))
 
@@ -269,87 +146,8 @@ def taken_ips(network):
     return {r["ip"]: r for r in list_all(f"/networks/{network}/ips") if r["state"] == "taken"}
 
 
-def workload_pids(vm_dir):
-    """tern-workload processes whose command line names this instance's directory."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            with open(f"/proc/{d}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        if stat[stat.rindex(")") + 2] in "ZXx":
-            continue
-        if argv and os.path.basename(argv[0]) == b"tern-workload" and \
-                any(a.decode(errors="replace").startswith(vm_dir) for a in argv[1:]):
-            out.append(int(d))
-    return out
-
-
 def instance_dirs(vm_uuid):
     return [d for s in ROOTS for d in [os.path.join(lab.root(s), vm_uuid)] if os.path.exists(d)]
-
-
-def raw_records(pattern):
-    """The dc plugin's Redis records whose key matches (a hash or a JSON string)."""
-    out = {}
-    for key in lab.redis("--scan", "--pattern", "tern:p:dc:" + pattern):
-        kind = lab.redis("TYPE", key)[0]
-        if kind == "hash":
-            flat = lab.redis("HGETALL", key)
-            out[key] = dict(zip(flat[0::2], flat[1::2]))
-        elif kind == "string":
-            text = "\n".join(lab.redis("GET", key))
-            try:
-                out[key] = json.loads(text)
-            except ValueError:
-                out[key] = text
-    return out
-
-
-def check_inventory():
-    """The whole inventory agrees with itself: committed capacity is the sum of the
-    allocations held, within each server's size; each taken address is a NIC's of a live
-    instance and each such NIC's address is taken by it."""
-    vms = list_all("/vms") + list_all("/vms?state=failed") + list_all("/vms?state=destroyed")
-    servers = {s["uuid"]: s for s in list_all("/servers")}
-    ram = {u: 0 for u in servers}
-    disk = {u: 0 for u in servers}
-    n = {u: 0 for u in servers}
-    for vm in vms:
-        a = vm.get("allocation")
-        if a:
-            assert vm["state"] not in ("failed", "destroyed"), vm
-            ram[a["server_uuid"]] += a["ram"]
-            disk[a["server_uuid"]] += a["disk"]
-            n[a["server_uuid"]] += 1
-        else:
-            assert vm["state"] in ("failed", "destroyed"), vm
-            assert not vm.get("nics"), vm
-    for u, s in servers.items():
-        assert s["ram_committed_mib"] == ram[u], (s, ram[u])
-        assert s["disk_committed_mib"] == disk[u], (s, disk[u])
-        assert s["instances"] == n[u], (s, n[u])
-        assert s["ram_committed_mib"] <= s["ram_mib"] and s["disk_committed_mib"] <= s["disk_mib"]
-    live_nics = {}
-    for vm in vms:
-        for nic in vm.get("nics") or []:
-            assert nic["ip"] not in live_nics.get(nic["network_uuid"], {}), nic
-            live_nics.setdefault(nic["network_uuid"], {})[nic["ip"]] = vm["uuid"]
-    for net in (EXTERNAL, TINY):
-        taken = taken_ips(net)
-        want = live_nics.get(net, {})
-        assert set(taken) == set(want), (net, sorted(taken), sorted(want))
-        for ip, r in taken.items():
-            assert r["belongs_to_uuid"] == want[ip], (r, want[ip])
-    nics = list_all("/nics")
-    assert sorted(x["mac"] for x in nics) == sorted(
-        nic["mac"] for vm in vms for nic in vm.get("nics") or []), nics
-    assert len({x["mac"] for x in nics}) == len(nics)
 
 
 def check_running_instance(vm_uuid, server, workload="idle"):
@@ -806,32 +604,10 @@ def test_workload_survives_agent_restart():
     check_inventory()
 
 
-def main():
-    tests = [test_views, test_bad_requests, test_provision_and_lifecycle, test_subnet_full,
-             test_race_for_three, test_agent_killed_mid_create, test_image_removed_then_retry,
-             test_no_autoboot, test_workload_survives_agent_restart,
-             test_fault_after_disks, test_provision_with_disks]
-    only = sys.argv[3:]
-    ok = False
-    try:
-        lab.up()
-        for t in tests:
-            if only and t.__name__ not in only:
-                continue
-            t0 = time.monotonic()
-            t()
-            print(f"ok {t.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
-        ok = True
-    finally:
-        if ok or not os.environ.get("TERN_TEST_KEEP_LAB"):
-            lab.down()
-        if ok:
-            subprocess.run(["rm", "-rf", lab.dir], check=False)
-        else:
-            print(f"the lab's directory is kept: {lab.dir}"
-                  f"{' (still up)' if os.environ.get('TERN_TEST_KEEP_LAB') else ''}",
-                  file=sys.stderr)
-
+TESTS = [test_views, test_bad_requests, test_provision_and_lifecycle, test_subnet_full,
+         test_race_for_three, test_agent_killed_mid_create, test_image_removed_then_retry,
+         test_no_autoboot, test_workload_survives_agent_restart, test_fault_after_disks,
+         test_provision_with_disks]
 
 if __name__ == "__main__":
-    main()
+    run_tests(lab, TESTS, sys.argv[3:])

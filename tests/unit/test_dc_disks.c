@@ -25,6 +25,7 @@
 
 #include "image_file.h"
 #include "task_harness.h"
+#include "file_checks.h"
 
 #define MIB   (1024ll * 1024ll)
 #define BLOCK 4096ll
@@ -44,26 +45,11 @@ static char lab_dir[512];
 static char root[1024]; /* cn1's data root */
 static char dir1[1200]; /* VM1's directory */
 
-static char *path_in(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* A path (static buffers, eight in turn). */
-static char *path_in(const char *fmt, ...)
-{
-    static char buf[8][PATH_MAX + 256];
-    static int next;
-    char *p = buf[next++ % 8];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p, PATH_MAX + 256, fmt, ap);
-    va_end(ap);
-    return p;
-}
-
 static task_harness_t *new_agent(void)
 {
     json_t *conf = json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter",
-                             path_in("%s/dc.json", lab_dir), "lab_dir", lab_dir, "server_uuid", CN1,
-                             "data_root", "servers/cn1", "workload_bin", workload_bin);
+                             test_path("%s/dc.json", lab_dir), "lab_dir", lab_dir, "server_uuid",
+                             CN1, "data_root", "servers/cn1", "workload_bin", workload_bin);
     task_harness_t *h = task_harness_new(plugin_path, conf);
     json_decref(conf);
     return h;
@@ -108,42 +94,6 @@ static char *change_args(const char *change)
 
 #define USAGE "{\"vm_uuid\": \"" VM1 "\"}"
 
-static uint64_t checksum(const char *path, off_t from, off_t len)
-{
-    int fd = open(path, O_RDONLY);
-    assert_true(fd >= 0);
-    unsigned char *buf = malloc(MIB);
-    uint64_t h = 0xcbf29ce484222325ull;
-    while (len > 0) {
-        size_t want = len < MIB ? (size_t)len : (size_t)MIB;
-        ssize_t got = pread(fd, buf, want, from);
-        assert_true(got > 0);
-        for (ssize_t i = 0; i < got; i++) {
-            h ^= buf[i];
-            h *= 0x100000001b3ull;
-        }
-        from += got;
-        len -= got;
-    }
-    free(buf);
-    close(fd);
-    return h;
-}
-
-static struct stat stat_of(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        fail_msg("%s: %s", path, strerror(errno));
-    return st;
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
 static void write_at(const char *path, off_t at, unsigned seed, size_t len)
 {
     int fd = open(path, O_WRONLY);
@@ -159,7 +109,7 @@ static void write_at(const char *path, off_t at, unsigned seed, size_t len)
 
 static char *disk_file(int function)
 {
-    return path_in("%s/disks/disk%d.img", dir1, function);
+    return test_path("%s/disks/disk%d.img", dir1, function);
 }
 
 /* No ".part" anywhere in the instance's directory tree. */
@@ -177,7 +127,7 @@ static void assert_no_part(void)
 static json_t *vm_json_agrees(const char *const *snapshot_names)
 {
     json_error_t je;
-    json_t *vm = json_load_file(path_in("%s/vm.json", dir1), 0, &je);
+    json_t *vm = json_load_file(test_path("%s/vm.json", dir1), 0, &je);
     assert_non_null(vm);
     size_t i;
     json_t *d;
@@ -190,11 +140,11 @@ static json_t *vm_json_agrees(const char *const *snapshot_names)
         assert_true(f > last);
         last = f;
         assert_string_equal(json_string_value(json_object_get(d, "path")), disk_file(f));
-        assert_int_equal(stat_of(disk_file(f)).st_size,
+        assert_int_equal(test_file_stat(disk_file(f)).st_size,
                          json_integer_value(json_object_get(d, "size")) * MIB);
     }
     for (int f = 0; f < 8; f++)
-        files += exists(disk_file(f));
+        files += test_file_exists(disk_file(f));
     assert_int_equal(files, (int)json_array_size(json_object_get(vm, "disks")));
     size_t n = 0;
     while (snapshot_names[n] != NULL)
@@ -205,7 +155,7 @@ static json_t *vm_json_agrees(const char *const *snapshot_names)
     for (i = 0; i < n; i++) {
         assert_string_equal(json_string_value(json_object_get(json_array_get(snaps, i), "name")),
                             snapshot_names[i]);
-        assert_true(exists(path_in("%s/snapshots/%s", dir1, snapshot_names[i])));
+        assert_true(test_file_exists(test_path("%s/snapshots/%s", dir1, snapshot_names[i])));
     }
     assert_no_part();
     return vm;
@@ -236,7 +186,7 @@ static const char *none[] = {NULL};
 
 static void write_description(void)
 {
-    FILE *f = fopen(path_in("%s/dc.json", lab_dir), "w");
+    FILE *f = fopen(test_path("%s/dc.json", lab_dir), "w");
     assert_non_null(f);
     fputs("{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
           "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
@@ -245,12 +195,12 @@ static void write_description(void)
           "\"size_mib\": 10240, \"data_mib\": 1, \"file\": \"images/lab-os-1.0.img\"}]}",
           f);
     assert_int_equal(fclose(f), 0);
-    assert_int_equal(mkdir(path_in("%s/servers", lab_dir), 0755), 0);
+    assert_int_equal(mkdir(test_path("%s/servers", lab_dir), 0755), 0);
     assert_int_equal(mkdir(root, 0755), 0);
     dc_image_t img = {.uuid = IMG,
                       .size_mib = 10240,
                       .data_mib = 1,
-                      .file = path_in("%s/images/lab-os-1.0.img", lab_dir)};
+                      .file = test_path("%s/images/lab-os-1.0.img", lab_dir)};
     bool made = false;
     char err[512];
     if (dc_image_ensure(&img, &made, err, sizeof err) != 0)
@@ -278,8 +228,8 @@ static void test_create_with_slots(void **state)
         fail_msg("disks: %s", json_dumps(json_object_get(r, "disks"), 0));
     json_decref(want);
     json_decref(r);
-    assert_false(exists(disk_file(1)));
-    assert_int_equal(stat_of(disk_file(2)).st_blocks, 0);
+    assert_false(test_file_exists(disk_file(1)));
+    assert_int_equal(test_file_stat(disk_file(2)).st_blocks, 0);
     json_decref(vm_json_agrees(none));
 
     /* A slot twice, a slot out of range, an unknown key: refused, nothing made. */
@@ -296,7 +246,7 @@ static void test_create_with_slots(void **state)
               "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
               "{\"size\": 10240, \"sise\": 3}]}",
               "InvalidArgument", "disks[0].sise: unknown");
-    assert_false(exists(path_in("%s/" VM2, root)));
+    assert_false(test_file_exists(test_path("%s/" VM2, root)));
     task_harness_free(h);
 }
 
@@ -319,11 +269,11 @@ static void test_usage_add_resize(void **state)
     json_t *a = run_ok(h, "disk_apply", change_args(add));
     assert_int_equal(field(a, "0:4:1", "size"), 30000);
     json_decref(a);
-    struct stat st = stat_of(disk_file(1));
+    struct stat st = test_file_stat(disk_file(1));
     assert_int_equal(st.st_size, 30000 * MIB);
     assert_int_equal(st.st_blocks, 0);
     json_decref(run_ok(h, "disk_apply", change_args(add)));
-    assert_int_equal(stat_of(disk_file(1)).st_ino, st.st_ino);
+    assert_int_equal(test_file_stat(disk_file(1)).st_ino, st.st_ino);
     json_t *vm = vm_json_agrees(none);
     assert_int_equal(json_array_size(json_object_get(vm, "disks")), 3);
     json_decref(vm);
@@ -332,11 +282,12 @@ static void test_usage_add_resize(void **state)
               change_args("{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:1\", "
                           "\"new_size\": 5}"),
               "InvalidArgument", "0:4:1 of vm " VM1 " holds disk " ADDED);
-    assert_int_equal(stat_of(disk_file(1)).st_size, 30000 * MIB);
+    assert_int_equal(test_file_stat(disk_file(1)).st_size, 30000 * MIB);
 
     /* resize: grow keeps the bytes and adds a hole; shrink keeps the first MiB. */
     write_at(disk_file(2), 0, 3, 2 * MIB);
-    uint64_t first2 = checksum(disk_file(2), 0, 2 * MIB), first1 = checksum(disk_file(2), 0, MIB);
+    uint64_t first2 = test_file_checksum(disk_file(2), 0, 2 * MIB),
+             first1 = test_file_checksum(disk_file(2), 0, MIB);
     const char *grow = "{\"op\": \"resize\", \"id\": \"" DATA "\", \"pci_slot\": \"0:4:2\", "
                        "\"old_size\": 20480, \"new_size\": 102400}";
     a = run_ok(h, "disk_apply", change_args(grow));
@@ -344,14 +295,14 @@ static void test_usage_add_resize(void **state)
     assert_int_equal(field(a, "0:4:2", "data_bytes"), 2 * MIB);
     json_decref(a);
     json_decref(run_ok(h, "disk_apply", change_args(grow)));
-    assert_int_equal(stat_of(disk_file(2)).st_size, 102400 * MIB);
-    assert_true(stat_of(disk_file(2)).st_blocks * 512 <= 2 * MIB + 64 * 1024);
-    assert_int_equal(checksum(disk_file(2), 0, 2 * MIB), first2);
+    assert_int_equal(test_file_stat(disk_file(2)).st_size, 102400 * MIB);
+    assert_true(test_file_stat(disk_file(2)).st_blocks * 512 <= 2 * MIB + 64 * 1024);
+    assert_int_equal(test_file_checksum(disk_file(2), 0, 2 * MIB), first2);
     json_decref(vm_json_agrees(none));
     json_decref(run_ok(h, "disk_apply",
                        change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": 1}")));
-    assert_int_equal(stat_of(disk_file(2)).st_size, MIB);
-    assert_int_equal(checksum(disk_file(2), 0, MIB), first1);
+    assert_int_equal(test_file_stat(disk_file(2)).st_size, MIB);
+    assert_int_equal(test_file_checksum(disk_file(2), 0, MIB), first1);
     json_decref(run_ok(h, "disk_apply",
                        change_args("{\"op\": \"resize\", \"pci_slot\": \"0:4:2\", \"new_size\": "
                                    "20480}")));
@@ -383,8 +334,8 @@ static void test_usage_add_resize(void **state)
     run_fails(h, "disk_apply",
               change_args("{\"op\": \"delete\", \"id\": \"" BOOT "\", \"pci_slot\": \"0:4:0\"}"),
               "InvalidArgument", "boot disk");
-    assert_int_equal(stat_of(disk_file(2)).st_size, 20480 * MIB);
-    assert_true(exists(disk_file(0)));
+    assert_int_equal(test_file_stat(disk_file(2)).st_size, 20480 * MIB);
+    assert_true(test_file_exists(disk_file(0)));
     task_harness_free(h);
 }
 
@@ -402,11 +353,12 @@ static void test_snapshots_and_their_space(void **state)
     const char *one[] = {"s1", NULL};
     json_decref(vm_json_agrees(one));
     for (int f = 0; f < 3; f++) {
-        char *copy = path_in("%s/snapshots/s1/disk%d.img", dir1, f);
-        assert_int_equal(stat_of(copy).st_size, stat_of(disk_file(f)).st_size);
-        assert_int_equal(checksum(copy, 0, MIB), checksum(disk_file(f), 0, MIB));
+        char *copy = test_path("%s/snapshots/s1/disk%d.img", dir1, f);
+        assert_int_equal(test_file_stat(copy).st_size, test_file_stat(disk_file(f)).st_size);
+        assert_int_equal(test_file_checksum(copy, 0, MIB),
+                         test_file_checksum(disk_file(f), 0, MIB));
     }
-    assert_true(stat_of(path_in("%s/snapshots/s1/disk1.img", dir1)).st_blocks == 0);
+    assert_true(test_file_stat(test_path("%s/snapshots/s1/disk1.img", dir1)).st_blocks == 0);
 
     /* Overwriting 3 blocks of the boot disk's data: exactly 3 blocks, 1 MiB rounded up. */
     write_at(disk_file(0), 4 * BLOCK, 40, 3 * BLOCK);
@@ -446,7 +398,7 @@ static void test_snapshots_and_their_space(void **state)
     json_decref(run_ok(h, "disk_apply", change_args(del1)));
     const char *only2[] = {"s2", NULL};
     json_decref(vm_json_agrees(only2));
-    assert_false(exists(path_in("%s/snapshots/s1", dir1)));
+    assert_false(test_file_exists(test_path("%s/snapshots/s1", dir1)));
 
     /* Deleting a data disk takes its copies in every snapshot with it. */
     const char *deld = "{\"op\": \"delete\", \"id\": \"" ADDED "\", \"pci_slot\": \"0:4:1\"}";
@@ -454,9 +406,9 @@ static void test_snapshots_and_their_space(void **state)
     assert_null(usage_of(a, "0:4:1"));
     json_decref(a);
     json_decref(run_ok(h, "disk_apply", change_args(deld)));
-    assert_false(exists(disk_file(1)));
-    assert_false(exists(path_in("%s/snapshots/s2/disk1.img", dir1)));
-    assert_true(exists(path_in("%s/snapshots/s2/disk0.img", dir1)));
+    assert_false(test_file_exists(disk_file(1)));
+    assert_false(test_file_exists(test_path("%s/snapshots/s2/disk1.img", dir1)));
+    assert_true(test_file_exists(test_path("%s/snapshots/s2/disk0.img", dir1)));
     json_decref(vm_json_agrees(only2));
     task_harness_free(h);
 }
@@ -470,29 +422,29 @@ static void test_undo_and_leftovers(void **state)
     const char *add = "{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:5\", "
                       "\"new_size\": 64}";
     json_decref(run_ok(h, "disk_apply", change_args(add)));
-    assert_true(exists(disk_file(5)));
+    assert_true(test_file_exists(disk_file(5)));
     json_t *u = run_ok(h, "disk_undo", change_args(add));
     assert_null(usage_of(u, "0:4:5"));
     json_decref(u);
     json_decref(run_ok(h, "disk_undo", change_args(add)));
-    assert_false(exists(disk_file(5)));
+    assert_false(test_file_exists(disk_file(5)));
     const char *only2[] = {"s2", NULL};
     json_decref(vm_json_agrees(only2));
     /* undo of an add into a slot another disk holds: that disk untouched. */
     json_decref(run_ok(h, "disk_undo",
                        change_args("{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": "
                                    "\"0:4:2\", \"new_size\": 64}")));
-    assert_true(exists(disk_file(2)));
+    assert_true(test_file_exists(disk_file(2)));
     /* undo of a resize changes nothing; null is measure and agree. */
     json_decref(run_ok(h, "disk_undo",
                        change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": "
                                    "30720}")));
-    assert_int_equal(stat_of(disk_file(2)).st_size, 20480 * MIB);
+    assert_int_equal(test_file_stat(disk_file(2)).st_size, 20480 * MIB);
     json_decref(run_ok(h, "disk_undo", change_args("null")));
 
     /* A snapshot copy killed midway (a .part directory): the next run redoes it whole. */
-    assert_int_equal(mkdir(path_in("%s/snapshots/s3.part", dir1), 0700), 0);
-    FILE *f = fopen(path_in("%s/snapshots/s3.part/disk0.img.part", dir1), "w");
+    assert_int_equal(mkdir(test_path("%s/snapshots/s3.part", dir1), 0700), 0);
+    FILE *f = fopen(test_path("%s/snapshots/s3.part/disk0.img.part", dir1), "w");
     assert_non_null(f);
     fputs("half a copy", f);
     fclose(f);
@@ -500,13 +452,13 @@ static void test_undo_and_leftovers(void **state)
     json_decref(run_ok(h, "disk_apply", change_args(s3)));
     const char *two[] = {"s2", "s3", NULL};
     json_decref(vm_json_agrees(two));
-    assert_int_equal(checksum(path_in("%s/snapshots/s3/disk0.img", dir1), 0, 2 * MIB),
-                     checksum(disk_file(0), 0, 2 * MIB));
+    assert_int_equal(test_file_checksum(test_path("%s/snapshots/s3/disk0.img", dir1), 0, 2 * MIB),
+                     test_file_checksum(disk_file(0), 0, 2 * MIB));
     /* undo of a snapshot_create: gone. */
     json_decref(run_ok(h, "disk_undo", change_args(s3)));
     json_decref(vm_json_agrees(only2));
     /* A .part left with no step to redo it: any step's end removes it. */
-    assert_int_equal(mkdir(path_in("%s/snapshots/s4.part", dir1), 0700), 0);
+    assert_int_equal(mkdir(test_path("%s/snapshots/s4.part", dir1), 0700), 0);
     json_decref(run_ok(h, "disk_usage", USAGE));
     json_decref(vm_json_agrees(only2));
     /* A disk file unlinked by a delete killed before vm.json: vm.json follows the files. */
@@ -526,8 +478,8 @@ static void test_undo_and_leftovers(void **state)
     u = run_ok(h, "disk_apply", change_args(s7));
     assert_null(usage_of(u, "0:4:6"));
     json_decref(u);
-    assert_false(exists(path_in("%s/snapshots/s7/disk6.img", dir1)));
-    assert_true(exists(path_in("%s/snapshots/s7/disk0.img", dir1)));
+    assert_false(test_file_exists(test_path("%s/snapshots/s7/disk6.img", dir1)));
+    assert_true(test_file_exists(test_path("%s/snapshots/s7/disk0.img", dir1)));
     const char *with7[] = {"s2", "s7", NULL};
     json_decref(vm_json_agrees(with7));
     json_decref(
@@ -556,16 +508,16 @@ static void test_snapshot_cancelled(void **state)
         assert_true(rc == -ECANCELED || rc == 0);
         harness_run_dispose(&r);
         /* The context is gone only once its work ended: what it left is final. */
-        assert_false(exists(path_in("%s/snapshots/s5.part", dir1)));
+        assert_false(test_file_exists(test_path("%s/snapshots/s5.part", dir1)));
         json_decref(run_ok(h, "disk_undo", change_args(s5)));
-        assert_false(exists(path_in("%s/snapshots/s5", dir1)));
+        assert_false(test_file_exists(test_path("%s/snapshots/s5", dir1)));
     }
     const char *only2[] = {"s2", NULL};
     json_decref(vm_json_agrees(only2));
     /* An agent killed -9 mid-copy left .part copies: its next start removes them. */
     task_harness_free(h);
-    assert_int_equal(mkdir(path_in("%s/snapshots/s6.part", dir1), 0700), 0);
-    FILE *f = fopen(path_in("%s/disks/disk7.img.part", dir1), "w");
+    assert_int_equal(mkdir(test_path("%s/snapshots/s6.part", dir1), 0700), 0);
+    FILE *f = fopen(test_path("%s/disks/disk7.img.part", dir1), "w");
     assert_non_null(f);
     fclose(f);
     h = new_agent();
@@ -573,7 +525,7 @@ static void test_snapshot_cancelled(void **state)
     json_decref(vm_json_agrees(only2));
     /* destroy takes the snapshots with the instance. */
     json_decref(run_ok(h, "instance_destroy", "{\"vm_uuid\": \"" VM1 "\"}"));
-    assert_false(exists(dir1));
+    assert_false(test_file_exists(dir1));
     task_harness_free(h);
 }
 

@@ -33,6 +33,7 @@
 #include "image_file.h"
 #include "sparse.h"
 #include "task_harness.h"
+#include "file_checks.h"
 
 #define MIB   (1024ll * 1024ll)
 #define CN1   "4d16fdf2-c04f-41fb-b197-1c8335405d01"
@@ -47,24 +48,9 @@ static const char *workload_bin;
 static char lab_dir[512];
 static char root[1024]; /* cn1's data root */
 
-static char *path_in(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* A path (static buffers, four in turn). */
-static char *path_in(const char *fmt, ...)
-{
-    static char buf[4][PATH_MAX + 256];
-    static int next;
-    char *p = buf[next++ % 4];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p, PATH_MAX + 256, fmt, ap);
-    va_end(ap);
-    return p;
-}
-
 static json_t *agent_config(void)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter", path_in("%s/dc.json", lab_dir),
+    return json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter", test_path("%s/dc.json", lab_dir),
                      "lab_dir", lab_dir, "server_uuid", CN1, "data_root", "servers/cn1",
                      "workload_bin", workload_bin);
 }
@@ -145,43 +131,6 @@ static void sleep_ms(unsigned ms)
         ;
 }
 
-/* FNV-1a of bytes [from, from + len) of the file. */
-static uint64_t checksum(const char *path, off_t from, off_t len)
-{
-    int fd = open(path, O_RDONLY);
-    assert_true(fd >= 0);
-    unsigned char *buf = malloc(MIB);
-    uint64_t h = 0xcbf29ce484222325ull;
-    while (len > 0) {
-        size_t want = len < MIB ? (size_t)len : (size_t)MIB;
-        ssize_t got = pread(fd, buf, want, from);
-        assert_true(got > 0);
-        for (ssize_t i = 0; i < got; i++) {
-            h ^= buf[i];
-            h *= 0x100000001b3ull;
-        }
-        from += got;
-        len -= got;
-    }
-    free(buf);
-    close(fd);
-    return h;
-}
-
-static struct stat stat_of(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        fail_msg("%s: %s", path, strerror(errno));
-    return st;
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
 /* Where the next data is at or after `from`, or -1 when only a hole follows. */
 static off_t next_data(const char *path, off_t from)
 {
@@ -217,7 +166,7 @@ static long verify_records(const char *disk, bool settled)
 /* The parent pid of pid, from /proc. */
 static long parent_of(long pid)
 {
-    FILE *f = fopen(path_in("/proc/%ld/stat", pid), "r");
+    FILE *f = fopen(test_path("/proc/%ld/stat", pid), "r");
     assert_non_null(f);
     char line[512] = "";
     assert_non_null(fgets(line, sizeof line, f));
@@ -232,7 +181,7 @@ static bool alive(long pid)
 {
     if (kill((pid_t)pid, 0) != 0)
         return false;
-    FILE *f = fopen(path_in("/proc/%ld/stat", pid), "r");
+    FILE *f = fopen(test_path("/proc/%ld/stat", pid), "r");
     if (f == NULL)
         return false;
     char line[512] = "";
@@ -246,7 +195,7 @@ static bool alive(long pid)
 
 static void write_description(void)
 {
-    FILE *f = fopen(path_in("%s/dc.json", lab_dir), "w");
+    FILE *f = fopen(test_path("%s/dc.json", lab_dir), "w");
     assert_non_null(f);
     fputs("{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
           "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
@@ -261,12 +210,12 @@ static void write_description(void)
           "\"size_mib\": 10240, \"file\": \"images/lab-os-1.1.img\"}]}",
           f);
     assert_int_equal(fclose(f), 0);
-    assert_int_equal(mkdir(path_in("%s/servers", lab_dir), 0755), 0);
+    assert_int_equal(mkdir(test_path("%s/servers", lab_dir), 0755), 0);
     assert_int_equal(mkdir(root, 0755), 0);
     dc_image_t img = {.uuid = IMG,
                       .size_mib = 10240,
                       .data_mib = 1,
-                      .file = path_in("%s/images/lab-os-1.0.img", lab_dir)};
+                      .file = test_path("%s/images/lab-os-1.0.img", lab_dir)};
     bool made = false;
     char err[512];
     if (dc_image_ensure(&img, &made, err, sizeof err) != 0)
@@ -280,31 +229,31 @@ static void test_image_ensure(void **state)
     (void)state;
     task_harness_t *h = new_agent();
     json_t *r = run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}");
-    const char *copy = path_in("%s/images/" IMG ".img", root);
+    const char *copy = test_path("%s/images/" IMG ".img", root);
     assert_string_equal(json_string_value(json_object_get(r, "path")), copy);
     assert_true(json_is_true(json_object_get(r, "copied")));
     json_decref(r);
-    struct stat st = stat_of(copy);
+    struct stat st = test_file_stat(copy);
     assert_int_equal(st.st_size, 10240 * MIB);
     assert_true(st.st_blocks * 512 <= 2 * MIB); /* 1 MiB of data, nothing more */
     uint64_t data = 0;
     assert_int_equal(dc_sparse_data_bytes(copy, &data), 0);
     assert_int_equal(data, MIB);
-    const char *lab_file = path_in("%s/images/lab-os-1.0.img", lab_dir);
-    assert_int_equal(checksum(copy, 0, MIB), checksum(lab_file, 0, MIB));
+    const char *lab_file = test_path("%s/images/lab-os-1.0.img", lab_dir);
+    assert_int_equal(test_file_checksum(copy, 0, MIB), test_file_checksum(lab_file, 0, MIB));
     assert_int_equal(next_data(copy, MIB), -1);
 
     /* Again: the copy there is whole, kept as it is. */
     r = run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}");
     assert_true(json_is_false(json_object_get(r, "copied")));
     json_decref(r);
-    assert_int_equal(stat_of(copy).st_ino, st.st_ino);
+    assert_int_equal(test_file_stat(copy).st_ino, st.st_ino);
 
     /* The lab's file gone: named, and nothing made. */
     run_fails(h, "image_ensure", "{\"image_uuid\": \"" IMG2 "\"}", "ImageFileMissing",
               "images/lab-os-1.1.img");
-    assert_false(exists(path_in("%s/images/" IMG2 ".img", root)));
-    assert_false(exists(path_in("%s/images/" IMG2 ".img.part", root)));
+    assert_false(test_file_exists(test_path("%s/images/" IMG2 ".img", root)));
+    assert_false(test_file_exists(test_path("%s/images/" IMG2 ".img.part", root)));
     run_fails(h, "image_ensure", "{\"image_uuid\": \"00000000-0000-4000-8000-000000000000\"}",
               "ResourceNotFound", "not an image of the datacenter");
     task_harness_free(h);
@@ -318,17 +267,18 @@ static void test_create(void **state)
     json_t *r = run_ok(h, "instance_create", create_args(VM1, IMG, NULL));
     char dir[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/" VM1, root);
-    json_t *want = json_pack("[{s:s, s:i, s:s, s:b, s:s}, {s:s, s:i, s:s, s:b}]", "path",
-                             path_in("%s/disks/disk0.img", dir), "size", 10240, "pci_slot", "0:4:0",
-                             "boot", 1, "image", IMG, "path", path_in("%s/disks/disk1.img", dir),
-                             "size", 20480, "pci_slot", "0:4:1", "boot", 0);
+    json_t *want =
+        json_pack("[{s:s, s:i, s:s, s:b, s:s}, {s:s, s:i, s:s, s:b}]", "path",
+                  test_path("%s/disks/disk0.img", dir), "size", 10240, "pci_slot", "0:4:0", "boot",
+                  1, "image", IMG, "path", test_path("%s/disks/disk1.img", dir), "size", 20480,
+                  "pci_slot", "0:4:1", "boot", 0);
     if (!json_equal(json_object_get(r, "disks"), want))
         fail_msg("disks: %s", json_dumps(json_object_get(r, "disks"), 0));
     assert_true(json_is_true(json_object_get(r, "created")));
 
     /* vm.json: the instance, stopped, the same disks. */
     json_error_t je;
-    json_t *vm = json_load_file(path_in("%s/vm.json", dir), 0, &je);
+    json_t *vm = json_load_file(test_path("%s/vm.json", dir), 0, &je);
     assert_non_null(vm);
     assert_string_equal(json_string_value(json_object_get(vm, "uuid")), VM1);
     assert_string_equal(json_string_value(json_object_get(vm, "state")), "stopped");
@@ -343,20 +293,20 @@ static void test_create(void **state)
     /* The boot disk: the image's data, grown to its size, holes kept. */
     char disk0[PATH_MAX + 128], disk1[PATH_MAX + 128];
     snprintf(disk0, sizeof disk0, "%s/disks/disk0.img", dir);
-    struct stat st0 = stat_of(disk0);
+    struct stat st0 = test_file_stat(disk0);
     assert_int_equal(st0.st_size, 10240 * MIB);
     assert_true(st0.st_blocks * 512 <= 2 * MIB);
-    assert_int_equal(checksum(disk0, 0, MIB),
-                     checksum(path_in("%s/images/" IMG ".img", root), 0, MIB));
+    assert_int_equal(test_file_checksum(disk0, 0, MIB),
+                     test_file_checksum(test_path("%s/images/" IMG ".img", root), 0, MIB));
     assert_int_equal(next_data(disk0, 0), 0);
     assert_int_equal(next_data(disk0, MIB), -1);
     /* The data disk: its size, nothing written. */
     snprintf(disk1, sizeof disk1, "%s/disks/disk1.img", dir);
-    struct stat st1 = stat_of(disk1);
+    struct stat st1 = test_file_stat(disk1);
     assert_int_equal(st1.st_size, 20480 * MIB);
     assert_int_equal(st1.st_blocks, 0);
     assert_int_equal(next_data(disk1, 0), -1);
-    assert_false(exists(path_in("%s/disks/disk0.img.part", dir)));
+    assert_false(test_file_exists(test_path("%s/disks/disk0.img.part", dir)));
 
     /* Again: done, the same files (not made again). */
     json_t *again = run_ok(h, "instance_create", create_args(VM1, IMG, NULL));
@@ -364,33 +314,33 @@ static void test_create(void **state)
     assert_true(json_equal(json_object_get(again, "disks"), json_object_get(r, "disks")));
     json_decref(again);
     json_decref(r);
-    assert_int_equal(stat_of(disk0).st_ino, st0.st_ino);
-    assert_int_equal(stat_of(disk0).st_mtim.tv_nsec, st0.st_mtim.tv_nsec);
-    assert_int_equal(stat_of(disk1).st_ino, st1.st_ino);
+    assert_int_equal(test_file_stat(disk0).st_ino, st0.st_ino);
+    assert_int_equal(test_file_stat(disk0).st_mtim.tv_nsec, st0.st_mtim.tv_nsec);
+    assert_int_equal(test_file_stat(disk1).st_ino, st1.st_ino);
     /* Another instance asked for under the same uuid: refused, the one there kept. */
     const char *other = "{\"vm_uuid\": \"" VM1 "\", \"image_uuid\": \"" IMG "\", "
                         "\"disks\": [{\"boot\": true, \"size\": 10240}, {\"size\": 1}]}";
     run_fails(h, "instance_create", other, "InstanceConflict", "not the one asked for");
-    assert_int_equal(stat_of(disk1).st_ino, st1.st_ino);
-    assert_int_equal(stat_of(disk1).st_size, 20480 * MIB);
+    assert_int_equal(test_file_stat(disk1).st_ino, st1.st_ino);
+    assert_int_equal(test_file_stat(disk1).st_size, 20480 * MIB);
 
     /* A partial instance (an attempt killed midway: a .part, no vm.json) is redone. */
     const char *vm2 = "22222222-2222-4222-8222-222222222222";
     char dir2[PATH_MAX + 64];
     snprintf(dir2, sizeof dir2, "%s/%s", root, vm2);
     assert_int_equal(mkdir(dir2, 0755), 0);
-    assert_int_equal(mkdir(path_in("%s/disks", dir2), 0755), 0);
-    FILE *f = fopen(path_in("%s/disks/disk0.img.part", dir2), "w");
+    assert_int_equal(mkdir(test_path("%s/disks", dir2), 0755), 0);
+    FILE *f = fopen(test_path("%s/disks/disk0.img.part", dir2), "w");
     assert_non_null(f);
     fputs("half a copy", f);
     fclose(f);
     r = run_ok(h, "instance_create", create_args(vm2, IMG, NULL));
     assert_true(json_is_true(json_object_get(r, "created")));
     json_decref(r);
-    assert_false(exists(path_in("%s/disks/disk0.img.part", dir2)));
-    assert_true(exists(path_in("%s/vm.json", dir2)));
-    assert_int_equal(checksum(path_in("%s/disks/disk0.img", dir2), 0, MIB),
-                     checksum(path_in("%s/images/" IMG ".img", root), 0, MIB));
+    assert_false(test_file_exists(test_path("%s/disks/disk0.img.part", dir2)));
+    assert_true(test_file_exists(test_path("%s/vm.json", dir2)));
+    assert_int_equal(test_file_checksum(test_path("%s/disks/disk0.img", dir2), 0, MIB),
+                     test_file_checksum(test_path("%s/images/" IMG ".img", root), 0, MIB));
     json_decref(run_ok(h, "instance_destroy", vm_args(vm2)));
     task_harness_free(h);
 }
@@ -402,12 +352,12 @@ static void test_create_refusals(void **state)
     const char *vm = "33333333-3333-4333-8333-333333333333";
     /* The server's copy of the image missing: named, nothing left behind. */
     run_fails(h, "instance_create", create_args(vm, IMG2, NULL), "ImageFileMissing",
-              path_in("%s/images/" IMG2 ".img", root));
-    assert_false(exists(path_in("%s/%s", root, vm)));
+              test_path("%s/images/" IMG2 ".img", root));
+    assert_false(test_file_exists(test_path("%s/%s", root, vm)));
     /* A workload the lab does not have: refused naming those it has, nothing made. */
     run_fails(h, "instance_create", create_args(vm, IMG, "{\"lab:workload\": \"/bin/sh\"}"),
               "InvalidArgument", "unknown workload \"/bin/sh\" (expected one of idle, writer)");
-    assert_false(exists(path_in("%s/%s", root, vm)));
+    assert_false(test_file_exists(test_path("%s/%s", root, vm)));
     /* Bad disks and a vm_uuid that is no UUID. */
     run_fails(h, "instance_create",
               "{\"vm_uuid\": \"33333333-3333-4333-8333-333333333333\", \"image_uuid\": \"" IMG
@@ -417,7 +367,7 @@ static void test_create_refusals(void **state)
               "{\"vm_uuid\": \"33333333-3333-4333-8333-333333333333\", \"image_uuid\": \"" IMG
               "\", \"disks\": [{\"size\": 100}]}",
               "InvalidArgument", "is smaller than the image");
-    assert_false(exists(path_in("%s/%s", root, vm)));
+    assert_false(test_file_exists(test_path("%s/%s", root, vm)));
     run_fails(h, "instance_create", create_args("../../etc", IMG, NULL), "InvalidArgument",
               "vm_uuid: \"../../etc\" is not a UUID");
     task_harness_free(h);
@@ -432,15 +382,15 @@ static void test_path_escape(void **state)
     char outside[PATH_MAX + 16];
     snprintf(outside, sizeof outside, "%s/outside", lab_dir);
     assert_int_equal(mkdir(outside, 0755), 0);
-    FILE *f = fopen(path_in("%s/keep", outside), "w");
+    FILE *f = fopen(test_path("%s/keep", outside), "w");
     assert_non_null(f);
     fclose(f);
-    assert_int_equal(symlink(outside, path_in("%s/%s", root, vm)), 0);
+    assert_int_equal(symlink(outside, test_path("%s/%s", root, vm)), 0);
     run_fails(h, "instance_destroy", vm_args(vm), "PathOutsideDataRoot", "a symlink");
     run_fails(h, "instance_create", create_args(vm, IMG, NULL), "PathOutsideDataRoot", "a symlink");
     run_fails(h, "instance_start", vm_args(vm), "PathOutsideDataRoot", "a symlink");
     run_fails(h, "instance_stop", vm_args(vm), "PathOutsideDataRoot", "a symlink");
-    assert_true(exists(path_in("%s/keep", outside)));
+    assert_true(test_file_exists(test_path("%s/keep", outside)));
     /* An instance whose disks directory leads elsewhere: not started. */
     const char *vm2 = "45454545-4545-4545-8545-454545454545";
     json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
@@ -452,14 +402,14 @@ static void test_path_escape(void **state)
     assert_int_equal(rename(disks, moved), 0);
     assert_int_equal(symlink(moved, disks), 0);
     run_fails(h, "instance_start", vm_args(vm2), "PathOutsideDataRoot", "disks is a symlink");
-    assert_false(exists(path_in("%s/%s/workload.pid", root, vm2)));
+    assert_false(test_file_exists(test_path("%s/%s/workload.pid", root, vm2)));
     assert_int_equal(unlink(disks), 0);
     assert_int_equal(rename(moved, disks), 0);
     json_decref(run_ok(h, "instance_destroy", vm_args(vm2)));
     run_fails(h, "instance_destroy", "{\"vm_uuid\": \"..\"}", "InvalidArgument", "not a UUID");
     run_fails(h, "instance_stop", "{\"vm_uuid\": \"/etc\"}", "InvalidArgument", "not a UUID");
-    assert_int_equal(unlink(path_in("%s/%s", root, vm)), 0);
-    assert_int_equal(unlink(path_in("%s/keep", outside)), 0);
+    assert_int_equal(unlink(test_path("%s/%s", root, vm)), 0);
+    assert_int_equal(unlink(test_path("%s/keep", outside)), 0);
     assert_int_equal(rmdir(outside), 0);
     task_harness_free(h);
 }
@@ -483,7 +433,7 @@ static void test_start_stop_restart_destroy(void **state)
     char dir[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/%s", root, vm);
     json_error_t je;
-    json_t *doc = json_load_file(path_in("%s/vm.json", dir), 0, &je);
+    json_t *doc = json_load_file(test_path("%s/vm.json", dir), 0, &je);
     assert_string_equal(json_string_value(json_object_get(doc, "state")), "running");
     json_decref(doc);
 
@@ -530,8 +480,8 @@ static void test_start_stop_restart_destroy(void **state)
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid);
     json_decref(r);
     assert_false(alive(pid));
-    assert_false(exists(path_in("%s/workload.pid", dir)));
-    doc = json_load_file(path_in("%s/vm.json", dir), 0, &je);
+    assert_false(test_file_exists(test_path("%s/workload.pid", dir)));
+    doc = json_load_file(test_path("%s/vm.json", dir), 0, &je);
     assert_string_equal(json_string_value(json_object_get(doc, "state")), "stopped");
     json_decref(doc);
     long written = verify_records(disk1, true);
@@ -550,7 +500,7 @@ static void test_start_stop_restart_destroy(void **state)
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid2);
     json_decref(r);
     assert_false(alive(pid2));
-    assert_false(exists(dir));
+    assert_false(test_file_exists(dir));
     r = run_ok(h, "instance_destroy", vm_args(vm));
     assert_true(json_is_false(json_object_get(r, "destroyed")));
     json_decref(r);
@@ -620,10 +570,10 @@ static void test_create_cancelled(void **state)
         assert_true(rc == -ECANCELED || rc == 0);
         harness_run_dispose(&r);
         /* The context is gone only once its work ended: what it left is final. */
-        if (exists(dir))
-            assert_true(exists(path_in("%s/vm.json", dir)));
+        if (test_file_exists(dir))
+            assert_true(test_file_exists(test_path("%s/vm.json", dir)));
         json_decref(run_ok(h, "instance_destroy", vm_args(vm)));
-        assert_false(exists(dir));
+        assert_false(test_file_exists(dir));
     }
     task_harness_free(h);
 }
@@ -643,8 +593,8 @@ static void test_init_removes_cut_copies(void **state)
     fputs("a copy cut short", f);
     fclose(f);
     h = new_agent();
-    assert_false(exists(part));
-    assert_true(exists(path_in("%s/images/" IMG ".img", root)));
+    assert_false(test_file_exists(part));
+    assert_true(test_file_exists(test_path("%s/images/" IMG ".img", root)));
     task_harness_free(h);
 }
 

@@ -22,6 +22,7 @@
 
 #include "disk_file.h"
 #include "snapshot_space.h"
+#include "file_checks.h"
 
 #define MIB   (1024ll * 1024ll)
 #define BLOCK 4096ll
@@ -35,42 +36,6 @@ static char *path_in(const char *name)
     char *p = buf[next++ % 8];
     snprintf(p, PATH_MAX + 64, "%s/%s", dir, name);
     return p;
-}
-
-/* FNV-1a of bytes [from, from + len) of the file. */
-static uint64_t checksum(const char *path, off_t from, off_t len)
-{
-    int fd = open(path, O_RDONLY);
-    assert_true(fd >= 0);
-    unsigned char *buf = malloc(MIB);
-    uint64_t h = 0xcbf29ce484222325ull;
-    while (len > 0) {
-        size_t want = len < MIB ? (size_t)len : (size_t)MIB;
-        ssize_t got = pread(fd, buf, want, from);
-        assert_true(got > 0);
-        for (ssize_t i = 0; i < got; i++) {
-            h ^= buf[i];
-            h *= 0x100000001b3ull;
-        }
-        from += got;
-        len -= got;
-    }
-    free(buf);
-    close(fd);
-    return h;
-}
-
-static struct stat stat_of(const char *path)
-{
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    return st;
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
 }
 
 /* Writes len bytes of a pattern seeded by `seed` at `at` (never a zero byte). */
@@ -123,11 +88,11 @@ static void test_make_is_sparse_and_exact(void **state)
     char err[512] = "";
     const char *p = path_in("disk1.img");
     assert_int_equal(dc_disk_file_make(p, 92160, err, sizeof err), 0);
-    struct stat st = stat_of(p);
+    struct stat st = test_file_stat(p);
     assert_int_equal(st.st_size, 92160 * MIB);
     assert_int_equal(st.st_blocks, 0); /* nothing written */
     assert_int_equal(st.st_mode & 0777, 0600);
-    assert_false(exists(path_in("disk1.img.part")));
+    assert_false(test_file_exists(path_in("disk1.img.part")));
     uint64_t mib = 0;
     assert_int_equal(dc_disk_file_size(p, &mib, err, sizeof err), 0);
     assert_int_equal(mib, 92160);
@@ -135,14 +100,14 @@ static void test_make_is_sparse_and_exact(void **state)
     write_at(p, 0, 1, 4096);
     assert_int_equal(dc_disk_file_make(p, 10, err, sizeof err), -EEXIST);
     assert_non_null(strstr(err, "disk1.img"));
-    assert_int_equal(stat_of(p).st_size, 92160 * MIB);
+    assert_int_equal(test_file_stat(p).st_size, 92160 * MIB);
     /* Sizes out of range. */
     assert_int_equal(dc_disk_file_make(path_in("zero.img"), 0, err, sizeof err), -EINVAL);
     assert_int_equal(dc_disk_file_make(path_in("huge.img"), DC_DISK_MAX_MIB + 1, err, sizeof err),
                      -EINVAL);
     assert_non_null(strstr(err, "huge.img"));
-    assert_false(exists(path_in("zero.img")));
-    assert_false(exists(path_in("huge.img")));
+    assert_false(test_file_exists(path_in("zero.img")));
+    assert_false(test_file_exists(path_in("huge.img")));
 }
 
 static void test_make_replaces_a_killed_part(void **state)
@@ -155,8 +120,8 @@ static void test_make_replaces_a_killed_part(void **state)
     close(fd);
     write_at(part, 0, 9, MIB); /* junk an attempt killed midway left */
     assert_int_equal(dc_disk_file_make(p, 64, err, sizeof err), 0);
-    assert_false(exists(part));
-    struct stat st = stat_of(p);
+    assert_false(test_file_exists(part));
+    struct stat st = test_file_stat(p);
     assert_int_equal(st.st_size, 64 * MIB);
     assert_int_equal(st.st_blocks, 0);
 }
@@ -168,30 +133,30 @@ static void test_resize_keeps_content(void **state)
     const char *p = path_in("boot.img");
     assert_int_equal(dc_disk_file_make(p, 16, err, sizeof err), 0);
     write_at(p, 0, 3, 3 * MIB);
-    uint64_t first3 = checksum(p, 0, 3 * MIB), first1 = checksum(p, 0, MIB);
-    blkcnt_t blocks = stat_of(p).st_blocks;
+    uint64_t first3 = test_file_checksum(p, 0, 3 * MIB), first1 = test_file_checksum(p, 0, MIB);
+    blkcnt_t blocks = test_file_stat(p).st_blocks;
 
     /* Grow: the first bytes identical, the new range a hole. */
     assert_int_equal(dc_disk_file_resize(p, 20480, err, sizeof err), 0);
-    struct stat st = stat_of(p);
+    struct stat st = test_file_stat(p);
     assert_int_equal(st.st_size, 20480 * MIB);
     assert_true(st.st_blocks <= blocks);
-    assert_int_equal(checksum(p, 0, 3 * MIB), first3);
+    assert_int_equal(test_file_checksum(p, 0, 3 * MIB), first3);
     assert_int_equal(next_data(p, 16 * MIB), -1);
     /* The same size again is done. */
     assert_int_equal(dc_disk_file_resize(p, 20480, err, sizeof err), 0);
-    assert_int_equal(stat_of(p).st_size, 20480 * MIB);
+    assert_int_equal(test_file_stat(p).st_size, 20480 * MIB);
 
     /* Shrink: the first MiB kept, the rest gone. */
     assert_int_equal(dc_disk_file_resize(p, 1, err, sizeof err), 0);
-    assert_int_equal(stat_of(p).st_size, MIB);
-    assert_int_equal(checksum(p, 0, MIB), first1);
+    assert_int_equal(test_file_stat(p).st_size, MIB);
+    assert_int_equal(test_file_checksum(p, 0, MIB), first1);
 
     assert_int_equal(dc_disk_file_resize(path_in("absent.img"), 10, err, sizeof err), -ENOENT);
     assert_non_null(strstr(err, "absent.img"));
     assert_int_equal(dc_disk_file_resize(p, 0, err, sizeof err), -EINVAL);
     assert_int_equal(dc_disk_file_resize(p, DC_DISK_MAX_MIB + 1, err, sizeof err), -EINVAL);
-    assert_int_equal(stat_of(p).st_size, MIB);
+    assert_int_equal(test_file_stat(p).st_size, MIB);
 }
 
 static void test_size_check(void **state)
@@ -212,7 +177,7 @@ static void test_size_check(void **state)
     assert_int_equal(symlink(odd, path_in("link.img")), 0);
     assert_int_equal(dc_disk_file_size(path_in("link.img"), &mib, err, sizeof err), -ELOOP);
     assert_int_equal(dc_disk_file_resize(path_in("link.img"), 4, err, sizeof err), -ELOOP);
-    assert_int_equal(stat_of(odd).st_size, MIB + 512);
+    assert_int_equal(test_file_stat(odd).st_size, MIB + 512);
 }
 
 /* ---- snapshot copies and their space ---------------------------------------------- */
@@ -246,10 +211,11 @@ static void test_snapshot_copy_is_whole_and_sparse(void **state)
     write_at(path_in("copy0.img.part"), 0, 7, MIB);
     bool cloned = true;
     assert_int_equal(dc_snapshot_copy(live, copy, NULL, &cloned, err, sizeof err), 0);
-    assert_false(exists(path_in("copy0.img.part")));
-    struct stat st = stat_of(copy);
+    assert_false(test_file_exists(path_in("copy0.img.part")));
+    struct stat st = test_file_stat(copy);
     assert_int_equal(st.st_size, 256 * MIB);
-    assert_int_equal(checksum(copy, 0, 256 * MIB), checksum(live, 0, 256 * MIB));
+    assert_int_equal(test_file_checksum(copy, 0, 256 * MIB),
+                     test_file_checksum(live, 0, 256 * MIB));
     if (!cloned) /* a sparse copy: the holes stayed holes */
         assert_true(st.st_blocks * 512 <= 3 * MIB + 64 * 1024);
     assert_int_equal(next_data(copy, 2 * MIB), 128 * MIB);
@@ -259,14 +225,14 @@ static void test_snapshot_copy_is_whole_and_sparse(void **state)
     atomic_init(&stop, true);
     assert_int_equal(dc_snapshot_copy(live, path_in("copy0b.img"), &stop, NULL, err, sizeof err),
                      -ECANCELED);
-    assert_false(exists(path_in("copy0b.img")));
-    assert_false(exists(path_in("copy0b.img.part")));
+    assert_false(test_file_exists(path_in("copy0b.img")));
+    assert_false(test_file_exists(path_in("copy0b.img.part")));
     /* A missing source names itself. */
     assert_int_equal(
         dc_snapshot_copy(path_in("nope.img"), path_in("copy0c.img"), NULL, NULL, err, sizeof err),
         -ENOENT);
     assert_non_null(strstr(err, "nope.img"));
-    assert_false(exists(path_in("copy0c.img")));
+    assert_false(test_file_exists(path_in("copy0c.img")));
 }
 
 static void test_snapshot_bytes_follow_overwrites(void **state)

@@ -21,6 +21,7 @@
 
 #include "image_file.h"
 #include "sparse.h"
+#include "file_checks.h"
 
 #define MIB (1024ll * 1024ll)
 
@@ -33,36 +34,6 @@ static char *path_in(const char *name)
     char *p = buf[next++ % 4];
     snprintf(p, PATH_MAX + 64, "%s/%s", dir, name);
     return p;
-}
-
-/* FNV-1a of bytes [from, from + len) of the file. */
-static uint64_t checksum(const char *path, off_t from, off_t len)
-{
-    int fd = open(path, O_RDONLY);
-    assert_true(fd >= 0);
-    unsigned char *buf = malloc(MIB);
-    uint64_t h = 0xcbf29ce484222325ull;
-    while (len > 0) {
-        size_t want = len < MIB ? (size_t)len : (size_t)MIB;
-        ssize_t got = pread(fd, buf, want, from);
-        assert_true(got > 0);
-        for (ssize_t i = 0; i < got; i++) {
-            h ^= buf[i];
-            h *= 0x100000001b3ull;
-        }
-        from += got;
-        len -= got;
-    }
-    free(buf);
-    close(fd);
-    return h;
-}
-
-static struct stat stat_of(const char *path)
-{
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    return st;
 }
 
 /* Where the next data is at or after `from`, or -1 when only a hole follows. */
@@ -122,7 +93,7 @@ static void test_image_made_sparse(void **state)
     bool made = false;
     assert_int_equal(dc_image_ensure(&m, &made, err, sizeof err), 0);
     assert_true(made);
-    struct stat st = stat_of(file);
+    struct stat st = test_file_stat(file);
     assert_int_equal(st.st_size, 256 * MIB);
     /* Blocks used: the 2 MiB of data (and a little of the file system's own). */
     assert_true((long long)st.st_blocks * 512 >= 2 * MIB);
@@ -155,7 +126,7 @@ static void test_image_made_sparse(void **state)
     const char *twin = path_in("twin.img");
     dc_image_t t = image(m.uuid, twin, 16, 2);
     assert_int_equal(dc_image_ensure(&t, &made, err, sizeof err), 0);
-    assert_int_equal(checksum(twin, 0, 2 * MIB), checksum(file, 0, 2 * MIB));
+    assert_int_equal(test_file_checksum(twin, 0, 2 * MIB), test_file_checksum(file, 0, 2 * MIB));
     dc_image_content("00000000-0000-4000-8000-000000000032", 0, want, 4096);
     unsigned char first[4096];
     dc_image_content(m.uuid, 0, first, sizeof first);
@@ -196,14 +167,14 @@ static void test_copy_keeps_holes(void **state)
 
     char err[512] = "";
     assert_int_equal(dc_sparse_copy(src, dst, 128 * MIB, err, sizeof err), 0);
-    struct stat st = stat_of(dst);
+    struct stat st = test_file_stat(dst);
     assert_int_equal(st.st_size, 128 * MIB);
     /* Blocks used: the 2 MiB of data, far below the apparent 128 MiB. */
     assert_true((long long)st.st_blocks * 512 >= 2 * MIB);
     assert_true((long long)st.st_blocks * 512 < 3 * MIB);
     assert_int_equal(st.st_mode & 0777, 0600);
     /* The same bytes, and the holes where they were. */
-    assert_int_equal(checksum(dst, 0, 64 * MIB), checksum(src, 0, 64 * MIB));
+    assert_int_equal(test_file_checksum(dst, 0, 64 * MIB), test_file_checksum(src, 0, 64 * MIB));
     assert_int_equal(next_data(dst, 0), 0);
     assert_int_equal(next_data(dst, MIB), 32 * MIB);
     assert_int_equal(next_data(dst, 33 * MIB), -1); /* the zeros were not written out */
@@ -214,8 +185,8 @@ static void test_copy_keeps_holes(void **state)
 
     /* Size 0 keeps the source's; a second copy replaces the first whole. */
     assert_int_equal(dc_sparse_copy(src, dst, 0, err, sizeof err), 0);
-    assert_int_equal(stat_of(dst).st_size, 64 * MIB);
-    assert_int_equal(checksum(dst, 0, 64 * MIB), checksum(src, 0, 64 * MIB));
+    assert_int_equal(test_file_stat(dst).st_size, 64 * MIB);
+    assert_int_equal(test_file_checksum(dst, 0, 64 * MIB), test_file_checksum(src, 0, 64 * MIB));
 }
 
 static void test_copy_refusals(void **state)

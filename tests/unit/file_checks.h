@@ -1,0 +1,28 @@
+/*
+ * file_checks.h -- what the unit tests of the datacenter's files (sparse copies, disk
+ * files, instances, the agent's disk tasks) look at: a file's content checksum, its
+ * stat, whether a path exists, and paths built from a format. Each failure to read
+ * fails the running cmocka test.
+ */
+#ifndef TEST_FILE_CHECKS_H
+#define TEST_FILE_CHECKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* FNV-1a of bytes [from, from + len) of the file (which must hold them). */
+uint64_t test_file_checksum(const char *path, off_t from, off_t len);
+
+/* stat(2) of path; the test fails naming the path when there is none. */
+struct stat test_file_stat(const char *path);
+
+/* true when something (a symlink too) is at path. */
+bool test_file_exists(const char *path);
+
+/* A path from a printf format, in one of eight static buffers used in turn: valid
+ * until the eighth call after this one. */
+char *test_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
