@@ -9,7 +9,8 @@
  *
  * Commands are "noun verb" pairs (`tern job create`), each a cli_command_t in the table
  * of its noun's file (cmd_workflow.c, cmd_job.c, cmd_schedule.c, cmd_status.c; the datacenter's in
- * cmd_server.c, cmd_vm.c, cmd_nic.c and cmd_network.c, over dc_api.c). A command parses its own
+ * cmd_server.c, cmd_vm.c, cmd_disk.c, cmd_snapshot.c, cmd_nic.c and cmd_network.c, over
+ * dc_api.c). A command parses its own
  * options with cli_options() (args.c), which also accepts the global ones anywhere on the line,
  * does its work and returns a cli_status_t, which main() returns as the exit status. Nothing but
  * main() exits.
@@ -81,6 +82,8 @@ extern const cli_command_t cmd_get_commands[];
 extern const cli_command_t cmd_schedule_commands[];
 extern const cli_command_t cmd_server_commands[];
 extern const cli_command_t cmd_vm_commands[];
+extern const cli_command_t cmd_disk_commands[];
+extern const cli_command_t cmd_snapshot_commands[];
 extern const cli_command_t cmd_nic_commands[];
 extern const cli_command_t cmd_network_commands[];
 

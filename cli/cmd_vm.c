@@ -30,6 +30,7 @@ enum {
     OPT_UUID,
     OPT_NO_AUTOBOOT,
     OPT_WATCH,
+    OPT_DISKS,
 };
 
 /* Who owns what the CLI creates unless --owner or TERN_OWNER_UUID says otherwise. */
@@ -76,11 +77,6 @@ static const output_column_t vm_columns[] = {
     {NULL, NULL, NULL},
 };
 
-static const output_column_t disk_columns[] = {
-    {"PCI_SLOT", "pci_slot", NULL}, {"BOOT", "boot", NULL}, {"SIZE_MIB", "size", NULL},
-    {"IMAGE", "image", NULL},       {"PATH", "path", NULL}, {NULL, NULL, NULL},
-};
-
 static const output_column_t nic_columns[] = {
     {"MAC", "mac", NULL},         {"IP", "ip", NULL},
     {"NETMASK", "netmask", NULL}, {"GATEWAY", "gateway", NULL},
@@ -95,8 +91,36 @@ typedef struct vm_opts {
     const char *state, *server, *owner, *alias, *package, *image, *uuid;
     json_t *networks; /* the --network values, in order (ours) */
     json_t *metadata; /* --metadata k=v (ours) */
+    json_t *disks;    /* --disks, an array (ours) or NULL */
     bool no_autoboot, watch;
 } vm_opts_t;
+
+/* --disks JSON or --disks @FILE: the provision's "disks", a JSON array (its items and
+ * sizes are the provision's to check, which names the faults with their JSON paths). */
+static cli_status_t disks_option(cli_t *cli, const char *arg, json_t **disks)
+{
+    char *text = NULL, err[512];
+    size_t len;
+    if (arg[0] == '@') {
+        if (cli_read_file(arg + 1, &text, &len, err, sizeof err) != 0)
+            return cli_usage(cli, "--disks: %s", err);
+    } else {
+        text = xstrdup(arg);
+    }
+    json_error_t jerr;
+    json_t *v = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
+    if (v == NULL)
+        return cli_usage(cli, "--disks: line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+    if (!json_is_array(v)) {
+        json_decref(v);
+        return cli_usage(cli, "--disks: expected a JSON array of disks, like "
+                              "'[{}, {\"size\": 20480}]'");
+    }
+    json_decref(*disks);
+    *disks = v;
+    return CLI_OK;
+}
 
 static cli_status_t on_vm_opt(cli_t *cli, void *data, int c, const char *arg)
 {
@@ -142,6 +166,8 @@ static cli_status_t on_vm_opt(cli_t *cli, void *data, int c, const char *arg)
         free(key);
         return CLI_OK;
     }
+    case OPT_DISKS:
+        return disks_option(cli, arg, &o->disks);
     case OPT_NO_AUTOBOOT:
         o->no_autoboot = true;
         return CLI_OK;
@@ -158,32 +184,7 @@ static void vm_opts_dispose(vm_opts_t *o)
 {
     json_decref(o->networks);
     json_decref(o->metadata);
-}
-
-/* The one instance `ref` names: its uuid, or its alias (among those not destroyed). */
-static cli_status_t find_vm(cli_t *cli, const char *ref, json_t **vm)
-{
-    *vm = NULL;
-    if (uuid_valid(ref))
-        return dc_find(cli, "/vms", "alias", "instance", ref, vm);
-    char *query = NULL;
-    dc_query_add(cli, &query, "alias", ref);
-    json_t *rows;
-    cli_status_t st = dc_list(cli, "/vms", query, &rows);
-    free(query);
-    if (st != CLI_OK)
-        return st;
-    size_t n = json_array_size(rows);
-    if (n == 1)
-        *vm = json_incref(json_array_get(rows, 0));
-    json_decref(rows);
-    if (n == 0)
-        return cli_fail(cli, CLI_API, "ResourceNotFound",
-                        "no instance whose uuid or alias is \"%s\"", ref);
-    if (n > 1)
-        return cli_fail(cli, CLI_API, "AmbiguousName",
-                        "%zu instances have the alias \"%s\": name one by its uuid", n, ref);
-    return CLI_OK;
+    json_decref(o->disks);
 }
 
 /* ---- list ---------------------------------------------------------------------- */
@@ -280,7 +281,7 @@ static cli_status_t vm_get(cli_t *cli, int argc, char **argv)
         goto Done;
     }
     json_t *vm;
-    if ((st = find_vm(cli, argv[first], &vm)) != CLI_OK)
+    if ((st = dc_find_vm(cli, argv[first], &vm)) != CLI_OK)
         goto Done;
     if (output_wants_generic(&cli->out)) {
         output_object(stdout, &cli->out, vm, vm_columns);
@@ -289,13 +290,23 @@ static cli_status_t vm_get(cli_t *cli, int argc, char **argv)
         json_t *fields = json_deep_copy(vm);
         json_object_del(fields, "disks");
         json_object_del(fields, "nics");
+        json_object_del(fields, "snapshots");
+        if (json_object_get(fields, "flexible") == NULL)
+            json_object_set_new(fields, "flexible", json_false()); /* records made before it */
         output_fields(stdout, fields);
         json_decref(fields);
         output_opts_t plain = {0};
-        const json_t *disks = json_object_get(vm, "disks"), *nics = json_object_get(vm, "nics");
+        const json_t *nics = json_object_get(vm, "nics");
+        const json_t *snapshots = json_object_get(vm, "snapshots");
+        json_t *disks = dc_disks_by_slot(vm);
         if (json_array_size(disks) > 0) {
             printf("\ndisks:\n");
-            output_table(stdout, &plain, disks, disk_columns, NULL);
+            output_table(stdout, &plain, disks, dc_disk_columns_wide, NULL);
+        }
+        json_decref(disks);
+        if (json_array_size(snapshots) > 0) {
+            printf("\nsnapshots:\n");
+            output_table(stdout, &plain, snapshots, dc_snapshot_columns, NULL);
         }
         if (json_array_size(nics) > 0) {
             printf("\nnics:\n");
@@ -385,6 +396,7 @@ static const struct option create_long[] = {
     {"uuid", required_argument, NULL, OPT_UUID},
     {"owner", required_argument, NULL, OPT_OWNER},
     {"no-autoboot", no_argument, NULL, OPT_NO_AUTOBOOT},
+    {"disks", required_argument, NULL, OPT_DISKS},
     {"watch", no_argument, NULL, OPT_WATCH},
     {NULL, 0, NULL, 0},
 };
@@ -428,6 +440,8 @@ static cli_status_t vm_create(cli_t *cli, int argc, char **argv)
         json_object_set_new(params, "alias", json_string(o.alias));
     if (o.no_autoboot)
         json_object_set_new(params, "autoboot", json_false());
+    if (o.disks != NULL)
+        json_object_set(params, "disks", o.disks);
     if (o.server != NULL) {
         char server[37];
         if ((st = dc_find_uuid(cli, "/servers", "hostname", "server", o.server, server)) != CLI_OK)
@@ -448,45 +462,24 @@ Done:
 
 /* ---- start, stop, delete ------------------------------------------------------- */
 
-static const struct option action_long[] = {
-    {"watch", no_argument, NULL, OPT_WATCH},
-    {NULL, 0, NULL, 0},
-};
-
 /* `tern vm <verb> VM`: a job of `workflow` with target "/<action>-<vm_uuid>". */
 static cli_status_t vm_action(cli_t *cli, int argc, char **argv, const char *workflow,
                               const char *action, const char *doing)
 {
-    vm_opts_t o = {.networks = json_array(), .metadata = json_object()};
+    bool watch = false;
     int first;
     cli_status_t st;
-    json_t *vm = NULL;
-    if (!args_parse(cli, argc, argv, "w", action_long, on_vm_opt, &o, &first, &st))
-        goto Done;
-    if (first >= argc || first + 1 < argc) {
-        st = first >= argc ? cli_usage(cli, "missing VM (its uuid or alias)")
-                           : cli_usage(cli, "unexpected argument \"%s\"", argv[first + 1]);
-        goto Done;
-    }
-    if ((st = find_vm(cli, argv[first], &vm)) != CLI_OK)
-        goto Done;
-    const char *uuid = json_string_value(json_object_get(vm, "uuid"));
-    const char *alias = json_string_value(json_object_get(vm, "alias"));
-    if (uuid == NULL) {
-        st = cli_fail(cli, CLI_UNREACHABLE, NULL, "the instance \"%s\" came without a uuid",
-                      argv[first]);
-        goto Done;
-    }
-    json_t *params = json_pack("{s:s}", "vm_uuid", uuid);
-    char *target = xasprintf("/%s-%s", action, uuid);
-    char *what = xasprintf("%s instance %s (%s)", doing, alias != NULL ? alias : uuid, uuid);
-    st = dc_submit(cli, workflow, target, params, o.watch, what);
-    free(what);
-    free(target);
-    json_decref(params);
-Done:
+    if (!args_parse(cli, argc, argv, "w", dc_watch_long, dc_watch_option, &watch, &first, &st))
+        return st;
+    if (first >= argc)
+        return cli_usage(cli, "missing VM (its uuid or alias)");
+    if (first + 1 < argc)
+        return cli_usage(cli, "unexpected argument \"%s\"", argv[first + 1]);
+    json_t *vm;
+    if ((st = dc_find_vm(cli, argv[first], &vm)) != CLI_OK)
+        return st;
+    st = dc_submit_vm(cli, vm, workflow, action, NULL, watch, doing);
     json_decref(vm);
-    vm_opts_dispose(&o);
     return st;
 }
 
@@ -521,11 +514,15 @@ const cli_command_t cmd_vm_commands[] = {
      "\nColumns: SHORTID ALIAS STATE SERVER RAM PRIMARYIP CREATED; -o chooses fields\n"
      "(-o uuid,state,server_uuid), -j prints the records.\n"},
     {"vm", "get", vm_get, "vm get VM",
-     "Show one instance (by uuid or alias): its record, disks and NICs.",
-     "  VM   the instance's uuid or alias\n"},
+     "Show one instance (by uuid or alias): its record, disks, snapshots and NICs.",
+     "  VM   the instance's uuid or alias\n"
+     "\nA flexible disk instance shows flexible true, flexible_disk_size (the MiB its\n"
+     "disks share), free_space (what is left of it after the disks and their snapshots)\n"
+     "and, while a disk job runs, disk_change. Disks: ID PCI_SLOT SIZE BOOT SNAPSHOT_SIZE\n"
+     "IMAGE PATH, sizes in MiB.\n"},
     {"vm", "create", vm_create,
      "vm create --package P --image I --network N[=IP]... [--server S] [--alias A] "
-     "[--metadata K=V]... [--uuid U] [--owner U] [--no-autoboot] [--watch]",
+     "[--metadata K=V]... [--uuid U] [--owner U] [--no-autoboot] [--disks JSON|@FILE] [--watch]",
      "Provision an instance (a job of the workflow provision).",
      "  --package P        the package, by name or uuid (lab-small)\n"
      "  --image I          the image: uuid, NAME (its newest version) or NAME@VERSION\n"
@@ -539,6 +536,9 @@ const cli_command_t cmd_vm_commands[] = {
      "  --uuid U           the instance's uuid (default: a new random one)\n"
      "  --owner U          its owner (default: $TERN_OWNER_UUID, else " DEFAULT_OWNER ")\n"
      "  --no-autoboot      create it stopped\n"
+     "  --disks JSON|@FILE the disks of a flexible disk package's instance, the boot\n"
+     "                     disk first: a JSON array of 1-8 of {}, {\"size\": MiB} or\n"
+     "                     {\"size\": \"remaining\"} (default: the package's layout)\n"
      "  -w, --watch        follow the job to its end\n"
      "\nThe job's target is /provision-<uuid>; a bad request (unknown package, image,\n"
      "network or server, a full network, an alias Triton refuses) is refused before\n"

@@ -11,6 +11,7 @@
 #ifndef TERN_CLI_DC_API_H
 #define TERN_CLI_DC_API_H
 
+#include <getopt.h>
 #include <stdbool.h>
 
 #include <jansson.h>
@@ -50,12 +51,59 @@ cli_status_t dc_find_uuid(cli_t *cli, const char *collection, const char *name_f
 /* "k=v" (escaped) appended to *query ("&" between), *query malloc'd or NULL. */
 void dc_query_add(cli_t *cli, char **query, const char *key, const char *value);
 
+/* Creates a job of `workflow` with target `target` and `params` (borrowed), printing
+ * nothing: *job is the API's answer (a new reference; NULL unless CLI_OK), which has
+ * the job's "uuid". A refusal (the admission check's included) is the API's error. */
+cli_status_t dc_create_job(cli_t *cli, const char *workflow, const char *target,
+                           const json_t *params, json_t **job);
+
 /* Creates a job of `workflow` with target `target` and `params` (borrowed). Then, with
  * `watch`, follows it to its end (the exit status says how it ended); otherwise prints
  * `what` and the job's uuid ("Creating instance web0 (UUID): job UUID"), or with -j/-o
  * the job as the API answered. */
 cli_status_t dc_submit(cli_t *cli, const char *workflow, const char *target, const json_t *params,
                        bool watch, const char *what);
+
+/* The one instance `ref` names: its uuid, or its alias (among those not destroyed).
+ * None, or several with that alias, is an error naming `ref`. */
+cli_status_t dc_find_vm(cli_t *cli, const char *ref, json_t **vm);
+
+/* A job of `workflow` on the instance `vm` (its record, borrowed): target
+ * "/<action>-<vm_uuid>", params `params` (borrowed; may be NULL) with "vm_uuid" set,
+ * and "<doing> instance <alias> (<uuid>)" printed as dc_submit does. */
+cli_status_t dc_submit_vm(cli_t *cli, const json_t *vm, const char *workflow, const char *action,
+                          const json_t *params, bool watch, const char *doing);
+
+/* Waits, printing nothing, until job `uuid` ends (Ctrl-C stops the waiting, never the
+ * job). CLI_OK when it succeeded; CLI_FAILED with the job's error in cli->err when it
+ * failed or was canceled. */
+cli_status_t dc_wait_job(cli_t *cli, const char *uuid);
+
+/* The option callback of a command whose only option is -w/--watch (`data` is a bool *),
+ * and its long options. */
+cli_status_t dc_watch_option(cli_t *cli, void *data, int c, const char *arg);
+extern const struct option dc_watch_long[];
+
+/* A verb with verbs of its own (`tern vm disk add`): the first argument names one of
+ * `verbs` (ended by a NULL name), which runs with argv[0] its name. No verb, or -h,
+ * prints the command's help. */
+typedef struct dc_subverb {
+    const char *name;
+    cli_status_t (*run)(cli_t *cli, int argc, char **argv);
+} dc_subverb_t;
+
+cli_status_t dc_run_subverb(cli_t *cli, int argc, char **argv, const dc_subverb_t *verbs);
+
+/* The columns of an instance's disks, sizes in MiB: ID PCI_SLOT SIZE BOOT SNAPSHOT_SIZE
+ * (`vm disks`), and those with IMAGE and PATH (`vm get`). */
+extern const output_column_t dc_disk_columns[];
+extern const output_column_t dc_disk_columns_wide[];
+
+/* The columns of an instance's snapshots: NAME CREATED. */
+extern const output_column_t dc_snapshot_columns[];
+
+/* The disks of `vm` (borrowed) in a new array, ordered by PCI slot. */
+json_t *dc_disks_by_slot(const json_t *vm);
 
 /* A short form of a uuid for tables: its first 8 characters, as `triton` shows them. */
 void dc_cell_shortid(const json_t *row, char *buf, size_t n);

@@ -18,9 +18,9 @@
 #define DEFAULT_URL "http://127.0.0.1:8080"
 
 static const cli_command_t *const tables[] = {
-    cmd_workflow_commands, cmd_job_commands, cmd_schedule_commands,
-    cmd_status_commands,   cmd_get_commands, cmd_server_commands,
-    cmd_vm_commands,       cmd_nic_commands, cmd_network_commands};
+    cmd_workflow_commands, cmd_job_commands,    cmd_schedule_commands, cmd_status_commands,
+    cmd_get_commands,      cmd_server_commands, cmd_vm_commands,       cmd_disk_commands,
+    cmd_snapshot_commands, cmd_nic_commands,    cmd_network_commands};
 
 static void on_sigint(int sig)
 {

@@ -2,8 +2,10 @@
 # Builds tern and provisions real instances on a lab datacenter, end to end: starts
 # the lab on its embedded default (three servers, one agent each, a private Redis) in a
 # fresh directory, provisions two instances (the second running the `writer`
-# workload), shows them, their servers' capacity, their disk files (apparent size
-# against the blocks they use) and their NICs, deletes one, and stops the lab. Every
+# workload, with room left in its flexible disk package), shows them, their servers'
+# capacity, their disk files (apparent size against the blocks they use) and their
+# NICs, grows the writer's data disk while it writes and checks its records, deletes
+# one instance, and stops the lab. It exits non-zero when any step fails. Every
 # process it started is stopped by pid on the way out, whatever happened.
 set -eu
 cd "$(dirname "$0")/.."
@@ -41,9 +43,11 @@ export TERN_URL
 
 say "tern vm create --alias web0 (idle workload)"
 "$tern" vm create --alias web0 --package lab-small --image lab-os --network external --watch
-say "tern vm create --alias db0 --metadata lab:workload=writer"
-"$tern" vm create --alias db0 --package lab-small --image lab-os --network external \
-    --network internal --metadata lab:workload=writer --watch
+say "tern vm create --alias db0 --package lab-large --disks '[{}, {\"size\": 20480}]' --metadata lab:workload=writer"
+# lab-large's 100 GiB hold a 10 GiB boot disk and a 20 GiB data disk: 70 GiB stay
+# free for the resize below.
+"$tern" vm create --alias db0 --package lab-large --image lab-os --network external \
+    --network internal --disks '[{}, {"size": 20480}]' --metadata lab:workload=writer --watch
 
 say "tern vm list"
 "$tern" vm list
@@ -72,6 +76,35 @@ print([d["path"] for d in json.load(sys.stdin)["disks"] if not d.get("boot")][0]
 # On a disk the writer is still writing, the count is right but a batch landing can
 # read as a gap at its tail, so the verdict is not this demo's to judge.
 echo "db0's data disk holds $(build/lab/tern-workload verify "$disk" 2>/dev/null || true) valid records"
+
+say "grow db0's data disk from 20 GiB to 40 GiB while its writer runs"
+records() { # the count so far (a batch landing can read as a gap at the tail: no verdict)
+    c=$(build/lab/tern-workload verify "$disk" 2>/dev/null || true)
+    echo "${c:-0}"
+}
+wait_records() { # until the writer has written more than $1 records, 10 s at most
+    i=0
+    while [ "$(records)" -le "$1" ]; do
+        i=$((i + 1))
+        [ $i -le 100 ] || { echo "run-example: db0's writer wrote nothing past record $1 in 10 s" >&2; exit 1; }
+        sleep 0.1
+    done
+}
+wait_records 0
+ls -ls "$disk"
+"$tern" vm disk resize db0 0:4:1 40G --watch
+echo "after the resize (first column: KiB allocated; then the apparent size in bytes):"
+ls -ls "$disk"
+size=$(stat -c %s "$disk")
+[ "$size" -eq $((40960 * 1048576)) ] || { echo "run-example: db0's data disk is $size bytes, not 40 GiB" >&2; exit 1; }
+"$tern" vm disks db0
+"$tern" vm get db0 -o flexible_disk_size,free_space
+n=$(records)
+wait_records "$n"
+echo "db0's writer goes on: $(records) records"
+say "tern vm stop db0; tern-workload verify: no record missing"
+"$tern" vm stop db0 --watch
+echo "db0's data disk holds $(build/lab/tern-workload verify "$disk") valid records, none missing"
 
 say "tern vm delete web0"
 "$tern" vm delete web0 --watch
