@@ -3,6 +3,7 @@
  * "<path>.part" file until it is renamed or removed.
  */
 #include "disk_file.h"
+#include "dc_fail.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,25 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 static int size_ok(const char *path, uint64_t size_mib, char *err, size_t errlen)
 {
     if (size_mib < 1 || size_mib > DC_DISK_MAX_MIB)
-        return fail(err, errlen, -EINVAL, "%s: size %llu MiB is not 1 to %llu MiB", path,
-                    (unsigned long long)size_mib, (unsigned long long)DC_DISK_MAX_MIB);
+        return dc_fail(err, errlen, -EINVAL, "%s: size %llu MiB is not 1 to %llu MiB", path,
+                       (unsigned long long)size_mib, (unsigned long long)DC_DISK_MAX_MIB);
     return 0;
 }
 
@@ -39,15 +26,16 @@ int dc_disk_dir_sync(const char *path, char *err, size_t errlen)
 {
     char dir[PATH_MAX];
     if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
-        return fail(err, errlen, -ENAMETOOLONG, "%s: path too long", path);
+        return dc_fail(err, errlen, -ENAMETOOLONG, "%s: path too long", path);
     char *slash = strrchr(dir, '/');
     if (slash == NULL)
         return 0;
     *slash = '\0';
     int fd = open(dir[0] != '\0' ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return fail(err, errlen, -errno, "%s: %s", dir, strerror(errno));
-    int rc = fsync(fd) != 0 ? fail(err, errlen, -errno, "%s: fsync: %s", dir, strerror(errno)) : 0;
+        return dc_fail(err, errlen, -errno, "%s: %s", dir, strerror(errno));
+    int rc =
+        fsync(fd) != 0 ? dc_fail(err, errlen, -errno, "%s: fsync: %s", dir, strerror(errno)) : 0;
     close(fd);
     return rc;
 }
@@ -59,26 +47,27 @@ int dc_disk_file_make(const char *path, uint64_t size_mib, char *err, size_t err
         return rc;
     struct stat st;
     if (lstat(path, &st) == 0)
-        return fail(err, errlen, -EEXIST, "%s: already exists", path);
+        return dc_fail(err, errlen, -EEXIST, "%s: already exists", path);
     if (errno != ENOENT)
-        return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+        return dc_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
     char part[PATH_MAX];
     if (snprintf(part, sizeof part, "%s.part", path) >= (int)sizeof part)
-        return fail(err, errlen, -ENAMETOOLONG, "%s: path too long", path);
+        return dc_fail(err, errlen, -ENAMETOOLONG, "%s: path too long", path);
     /* O_NOFOLLOW: a symlink planted at the .part name is never written through. */
     unlink(part); /* what an attempt killed midway left; usually absent */
     int fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return fail(err, errlen, -errno, "%s: %s", part, strerror(errno));
+        return dc_fail(err, errlen, -errno, "%s: %s", part, strerror(errno));
     if (ftruncate(fd, (off_t)(size_mib * DC_MIB)) != 0)
-        rc = fail(err, errlen, -errno, "%s: cannot set its size to %llu MiB: %s", part,
-                  (unsigned long long)size_mib, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: cannot set its size to %llu MiB: %s", part,
+                     (unsigned long long)size_mib, strerror(errno));
     else if (fsync(fd) != 0)
-        rc = fail(err, errlen, -errno, "%s: fsync: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: fsync: %s", part, strerror(errno));
     if (close(fd) != 0 && rc == 0)
-        rc = fail(err, errlen, -errno, "%s: close: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: close: %s", part, strerror(errno));
     if (rc == 0 && rename(part, path) != 0)
-        rc = fail(err, errlen, -errno, "cannot rename %s to %s: %s", part, path, strerror(errno));
+        rc =
+            dc_fail(err, errlen, -errno, "cannot rename %s to %s: %s", part, path, strerror(errno));
     if (rc != 0) {
         unlink(part); /* may be gone: nothing to report */
         return rc;
@@ -93,21 +82,21 @@ int dc_disk_file_resize(const char *path, uint64_t size_mib, char *err, size_t e
         return rc;
     int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+        return dc_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0)
-        rc = fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode))
-        rc = fail(err, errlen, -EINVAL, "%s: not a regular file", path);
+        rc = dc_fail(err, errlen, -EINVAL, "%s: not a regular file", path);
     else if ((uint64_t)st.st_size == size_mib * DC_MIB)
         rc = 0; /* already that size: a resize run again */
     else if (ftruncate(fd, (off_t)(size_mib * DC_MIB)) != 0)
-        rc = fail(err, errlen, -errno, "%s: cannot set its size to %llu MiB: %s", path,
-                  (unsigned long long)size_mib, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: cannot set its size to %llu MiB: %s", path,
+                     (unsigned long long)size_mib, strerror(errno));
     else if (fsync(fd) != 0)
-        rc = fail(err, errlen, -errno, "%s: fsync: %s", path, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: fsync: %s", path, strerror(errno));
     if (close(fd) != 0 && rc == 0)
-        rc = fail(err, errlen, -errno, "%s: close: %s", path, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: close: %s", path, strerror(errno));
     return rc;
 }
 
@@ -115,14 +104,14 @@ int dc_disk_file_size(const char *path, uint64_t *size_mib, char *err, size_t er
 {
     struct stat st;
     if (lstat(path, &st) != 0)
-        return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+        return dc_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
     if (S_ISLNK(st.st_mode))
-        return fail(err, errlen, -ELOOP, "%s: a symlink, not a disk file: refused", path);
+        return dc_fail(err, errlen, -ELOOP, "%s: a symlink, not a disk file: refused", path);
     if (!S_ISREG(st.st_mode))
-        return fail(err, errlen, -EINVAL, "%s: not a regular file", path);
+        return dc_fail(err, errlen, -EINVAL, "%s: not a regular file", path);
     if ((uint64_t)st.st_size % DC_MIB != 0)
-        return fail(err, errlen, -EINVAL, "%s: its size %lld bytes is not a whole number of MiB",
-                    path, (long long)st.st_size);
+        return dc_fail(err, errlen, -EINVAL, "%s: its size %lld bytes is not a whole number of MiB",
+                       path, (long long)st.st_size);
     *size_mib = (uint64_t)st.st_size / DC_MIB;
     return 0;
 }

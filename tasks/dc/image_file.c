@@ -3,6 +3,7 @@
  * and the "<file>.part" file it writes until the rename.
  */
 #include "image_file.h"
+#include "dc_fail.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,20 +16,6 @@
 
 #define MIB       (1024ull * 1024ull)
 #define WRITE_BUF (1u << 20)
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* splitmix64: one well-mixed 64-bit word per index, so any range of the content can
  * be made (or checked) without making what comes before it. */
@@ -78,8 +65,8 @@ static int make_parents(const char *file, char *err, size_t errlen)
             char saved = *p;
             *p = '\0';
             if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-                rc = fail(err, errlen, -errno, "cannot create directory %s: %s", dir,
-                          strerror(errno));
+                rc = dc_fail(err, errlen, -errno, "cannot create directory %s: %s", dir,
+                             strerror(errno));
                 break;
             }
             *p = saved;
@@ -98,17 +85,18 @@ int dc_image_ensure(const dc_image_t *img, bool *made, char *err, size_t errlen)
     struct stat st;
     if (stat(img->file, &st) == 0) {
         if (!S_ISREG(st.st_mode))
-            return fail(err, errlen, -EEXIST, "image %s: %s exists and is not a regular file",
-                        img->uuid, img->file);
+            return dc_fail(err, errlen, -EEXIST, "image %s: %s exists and is not a regular file",
+                           img->uuid, img->file);
         if ((uint64_t)st.st_size != size)
-            return fail(err, errlen, -EEXIST,
-                        "image %s: %s holds %lld bytes, but size_mib %llu is %llu bytes", img->uuid,
-                        img->file, (long long)st.st_size, (unsigned long long)img->size_mib,
-                        (unsigned long long)size);
+            return dc_fail(err, errlen, -EEXIST,
+                           "image %s: %s holds %lld bytes, but size_mib %llu is %llu bytes",
+                           img->uuid, img->file, (long long)st.st_size,
+                           (unsigned long long)img->size_mib, (unsigned long long)size);
         return 0;
     }
     if (errno != ENOENT)
-        return fail(err, errlen, -errno, "image %s: %s: %s", img->uuid, img->file, strerror(errno));
+        return dc_fail(err, errlen, -errno, "image %s: %s: %s", img->uuid, img->file,
+                       strerror(errno));
     int rc = make_parents(img->file, err, errlen);
     if (rc != 0)
         return rc;
@@ -119,12 +107,12 @@ int dc_image_ensure(const dc_image_t *img, bool *made, char *err, size_t errlen)
     unsigned char *buf = NULL;
     int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        rc = fail(err, errlen, -errno, "image %s: %s: %s", img->uuid, part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "image %s: %s: %s", img->uuid, part, strerror(errno));
         goto Done;
     }
     if (ftruncate(fd, (off_t)size) != 0) {
-        rc = fail(err, errlen, -errno, "image %s: cannot set the size of %s to %llu bytes: %s",
-                  img->uuid, part, (unsigned long long)size, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "image %s: cannot set the size of %s to %llu bytes: %s",
+                     img->uuid, part, (unsigned long long)size, strerror(errno));
         goto Done;
     }
     buf = malloc(WRITE_BUF);
@@ -138,25 +126,27 @@ int dc_image_ensure(const dc_image_t *img, bool *made, char *err, size_t errlen)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            rc = fail(err, errlen, w < 0 ? -errno : -EIO, "image %s: write to %s: %s", img->uuid,
-                      part, w < 0 ? strerror(errno) : "nothing written");
+            rc = dc_fail(err, errlen, w < 0 ? -errno : -EIO, "image %s: write to %s: %s", img->uuid,
+                         part, w < 0 ? strerror(errno) : "nothing written");
             goto Done;
         }
         at += (uint64_t)w & ~7ull; /* the content is made in 8-byte words */
     }
     if (fsync(fd) != 0) {
-        rc = fail(err, errlen, -errno, "image %s: fsync %s: %s", img->uuid, part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "image %s: fsync %s: %s", img->uuid, part,
+                     strerror(errno));
         goto Done;
     }
     int c = close(fd);
     fd = -1;
     if (c != 0) {
-        rc = fail(err, errlen, -errno, "image %s: close %s: %s", img->uuid, part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "image %s: close %s: %s", img->uuid, part,
+                     strerror(errno));
         goto Done;
     }
     if (rename(part, img->file) != 0) {
-        rc = fail(err, errlen, -errno, "image %s: cannot rename %s to %s: %s", img->uuid, part,
-                  img->file, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "image %s: cannot rename %s to %s: %s", img->uuid, part,
+                     img->file, strerror(errno));
         goto Done;
     }
     *made = true;

@@ -16,22 +16,9 @@
 #include <unistd.h>
 
 #include "proc_check.h"
+#include "dc_fail.h"
 
 #define WORKLOAD_COMM "tern-workload"
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 bool dc_uuid_ok(const char *s)
 {
@@ -55,7 +42,7 @@ static int join(char *out, size_t outlen, char *err, size_t errlen, const char *
     int n = vsnprintf(out, outlen, fmt, ap);
     va_end(ap);
     if (n < 0 || (size_t)n >= outlen)
-        return fail(err, errlen, -ENAMETOOLONG, "%s...: path too long", out);
+        return dc_fail(err, errlen, -ENAMETOOLONG, "%s...: path too long", out);
     return 0;
 }
 
@@ -63,9 +50,9 @@ int instance_paths(const char *root, const char *vm_uuid, instance_paths_t *out,
                    size_t errlen)
 {
     if (!dc_uuid_ok(vm_uuid))
-        return fail(err, errlen, -EINVAL,
-                    "vm_uuid: \"%.64s\" is not a UUID (lowercase 8-4-4-4-12 hex)",
-                    vm_uuid != NULL ? vm_uuid : "");
+        return dc_fail(err, errlen, -EINVAL,
+                       "vm_uuid: \"%.64s\" is not a UUID (lowercase 8-4-4-4-12 hex)",
+                       vm_uuid != NULL ? vm_uuid : "");
     int rc = join(out->dir, sizeof out->dir, err, errlen, "%s/%s", root, vm_uuid);
     if (rc == 0)
         rc = join(out->disks, sizeof out->disks, err, errlen, "%s/disks", out->dir);
@@ -79,22 +66,22 @@ int instance_paths(const char *root, const char *vm_uuid, instance_paths_t *out,
     if (lstat(out->dir, &st) != 0) {
         if (errno == ENOENT)
             return 0;
-        return fail(err, errlen, -errno, "%s: %s", out->dir, strerror(errno));
+        return dc_fail(err, errlen, -errno, "%s: %s", out->dir, strerror(errno));
     }
     if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode))
-        return fail(err, errlen, -EPERM,
-                    "%s is %s, not an instance directory of the data root %s: refused", out->dir,
-                    S_ISLNK(st.st_mode) ? "a symlink" : "not a directory", root);
+        return dc_fail(err, errlen, -EPERM,
+                       "%s is %s, not an instance directory of the data root %s: refused", out->dir,
+                       S_ISLNK(st.st_mode) ? "a symlink" : "not a directory", root);
     char *real = realpath(out->dir, NULL);
     bool inside = real != NULL && strcmp(real, out->dir) == 0;
     free(real);
     if (!inside)
-        return fail(err, errlen, -EPERM, "%s resolves outside the data root %s: refused", out->dir,
-                    root);
+        return dc_fail(err, errlen, -EPERM, "%s resolves outside the data root %s: refused",
+                       out->dir, root);
     /* The disks a workload writes to must not lead elsewhere either. */
     if (lstat(out->disks, &st) == 0 && (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)))
-        return fail(err, errlen, -EPERM, "%s is %s, not the instance's disks directory: refused",
-                    out->disks, S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
+        return dc_fail(err, errlen, -EPERM, "%s is %s, not the instance's disks directory: refused",
+                       out->disks, S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
     return 0;
 }
 
@@ -102,9 +89,9 @@ int instance_image_path(const char *root, const char *image_uuid, char *out, siz
                         char *err, size_t errlen)
 {
     if (!dc_uuid_ok(image_uuid))
-        return fail(err, errlen, -EINVAL,
-                    "image_uuid: \"%.64s\" is not a UUID (lowercase 8-4-4-4-12 hex)",
-                    image_uuid != NULL ? image_uuid : "");
+        return dc_fail(err, errlen, -EINVAL,
+                       "image_uuid: \"%.64s\" is not a UUID (lowercase 8-4-4-4-12 hex)",
+                       image_uuid != NULL ? image_uuid : "");
     return join(out, outlen, err, errlen, "%s/images/%s.img", root, image_uuid);
 }
 
@@ -122,17 +109,17 @@ int instance_tree_remove(const char *root, const char *dir, char *err, size_t er
     if (strncmp(dir, root, n) != 0 || dir[n] != '/' || dir[n + 1] == '\0' ||
         strchr(dir + n + 1, '/') != NULL || strcmp(dir + n + 1, "..") == 0 ||
         strcmp(dir + n + 1, ".") == 0)
-        return fail(err, errlen, -EPERM, "%s is not a directory of the data root %s: refused", dir,
-                    root);
+        return dc_fail(err, errlen, -EPERM, "%s is not a directory of the data root %s: refused",
+                       dir, root);
     struct stat st;
     if (lstat(dir, &st) != 0)
-        return errno == ENOENT ? 0 : fail(err, errlen, -errno, "%s: %s", dir, strerror(errno));
+        return errno == ENOENT ? 0 : dc_fail(err, errlen, -errno, "%s: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return fail(err, errlen, -EPERM, "%s is not a directory: refused", dir);
+        return dc_fail(err, errlen, -EPERM, "%s is not a directory: refused", dir);
     /* FTW_PHYS: a symlink inside is removed, never followed; FTW_MOUNT: never leaves
      * the data root's file system. */
     if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0)
-        return fail(err, errlen, -errno, "cannot remove %s: %s", dir, strerror(errno));
+        return dc_fail(err, errlen, -errno, "cannot remove %s: %s", dir, strerror(errno));
     return 0;
 }
 
@@ -160,11 +147,11 @@ int instance_json_write(const char *path, const json_t *doc, char *err, size_t e
         return rc;
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
     if (text == NULL)
-        return fail(err, errlen, -ENOMEM, "%s: cannot encode the document", path);
+        return dc_fail(err, errlen, -ENOMEM, "%s: cannot encode the document", path);
     size_t len = strlen(text);
     int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        rc = fail(err, errlen, -errno, "%s: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: %s", part, strerror(errno));
         free(text);
         return rc;
     }
@@ -174,25 +161,26 @@ int instance_json_write(const char *path, const json_t *doc, char *err, size_t e
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0) {
-            rc = fail(err, errlen, -errno, "%s: write: %s", part, strerror(errno));
+            rc = dc_fail(err, errlen, -errno, "%s: write: %s", part, strerror(errno));
             break;
         }
         done += (size_t)w;
     }
     free(text);
     if (rc == 0 && (write(fd, "\n", 1) != 1 || fsync(fd) != 0))
-        rc = fail(err, errlen, -errno, "%s: write: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: write: %s", part, strerror(errno));
     if (close(fd) != 0 && rc == 0)
-        rc = fail(err, errlen, -errno, "%s: close: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: close: %s", part, strerror(errno));
     if (rc == 0 && rename(part, path) != 0)
-        rc = fail(err, errlen, -errno, "cannot rename %s to %s: %s", part, path, strerror(errno));
+        rc =
+            dc_fail(err, errlen, -errno, "cannot rename %s to %s: %s", part, path, strerror(errno));
     if (rc != 0) {
         unlink(part); /* may be gone: nothing to report */
         return rc;
     }
     int s = sync_dir_of(path);
     if (s != 0)
-        return fail(err, errlen, s, "%s: cannot sync its directory: %s", path, strerror(-s));
+        return dc_fail(err, errlen, s, "%s: cannot sync its directory: %s", path, strerror(-s));
     return 0;
 }
 
@@ -200,13 +188,13 @@ int instance_json_read(const char *path, json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (access(path, F_OK) != 0)
-        return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+        return dc_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
     json_error_t je;
     json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (doc == NULL || !json_is_object(doc)) {
         json_decref(doc);
-        return fail(err, errlen, -EINVAL, "%s: not a JSON object (%s, line %d)", path, je.text,
-                    je.line);
+        return dc_fail(err, errlen, -EINVAL, "%s: not a JSON object (%s, line %d)", path, je.text,
+                       je.line);
     }
     *out = doc;
     return 0;
@@ -225,13 +213,14 @@ const char *instance_workload_kind(const json_t *customer_metadata, char *err, s
     if (s != NULL && strcmp(s, "writer") == 0)
         return "writer";
     if (s != NULL)
-        fail(err, errlen, 0,
-             "customer_metadata[\"lab:workload\"]: unknown workload \"%.64s\" (expected one of "
-             "" INSTANCE_WORKLOADS ")",
-             s);
+        dc_fail(err, errlen, 0,
+                "customer_metadata[\"lab:workload\"]: unknown workload \"%.64s\" (expected one of "
+                "" INSTANCE_WORKLOADS ")",
+                s);
     else
-        fail(err, errlen, 0,
-             "customer_metadata[\"lab:workload\"]: expected a string, one of " INSTANCE_WORKLOADS);
+        dc_fail(
+            err, errlen, 0,
+            "customer_metadata[\"lab:workload\"]: expected a string, one of " INSTANCE_WORKLOADS);
     return NULL;
 }
 

@@ -19,22 +19,9 @@
 
 #include "disk_file.h"
 #include "sparse.h"
+#include "dc_fail.h"
 
 #define CHUNK (1u << 20) /* bytes compared at a time, a multiple of DC_SPARSE_BLOCK */
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* 1: cloned into dst; 0: the file system cannot clone (fall back to a copy); or a
  * negative errno. */
@@ -42,16 +29,16 @@ static int try_clone(const char *src, const char *dst, char *err, size_t errlen)
 {
     char part[PATH_MAX];
     if (snprintf(part, sizeof part, "%s.part", dst) >= (int)sizeof part)
-        return fail(err, errlen, -ENAMETOOLONG, "%s: path too long", dst);
+        return dc_fail(err, errlen, -ENAMETOOLONG, "%s: path too long", dst);
     int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (in < 0)
-        return fail(err, errlen, -errno, "%s: %s", src, strerror(errno));
+        return dc_fail(err, errlen, -errno, "%s: %s", src, strerror(errno));
     unlink(part); /* what an attempt killed midway left; usually absent */
     int out = open(part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (out < 0) {
         int e = errno;
         close(in);
-        return fail(err, errlen, -e, "%s: %s", part, strerror(e));
+        return dc_fail(err, errlen, -e, "%s: %s", part, strerror(e));
     }
     int rc = 1;
     if (ioctl(out, FICLONE, in) != 0) {
@@ -61,15 +48,15 @@ static int try_clone(const char *src, const char *dst, char *err, size_t errlen)
         if (e == EOPNOTSUPP || e == ENOTTY || e == EXDEV || e == EINVAL || e == ENOSYS)
             rc = 0;
         else
-            rc = fail(err, errlen, -e, "%s: FICLONE from %s: %s", part, src, strerror(e));
+            rc = dc_fail(err, errlen, -e, "%s: FICLONE from %s: %s", part, src, strerror(e));
     } else if (fsync(out) != 0) {
-        rc = fail(err, errlen, -errno, "%s: fsync: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: fsync: %s", part, strerror(errno));
     }
     if (close(out) != 0 && rc == 1)
-        rc = fail(err, errlen, -errno, "%s: close: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: close: %s", part, strerror(errno));
     close(in);
     if (rc == 1 && rename(part, dst) != 0)
-        rc = fail(err, errlen, -errno, "cannot rename %s to %s: %s", part, dst, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "cannot rename %s to %s: %s", part, dst, strerror(errno));
     if (rc != 1)
         unlink(part); /* may be gone: nothing to report */
     return rc;
@@ -81,7 +68,7 @@ int dc_snapshot_copy(const char *src, const char *dst, const atomic_bool *stop, 
     if (cloned != NULL)
         *cloned = false;
     if (stop != NULL && atomic_load(stop))
-        return fail(err, errlen, -ECANCELED, "%s: copy to %s stopped", src, dst);
+        return dc_fail(err, errlen, -ECANCELED, "%s: copy to %s stopped", src, dst);
     int rc = try_clone(src, dst, err, errlen);
     if (rc < 0)
         return rc;
@@ -124,18 +111,18 @@ static int count_extent(int old, int newer, off_t from, off_t to, unsigned char 
 {
     while (from < to) {
         if (stop != NULL && atomic_load(stop))
-            return fail(err, errlen, -ECANCELED, "%s: measure stopped", old_path);
+            return dc_fail(err, errlen, -ECANCELED, "%s: measure stopped", old_path);
         size_t want = (size_t)(to - from) < CHUNK ? (size_t)(to - from) : CHUNK;
         ssize_t got = read_full(old, a, want, from);
         if (got < 0)
-            return fail(err, errlen, -errno, "%s: read at %lld: %s", old_path, (long long)from,
-                        strerror(errno));
+            return dc_fail(err, errlen, -errno, "%s: read at %lld: %s", old_path, (long long)from,
+                           strerror(errno));
         if (got == 0)
             break; /* the file ended (it shrank under us) */
         ssize_t have = newer >= 0 ? read_full(newer, b, (size_t)got, from) : 0;
         if (have < 0)
-            return fail(err, errlen, -errno, "%s: read at %lld: %s", newer_path, (long long)from,
-                        strerror(errno));
+            return dc_fail(err, errlen, -errno, "%s: read at %lld: %s", newer_path, (long long)from,
+                           strerror(errno));
         for (size_t at = 0; at < (size_t)got; at += DC_SPARSE_BLOCK) {
             size_t n = (size_t)got - at < DC_SPARSE_BLOCK ? (size_t)got - at : DC_SPARSE_BLOCK;
             /* Past the newer file's end, the block is held by this copy alone. */
@@ -155,15 +142,15 @@ static int count_copy(const char *old_path, const char *newer_path, unsigned cha
     int rc = 0;
     int old = open(old_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (old < 0)
-        return fail(err, errlen, -errno, "%s: %s", old_path, strerror(errno));
+        return dc_fail(err, errlen, -errno, "%s: %s", old_path, strerror(errno));
     int newer = open(newer_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (newer < 0 && errno != ENOENT) {
-        rc = fail(err, errlen, -errno, "%s: %s", newer_path, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: %s", newer_path, strerror(errno));
         goto Done;
     }
     struct stat st;
     if (fstat(old, &st) != 0) {
-        rc = fail(err, errlen, -errno, "%s: %s", old_path, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: %s", old_path, strerror(errno));
         goto Done;
     }
     for (off_t pos = 0; pos < st.st_size;) {
@@ -171,14 +158,14 @@ static int count_copy(const char *old_path, const char *newer_path, unsigned cha
         if (data < 0 && errno == ENXIO)
             break; /* no data after pos */
         if (data < 0) {
-            rc = fail(err, errlen, -errno, "%s: SEEK_DATA at %lld: %s", old_path, (long long)pos,
-                      strerror(errno));
+            rc = dc_fail(err, errlen, -errno, "%s: SEEK_DATA at %lld: %s", old_path, (long long)pos,
+                         strerror(errno));
             goto Done;
         }
         off_t hole = lseek(old, data, SEEK_HOLE);
         if (hole < 0) {
-            rc = fail(err, errlen, -errno, "%s: SEEK_HOLE at %lld: %s", old_path, (long long)data,
-                      strerror(errno));
+            rc = dc_fail(err, errlen, -errno, "%s: SEEK_HOLE at %lld: %s", old_path,
+                         (long long)data, strerror(errno));
             goto Done;
         }
         /* Whole blocks: an extent that starts or ends inside one counts it once. */

@@ -3,6 +3,7 @@
  * "<dst>.part" file until it is renamed or removed.
  */
 #include "sparse.h"
+#include "dc_fail.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,20 +15,6 @@
 #include <unistd.h>
 
 #define COPY_BUF (1u << 20) /* bytes read at a time from a data extent */
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 static bool all_zero(const unsigned char *p, size_t n)
 {
@@ -44,14 +31,14 @@ static int copy_extent(int in, int out, off_t from, off_t to, unsigned char *buf
 {
     while (from < to) {
         if (stop != NULL && atomic_load(stop))
-            return fail(err, errlen, -ECANCELED, "%s: copy to %s stopped", src, part);
+            return dc_fail(err, errlen, -ECANCELED, "%s: copy to %s stopped", src, part);
         size_t want = (size_t)(to - from) < COPY_BUF ? (size_t)(to - from) : COPY_BUF;
         ssize_t got = pread(in, buf, want, from);
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0)
-            return fail(err, errlen, -errno, "%s: read at %lld: %s", src, (long long)from,
-                        strerror(errno));
+            return dc_fail(err, errlen, -errno, "%s: read at %lld: %s", src, (long long)from,
+                           strerror(errno));
         if (got == 0)
             break; /* the source shrank under us: what is left is past its end */
         for (size_t at = 0; at < (size_t)got; at += DC_SPARSE_BLOCK) {
@@ -63,8 +50,8 @@ static int copy_extent(int in, int out, off_t from, off_t to, unsigned char *buf
                 if (w < 0 && errno == EINTR)
                     continue;
                 if (w < 0)
-                    return fail(err, errlen, -errno, "%s: write at %lld: %s", part,
-                                (long long)(from + (off_t)(at + done)), strerror(errno));
+                    return dc_fail(err, errlen, -errno, "%s: write at %lld: %s", part,
+                                   (long long)(from + (off_t)(at + done)), strerror(errno));
                 done += (size_t)w;
             }
         }
@@ -90,29 +77,29 @@ int dc_sparse_copy_stoppable(const char *src, const char *dst, uint64_t size_byt
     in = open(src, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (in < 0 || fstat(in, &st) != 0) {
-        rc = fail(err, errlen, -errno, "%s: %s", src, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: %s", src, strerror(errno));
         goto Done;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = fail(err, errlen, -EINVAL, "%s: not a regular file", src);
+        rc = dc_fail(err, errlen, -EINVAL, "%s: not a regular file", src);
         goto Done;
     }
     uint64_t size = size_bytes != 0 ? size_bytes : (uint64_t)st.st_size;
     if (size < (uint64_t)st.st_size) {
-        rc = fail(err, errlen, -EINVAL,
-                  "%s: a copy of %llu bytes would cut off the end of its %lld bytes", src,
-                  (unsigned long long)size, (long long)st.st_size);
+        rc = dc_fail(err, errlen, -EINVAL,
+                     "%s: a copy of %llu bytes would cut off the end of its %lld bytes", src,
+                     (unsigned long long)size, (long long)st.st_size);
         goto Done;
     }
     out = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (out < 0) {
-        rc = fail(err, errlen, -errno, "%s: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: %s", part, strerror(errno));
         goto Done;
     }
     /* The size first: the data lands inside it, and what is never written is a hole. */
     if (ftruncate(out, (off_t)size) != 0) {
-        rc = fail(err, errlen, -errno, "%s: cannot set its size to %llu bytes: %s", part,
-                  (unsigned long long)size, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: cannot set its size to %llu bytes: %s", part,
+                     (unsigned long long)size, strerror(errno));
         goto Done;
     }
     buf = malloc(COPY_BUF);
@@ -123,14 +110,14 @@ int dc_sparse_copy_stoppable(const char *src, const char *dst, uint64_t size_byt
         if (data < 0 && errno == ENXIO)
             break; /* no data after pos */
         if (data < 0) {
-            rc = fail(err, errlen, -errno, "%s: SEEK_DATA at %lld: %s", src, (long long)pos,
-                      strerror(errno));
+            rc = dc_fail(err, errlen, -errno, "%s: SEEK_DATA at %lld: %s", src, (long long)pos,
+                         strerror(errno));
             goto Done;
         }
         off_t hole = lseek(in, data, SEEK_HOLE);
         if (hole < 0) {
-            rc = fail(err, errlen, -errno, "%s: SEEK_HOLE at %lld: %s", src, (long long)data,
-                      strerror(errno));
+            rc = dc_fail(err, errlen, -errno, "%s: SEEK_HOLE at %lld: %s", src, (long long)data,
+                         strerror(errno));
             goto Done;
         }
         rc = copy_extent(in, out, data, hole, buf, src, part, stop, err, errlen);
@@ -139,17 +126,17 @@ int dc_sparse_copy_stoppable(const char *src, const char *dst, uint64_t size_byt
         pos = hole;
     }
     if (fsync(out) != 0) {
-        rc = fail(err, errlen, -errno, "%s: fsync: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: fsync: %s", part, strerror(errno));
         goto Done;
     }
     if (close(out) != 0) {
         out = -1;
-        rc = fail(err, errlen, -errno, "%s: close: %s", part, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "%s: close: %s", part, strerror(errno));
         goto Done;
     }
     out = -1;
     if (rename(part, dst) != 0)
-        rc = fail(err, errlen, -errno, "cannot rename %s to %s: %s", part, dst, strerror(errno));
+        rc = dc_fail(err, errlen, -errno, "cannot rename %s to %s: %s", part, dst, strerror(errno));
 
 Done:
     if (out >= 0)

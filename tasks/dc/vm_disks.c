@@ -20,20 +20,7 @@
 #include "disk_file.h"
 #include "snapshot_space.h"
 #include "sparse.h"
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
+#include "dc_fail.h"
 
 int vm_disks_slot_function(const char *slot)
 {
@@ -77,12 +64,13 @@ int vm_disks_open(const char *root, const char *vm_uuid, vm_disks_t *v, char *er
     snprintf(v->snapshots, sizeof v->snapshots, "%s/snapshots", v->p.dir);
     struct stat st;
     if (lstat(v->snapshots, &st) == 0 && !S_ISDIR(st.st_mode))
-        return fail(err, errlen, -EPERM, "%s is not a directory of its own: refused", v->snapshots);
+        return dc_fail(err, errlen, -EPERM, "%s is not a directory of its own: refused",
+                       v->snapshots);
     rc = instance_json_read(v->p.vm_json, &v->vm, err, errlen);
     if (rc == 0 && !json_is_array(json_object_get(v->vm, "disks"))) {
         json_decref(v->vm);
         v->vm = NULL;
-        return fail(err, errlen, -EINVAL, "%s: \"disks\" is not an array", v->p.vm_json);
+        return dc_fail(err, errlen, -EINVAL, "%s: \"disks\" is not an array", v->p.vm_json);
     }
     if (rc == 0)
         v->as_read = json_deep_copy(v->vm);
@@ -146,17 +134,17 @@ int vm_disks_remove_snapshot_dir(const vm_disks_t *v, const char *path, char *er
     const char *name = path + n + 1;
     if (strncmp(path, v->snapshots, n) != 0 || path[n] != '/' || strchr(name, '/') != NULL ||
         name[0] == '\0' || name[0] == '.')
-        return fail(err, errlen, -EPERM, "%s is not a snapshot directory of %s: refused", path,
-                    v->p.dir);
+        return dc_fail(err, errlen, -EPERM, "%s is not a snapshot directory of %s: refused", path,
+                       v->p.dir);
     struct stat st;
     if (lstat(path, &st) != 0)
-        return errno == ENOENT ? 0 : fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+        return errno == ENOENT ? 0 : dc_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return fail(err, errlen, -EPERM, "%s is not a directory: refused", path);
+        return dc_fail(err, errlen, -EPERM, "%s is not a directory: refused", path);
     /* FTW_PHYS: a symlink inside is removed, never followed; FTW_MOUNT: never leaves
      * the data root's file system. */
     if (nftw(path, remove_one, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0)
-        return fail(err, errlen, -errno, "cannot remove %s: %s", path, strerror(errno));
+        return dc_fail(err, errlen, -errno, "cannot remove %s: %s", path, strerror(errno));
     return dc_disk_dir_sync(path, err, errlen);
 }
 
@@ -169,8 +157,8 @@ int vm_disks_remove_parts(const vm_disks_t *v, char *err, size_t errlen)
         size_t n = strlen(de->d_name);
         if (n > 5 && strcmp(de->d_name + n - 5, ".part") == 0 &&
             unlinkat(dirfd(d), de->d_name, 0) != 0 && errno != ENOENT && rc == 0)
-            rc = fail(err, errlen, -errno, "cannot remove %s/%s: %s", v->p.disks, de->d_name,
-                      strerror(errno));
+            rc = dc_fail(err, errlen, -errno, "cannot remove %s/%s: %s", v->p.disks, de->d_name,
+                         strerror(errno));
     }
     if (d != NULL)
         closedir(d);
@@ -214,8 +202,8 @@ static int synced_disks(const vm_disks_t *v, json_t **out, char *err, size_t err
         int f = vm_disks_slot_function(json_string_value(json_object_get(d, "pci_slot")));
         int rc = 0;
         if (f < 0 || n == VM_DISKS_MAX)
-            rc = fail(err, errlen, -EINVAL, "%s: disks[%zu]: pci_slot is not 0:4:0 to 0:4:7",
-                      v->p.vm_json, i);
+            rc = dc_fail(err, errlen, -EINVAL, "%s: disks[%zu]: pci_slot is not 0:4:0 to 0:4:7",
+                         v->p.vm_json, i);
         char path[PATH_MAX];
         uint64_t mib = 0;
         if (rc == 0) {
@@ -278,7 +266,7 @@ static int synced_snapshots(const vm_disks_t *v, json_t **out, char *err, size_t
     DIR *d = opendir(v->snapshots);
     if (d == NULL && errno != ENOENT) {
         json_decref(found);
-        return fail(err, errlen, -errno, "%s: %s", v->snapshots, strerror(errno));
+        return dc_fail(err, errlen, -errno, "%s: %s", v->snapshots, strerror(errno));
     }
     struct dirent *de;
     int rc = 0;
@@ -393,7 +381,7 @@ int vm_disks_measure(const vm_disks_t *v, const atomic_bool *stop, json_t **out,
         uint64_t mib = 0, data = 0, snap = 0;
         rc = dc_disk_file_size(path, &mib, err, errlen);
         if (rc == 0 && (rc = dc_sparse_data_bytes(path, &data)) != 0)
-            fail(err, errlen, rc, "%s: cannot find its data extents: %s", path, strerror(-rc));
+            dc_fail(err, errlen, rc, "%s: cannot find its data extents: %s", path, strerror(-rc));
         for (size_t k = 0; rc == 0 && k < nsnap; k++) {
             const char *name =
                 json_string_value(json_object_get(json_array_get(snapshots, k), "name"));
