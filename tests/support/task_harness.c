@@ -286,6 +286,40 @@ void harness_run_assert_failed(const harness_run_t *r, const char *code, const c
 }
 
 /* See task_harness.h. */
+harness_run_t task_harness_run_text(task_harness_t *h, const char *entry, const char *args_text,
+                                    uint64_t bound_ms)
+{
+    json_t *args = task_harness_json(args_text);
+    harness_run_t r;
+    assert_int_equal(task_harness_run(h, entry, args, NULL, NULL, bound_ms, 0, &r), 0);
+    assert_true(r.finished);
+    json_decref(args);
+    return r;
+}
+
+/* See task_harness.h. */
+json_t *task_harness_run_ok(task_harness_t *h, const char *entry, const char *args_text,
+                            uint64_t bound_ms)
+{
+    harness_run_t r = task_harness_run_text(h, entry, args_text, bound_ms);
+    if (r.outcome.kind != TASK_DONE)
+        fail_msg("%s %s failed: %s %s", entry, args_text, r.outcome.code ? r.outcome.code : "?",
+                 r.outcome.message ? r.outcome.message : "?");
+    json_t *result = json_incref(r.outcome.result);
+    harness_run_dispose(&r);
+    return result;
+}
+
+/* See task_harness.h. */
+void task_harness_run_fails(task_harness_t *h, const char *entry, const char *args_text,
+                            uint64_t bound_ms, const char *code, const char *message_part)
+{
+    harness_run_t r = task_harness_run_text(h, entry, args_text, bound_ms);
+    harness_run_assert_failed(&r, code, message_part);
+    harness_run_dispose(&r);
+}
+
+/* See task_harness.h. */
 json_t *task_harness_json(const char *text)
 {
     json_error_t jerr;

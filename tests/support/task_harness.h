@@ -58,6 +58,21 @@ void harness_run_dispose(harness_run_t *r);
  * `message_part`; fails the current cmocka test naming what came instead. */
 void harness_run_assert_failed(const harness_run_t *r, const char *code, const char *message_part);
 
+/* Runs entry with args given as JSON text, within bound_ms, and asserts it finished:
+ * the run (dispose it). */
+harness_run_t task_harness_run_text(task_harness_t *h, const char *entry, const char *args_text,
+                                    uint64_t bound_ms);
+
+/* Runs entry with args as JSON text and asserts it is done: its result (new
+ * reference); a failure fails the current cmocka test naming its code and message. */
+json_t *task_harness_run_ok(task_harness_t *h, const char *entry, const char *args_text,
+                            uint64_t bound_ms);
+
+/* Runs entry with args as JSON text and asserts it fails with `code`, its message
+ * holding `message_part`. */
+void task_harness_run_fails(task_harness_t *h, const char *entry, const char *args_text,
+                            uint64_t bound_ms, const char *code, const char *message_part);
+
 /* The JSON text of a test (any value, not only objects) parsed: a new reference. Fails
  * the current cmocka test when the text is not JSON. */
 json_t *task_harness_json(const char *text);

@@ -55,35 +55,6 @@ static task_harness_t *new_agent(void)
     return h;
 }
 
-static harness_run_t run(task_harness_t *h, const char *entry, const char *args_text)
-{
-    json_t *args = task_harness_json(args_text);
-    harness_run_t r;
-    assert_int_equal(task_harness_run(h, entry, args, NULL, NULL, BOUND, 0, &r), 0);
-    assert_true(r.finished);
-    json_decref(args);
-    return r;
-}
-
-static json_t *run_ok(task_harness_t *h, const char *entry, const char *args_text)
-{
-    harness_run_t r = run(h, entry, args_text);
-    if (r.outcome.kind != TASK_DONE)
-        fail_msg("%s %s failed: %s %s", entry, args_text, r.outcome.code ? r.outcome.code : "?",
-                 r.outcome.message ? r.outcome.message : "?");
-    json_t *result = json_incref(r.outcome.result);
-    harness_run_dispose(&r);
-    return result;
-}
-
-static void run_fails(task_harness_t *h, const char *entry, const char *args_text, const char *code,
-                      const char *part)
-{
-    harness_run_t r = run(h, entry, args_text);
-    harness_run_assert_failed(&r, code, part);
-    harness_run_dispose(&r);
-}
-
 /* The args of dc.disk_apply / dc.disk_undo on VM1 with this change (JSON text). */
 static char *change_args(const char *change)
 {
@@ -214,12 +185,14 @@ static void test_create_with_slots(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
-    json_t *r = run_ok(h, "instance_create",
-                       "{\"vm_uuid\": \"" VM1 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
-                       "{\"id\": \"" BOOT "\", \"boot\": true, \"image\": \"" IMG "\", "
-                       "\"size\": 10240, \"pci_slot\": \"0:4:0\"}, "
-                       "{\"id\": \"" DATA "\", \"size\": 20480, \"pci_slot\": \"0:4:2\"}]}");
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
+    json_t *r =
+        task_harness_run_ok(h, "instance_create",
+                            "{\"vm_uuid\": \"" VM1 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
+                            "{\"id\": \"" BOOT "\", \"boot\": true, \"image\": \"" IMG "\", "
+                            "\"size\": 10240, \"pci_slot\": \"0:4:0\"}, "
+                            "{\"id\": \"" DATA "\", \"size\": 20480, \"pci_slot\": \"0:4:2\"}]}",
+                            BOUND);
     json_t *want =
         json_pack("[{s:s, s:b, s:s, s:i, s:s, s:s}, {s:s, s:b, s:i, s:s, s:s}]", "id", BOOT, "boot",
                   1, "image", IMG, "size", 10240, "pci_slot", "0:4:0", "path", disk_file(0), "id",
@@ -233,19 +206,20 @@ static void test_create_with_slots(void **state)
     json_decref(vm_json_agrees(none));
 
     /* A slot twice, a slot out of range, an unknown key: refused, nothing made. */
-    run_fails(h, "instance_create",
-              "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
-              "{\"size\": 10240, \"pci_slot\": \"0:4:1\"}, {\"size\": 5, \"pci_slot\": "
-              "\"0:4:1\"}]}",
-              "InvalidArgument", "disks[1].pci_slot: 0:4:1 is disks[0]'s too");
-    run_fails(h, "instance_create",
-              "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
-              "{\"size\": 10240}, {\"size\": 5, \"pci_slot\": \"0:4:8\"}]}",
-              "InvalidArgument", "disks[1].pci_slot: expected 0:4:0 to 0:4:7");
-    run_fails(h, "instance_create",
-              "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
-              "{\"size\": 10240, \"sise\": 3}]}",
-              "InvalidArgument", "disks[0].sise: unknown");
+    task_harness_run_fails(
+        h, "instance_create",
+        "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
+        "{\"size\": 10240, \"pci_slot\": \"0:4:1\"}, {\"size\": 5, \"pci_slot\": "
+        "\"0:4:1\"}]}",
+        BOUND, "InvalidArgument", "disks[1].pci_slot: 0:4:1 is disks[0]'s too");
+    task_harness_run_fails(h, "instance_create",
+                           "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
+                           "{\"size\": 10240}, {\"size\": 5, \"pci_slot\": \"0:4:8\"}]}",
+                           BOUND, "InvalidArgument", "disks[1].pci_slot: expected 0:4:0 to 0:4:7");
+    task_harness_run_fails(h, "instance_create",
+                           "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
+                           "{\"size\": 10240, \"sise\": 3}]}",
+                           BOUND, "InvalidArgument", "disks[0].sise: unknown");
     assert_false(test_file_exists(test_path("%s/" VM2, root)));
     task_harness_free(h);
 }
@@ -254,7 +228,7 @@ static void test_usage_add_resize(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    json_t *u = run_ok(h, "disk_usage", USAGE);
+    json_t *u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "size"), 10240);
     assert_int_equal(field(u, "0:4:0", "data_bytes"), MIB);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 0);
@@ -266,22 +240,23 @@ static void test_usage_add_resize(void **state)
     /* add: a sparse file named by its slot, in vm.json by function; twice = once. */
     const char *add = "{\"op\": \"add\", \"job_uuid\": \"" OTHER "\", \"id\": \"" ADDED
                       "\", \"pci_slot\": \"0:4:1\", \"new_size\": 30000}";
-    json_t *a = run_ok(h, "disk_apply", change_args(add));
+    json_t *a = task_harness_run_ok(h, "disk_apply", change_args(add), BOUND);
     assert_int_equal(field(a, "0:4:1", "size"), 30000);
     json_decref(a);
     struct stat st = test_file_stat(disk_file(1));
     assert_int_equal(st.st_size, 30000 * MIB);
     assert_int_equal(st.st_blocks, 0);
-    json_decref(run_ok(h, "disk_apply", change_args(add)));
+    json_decref(task_harness_run_ok(h, "disk_apply", change_args(add), BOUND));
     assert_int_equal(test_file_stat(disk_file(1)).st_ino, st.st_ino);
     json_t *vm = vm_json_agrees(none);
     assert_int_equal(json_array_size(json_object_get(vm, "disks")), 3);
     json_decref(vm);
     /* Another disk into that slot: refused, the file kept. */
-    run_fails(h, "disk_apply",
-              change_args("{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:1\", "
-                          "\"new_size\": 5}"),
-              "InvalidArgument", "0:4:1 of vm " VM1 " holds disk " ADDED);
+    task_harness_run_fails(h, "disk_apply",
+                           change_args("{\"op\": \"add\", \"id\": \"" OTHER
+                                       "\", \"pci_slot\": \"0:4:1\", "
+                                       "\"new_size\": 5}"),
+                           BOUND, "InvalidArgument", "0:4:1 of vm " VM1 " holds disk " ADDED);
     assert_int_equal(test_file_stat(disk_file(1)).st_size, 30000 * MIB);
 
     /* resize: grow keeps the bytes and adds a hole; shrink keeps the first MiB. */
@@ -290,50 +265,60 @@ static void test_usage_add_resize(void **state)
              first1 = test_file_checksum(disk_file(2), 0, MIB);
     const char *grow = "{\"op\": \"resize\", \"id\": \"" DATA "\", \"pci_slot\": \"0:4:2\", "
                        "\"old_size\": 20480, \"new_size\": 102400}";
-    a = run_ok(h, "disk_apply", change_args(grow));
+    a = task_harness_run_ok(h, "disk_apply", change_args(grow), BOUND);
     assert_int_equal(field(a, "0:4:2", "size"), 102400);
     assert_int_equal(field(a, "0:4:2", "data_bytes"), 2 * MIB);
     json_decref(a);
-    json_decref(run_ok(h, "disk_apply", change_args(grow)));
+    json_decref(task_harness_run_ok(h, "disk_apply", change_args(grow), BOUND));
     assert_int_equal(test_file_stat(disk_file(2)).st_size, 102400 * MIB);
     assert_true(test_file_stat(disk_file(2)).st_blocks * 512 <= 2 * MIB + 64 * 1024);
     assert_int_equal(test_file_checksum(disk_file(2), 0, 2 * MIB), first2);
     json_decref(vm_json_agrees(none));
-    json_decref(run_ok(h, "disk_apply",
-                       change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": 1}")));
+    json_decref(task_harness_run_ok(
+        h, "disk_apply", change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": 1}"),
+        BOUND));
     assert_int_equal(test_file_stat(disk_file(2)).st_size, MIB);
     assert_int_equal(test_file_checksum(disk_file(2), 0, MIB), first1);
-    json_decref(run_ok(h, "disk_apply",
-                       change_args("{\"op\": \"resize\", \"pci_slot\": \"0:4:2\", \"new_size\": "
-                                   "20480}")));
+    json_decref(task_harness_run_ok(
+        h, "disk_apply",
+        change_args("{\"op\": \"resize\", \"pci_slot\": \"0:4:2\", \"new_size\": "
+                    "20480}"),
+        BOUND));
     json_decref(vm_json_agrees(none));
 
     /* Refusals, nothing changed. */
-    run_fails(h, "disk_apply",
-              change_args("{\"op\": \"resize\", \"id\": \"" OTHER "\", \"new_size\": 40}"),
-              "InvalidArgument", "no disk " OTHER);
-    run_fails(h, "disk_apply",
-              change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": 67108865}"),
-              "InvalidArgument", "change.new_size");
-    run_fails(h, "disk_apply",
-              change_args("{\"op\": \"resize\", \"vm_uuid\": \"" VM2 "\", \"id\": \"" DATA
-                          "\", \"new_size\": 40}"),
-              "InvalidArgument", "the change is of vm " VM2);
-    run_fails(h, "disk_apply",
-              change_args("{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:9\", "
-                          "\"new_size\": 40}"),
-              "InvalidArgument", "change.pci_slot");
-    run_fails(h, "disk_apply", change_args("{\"op\": \"grow\"}"), "InvalidArgument", "change.op");
-    run_fails(h, "disk_apply", change_args("{\"op\": \"snapshot_create\", \"name\": \"../../x\"}"),
-              "InvalidArgument", "change.name");
-    run_fails(h, "disk_apply",
-              "{\"vm_uuid\": \"../../etc\", \"change\": {\"op\": \"snapshot_delete\", "
-              "\"name\": \"a\"}}",
-              "InvalidArgument", "vm_uuid");
-    run_fails(h, "disk_usage", "{\"vm_uuid\": \"" VM2 "\"}", "InstanceNotFound", VM2);
-    run_fails(h, "disk_apply",
-              change_args("{\"op\": \"delete\", \"id\": \"" BOOT "\", \"pci_slot\": \"0:4:0\"}"),
-              "InvalidArgument", "boot disk");
+    task_harness_run_fails(
+        h, "disk_apply",
+        change_args("{\"op\": \"resize\", \"id\": \"" OTHER "\", \"new_size\": 40}"), BOUND,
+        "InvalidArgument", "no disk " OTHER);
+    task_harness_run_fails(
+        h, "disk_apply",
+        change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": 67108865}"), BOUND,
+        "InvalidArgument", "change.new_size");
+    task_harness_run_fails(h, "disk_apply",
+                           change_args("{\"op\": \"resize\", \"vm_uuid\": \"" VM2
+                                       "\", \"id\": \"" DATA "\", \"new_size\": 40}"),
+                           BOUND, "InvalidArgument", "the change is of vm " VM2);
+    task_harness_run_fails(h, "disk_apply",
+                           change_args("{\"op\": \"add\", \"id\": \"" OTHER
+                                       "\", \"pci_slot\": \"0:4:9\", "
+                                       "\"new_size\": 40}"),
+                           BOUND, "InvalidArgument", "change.pci_slot");
+    task_harness_run_fails(h, "disk_apply", change_args("{\"op\": \"grow\"}"), BOUND,
+                           "InvalidArgument", "change.op");
+    task_harness_run_fails(h, "disk_apply",
+                           change_args("{\"op\": \"snapshot_create\", \"name\": \"../../x\"}"),
+                           BOUND, "InvalidArgument", "change.name");
+    task_harness_run_fails(h, "disk_apply",
+                           "{\"vm_uuid\": \"../../etc\", \"change\": {\"op\": \"snapshot_delete\", "
+                           "\"name\": \"a\"}}",
+                           BOUND, "InvalidArgument", "vm_uuid");
+    task_harness_run_fails(h, "disk_usage", "{\"vm_uuid\": \"" VM2 "\"}", BOUND, "InstanceNotFound",
+                           VM2);
+    task_harness_run_fails(
+        h, "disk_apply",
+        change_args("{\"op\": \"delete\", \"id\": \"" BOOT "\", \"pci_slot\": \"0:4:0\"}"), BOUND,
+        "InvalidArgument", "boot disk");
     assert_int_equal(test_file_stat(disk_file(2)).st_size, 20480 * MIB);
     assert_true(test_file_exists(disk_file(0)));
     task_harness_free(h);
@@ -344,12 +329,12 @@ static void test_snapshots_and_their_space(void **state)
     (void)state;
     task_harness_t *h = new_agent();
     const char *s1 = "{\"op\": \"snapshot_create\", \"name\": \"s1\"}";
-    json_t *a = run_ok(h, "disk_apply", change_args(s1));
+    json_t *a = task_harness_run_ok(h, "disk_apply", change_args(s1), BOUND);
     assert_int_equal(field(a, "0:4:0", "snapshot_bytes"), 0);
     assert_int_equal(field(a, "0:4:2", "snapshot_bytes"), 0);
     assert_int_equal(json_array_size(json_object_get(a, "snapshots")), 1);
     json_decref(a);
-    json_decref(run_ok(h, "disk_apply", change_args(s1))); /* twice = once */
+    json_decref(task_harness_run_ok(h, "disk_apply", change_args(s1), BOUND)); /* twice = once */
     const char *one[] = {"s1", NULL};
     json_decref(vm_json_agrees(one));
     for (int f = 0; f < 3; f++) {
@@ -362,25 +347,26 @@ static void test_snapshots_and_their_space(void **state)
 
     /* Overwriting 3 blocks of the boot disk's data: exactly 3 blocks, 1 MiB rounded up. */
     write_at(disk_file(0), 4 * BLOCK, 40, 3 * BLOCK);
-    json_t *u = run_ok(h, "disk_usage", USAGE);
+    json_t *u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 3 * BLOCK);
     assert_int_equal(field(u, "0:4:0", "snapshot_size"), 1);
     json_decref(u);
     /* Writes into holes: nothing more. */
     write_at(disk_file(0), 5 * MIB, 41, MIB);
     write_at(disk_file(1), 0, 42, MIB);
-    u = run_ok(h, "disk_usage", USAGE);
+    u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 3 * BLOCK);
     assert_int_equal(field(u, "0:4:1", "snapshot_bytes"), 0);
     json_decref(u);
 
     /* A second snapshot; then a block both hold overwritten: s2's copy counts. */
-    json_decref(run_ok(h, "disk_apply",
-                       change_args("{\"op\": \"snapshot_create\", \"name\": "
-                                   "\"s2\"}")));
+    json_decref(task_harness_run_ok(h, "disk_apply",
+                                    change_args("{\"op\": \"snapshot_create\", \"name\": "
+                                                "\"s2\"}"),
+                                    BOUND));
     write_at(disk_file(0), 100 * BLOCK, 43, BLOCK);
     write_at(disk_file(1), 0, 44, 2 * BLOCK); /* data s2 holds (written after s1) */
-    u = run_ok(h, "disk_usage", USAGE);
+    u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 4 * BLOCK);
     assert_int_equal(field(u, "0:4:1", "snapshot_bytes"), 2 * BLOCK);
     const char *two[] = {"s1", "s2", NULL};
@@ -392,20 +378,20 @@ static void test_snapshots_and_their_space(void **state)
 
     /* Deleting s1: only s2 against the live disk is left. */
     const char *del1 = "{\"op\": \"snapshot_delete\", \"name\": \"s1\"}";
-    a = run_ok(h, "disk_apply", change_args(del1));
+    a = task_harness_run_ok(h, "disk_apply", change_args(del1), BOUND);
     assert_int_equal(field(a, "0:4:0", "snapshot_bytes"), BLOCK);
     json_decref(a);
-    json_decref(run_ok(h, "disk_apply", change_args(del1)));
+    json_decref(task_harness_run_ok(h, "disk_apply", change_args(del1), BOUND));
     const char *only2[] = {"s2", NULL};
     json_decref(vm_json_agrees(only2));
     assert_false(test_file_exists(test_path("%s/snapshots/s1", dir1)));
 
     /* Deleting a data disk takes its copies in every snapshot with it. */
     const char *deld = "{\"op\": \"delete\", \"id\": \"" ADDED "\", \"pci_slot\": \"0:4:1\"}";
-    a = run_ok(h, "disk_apply", change_args(deld));
+    a = task_harness_run_ok(h, "disk_apply", change_args(deld), BOUND);
     assert_null(usage_of(a, "0:4:1"));
     json_decref(a);
-    json_decref(run_ok(h, "disk_apply", change_args(deld)));
+    json_decref(task_harness_run_ok(h, "disk_apply", change_args(deld), BOUND));
     assert_false(test_file_exists(disk_file(1)));
     assert_false(test_file_exists(test_path("%s/snapshots/s2/disk1.img", dir1)));
     assert_true(test_file_exists(test_path("%s/snapshots/s2/disk0.img", dir1)));
@@ -421,26 +407,30 @@ static void test_undo_and_leftovers(void **state)
     /* undo of an add: the file and the disk gone; twice = once. */
     const char *add = "{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:5\", "
                       "\"new_size\": 64}";
-    json_decref(run_ok(h, "disk_apply", change_args(add)));
+    json_decref(task_harness_run_ok(h, "disk_apply", change_args(add), BOUND));
     assert_true(test_file_exists(disk_file(5)));
-    json_t *u = run_ok(h, "disk_undo", change_args(add));
+    json_t *u = task_harness_run_ok(h, "disk_undo", change_args(add), BOUND);
     assert_null(usage_of(u, "0:4:5"));
     json_decref(u);
-    json_decref(run_ok(h, "disk_undo", change_args(add)));
+    json_decref(task_harness_run_ok(h, "disk_undo", change_args(add), BOUND));
     assert_false(test_file_exists(disk_file(5)));
     const char *only2[] = {"s2", NULL};
     json_decref(vm_json_agrees(only2));
     /* undo of an add into a slot another disk holds: that disk untouched. */
-    json_decref(run_ok(h, "disk_undo",
-                       change_args("{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": "
-                                   "\"0:4:2\", \"new_size\": 64}")));
+    json_decref(
+        task_harness_run_ok(h, "disk_undo",
+                            change_args("{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": "
+                                        "\"0:4:2\", \"new_size\": 64}"),
+                            BOUND));
     assert_true(test_file_exists(disk_file(2)));
     /* undo of a resize changes nothing; null is measure and agree. */
-    json_decref(run_ok(h, "disk_undo",
-                       change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": "
-                                   "30720}")));
+    json_decref(
+        task_harness_run_ok(h, "disk_undo",
+                            change_args("{\"op\": \"resize\", \"id\": \"" DATA "\", \"new_size\": "
+                                        "30720}"),
+                            BOUND));
     assert_int_equal(test_file_stat(disk_file(2)).st_size, 20480 * MIB);
-    json_decref(run_ok(h, "disk_undo", change_args("null")));
+    json_decref(task_harness_run_ok(h, "disk_undo", change_args("null"), BOUND));
 
     /* A snapshot copy killed midway (a .part directory): the next run redoes it whole. */
     assert_int_equal(mkdir(test_path("%s/snapshots/s3.part", dir1), 0700), 0);
@@ -449,47 +439,47 @@ static void test_undo_and_leftovers(void **state)
     fputs("half a copy", f);
     fclose(f);
     const char *s3 = "{\"op\": \"snapshot_create\", \"name\": \"s3\"}";
-    json_decref(run_ok(h, "disk_apply", change_args(s3)));
+    json_decref(task_harness_run_ok(h, "disk_apply", change_args(s3), BOUND));
     const char *two[] = {"s2", "s3", NULL};
     json_decref(vm_json_agrees(two));
     assert_int_equal(test_file_checksum(test_path("%s/snapshots/s3/disk0.img", dir1), 0, 2 * MIB),
                      test_file_checksum(disk_file(0), 0, 2 * MIB));
     /* undo of a snapshot_create: gone. */
-    json_decref(run_ok(h, "disk_undo", change_args(s3)));
+    json_decref(task_harness_run_ok(h, "disk_undo", change_args(s3), BOUND));
     json_decref(vm_json_agrees(only2));
     /* A .part left with no step to redo it: any step's end removes it. */
     assert_int_equal(mkdir(test_path("%s/snapshots/s4.part", dir1), 0700), 0);
-    json_decref(run_ok(h, "disk_usage", USAGE));
+    json_decref(task_harness_run_ok(h, "disk_usage", USAGE, BOUND));
     json_decref(vm_json_agrees(only2));
     /* A disk file unlinked by a delete killed before vm.json: vm.json follows the files. */
     const char *add6 = "{\"op\": \"add\", \"id\": \"" OTHER "\", \"pci_slot\": \"0:4:6\", "
                        "\"new_size\": 8}";
-    json_decref(run_ok(h, "disk_apply", change_args(add6)));
+    json_decref(task_harness_run_ok(h, "disk_apply", change_args(add6), BOUND));
     assert_int_equal(unlink(disk_file(6)), 0);
-    u = run_ok(h, "disk_usage", USAGE);
+    u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_null(usage_of(u, "0:4:6"));
     json_decref(u);
     json_decref(vm_json_agrees(only2));
     /* ... and a step that follows such a delete works on the files as they are: a
      * snapshot of the disks there. */
-    json_decref(run_ok(h, "disk_apply", change_args(add6)));
+    json_decref(task_harness_run_ok(h, "disk_apply", change_args(add6), BOUND));
     assert_int_equal(unlink(disk_file(6)), 0);
     const char *s7 = "{\"op\": \"snapshot_create\", \"name\": \"s7\"}";
-    u = run_ok(h, "disk_apply", change_args(s7));
+    u = task_harness_run_ok(h, "disk_apply", change_args(s7), BOUND);
     assert_null(usage_of(u, "0:4:6"));
     json_decref(u);
     assert_false(test_file_exists(test_path("%s/snapshots/s7/disk6.img", dir1)));
     assert_true(test_file_exists(test_path("%s/snapshots/s7/disk0.img", dir1)));
     const char *with7[] = {"s2", "s7", NULL};
     json_decref(vm_json_agrees(with7));
-    json_decref(
-        run_ok(h, "disk_apply", change_args("{\"op\": \"snapshot_delete\", \"name\": \"s7\"}")));
+    json_decref(task_harness_run_ok(
+        h, "disk_apply", change_args("{\"op\": \"snapshot_delete\", \"name\": \"s7\"}"), BOUND));
     json_decref(vm_json_agrees(only2));
     /* A disk file whose size is not whole MiB: an error naming it. */
     assert_int_equal(truncate(disk_file(2), 20480 * MIB + 1), 0);
-    run_fails(h, "disk_usage", USAGE, "DiskFileInvalid", "disk2.img");
+    task_harness_run_fails(h, "disk_usage", USAGE, BOUND, "DiskFileInvalid", "disk2.img");
     assert_int_equal(truncate(disk_file(2), 20480 * MIB), 0);
-    json_decref(run_ok(h, "disk_usage", USAGE));
+    json_decref(task_harness_run_ok(h, "disk_usage", USAGE, BOUND));
     task_harness_free(h);
 }
 
@@ -509,7 +499,7 @@ static void test_snapshot_cancelled(void **state)
         harness_run_dispose(&r);
         /* The context is gone only once its work ended: what it left is final. */
         assert_false(test_file_exists(test_path("%s/snapshots/s5.part", dir1)));
-        json_decref(run_ok(h, "disk_undo", change_args(s5)));
+        json_decref(task_harness_run_ok(h, "disk_undo", change_args(s5), BOUND));
         assert_false(test_file_exists(test_path("%s/snapshots/s5", dir1)));
     }
     const char *only2[] = {"s2", NULL};
@@ -524,7 +514,7 @@ static void test_snapshot_cancelled(void **state)
     assert_no_part();
     json_decref(vm_json_agrees(only2));
     /* destroy takes the snapshots with the instance. */
-    json_decref(run_ok(h, "instance_destroy", "{\"vm_uuid\": \"" VM1 "\"}"));
+    json_decref(task_harness_run_ok(h, "instance_destroy", "{\"vm_uuid\": \"" VM1 "\"}", BOUND));
     assert_false(test_file_exists(dir1));
     task_harness_free(h);
 }

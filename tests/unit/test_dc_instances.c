@@ -64,37 +64,6 @@ static task_harness_t *new_agent(void)
     return h;
 }
 
-/* Runs entry with args (JSON text) and returns the run (finished asserted). */
-static harness_run_t run(task_harness_t *h, const char *entry, const char *args_text)
-{
-    json_t *args = task_harness_json(args_text);
-    harness_run_t r;
-    assert_int_equal(task_harness_run(h, entry, args, NULL, NULL, BOUND, 0, &r), 0);
-    assert_true(r.finished);
-    json_decref(args);
-    return r;
-}
-
-/* Runs entry and expects it done: its result (new reference). */
-static json_t *run_ok(task_harness_t *h, const char *entry, const char *args_text)
-{
-    harness_run_t r = run(h, entry, args_text);
-    if (r.outcome.kind != TASK_DONE)
-        fail_msg("%s %s failed: %s %s", entry, args_text, r.outcome.code ? r.outcome.code : "?",
-                 r.outcome.message ? r.outcome.message : "?");
-    json_t *result = json_incref(r.outcome.result);
-    harness_run_dispose(&r);
-    return result;
-}
-
-static void run_fails(task_harness_t *h, const char *entry, const char *args_text, const char *code,
-                      const char *part)
-{
-    harness_run_t r = run(h, entry, args_text);
-    harness_run_assert_failed(&r, code, part);
-    harness_run_dispose(&r);
-}
-
 static char *create_args(const char *vm, const char *image, const char *workload)
 {
     static char buf[2048];
@@ -228,7 +197,7 @@ static void test_image_ensure(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    json_t *r = run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}");
+    json_t *r = task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND);
     const char *copy = test_path("%s/images/" IMG ".img", root);
     assert_string_equal(json_string_value(json_object_get(r, "path")), copy);
     assert_true(json_is_true(json_object_get(r, "copied")));
@@ -244,18 +213,19 @@ static void test_image_ensure(void **state)
     assert_int_equal(next_data(copy, MIB), -1);
 
     /* Again: the copy there is whole, kept as it is. */
-    r = run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}");
+    r = task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND);
     assert_true(json_is_false(json_object_get(r, "copied")));
     json_decref(r);
     assert_int_equal(test_file_stat(copy).st_ino, st.st_ino);
 
     /* The lab's file gone: named, and nothing made. */
-    run_fails(h, "image_ensure", "{\"image_uuid\": \"" IMG2 "\"}", "ImageFileMissing",
-              "images/lab-os-1.1.img");
+    task_harness_run_fails(h, "image_ensure", "{\"image_uuid\": \"" IMG2 "\"}", BOUND,
+                           "ImageFileMissing", "images/lab-os-1.1.img");
     assert_false(test_file_exists(test_path("%s/images/" IMG2 ".img", root)));
     assert_false(test_file_exists(test_path("%s/images/" IMG2 ".img.part", root)));
-    run_fails(h, "image_ensure", "{\"image_uuid\": \"00000000-0000-4000-8000-000000000000\"}",
-              "ResourceNotFound", "not an image of the datacenter");
+    task_harness_run_fails(h, "image_ensure",
+                           "{\"image_uuid\": \"00000000-0000-4000-8000-000000000000\"}", BOUND,
+                           "ResourceNotFound", "not an image of the datacenter");
     task_harness_free(h);
 }
 
@@ -263,8 +233,8 @@ static void test_create(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
-    json_t *r = run_ok(h, "instance_create", create_args(VM1, IMG, NULL));
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
+    json_t *r = task_harness_run_ok(h, "instance_create", create_args(VM1, IMG, NULL), BOUND);
     char dir[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/" VM1, root);
     json_t *want =
@@ -309,7 +279,7 @@ static void test_create(void **state)
     assert_false(test_file_exists(test_path("%s/disks/disk0.img.part", dir)));
 
     /* Again: done, the same files (not made again). */
-    json_t *again = run_ok(h, "instance_create", create_args(VM1, IMG, NULL));
+    json_t *again = task_harness_run_ok(h, "instance_create", create_args(VM1, IMG, NULL), BOUND);
     assert_true(json_is_false(json_object_get(again, "created")));
     assert_true(json_equal(json_object_get(again, "disks"), json_object_get(r, "disks")));
     json_decref(again);
@@ -320,7 +290,8 @@ static void test_create(void **state)
     /* Another instance asked for under the same uuid: refused, the one there kept. */
     const char *other = "{\"vm_uuid\": \"" VM1 "\", \"image_uuid\": \"" IMG "\", "
                         "\"disks\": [{\"boot\": true, \"size\": 10240}, {\"size\": 1}]}";
-    run_fails(h, "instance_create", other, "InstanceConflict", "not the one asked for");
+    task_harness_run_fails(h, "instance_create", other, BOUND, "InstanceConflict",
+                           "not the one asked for");
     assert_int_equal(test_file_stat(disk1).st_ino, st1.st_ino);
     assert_int_equal(test_file_stat(disk1).st_size, 20480 * MIB);
 
@@ -334,14 +305,14 @@ static void test_create(void **state)
     assert_non_null(f);
     fputs("half a copy", f);
     fclose(f);
-    r = run_ok(h, "instance_create", create_args(vm2, IMG, NULL));
+    r = task_harness_run_ok(h, "instance_create", create_args(vm2, IMG, NULL), BOUND);
     assert_true(json_is_true(json_object_get(r, "created")));
     json_decref(r);
     assert_false(test_file_exists(test_path("%s/disks/disk0.img.part", dir2)));
     assert_true(test_file_exists(test_path("%s/vm.json", dir2)));
     assert_int_equal(test_file_checksum(test_path("%s/disks/disk0.img", dir2), 0, MIB),
                      test_file_checksum(test_path("%s/images/" IMG ".img", root), 0, MIB));
-    json_decref(run_ok(h, "instance_destroy", vm_args(vm2)));
+    json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm2), BOUND));
     task_harness_free(h);
 }
 
@@ -351,25 +322,28 @@ static void test_create_refusals(void **state)
     task_harness_t *h = new_agent();
     const char *vm = "33333333-3333-4333-8333-333333333333";
     /* The server's copy of the image missing: named, nothing left behind. */
-    run_fails(h, "instance_create", create_args(vm, IMG2, NULL), "ImageFileMissing",
-              test_path("%s/images/" IMG2 ".img", root));
+    task_harness_run_fails(h, "instance_create", create_args(vm, IMG2, NULL), BOUND,
+                           "ImageFileMissing", test_path("%s/images/" IMG2 ".img", root));
     assert_false(test_file_exists(test_path("%s/%s", root, vm)));
     /* A workload the lab does not have: refused naming those it has, nothing made. */
-    run_fails(h, "instance_create", create_args(vm, IMG, "{\"lab:workload\": \"/bin/sh\"}"),
-              "InvalidArgument", "unknown workload \"/bin/sh\" (expected one of idle, writer)");
+    task_harness_run_fails(
+        h, "instance_create", create_args(vm, IMG, "{\"lab:workload\": \"/bin/sh\"}"), BOUND,
+        "InvalidArgument", "unknown workload \"/bin/sh\" (expected one of idle, writer)");
     assert_false(test_file_exists(test_path("%s/%s", root, vm)));
     /* Bad disks and a vm_uuid that is no UUID. */
-    run_fails(h, "instance_create",
-              "{\"vm_uuid\": \"33333333-3333-4333-8333-333333333333\", \"image_uuid\": \"" IMG
-              "\", \"disks\": [{\"size\": 0}]}",
-              "InvalidArgument", "disks[0].size: expected an integer of MiB");
-    run_fails(h, "instance_create",
-              "{\"vm_uuid\": \"33333333-3333-4333-8333-333333333333\", \"image_uuid\": \"" IMG
-              "\", \"disks\": [{\"size\": 100}]}",
-              "InvalidArgument", "is smaller than the image");
+    task_harness_run_fails(
+        h, "instance_create",
+        "{\"vm_uuid\": \"33333333-3333-4333-8333-333333333333\", \"image_uuid\": \"" IMG
+        "\", \"disks\": [{\"size\": 0}]}",
+        BOUND, "InvalidArgument", "disks[0].size: expected an integer of MiB");
+    task_harness_run_fails(
+        h, "instance_create",
+        "{\"vm_uuid\": \"33333333-3333-4333-8333-333333333333\", \"image_uuid\": \"" IMG
+        "\", \"disks\": [{\"size\": 100}]}",
+        BOUND, "InvalidArgument", "is smaller than the image");
     assert_false(test_file_exists(test_path("%s/%s", root, vm)));
-    run_fails(h, "instance_create", create_args("../../etc", IMG, NULL), "InvalidArgument",
-              "vm_uuid: \"../../etc\" is not a UUID");
+    task_harness_run_fails(h, "instance_create", create_args("../../etc", IMG, NULL), BOUND,
+                           "InvalidArgument", "vm_uuid: \"../../etc\" is not a UUID");
     task_harness_free(h);
 }
 
@@ -386,28 +360,35 @@ static void test_path_escape(void **state)
     assert_non_null(f);
     fclose(f);
     assert_int_equal(symlink(outside, test_path("%s/%s", root, vm)), 0);
-    run_fails(h, "instance_destroy", vm_args(vm), "PathOutsideDataRoot", "a symlink");
-    run_fails(h, "instance_create", create_args(vm, IMG, NULL), "PathOutsideDataRoot", "a symlink");
-    run_fails(h, "instance_start", vm_args(vm), "PathOutsideDataRoot", "a symlink");
-    run_fails(h, "instance_stop", vm_args(vm), "PathOutsideDataRoot", "a symlink");
+    task_harness_run_fails(h, "instance_destroy", vm_args(vm), BOUND, "PathOutsideDataRoot",
+                           "a symlink");
+    task_harness_run_fails(h, "instance_create", create_args(vm, IMG, NULL), BOUND,
+                           "PathOutsideDataRoot", "a symlink");
+    task_harness_run_fails(h, "instance_start", vm_args(vm), BOUND, "PathOutsideDataRoot",
+                           "a symlink");
+    task_harness_run_fails(h, "instance_stop", vm_args(vm), BOUND, "PathOutsideDataRoot",
+                           "a symlink");
     assert_true(test_file_exists(test_path("%s/keep", outside)));
     /* An instance whose disks directory leads elsewhere: not started. */
     const char *vm2 = "45454545-4545-4545-8545-454545454545";
-    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
-    json_decref(
-        run_ok(h, "instance_create", create_args(vm2, IMG, "{\"lab:workload\": \"writer\"}")));
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
+    json_decref(task_harness_run_ok(
+        h, "instance_create", create_args(vm2, IMG, "{\"lab:workload\": \"writer\"}"), BOUND));
     char disks[PATH_MAX + 64], moved[PATH_MAX + 64];
     snprintf(disks, sizeof disks, "%s/%s/disks", root, vm2);
     snprintf(moved, sizeof moved, "%s/moved-disks", outside);
     assert_int_equal(rename(disks, moved), 0);
     assert_int_equal(symlink(moved, disks), 0);
-    run_fails(h, "instance_start", vm_args(vm2), "PathOutsideDataRoot", "disks is a symlink");
+    task_harness_run_fails(h, "instance_start", vm_args(vm2), BOUND, "PathOutsideDataRoot",
+                           "disks is a symlink");
     assert_false(test_file_exists(test_path("%s/%s/workload.pid", root, vm2)));
     assert_int_equal(unlink(disks), 0);
     assert_int_equal(rename(moved, disks), 0);
-    json_decref(run_ok(h, "instance_destroy", vm_args(vm2)));
-    run_fails(h, "instance_destroy", "{\"vm_uuid\": \"..\"}", "InvalidArgument", "not a UUID");
-    run_fails(h, "instance_stop", "{\"vm_uuid\": \"/etc\"}", "InvalidArgument", "not a UUID");
+    json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm2), BOUND));
+    task_harness_run_fails(h, "instance_destroy", "{\"vm_uuid\": \"..\"}", BOUND, "InvalidArgument",
+                           "not a UUID");
+    task_harness_run_fails(h, "instance_stop", "{\"vm_uuid\": \"/etc\"}", BOUND, "InvalidArgument",
+                           "not a UUID");
     assert_int_equal(unlink(test_path("%s/%s", root, vm)), 0);
     assert_int_equal(unlink(test_path("%s/keep", outside)), 0);
     assert_int_equal(rmdir(outside), 0);
@@ -419,10 +400,10 @@ static void test_start_stop_restart_destroy(void **state)
     (void)state;
     task_harness_t *h = new_agent();
     const char *vm = "55555555-5555-4555-8555-555555555555";
-    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
-    json_decref(
-        run_ok(h, "instance_create", create_args(vm, IMG, "{\"lab:workload\": \"writer\"}")));
-    json_t *r = run_ok(h, "instance_start", vm_args(vm));
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
+    json_decref(task_harness_run_ok(h, "instance_create",
+                                    create_args(vm, IMG, "{\"lab:workload\": \"writer\"}"), BOUND));
+    json_t *r = task_harness_run_ok(h, "instance_start", vm_args(vm), BOUND);
     long pid = (long)json_integer_value(json_object_get(r, "pid"));
     assert_true(json_is_true(json_object_get(r, "started")));
     json_decref(r);
@@ -449,7 +430,7 @@ static void test_start_stop_restart_destroy(void **state)
     assert_true(later > first);
 
     /* Start again: the same workload. */
-    r = run_ok(h, "instance_start", vm_args(vm));
+    r = task_harness_run_ok(h, "instance_start", vm_args(vm), BOUND);
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid);
     assert_true(json_is_false(json_object_get(r, "started")));
     json_decref(r);
@@ -458,7 +439,7 @@ static void test_start_stop_restart_destroy(void **state)
     task_harness_free(h);
     assert_true(alive(pid));
     h = new_agent();
-    json_t *info = run_ok(h, "agent_info", "{}");
+    json_t *info = task_harness_run_ok(h, "agent_info", "{}", BOUND);
     assert_true(json_integer_value(json_object_get(info, "instances_at_init")) >= 1);
     json_t *found = NULL;
     size_t i;
@@ -476,7 +457,7 @@ static void test_start_stop_restart_destroy(void **state)
     json_decref(info);
 
     /* Stop through the pid file: the workload is gone, the state recorded. */
-    r = run_ok(h, "instance_stop", vm_args(vm));
+    r = task_harness_run_ok(h, "instance_stop", vm_args(vm), BOUND);
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid);
     json_decref(r);
     assert_false(alive(pid));
@@ -486,25 +467,25 @@ static void test_start_stop_restart_destroy(void **state)
     json_decref(doc);
     long written = verify_records(disk1, true);
     assert_true(written >= later);
-    r = run_ok(h, "instance_stop", vm_args(vm));
+    r = task_harness_run_ok(h, "instance_stop", vm_args(vm), BOUND);
     assert_true(json_is_null(json_object_get(r, "pid")));
     json_decref(r);
 
     /* Start once more, then destroy: stops the workload, removes the directory. */
-    r = run_ok(h, "instance_start", vm_args(vm));
+    r = task_harness_run_ok(h, "instance_start", vm_args(vm), BOUND);
     long pid2 = (long)json_integer_value(json_object_get(r, "pid"));
     json_decref(r);
     assert_true(alive(pid2));
-    r = run_ok(h, "instance_destroy", vm_args(vm));
+    r = task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND);
     assert_true(json_is_true(json_object_get(r, "destroyed")));
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid2);
     json_decref(r);
     assert_false(alive(pid2));
     assert_false(test_file_exists(dir));
-    r = run_ok(h, "instance_destroy", vm_args(vm));
+    r = task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND);
     assert_true(json_is_false(json_object_get(r, "destroyed")));
     json_decref(r);
-    run_fails(h, "instance_start", vm_args(vm), "InstanceNotFound", vm);
+    task_harness_run_fails(h, "instance_start", vm_args(vm), BOUND, "InstanceNotFound", vm);
     task_harness_free(h);
 }
 
@@ -515,9 +496,9 @@ static void test_stop_kills_a_stuck_workload(void **state)
     (void)state;
     task_harness_t *h = new_agent();
     const char *vm = "99999999-9999-4999-8999-999999999999";
-    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
-    json_decref(run_ok(h, "instance_create", create_args(vm, IMG, NULL)));
-    json_t *r = run_ok(h, "instance_start", vm_args(vm));
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
+    json_decref(task_harness_run_ok(h, "instance_create", create_args(vm, IMG, NULL), BOUND));
+    json_t *r = task_harness_run_ok(h, "instance_start", vm_args(vm), BOUND);
     long pid = (long)json_integer_value(json_object_get(r, "pid"));
     json_decref(r);
     assert_true(alive(pid));
@@ -533,7 +514,7 @@ static void test_stop_kills_a_stuck_workload(void **state)
     assert_true(run_stop.elapsed_ms >= 9000);
     harness_run_dispose(&run_stop);
     assert_false(alive(pid));
-    json_decref(run_ok(h, "instance_destroy", vm_args(vm)));
+    json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND));
     task_harness_free(h);
 }
 
@@ -546,10 +527,11 @@ static void test_start_refusals(void **state)
     task_harness_t *h = task_harness_new(plugin_path, conf);
     json_decref(conf);
     const char *vm = "66666666-6666-4666-8666-666666666666";
-    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
-    json_decref(run_ok(h, "instance_create", create_args(vm, IMG, NULL)));
-    run_fails(h, "instance_start", vm_args(vm), "NoWorkloadBin", "workload_bin");
-    json_decref(run_ok(h, "instance_destroy", vm_args(vm)));
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
+    json_decref(task_harness_run_ok(h, "instance_create", create_args(vm, IMG, NULL), BOUND));
+    task_harness_run_fails(h, "instance_start", vm_args(vm), BOUND, "NoWorkloadBin",
+                           "workload_bin");
+    json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND));
     task_harness_free(h);
 }
 
@@ -558,7 +540,7 @@ static void test_create_cancelled(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
     const char *vm = "77777777-7777-4777-8777-777777777777";
     char dir[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/%s", root, vm);
@@ -572,7 +554,7 @@ static void test_create_cancelled(void **state)
         /* The context is gone only once its work ended: what it left is final. */
         if (test_file_exists(dir))
             assert_true(test_file_exists(test_path("%s/vm.json", dir)));
-        json_decref(run_ok(h, "instance_destroy", vm_args(vm)));
+        json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND));
         assert_false(test_file_exists(dir));
     }
     task_harness_free(h);
@@ -584,7 +566,7 @@ static void test_init_removes_cut_copies(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
     task_harness_free(h);
     char part[PATH_MAX + 128];
     snprintf(part, sizeof part, "%s/images/" IMG2 ".img.part", root);
@@ -609,15 +591,15 @@ static void test_create_time(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    json_decref(run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}"));
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
     uint64_t ns[NRUNS];
     for (int i = 0; i < NRUNS; i++) {
         char vm[40];
         snprintf(vm, sizeof vm, "88888888-8888-4888-8888-%012d", i);
         uint64_t t0 = now_ns();
-        json_decref(run_ok(h, "instance_create", create_args(vm, IMG, NULL)));
+        json_decref(task_harness_run_ok(h, "instance_create", create_args(vm, IMG, NULL), BOUND));
         ns[i] = now_ns() - t0;
-        json_decref(run_ok(h, "instance_destroy", vm_args(vm)));
+        json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND));
     }
     qsort(ns, NRUNS, sizeof ns[0], compare_u64);
     printf("dc.instance_create, 10 GiB image with 1 MiB of data: median %.1f ms of %d "
