@@ -13,7 +13,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lab_harness import wait_for  # noqa: E402
 
 RECORD = 512
 WORKLOAD = sys.argv[1]
@@ -25,17 +27,6 @@ def run(*args, check=True):
     if check and p.returncode != 0:
         raise AssertionError(f"tern-workload {' '.join(args)}: exit {p.returncode}: {p.stderr}")
     return p
-
-
-def wait_for(what, pred, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def alive(pid):
