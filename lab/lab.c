@@ -4,6 +4,7 @@
  *   tern-lab up    [--datacenter FILE] [--dir DIR] [--port N] [...]
  *   tern-lab down  [--dir DIR] [--grace-ms N]
  *   tern-lab restart-agent HOSTNAME|UUID [--dir DIR]
+ *   tern-lab restart-control [--dir DIR] [--grace-ms N]
  *   tern-lab check [--datacenter FILE] [--dir DIR]
  *
  * `up` checks the description (the dc plugin's own parser: every fault with its JSON
@@ -69,6 +70,8 @@
 #define PROBE_MS           1000
 #define POLL_MS            50
 #define MIB                (1024ull * 1024ull)
+#define CONTROL_RUNNER_ID  "control"
+#define CONTROL_QUEUE      "default" /* ternd's queue when --queues is not given */
 
 typedef struct opts {
     const char *datacenter; /* a file, or NULL: the embedded default */
@@ -437,6 +440,7 @@ typedef struct lab {
     const char *token;       /* $TERN_API_TOKEN, which the ternds read too */
     char since[32];          /* when this command began, as GET /runners writes times */
     const dc_server_t *only; /* restart-agent: the one agent to wait for */
+    bool control_only;       /* restart-control: wait for the control runner alone */
 } lab_t;
 
 /* Now as ISO 8601 UTC with milliseconds, the form of the API's times, so the two
@@ -580,6 +584,10 @@ static int start_ternd(lab_t *lab, const char *name, const char *sub, const dc_s
             json_object_set_new(dc_conf, "workload_bin", json_string(o->workload_bin));
     }
     json_t *conf = json_pack("{s:{s:o}}", "plugins", "dc", dc_conf);
+    /* In the file, not on the command line, so that restart-control finds it there
+     * even when the control it replaces was killed. */
+    if (server == NULL && o->workflows != NULL)
+        json_object_set_new(conf, "workflows", json_string(o->workflows));
     char *text = json_dumps(conf, JSON_INDENT(2));
     json_decref(conf);
     int w = write_file(config, text);
@@ -606,15 +614,11 @@ static int start_ternd(lab_t *lab, const char *name, const char *sub, const dc_s
     argv[n++] = "--runner-id";
     if (server == NULL) {
         listen = xasprintf("127.0.0.1:%u", lab->port);
-        argv[n++] = "control";
+        argv[n++] = CONTROL_RUNNER_ID;
         argv[n++] = "--role";
         argv[n++] = "both";
         argv[n++] = "--listen";
         argv[n++] = listen;
-        if (o->workflows != NULL) {
-            argv[n++] = "--workflows";
-            argv[n++] = o->workflows;
-        }
     } else {
         runner_id = strdup(datacenter_server_runner_id(server, name_buf, sizeof name_buf));
         queue = strdup(datacenter_server_queue(server, name_buf, sizeof name_buf));
@@ -637,9 +641,34 @@ Done:
     return rc;
 }
 
-/* true when GET /runners shows every agent (or only `only`) alive on its queue, and
- * seen since this command started it (a runner killed a moment ago keeps a live
- * lease under the same id for a while); else names one that is not in *missing. */
+/* true when the runners of GET /runners (`list`) hold `id`, alive on `queue` and seen
+ * since `since` (a runner killed a moment ago keeps a live lease under the same id for
+ * a while, so only a heartbeat of the process started since counts). */
+static bool runner_serves(const json_t *list, const char *id, const char *queue, const char *since)
+{
+    size_t j;
+    const json_t *r;
+    json_array_foreach(list, j, r)
+    {
+        const char *rid = json_string_value(json_object_get(r, "id"));
+        const char *seen = json_string_value(json_object_get(r, "last_seen_at"));
+        if (rid == NULL || strcmp(rid, id) != 0 || !json_is_true(json_object_get(r, "alive")) ||
+            seen == NULL || strcmp(seen, since) < 0)
+            continue;
+        size_t k;
+        const json_t *q;
+        json_array_foreach(json_object_get(json_object_get(r, "info"), "queues"), k, q)
+        {
+            if (json_is_string(q) && strcmp(json_string_value(q), queue) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* true when GET /runners shows every agent (or only `only`) serving its queue since
+ * this command began, and, for restart-control, the control runner on its queue; else
+ * names one that is not in *missing. */
 static bool agents_ready(lab_t *lab, const dc_server_t *only, const char **missing)
 {
     static char what[300];
@@ -649,32 +678,19 @@ static bool agents_ready(lab_t *lab, const dc_server_t *only, const char **missi
     free(body);
     const json_t *list = json_is_array(doc) ? doc : json_object_get(doc, "runners");
     bool all = true;
-    for (size_t i = 0; i < lab->dc->n_servers && all; i++) {
+    if (lab->control_only) {
+        all = runner_serves(list, CONTROL_RUNNER_ID, CONTROL_QUEUE, lab->since);
+        if (!all)
+            snprintf(what, sizeof what, "%s on queue %s", CONTROL_RUNNER_ID, CONTROL_QUEUE);
+    }
+    for (size_t i = 0; i < lab->dc->n_servers && all && !lab->control_only; i++) {
         const dc_server_t *s = &lab->dc->servers[i];
         if (only != NULL && s != only)
             continue;
         char id[128], queue[128];
         datacenter_server_runner_id(s, id, sizeof id);
         datacenter_server_queue(s, queue, sizeof queue);
-        bool found = false;
-        size_t j;
-        const json_t *r;
-        json_array_foreach(list, j, r)
-        {
-            const char *rid = json_string_value(json_object_get(r, "id"));
-            const char *seen = json_string_value(json_object_get(r, "last_seen_at"));
-            if (rid == NULL || strcmp(rid, id) != 0 || !json_is_true(json_object_get(r, "alive")) ||
-                seen == NULL || strcmp(seen, lab->since) < 0)
-                continue;
-            size_t k;
-            const json_t *q;
-            json_array_foreach(json_object_get(json_object_get(r, "info"), "queues"), k, q)
-            {
-                if (json_is_string(q) && strcmp(json_string_value(q), queue) == 0)
-                    found = true;
-            }
-        }
-        if (!found) {
+        if (!runner_serves(list, id, queue, lab->since)) {
             snprintf(what, sizeof what, "%s on queue %s", id, queue);
             all = false;
         }
@@ -918,6 +934,45 @@ static int cmd_down(const opts_t *o)
     return 0;
 }
 
+/* Reads the lab's API port from DIR/lab.env and checks that its Redis answers: what a
+ * restart needs of a lab that is up. Says why not and returns -1. */
+static int lab_running(lab_t *lab, char **env)
+{
+    const opts_t *o = lab->o;
+    char *env_file = xasprintf("%s/lab.env", o->dir);
+    int rc = -1;
+    *env = read_file(env_file);
+    if (*env == NULL || sscanf(*env, "TERN_URL=http://127.0.0.1:%u", &lab->port) != 1) {
+        fprintf(stderr, "tern-lab: %s does not say where the lab's API is; is the lab up?\n",
+                env_file);
+        goto Done;
+    }
+    lab->redis_sock = xasprintf("%s/redis/redis.sock", o->dir);
+    if (!probe_redis_ping(lab->redis_sock, PROBE_MS)) {
+        fprintf(stderr, "tern-lab: the lab's Redis does not answer on %s; is the lab up?\n",
+                lab->redis_sock);
+        goto Done;
+    }
+    lab->redis_url = unix_url(lab->redis_sock);
+    rc = 0;
+Done:
+    free(env_file);
+    return rc;
+}
+
+/* The workflows directory the control ternd was started with (its ternd.json's
+ * "workflows"), or NULL. Returns a string to free. */
+static char *control_workflows(const char *dir)
+{
+    char *path = xasprintf("%s/control/ternd.json", dir);
+    json_t *conf = json_load_file(path, 0, NULL);
+    free(path);
+    const char *w = json_string_value(json_object_get(conf, "workflows"));
+    char *out = w != NULL ? strdup(w) : NULL;
+    json_decref(conf);
+    return out;
+}
+
 /* Stops a server's agent if it runs, starts it again with its configuration, and
  * waits until it serves its queue: what an operator does after an agent crashed, and
  * how tests show that instances outlive their agent. */
@@ -928,7 +983,7 @@ static int cmd_restart_agent(const opts_t *o, const char *which)
     if (lab.token != NULL && lab.token[0] == '\0')
         lab.token = NULL;
     int rc = 1;
-    char *env_file = xasprintf("%s/lab.env", o->dir), *env = NULL, *pidfile = NULL;
+    char *env = NULL, *pidfile = NULL;
     lab.dc = lab_description(o->dir);
     if (lab.dc == NULL) {
         fprintf(stderr, "tern-lab: no lab in %s (no datacenter.json)\n", o->dir);
@@ -944,19 +999,8 @@ static int cmd_restart_agent(const opts_t *o, const char *which)
                 o->dir);
         goto Done;
     }
-    env = read_file(env_file);
-    if (env == NULL || sscanf(env, "TERN_URL=http://127.0.0.1:%u", &lab.port) != 1) {
-        fprintf(stderr, "tern-lab: %s does not say where the lab's API is; is the lab up?\n",
-                env_file);
+    if (lab_running(&lab, &env) != 0)
         goto Done;
-    }
-    lab.redis_sock = xasprintf("%s/redis/redis.sock", o->dir);
-    if (!probe_redis_ping(lab.redis_sock, PROBE_MS)) {
-        fprintf(stderr, "tern-lab: the lab's Redis does not answer on %s; is the lab up?\n",
-                lab.redis_sock);
-        goto Done;
-    }
-    lab.redis_url = unix_url(lab.redis_sock);
     char name[128], sub[160];
     datacenter_server_runner_id(server, name, sizeof name);
     snprintf(sub, sizeof sub, "agents/%s", server->hostname);
@@ -977,9 +1021,51 @@ Done:
     datacenter_free(lab.dc);
     free(lab.redis_sock);
     free(lab.redis_url);
-    free(env_file);
     free(env);
     free(pidfile);
+    return rc;
+}
+
+/* Stops the control ternd if it runs and starts it again as `up` did, on the same
+ * port (lab.env stays true: clients keep working), then waits until the API answers
+ * and the control runner serves its queue: what an operator does after the control
+ * plane crashed, and how tests show that jobs outlive it. */
+static int cmd_restart_control(const opts_t *given)
+{
+    opts_t o = *given;
+    lab_t lab = {.o = &o, .token = getenv("TERN_API_TOKEN"), .control_only = true};
+    iso_now(lab.since, sizeof lab.since);
+    if (lab.token != NULL && lab.token[0] == '\0')
+        lab.token = NULL;
+    int rc = 1;
+    char *env = NULL, *pidfile = NULL, *workflows = NULL;
+    lab.dc = lab_description(o.dir);
+    if (lab.dc == NULL) {
+        fprintf(stderr, "tern-lab: no lab in %s (no datacenter.json)\n", o.dir);
+        goto Done;
+    }
+    if (lab_running(&lab, &env) != 0)
+        goto Done;
+    o.workflows = workflows = control_workflows(o.dir);
+    pidfile = xasprintf("%s/run/control.pid", o.dir);
+    proc_entry_t old = {
+        .name = "control", .pidfile = pidfile, .comm = "ternd", .pid = dc_pidfile_read(pidfile)};
+    if (procs_stop(&old, 1, o.grace_ms) != 0)
+        goto Done;
+    if (start_ternd(&lab, "control", "control", NULL) != 0 || wait_ready(&lab) != 0)
+        goto Done;
+    printf("control serves the API on 127.0.0.1:%u and queue %s again\n", lab.port, CONTROL_QUEUE);
+    rc = 0;
+Done:
+    if (rc != 0 && lab.started.n > 0)
+        procs_stop(lab.started.v, lab.started.n, o.grace_ms);
+    entries_dispose(&lab.started);
+    datacenter_free(lab.dc);
+    free(lab.redis_sock);
+    free(lab.redis_url);
+    free(env);
+    free(pidfile);
+    free(workflows);
     return rc;
 }
 
@@ -1008,6 +1094,7 @@ static void usage(FILE *f)
           "                   [--redis-server PATH]\n"
           "       tern-lab down [--dir DIR] [--grace-ms N]\n"
           "       tern-lab restart-agent HOSTNAME|UUID [--dir DIR] [--grace-ms N]\n"
+          "       tern-lab restart-control [--dir DIR] [--grace-ms N]\n"
           "       tern-lab check [--datacenter FILE] [--dir DIR]\n"
           "\n"
           "  --datacenter FILE  the datacenter description (default: the embedded one,\n"
@@ -1015,7 +1102,7 @@ static void usage(FILE *f)
           "  --dir DIR          the lab directory (default ./" DEFAULT_DIR ")\n"
           "  --port N           the API's port on 127.0.0.1 (default: a free one)\n"
           "  --workflows DIR    workflows the control ternd loads at start\n"
-          "  --timeout-ms N     up: everything ready within (default 30000)\n"
+          "  --timeout-ms N     up and restarts: everything ready within (default 30000)\n"
           "  --grace-ms N       SIGTERM to SIGKILL (default 15000)\n"
           "  --ternd PATH, --plugin-dir DIR   default: the build's or the installed ones\n"
           "  --redis-server PATH              default: redis-server in PATH\n",
@@ -1033,7 +1120,7 @@ static bool parse_uint(const char *s, unsigned max, unsigned *out)
     return true;
 }
 
-/* Takes DIR/lab.lock for the length of an up, down or restart-agent, so two of them
+/* Takes DIR/lab.lock for the length of an up, down or restart, so two of them
  * never start or stop one lab's processes at once (two Redis on one append-only
  * file). `create` makes DIR first (up). Returns the descriptor (close-on-exec, so no
  * started process holds it), -1 when there is no lab directory to lock, or -2 after
@@ -1106,8 +1193,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "up") != 0 && strcmp(cmd, "down") != 0 && strcmp(cmd, "check") != 0 &&
-        strcmp(cmd, "restart-agent") != 0) {
-        fprintf(stderr, "tern-lab: unknown command \"%s\" (up, down, restart-agent or check)\n",
+        strcmp(cmd, "restart-agent") != 0 && strcmp(cmd, "restart-control") != 0) {
+        fprintf(stderr,
+                "tern-lab: unknown command \"%s\" (up, down, restart-agent, restart-control or "
+                "check)\n",
                 cmd);
         return 2;
     }
@@ -1181,7 +1270,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "tern-lab: ternd %s: %s (pass --ternd)\n", o.ternd, strerror(errno));
             rc = 1;
         } else {
-            rc = agent != NULL ? cmd_restart_agent(&o, agent) : cmd_up(&o);
+            rc = agent != NULL                         ? cmd_restart_agent(&o, agent)
+                 : strcmp(cmd, "restart-control") == 0 ? cmd_restart_control(&o)
+                                                       : cmd_up(&o);
         }
     }
     if (lock >= 0)

@@ -5,9 +5,10 @@ through the workflows disk-add, disk-resize, disk-delete, vm-snapshot-create,
 vm-snapshot-delete and vm-disk-usage: grows (while running too) that keep every byte,
 the shrink guard, the space rule with snapshots measured fresh, "remaining", sticky
 PCI slots, add/delete only while stopped, two concurrent grows of which exactly one
-fits, an agent killed -9 mid-resize, the scenario "resize while running, then shrink
-guard", and every kind of bad input. test_N_* is acceptance test N of the flexible disk
-rules (docs/DISKS.md); test_disks.py has the others.
+fits, an agent killed -9 mid-resize, the control ternd killed -9 (and restarted with
+`tools/lab restart-control`) at each point of a resize, the scenario "resize while
+running, then shrink guard", and every kind of bad input. test_N_* is acceptance test
+N of the flexible disk rules (docs/DISKS.md); test_disks.py has the others.
 
 Every test checks the records AND the data plane (disk_lab.check_vm): each disk's file
 is disk<N>.img for PCI slot 0:4:N with an apparent size of exactly size * 2^20;
@@ -21,7 +22,7 @@ pwrite stand in for a guest's writes, so snapshot sizes are checked to the MiB.
 Usage: test_disk_ops.py SOURCE_ROOT BUILD_ROOT [TEST...]; TERN_TEST_KEEP_LAB=1 leaves a
 failed run's lab up to look into. Every wait is bounded and polls what it waits for;
 the lab's processes are stopped by pid (tools/lab down); the one agent this test kills
-(and the one it pauses) is checked to be that agent first.
+(and the one it pauses), and the control ternd, are checked to be what they are first.
 """
 import json
 import math
@@ -29,6 +30,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid as uuidlib
 
 import disk_lab
@@ -477,6 +479,176 @@ def test_27_agent_killed_mid_resize():
     delete(vm_uuid)
 
 
+# ---- the control plane killed ------------------------------------------------------
+
+def control_of():
+    """The pid of the lab's control ternd, checked to be it (ternd, runner id control,
+    serving the API) before anyone signals it."""
+    pid = lab.pid("control")
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = [a.decode() for a in f.read().split(b"\0") if a]
+    assert os.path.basename(argv[0]) == "ternd" and "control" in argv and \
+        "--listen" in argv, argv
+    return pid
+
+
+def job_in_redis(job_uuid):
+    """The job's cursor and where it waits, read from Redis (the API is the control's,
+    and may be down): {idx, phase, step_queue, execution, fence}."""
+    fields = ("idx", "phase", "step_queue", "execution", "fence", "queue_timeout")
+    got = lab.redis("HMGET", "tern:job:" + job_uuid, *fields)
+    assert len(got) == len(fields), got
+    return dict(zip(fields, got))
+
+
+def redis_list(key):
+    return [x for x in lab.redis("LRANGE", key, "0", "-1") if x]
+
+
+def kill_control(pid):
+    os.kill(pid, signal.SIGKILL)
+    wait_for("the control ternd to die", lambda: dead(pid), timeout=10)
+
+
+def step_timeout(workflow, step):
+    """A chain step's timeout (s) as the workflow file says."""
+    with open(os.path.join(SOURCE, "workflows", workflow + ".json")) as f:
+        return next(x["timeout"] for x in json.load(f)["chain"] if x["name"] == step)
+
+
+def test_control_killed_mid_resize():
+    """The control ternd, which admits a resize, grants its hold, runs its Redis steps
+    (reserve, commit) and serves the API, killed -9 while the job is between or in those
+    steps, then brought back by `tools/lab restart-control`: the job finishes,
+    succeeded, and the file's apparent size, vm.json and the record agree at the new
+    size, with free_space and the server's counters right. Each point is reached
+    deterministically, the agent paused (SIGSTOP) while the job waits for it, or the
+    control dead while the job waits for the control:
+    * admitted: killed as soon as the job is created (the control takes the job first,
+      to grant its hold, then sends it to the agent's queue): when the kill lands first,
+      the job is on the dead control's list, and the control is left dead until its
+      lease runs out and an agent's heartbeat puts the job back in the queue default;
+      else the job goes on to wait at reserve, as below;
+    * reserve: killed once the job waits on the paused agent's queue for its measure;
+      the agent then measures and the job waits at reserve with nobody to run it;
+    * commit: as at reserve, then restarted with the agent paused, so the reserve runs
+      and the job waits at apply; killed again there; the agent applies (the file
+      grows, vm.json says so) and the job waits at commit, the record still at the old
+      size with the change pending;
+    * claimed: as at reserve, but the control paused (SIGSTOP) instead, so its pending
+      claim most likely moves the job onto its own list; then killed: the restarted
+      control (the same runner id) adopts it;
+    * expired: as claimed, the control left dead until its lease runs out and an
+      agent's heartbeat puts the job back in the queue default;
+    * outage: as at commit, the control left dead past the commit step's timeout: the
+      job waits at commit, queued, until the control is back."""
+    vm_uuid = provision(package=ONE, server=CN2)
+    boot = disk(check_vm(vm_uuid), "0:4:0")["path"]
+    head = content_digest(boot, 10240)
+    flexible = disk_lab.PACKAGES[ONE]["disk_mib"]
+    queue = "server:" + CN2
+    for size, when in ((20480, "admitted"), (30720, "reserve"), (40960, "commit"),
+                       (51200, "claimed"), (61440, "expired"), (71680, "outage")):
+        old = os.stat(boot).st_size // MIB
+        agent, control = agent_of("cn2"), control_of()
+        paused = when in ("claimed", "expired")
+        os.kill(agent, signal.SIGSTOP)
+        try:
+            status, job = disk_job("disk-resize", vm_uuid, pci_slot="0:4:0", size=size)
+            assert status in (200, 201), (status, job)
+            if when != "admitted":
+                wait_for("the job on the agent's queue",
+                         lambda: job_in_redis(job["uuid"])["step_queue"] == queue,
+                         timeout=30, every=0.01)
+            os.kill(control, signal.SIGSTOP if paused else signal.SIGKILL)
+            if not paused:
+                wait_for("the control ternd to die", lambda: dead(control), timeout=10)
+            frozen = job_in_redis(job["uuid"])
+        finally:
+            os.kill(agent, signal.SIGCONT)
+        if when == "admitted" and frozen["step_queue"] == queue:
+            # The control sent the job on before the kill landed: the job goes on to
+            # wait at reserve, as below.
+            print(f"  the control sent the job to the agent before it died: {frozen}")
+        if frozen["step_queue"] == queue:
+            # The agent measures; the job then waits at reserve (cursor 1), which only
+            # the control runs.
+            wait_for("the job at reserve", lambda: job_in_redis(job["uuid"])["idx"] == "1",
+                     timeout=30, every=0.01)
+        held = job["uuid"] in redis_list("tern:r:control:jobs")
+        if paused:
+            kill_control(control)
+        at = job_in_redis(job["uuid"])
+        assert at["execution"] in ("queued", "running"), at
+        assert at["idx"] == ("1" if frozen["step_queue"] == queue else ""), (frozen, at)
+        if held and when in ("admitted", "expired"):
+            # The dead control's lease runs out and an agent's heartbeat puts its job
+            # back in the queue default, at the step it was at, where it waits (a job
+            # the control had started gets a new fence and counts as re-queued; one its
+            # claim had only moved onto its list goes back as it was).
+            wait_for("the dead control's job re-queued",
+                     lambda: job["uuid"] in redis_list("tern:q:default"),
+                     timeout=60, every=0.1)
+            assert redis_list("tern:r:control:jobs") == []
+            now = job_in_redis(job["uuid"])
+            assert now["idx"] == at["idx"], (at, now)
+            assert now["fence"] == at["fence"] or at["execution"] == "running", (at, now)
+        assert os.stat(boot).st_size == old * MIB
+        if when in ("commit", "outage"):
+            agent = agent_of("cn2")
+            os.kill(agent, signal.SIGSTOP)
+            try:
+                lab.run("restart-control", "--dir", lab.dir)
+                control = control_of()
+                # The reserve ran (the change is on the record); apply waits for the
+                # paused agent.
+                wait_for("the job at apply", lambda: job_in_redis(job["uuid"])["idx"] == "2",
+                         timeout=30, every=0.01)
+                change = lab.vm_of(vm_uuid)["disk_change"]
+                assert change["job_uuid"] == job["uuid"] and change["new_size"] == size, change
+                kill_control(control)
+            finally:
+                os.kill(agent, signal.SIGCONT)
+            wait_for("the job at commit", lambda: job_in_redis(job["uuid"])["idx"] == "3",
+                     timeout=30, every=0.01)
+            assert os.stat(boot).st_size == size * MIB
+            # (The API is the control's: the files and the record are read directly.)
+            with open(os.path.join(os.path.dirname(os.path.dirname(boot)), "vm.json")) as f:
+                assert json.load(f)["disks"][0]["size"] == size
+            record = json.loads("\n".join(lab.redis("GET", "tern:p:dc:vm:" + vm_uuid)))
+            assert disk(record, "0:4:0")["size"] == old, record["disks"]
+            assert record["disk_change"]["job_uuid"] == job["uuid"], record
+        if when == "outage":
+            # Down longer than the commit step's timeout and the dead control's lease:
+            # the job waits at commit in the queue default (the workflow's own queue,
+            # which bounds a wait only by the workflow's timeout), untouched: no runner
+            # there takes it or fails it.
+            bound = time.monotonic() + step_timeout("disk-resize", "commit") + 4
+            while time.monotonic() < bound:
+                at = job_in_redis(job["uuid"])
+                assert (at["execution"], at["idx"], at["queue_timeout"]) == \
+                    ("queued", "3", ""), at
+                assert job["uuid"] in redis_list("tern:q:default")
+                time.sleep(0.5)
+        p = lab.run("restart-control", "--dir", lab.dir)
+        assert "control: not running (stale pid file" in p.stdout, p.stdout
+        assert control_of() != control
+        end = lab.wait_job(job["uuid"], timeout=120)
+        print(f"  control killed at {when}{' (the job on its list)' if held else ''}: the "
+              f"job {end['execution']}, re-queued {end.get('retried', 0)} times")
+        assert end["execution"] == "succeeded", end
+        commit = step_result(end, "commit")
+        assert (commit["before"], commit["after"]) == (old, size), commit
+        vm = check_vm(vm_uuid)
+        assert disk(vm, "0:4:0")["size"] == size, vm["disks"]
+        assert os.stat(boot).st_size == size * MIB
+        assert vm["free_space"] == flexible - size == commit["free_space"], (vm, commit)
+        assert content_digest(boot, size) == head
+        assert not data_from(boot, 10240 * MIB)
+        lab.check_inventory()
+    delete(vm_uuid)
+
+
 # ---- the scenario: resize while running, then the shrink guard ----------------------
 
 def test_x3_resize_while_running():
@@ -660,6 +832,7 @@ def main():
              test_16_space_with_snapshots, test_17_writes_raise_snapshot_size,
              test_18_add_remaining, test_19_running, test_20_delete, test_21_sticky_slots,
              test_22_concurrent_grows, test_27_agent_killed_mid_resize,
+             test_control_killed_mid_resize,
              test_x3_resize_while_running, test_bad_disk_params,
              test_snapshots_and_busy_instances]
     run_tests(lab, tests, only=sys.argv[3:])

@@ -5,7 +5,9 @@ server's queue runs on that server's agent (dc.agent_info answers with its serve
 and data root), the data roots and the sparse images exist; a second `up` on a
 running lab is refused, a stale pid file is cleared, and `down` leaves no process of
 the lab alive, an instance workload and an agent killed -9 included. An agent killed
--9 leaves its server's instance running and comes back with `restart-agent`. A description
+-9 leaves its server's instance running and comes back with `restart-agent`; the
+control ternd, restarted running or after a kill -9, comes back with `restart-control`
+on the same port and runs jobs. A description
 with faults is refused at `up` with each fault's JSON path, before anything starts.
 
 Usage: test_lab.py SOURCE_ROOT BUILD_ROOT. Every wait is bounded and polls what it
@@ -170,6 +172,10 @@ def test_up_down(top):
         assert os.path.isdir(os.path.join(lab_dir, s["data_root"])), s["data_root"]
     check_images(dc, lab_dir)
     check_agent_jobs(url, dc, lab_dir)
+    status, body = http(url + "/workflows", "POST", {
+        "name": "control-log", "version": "1.0.0",
+        "chain": [{"name": "log", "task": "core.log", "args": {"msg": "on the control"}}]})
+    assert status == 201, (status, body)
 
     # A second `up` on a running lab is refused, and changes nothing.
     p = lab("up", "--dir", lab_dir, check=False)
@@ -211,6 +217,38 @@ def test_up_down(top):
     pids = pids_of(os.path.join(lab_dir, "run"))
     p = lab("restart-agent", "cn9", "--dir", lab_dir, check=False)
     assert p.returncode == 1 and 'no server "cn9"' in p.stderr, p.stderr
+
+    # The control ternd restarted while it runs, then after a kill -9: each time a new
+    # process on the same port (lab.env stays true), serving the API and the queue
+    # "default" again; the agents are left as they were.
+    with open(os.path.join(lab_dir, "lab.env")) as f:
+        env = f.read()
+    for how in ("running", "killed"):
+        old = pids["control"]
+        if how == "killed":
+            os.kill(old, signal.SIGKILL)
+            wait_for(f"pid {old} to die", lambda: not alive(old))
+        p = lab("restart-control", "--dir", lab_dir)
+        said = "control: not running (stale pid file" if how == "killed" else \
+            f"control: stopped (pid {old})"
+        assert said in p.stdout, p.stdout
+        assert f"control serves the API on 127.0.0.1:{port} and queue default again" \
+            in p.stdout, p.stdout
+        now = pids_of(os.path.join(lab_dir, "run"))
+        assert now["control"] != old and alive(now["control"]) and not alive(old), (old, now)
+        assert {k: v for k, v in now.items() if k != "control"} == \
+            {k: v for k, v in pids.items() if k != "control"}, (pids, now)
+        pids = now
+        with open(os.path.join(lab_dir, "lab.env")) as f:
+            assert f.read() == env
+        check_agents(url, dc)
+        status, job = http(url + "/jobs", "POST", {
+            "workflow": "control-log", "target": "after-control-" + how})
+        assert status == 201, job
+        wait_for("a job on the restarted control", lambda: http(url + "/jobs/" + job["uuid"])[1]
+                 ["execution"] == "succeeded")
+    p = lab("restart-control", "--dir", os.path.join(top, "nowhere"), check=False)
+    assert p.returncode == 1 and "no lab in" in p.stderr, p.stderr
 
     # Another agent dies for good: down finds its pid file stale and stops the rest.
     dead = pids["agent-" + dc["servers"][1]["hostname"]]
