@@ -21,8 +21,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lab_harness import wait_for  # noqa: E402
 
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
 LAB = os.path.join(SOURCE, "tools", "lab")
@@ -54,17 +56,6 @@ def alive(pid):
     except FileNotFoundError:
         return False
     return stat[stat.rindex(")") + 2] not in "ZXx"
-
-
-def wait_for(what, pred, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def http(url, method="GET", body=None):
