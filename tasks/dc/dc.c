@@ -52,17 +52,10 @@
 
 /* Retrying does not help these: the arguments, the configuration or the data root
  * must change first. */
-const char *const dc_fatal_codes[] = {"InvalidArgument",
-                                      "NotAnAgent",
-                                      "NoWorkloadBin",
-                                      "ResourceNotFound",
-                                      "PathOutsideDataRoot",
-                                      "InstanceNotFound",
-                                      "ImageFileMissing",
-                                      "InstanceConflict",
-                                      "DiskFileInvalid",
-                                      "DiskFileMissing",
-                                      NULL};
+const char *const dc_fatal_codes[] = {"InvalidArgument",  "NotAnAgent",          "NoWorkloadBin",
+                                      "ResourceNotFound", "PathOutsideDataRoot", "InstanceNotFound",
+                                      "ImageFileMissing", "InstanceConflict",    "DiskFileInvalid",
+                                      "DiskFileMissing",  "ServerDiskFull",      NULL};
 
 /* ---- configuration ------------------------------------------------------------------- */
 

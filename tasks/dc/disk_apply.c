@@ -28,10 +28,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dc_fail.h"
 #include "dc_state.h"
 #include "disk_file.h"
 #include "disk_job.h"
 #include "snapshot_space.h"
+#include "sparse.h"
 
 static int refuse(disk_job_t *j, char *err, size_t errlen, const char *why)
 {
@@ -186,8 +188,34 @@ static int snapshot_create(disk_job_t *j, vm_disks_t *v, const atomic_bool *stop
         snprintf(err, errlen, "cannot make %s: %s", part, strerror(errno));
         return -errno;
     }
+    /* The copies write every disk's data (a reflink may write none, but that is only
+     * known by trying): refused at once when the server's file system cannot hold it. */
+    uint64_t need = 0;
     size_t i;
     const json_t *d;
+    json_array_foreach(json_object_get(v->vm, "disks"), i, d)
+    {
+        char src[PATH_MAX];
+        uint64_t data = 0;
+        vm_disks_file(v, vm_disks_slot_function(json_string_value(json_object_get(d, "pci_slot"))),
+                      src);
+        rc = dc_sparse_data_bytes(src, &data);
+        if (rc != 0) {
+            dc_fail(err, errlen, rc, "%s: cannot measure its data: %s", src, strerror(-rc));
+            break;
+        }
+        need += data;
+    }
+    if (rc == 0)
+        rc = dc_disk_space_check(part, need, err, errlen);
+    if (rc == -ENOSPC)
+        j->code = "ServerDiskFull";
+    if (rc != 0) {
+        char ignored[256];
+        if (vm_disks_remove_snapshot_dir(v, part, ignored, sizeof ignored) != 0)
+            strncat(err, "; and the partial copy could not be removed", errlen - strlen(err) - 1);
+        return rc;
+    }
     json_array_foreach(json_object_get(v->vm, "disks"), i, d)
     {
         int f = vm_disks_slot_function(json_string_value(json_object_get(d, "pci_slot")));

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static int size_ok(const char *path, uint64_t size_mib, char *err, size_t errlen)
@@ -113,5 +114,18 @@ int dc_disk_file_size(const char *path, uint64_t *size_mib, char *err, size_t er
         return dc_fail(err, errlen, -EINVAL, "%s: its size %lld bytes is not a whole number of MiB",
                        path, (long long)st.st_size);
     *size_mib = (uint64_t)st.st_size / DC_MIB;
+    return 0;
+}
+
+int dc_disk_space_check(const char *dir, uint64_t bytes, char *err, size_t errlen)
+{
+    struct statvfs fs;
+    if (statvfs(dir, &fs) != 0)
+        return dc_fail(err, errlen, -errno, "%s: statvfs: %s", dir, strerror(errno));
+    uint64_t free_bytes = (uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize;
+    if (bytes > free_bytes)
+        return dc_fail(err, errlen, -ENOSPC,
+                       "%s: the copy needs %llu bytes and its file system has %llu free", dir,
+                       (unsigned long long)bytes, (unsigned long long)free_bytes);
     return 0;
 }

@@ -35,6 +35,13 @@ int dc_disk_file_resize(const char *path, uint64_t size_mib, char *err, size_t e
  * file and its size in bytes): such a file is not a disk any record could describe. */
 int dc_disk_file_size(const char *path, uint64_t *size_mib, char *err, size_t errlen);
 
+/* Whether the file system holding `dir` has `bytes` free for an unprivileged writer
+ * (statvfs: f_bavail x f_frsize): 0, or -ENOSPC with a message naming the directory,
+ * the bytes needed and the bytes free. Checked before a write whose size is known
+ * (a snapshot's copies), so a copy that cannot fit is refused before it starts rather
+ * than failing with ENOSPC midway. */
+int dc_disk_space_check(const char *dir, uint64_t bytes, char *err, size_t errlen);
+
 /* Syncs the directory that holds path (after a rename or an unlink in it). */
 int dc_disk_dir_sync(const char *path, char *err, size_t errlen);
 

@@ -315,6 +315,20 @@ static void test_snapshot_size_rounds_up(void **state)
     assert_int_equal(dc_snapshot_size_mib(5000 * MIB), 5000);
 }
 
+/* A copy of known size is refused before it starts when the file system cannot hold it,
+ * naming the directory and both numbers; one that fits passes. */
+static void test_space_check(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    assert_int_equal(dc_disk_space_check(dir, 4096, err, sizeof err), 0);
+    assert_int_equal(dc_disk_space_check(dir, UINT64_MAX / 2, err, sizeof err), -ENOSPC);
+    assert_non_null(strstr(err, dir));
+    assert_non_null(strstr(err, "needs 9223372036854775807 bytes"));
+    assert_non_null(strstr(err, "free"));
+    assert_int_equal(dc_disk_space_check(path_in("no-such-dir"), 1, err, sizeof err), -ENOENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_bytes_follow_overwrites),
         cmocka_unit_test(test_snapshot_bytes_after_shrink),
         cmocka_unit_test(test_snapshot_size_rounds_up),
+        cmocka_unit_test(test_space_check),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
