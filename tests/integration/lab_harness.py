@@ -16,6 +16,7 @@ Every wait is bounded and polls what it waits for; every process is stopped by i
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,39 @@ def wait_for(what, pred, timeout=30.0, every=0.05):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(every)
+
+
+def free_port():
+    """A loopback port free when asked."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pid_alive(pid):
+    """true while /proc shows pid as a process that has not exited (not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZXx"
+
+
+def http_request(url, method="GET", body=None, headers=False, timeout=30):
+    """(status, decoded body[, headers]) of one request; an HTTP error is an answer,
+    not a raise."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            out = (r.status, json.loads(r.read() or b"null"))
+            return out + (r.headers,) if headers else out
+    except urllib.error.HTTPError as e:
+        out = (e.code, json.loads(e.read() or b"null"))
+        return out + (e.headers,) if headers else out
 
 
 def workload_pids(vm_dir):
@@ -134,17 +168,7 @@ class Lab:
 
     def http(self, path, method="GET", body=None, headers=False):
         """(status, decoded body[, headers]); an HTTP error is an answer, not a raise."""
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                out = (r.status, json.loads(r.read() or b"null"))
-                return out + (r.headers,) if headers else out
-        except urllib.error.HTTPError as e:
-            out = (e.code, json.loads(e.read() or b"null"))
-            return out + (e.headers,) if headers else out
+        return http_request(self.url + path, method, body, headers)
 
     def list_all(self, path):
         """Every row of a paged list, following x-tern-next-marker."""

@@ -17,26 +17,20 @@ import fcntl
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab_harness import wait_for  # noqa: E402
+from lab_harness import free_port, wait_for  # noqa: E402
+from lab_harness import http_request as http  # noqa: E402
+from lab_harness import pid_alive as alive  # noqa: E402
 
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
 LAB = os.path.join(SOURCE, "tools", "lab")
 WORKLOAD = os.path.join(BUILD, "lab", "tern-workload")
 MIB = 1024 * 1024
 seen_pids = set()  # every pid of a lab process this test saw, killed at the end if alive
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def lab(*args, check=True):
@@ -47,27 +41,6 @@ def lab(*args, check=True):
         raise AssertionError(f"tools/lab {' '.join(args)}: exit {p.returncode}\n"
                              f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] not in "ZXx"
-
-
-def http(url, method="GET", body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
 
 
 def pids_of(run_dir):
