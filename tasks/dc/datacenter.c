@@ -541,14 +541,57 @@ static void read_server(reader_t *r, const json_t *e, const char *path, dc_serve
     s->data_root = resolved;
 }
 
+/* "owner_uuids": the owners a network is for (NAPI's owner_uuids); absent or empty,
+ * any owner. A fabric network belongs to its owners: only they put volumes on it. */
+static void read_network_owners(reader_t *r, const json_t *e, const char *path, dc_network_t *n)
+{
+    char p[PATH_TEXT];
+    const json_t *v = json_object_get(e, "owner_uuids");
+    field_path(p, sizeof p, path, "owner_uuids");
+    if (v == NULL)
+        return;
+    if (!json_is_array(v)) {
+        dc_faults_add(r->faults, p, "expected an array of owner uuids, got %s", kind(v));
+        return;
+    }
+    if (json_array_size(v) == 0)
+        return;
+    n->owner_uuids = calloc(json_array_size(v) + 1, sizeof *n->owner_uuids);
+    if (n->owner_uuids == NULL) {
+        dc_faults_add(r->faults, p, "out of memory");
+        return;
+    }
+    size_t i;
+    const json_t *u;
+    json_array_foreach(v, i, u)
+    {
+        const char *s = json_string_value(u);
+        if (s == NULL || !is_uuid(s)) {
+            char q[PATH_TEXT + 24];
+            snprintf(q, sizeof q, "%s[%zu]", p, i);
+            dc_faults_add(r->faults, q, "expected a lowercase uuid, got %s",
+                          s != NULL ? s : kind(u));
+            continue;
+        }
+        char *copy = strdup(s);
+        if (copy == NULL) {
+            dc_faults_add(r->faults, p, "out of memory");
+            return;
+        }
+        n->owner_uuids[n->n_owner_uuids++] = copy;
+    }
+}
+
 static void read_network(reader_t *r, const json_t *e, const char *path, dc_network_t *n)
 {
     static const char *const known[] = {
         "uuid",    "name", "subnet", "gateway", "provision_start_ip", "provision_end_ip",
-        "vlan_id", "mtu",  NULL};
+        "vlan_id", "mtu",  "fabric", "owner_uuids", NULL};
     check_known(r, e, path, known);
     get_uuid(r, e, path, n->uuid);
     n->name = get_name(r, e, path, "name", 0);
+    get_bool(r, e, path, "fabric", false, &n->fabric);
+    read_network_owners(r, e, path, n);
     int subnet_ok = get_subnet(r, e, path, n) == 0;
     int gw_ok = get_ipv4(r, e, path, "gateway", &n->gateway, &n->gateway_text) == 0;
     int start_ok = get_ipv4(r, e, path, "provision_start_ip", &n->start_ip, &n->start_text) == 0;
@@ -872,6 +915,47 @@ static void check_image_versions(reader_t *r, const datacenter_t *dc)
 
 /* ---- the document ------------------------------------------------------------------ */
 
+/* An optional integer setting in [min, max], or its default. */
+static void get_setting(reader_t *r, const json_t *settings, const char *name, uint64_t min,
+                        uint64_t max, uint64_t dflt, uint64_t *out)
+{
+    *out = dflt;
+    if (json_object_get(settings, name) != NULL)
+        get_uint(r, settings, "settings", name, min, max, out);
+}
+
+/* The settings the datacenter's plugin and lab read (datacenter.h), each checked, an
+ * unknown one refused: a misspelt setting would otherwise be silently its default. */
+static void read_settings(reader_t *r, const json_t *settings, dc_settings_t *set)
+{
+    static const char *const known[] = {
+        "share_health_ms",    "share_watch_every_s",   "net_reconcile_every_s",
+        "net_reconcile_start_delay_s", "reservation_max_age_s", "max_snapshots_per_volume",
+        NULL};
+    check_known(r, settings, "settings", known);
+    get_setting(r, settings, "share_health_ms", 50, 600000, 5000, &set->share_health_ms);
+    get_setting(r, settings, "share_watch_every_s", 1, 3600, 5, &set->share_watch_every_s);
+    get_setting(r, settings, "net_reconcile_every_s", 1, 86400, 300, &set->net_reconcile_every_s);
+    get_setting(r, settings, "reservation_max_age_s", 1, 86400, 900, &set->reservation_max_age_s);
+    get_setting(r, settings, "max_snapshots_per_volume", 1, 1024, 16,
+                &set->max_snapshots_per_volume);
+    set->net_reconcile_delay_min_s = 120;
+    set->net_reconcile_delay_max_s = 600;
+    const json_t *d = json_object_get(settings, "net_reconcile_start_delay_s");
+    if (d == NULL)
+        return;
+    json_int_t lo = json_integer_value(json_array_get(d, 0));
+    json_int_t hi = json_integer_value(json_array_get(d, 1));
+    if (!json_is_array(d) || json_array_size(d) != 2 || !json_is_integer(json_array_get(d, 0)) ||
+        !json_is_integer(json_array_get(d, 1)) || lo < 0 || hi > 86400 || lo > hi) {
+        dc_faults_add(r->faults, "settings.net_reconcile_start_delay_s",
+                      "expected [min, max]: two integers of seconds, 0 <= min <= max <= 86400");
+        return;
+    }
+    set->net_reconcile_delay_min_s = (uint64_t)lo;
+    set->net_reconcile_delay_max_s = (uint64_t)hi;
+}
+
 int datacenter_parse(const json_t *doc, const char *lab_dir, datacenter_t **out,
                      dc_faults_t *faults)
 {
@@ -962,6 +1046,7 @@ int datacenter_parse(const json_t *doc, const char *lab_dir, datacenter_t **out,
     if (settings != NULL && !json_is_object(settings))
         dc_faults_add(faults, "settings", "expected an object, got %s", kind(settings));
     dc->settings = json_is_object(settings) ? json_deep_copy(settings) : json_object();
+    read_settings(&r, dc->settings, &dc->set);
 
     if (faults->n > before) {
         datacenter_free(dc);
@@ -1009,6 +1094,9 @@ void datacenter_free(datacenter_t *dc)
         free(n->gateway_text);
         free(n->start_text);
         free(n->end_text);
+        for (size_t j = 0; j < n->n_owner_uuids; j++)
+            free(n->owner_uuids[j]);
+        free(n->owner_uuids);
     }
     for (size_t i = 0; i < dc->n_packages; i++) {
         free(dc->packages[i].name);

@@ -78,6 +78,9 @@ typedef struct dc_network {
     char *gateway_text, *start_text, *end_text;
     unsigned vlan_id;
     unsigned mtu;
+    bool fabric;          /* a fabric (overlay) network: volumes live only on these */
+    char **owner_uuids;   /* the owners who may use it, NULL-terminated; NULL: any owner */
+    size_t n_owner_uuids;
 } dc_network_t;
 
 #define DC_DISKS_MAX 8 /* disks of a VM: PCI functions 0:4:0 .. 0:4:7 */
@@ -112,6 +115,18 @@ typedef struct dc_image {
     char *os;          /* or NULL */
 } dc_image_t;
 
+/* The description's "settings", each optional, with its default (docs/LAB.md
+ * "Settings"). */
+typedef struct dc_settings {
+    uint64_t share_health_ms;          /* a share process checks its export this often: 5000 */
+    uint64_t share_watch_every_s;      /* the lab's share-watch schedule per server: 5 */
+    uint64_t net_reconcile_every_s;    /* the lab's net-reconcile schedule per server: 300 */
+    uint64_t net_reconcile_delay_min_s; /* an agent's first reconcile, drawn in [min, max]: */
+    uint64_t net_reconcile_delay_max_s; /* 120 and 600, as net-agent's start-up delay */
+    uint64_t reservation_max_age_s;    /* a volume reservation older than this is stale: 900 */
+    uint64_t max_snapshots_per_volume; /* 16 */
+} dc_settings_t;
+
 typedef struct datacenter {
     char *lab_dir; /* absolute, resolved */
     dc_server_t *servers;
@@ -122,7 +137,8 @@ typedef struct datacenter {
     size_t n_packages;
     dc_image_t *images;
     size_t n_images;
-    json_t *settings; /* owned object ({} when absent) */
+    json_t *settings; /* owned object ({} when absent), every member checked */
+    dc_settings_t set; /* the settings with their defaults filled in */
 } datacenter_t;
 
 /* The faults of a refused description, in document order. */

@@ -59,14 +59,18 @@ static json_t *description_json(const datacenter_t *dc)
         const dc_network_t *n = &dc->networks[i];
         char mask[INET_ADDRSTRLEN];
         uint32_t bits = n->prefix_len == 0 ? 0 : 0xffffffffu << (32 - n->prefix_len);
+        json_t *owners = json_array();
+        for (size_t j = 0; j < n->n_owner_uuids; j++)
+            json_array_append_new(owners, json_string(n->owner_uuids[j]));
         json_array_append_new(
             networks,
-            json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I}", "uuid",
-                      n->uuid, "name", n->name, "subnet", n->subnet, "netmask", ip_text(bits, mask),
-                      "gateway", n->gateway_text, "provision_start_ip", n->start_text,
-                      "provision_end_ip", n->end_text, "vlan_id", (int)n->vlan_id, "mtu",
-                      (int)n->mtu, "start_n", (json_int_t)n->start_ip, "end_n",
-                      (json_int_t)n->end_ip, "gateway_n", (json_int_t)n->gateway));
+            json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:b, s:o}",
+                      "uuid", n->uuid, "name", n->name, "subnet", n->subnet, "netmask",
+                      ip_text(bits, mask), "gateway", n->gateway_text, "provision_start_ip",
+                      n->start_text, "provision_end_ip", n->end_text, "vlan_id", (int)n->vlan_id,
+                      "mtu", (int)n->mtu, "start_n", (json_int_t)n->start_ip, "end_n",
+                      (json_int_t)n->end_ip, "gateway_n", (json_int_t)n->gateway, "fabric",
+                      n->fabric, "owner_uuids", owners));
     }
     for (size_t i = 0; i < dc->n_packages; i++) {
         const dc_package_t *p = &dc->packages[i];

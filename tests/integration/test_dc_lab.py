@@ -131,7 +131,10 @@ def check(url):
     assert http(url + '/servers/' + SERVERS[0])[1]['uuid'] == SERVERS[0]
     assert http(url + '/servers/00000000-0000-4000-8000-000000000000')[0] == 404
     _, nets, _ = http(url + '/networks')
-    assert {n['name'] for n in nets} == {'external', 'internal'}, nets
+    assert {n['name'] for n in nets} == {'external', 'internal', 'fabric'}, nets
+    fabric = [n for n in nets if n['fabric']]
+    assert [n['name'] for n in fabric] == ['fabric'], nets
+    assert fabric[0]['owner_uuids'] == ['00000000-0000-0000-0000-000000000000'], fabric
     packages = {p['name']: p for p in http(url + '/packages')[1]}
     assert set(packages) == {'lab-small', 'lab-large', 'lab-disks', 'lab-zone'}, packages
     assert packages['lab-disks']['disks'] == [{}, {'size': 20480}, {'size': 'remaining'}]

@@ -50,7 +50,7 @@ static const char base_doc[] =
     "  \"size_mib\": 10240, \"file\": \"images/os-1.img\", \"brand\": \"bhyve\"},"
     " {\"uuid\": \"00000000-0000-4000-8000-000000000032\", \"name\": \"os\", \"version\": \"2\","
     "  \"size_mib\": 10240, \"data_mib\": 3, \"file\": \"/srv/images/os-2.img\"}],"
-    " \"settings\": {\"x\": 1}}";
+    " \"settings\": {\"share_health_ms\": 200, \"net_reconcile_start_delay_s\": [1, 3]}}";
 
 /* ---- building variants of the base document ----------------------------------------- */
 
@@ -221,7 +221,11 @@ static void test_base_reads(void **state)
     assert_null(dc->images[1].brand);
     assert_int_equal(dc->images[1].data_mib, 3);
     assert_string_equal(dc->images[1].file, "/srv/images/os-2.img");
-    assert_int_equal(json_integer_value(json_object_get(dc->settings, "x")), 1);
+    assert_int_equal(dc->set.share_health_ms, 200);
+    assert_int_equal(dc->set.net_reconcile_delay_min_s, 1);
+    assert_int_equal(dc->set.net_reconcile_delay_max_s, 3);
+    assert_int_equal(dc->set.share_watch_every_s, 5); /* the defaults of the others */
+    assert_int_equal(dc->set.max_snapshots_per_volume, 16);
 
     assert_ptr_equal(datacenter_server_find(dc, "00000000-0000-4000-8000-000000000002"),
                      &dc->servers[1]);
@@ -246,7 +250,11 @@ static void test_example_reads(void **state)
     if (datacenter_load(path, lab_dir, &dc, &faults) != 0)
         fail_msg("%s refused:\n%s", path, dc_faults_join(&faults));
     assert_int_equal(dc->n_servers, 3);
-    assert_int_equal(dc->n_networks, 2);
+    assert_int_equal(dc->n_networks, 3);
+    /* A fabric network of the default owner, for its volumes. */
+    assert_true(dc->networks[2].fabric && !dc->networks[0].fabric);
+    assert_int_equal(dc->networks[2].n_owner_uuids, 1);
+    assert_string_equal(dc->networks[2].owner_uuids[0], "00000000-0000-0000-0000-000000000000");
     /* Three servers in two racks. */
     assert_string_equal(dc->servers[0].rack, dc->servers[1].rack);
     assert_string_not_equal(dc->servers[0].rack, dc->servers[2].rack);
@@ -282,6 +290,16 @@ static void test_wrong_types(void **state)
     expect_faults(EDITS("settings=[]", "images={}"),
                   WANT("settings: expected an object, got an array",
                        "images: expected an array, got an object"));
+    /* A volume's networks and the lab's schedules read these: a fault is named, never
+     * taken for the default. */
+    expect_faults(EDITS("networks[0].fabric=1", "networks[1].owner_uuids=[\"nope\"]",
+                        "settings.share_health_ms=0", "settings.share_watch_every=5",
+                        "settings.net_reconcile_start_delay_s=[9, 3]"),
+                  WANT("networks[0].fabric: expected a boolean, got an integer",
+                       "networks[1].owner_uuids[0]: expected a lowercase uuid, got nope",
+                       "settings.share_watch_every: unknown field",
+                       "settings.share_health_ms: expected an integer from 50 to 600000, got 0",
+                       "settings.net_reconcile_start_delay_s: expected [min, max]"));
 }
 
 static void test_missing_fields(void **state)

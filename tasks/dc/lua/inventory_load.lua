@@ -63,7 +63,8 @@ for _, n in ipairs(d.networks) do
   redis.call('HSET', k, 'uuid', n.uuid, 'name', n.name, 'subnet', n.subnet,
     'netmask', n.netmask, 'gateway', n.gateway, 'provision_start_ip', n.provision_start_ip,
     'provision_end_ip', n.provision_end_ip, 'vlan_id', n.vlan_id, 'mtu', n.mtu,
-    'start_n', n.start_n, 'end_n', n.end_n, 'gateway_n', n.gateway_n)
+    'start_n', n.start_n, 'end_n', n.end_n, 'gateway_n', n.gateway_n,
+    'fabric', n.fabric and 'true' or 'false', 'owner_uuids', enc(n.owner_uuids))
   redis.call('HSETNX', k, 'taken', 0)
   index_add('networks', n.uuid)
   -- The gateway is never handed out: a reserved record says why, when in the range.

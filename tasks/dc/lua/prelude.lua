@@ -11,7 +11,7 @@ local function enc(v)
   local s = cjson.encode(v)
   return (string.gsub(s, '"([%a_]+)":{}', function(k)
     if k == 'nics' or k == 'disks' or k == 'networks' or k == 'released_nics' or
-      k == 'snapshots' then
+      k == 'snapshots' or k == 'refs' or k == 'volumes' or k == 'owner_uuids' then
       return '"' .. k .. '":[]'
     end
   end))

@@ -47,6 +47,9 @@ end
 if #kept > 0 then vm.released_nics = kept end
 vm.nics = {}
 
+-- Neither failed nor destroyed is active: its volume references and reservations go.
+vm_volumes_release(vm)
+
 index_rem('vms:state:' .. vm.state, a.vm_uuid)
 vm.state = a.final_state
 index_add('vms:state:' .. vm.state, a.vm_uuid)

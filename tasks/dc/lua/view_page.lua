@@ -68,6 +68,8 @@ local function network_object(u)
   if n then
     n.free = redis.call('ZCARD', P .. 'network:' .. u .. ':free')
     n.start_n, n.end_n, n.gateway_n = nil, nil, nil
+    n.fabric = n.fabric == 'true'
+    n.owner_uuids = n.owner_uuids and cjson.decode(n.owner_uuids) or {}
   end
   return n
 end

@@ -1,0 +1,102 @@
+-- The records of shared volumes (RFD 26), shared by every dc script (lua_embed.py puts
+-- this file after prelude.lua): a volume, its name claim, its references and the
+-- reservations provisions hold on it (docs/VOLUMES.md "Records"). Every change to a
+-- volume goes through volume_put, so its state index and version move with it.
+
+-- The volume record, or nil.
+local function volume_get(uuid)
+  if type(uuid) ~= 'string' then return nil end
+  return get_json('volume:' .. uuid)
+end
+
+-- The uuid of the owner's volume of this name (its claim), or nil.
+local function volume_uuid_by_name(owner, name)
+  local u = redis.call('HGET', P .. 'volume_names:' .. owner, name)
+  if not u then return nil end
+  return u
+end
+
+-- Writes the volume, keeping its indexes and bumping "version" (the etag a change
+-- checks so that two writers never undo each other). `before` is the state it had
+-- when read (nil for a new volume).
+local function volume_put(v, before)
+  if before and before ~= v.state then index_rem('volumes:state:' .. before, v.uuid) end
+  index_add('volumes:state:' .. v.state, v.uuid)
+  index_add('volumes', v.uuid)
+  index_add('volumes:owner:' .. v.owner_uuid, v.uuid)
+  v.version = (tonumber(v.version) or 0) + 1
+  redis.call('SET', P .. 'volume:' .. v.uuid, enc(v))
+end
+
+-- Removes the volume's record, its name claim (when still its own) and its indexes.
+local function volume_remove(v)
+  index_rem('volumes:state:' .. v.state, v.uuid)
+  index_rem('volumes', v.uuid)
+  index_rem('volumes:owner:' .. v.owner_uuid, v.uuid)
+  if redis.call('HGET', P .. 'volume_names:' .. v.owner_uuid, v.name) == v.uuid then
+    redis.call('HDEL', P .. 'volume_names:' .. v.owner_uuid, v.name)
+  end
+  redis.call('DEL', P .. 'volume:' .. v.uuid, P .. 'volume_reservations:' .. v.uuid)
+end
+
+-- Adds vm_uuid to the volume's refs (a set: twice is once). Returns the volume.
+local function volume_refs_add(vol_uuid, vm_uuid)
+  local v = volume_get(vol_uuid)
+  if not v then return nil end
+  for _, r in ipairs(v.refs or {}) do
+    if r == vm_uuid then return v end
+  end
+  v.refs = v.refs or {}
+  v.refs[#v.refs + 1] = vm_uuid
+  volume_put(v, v.state)
+  return v
+end
+
+-- Drops vm_uuid from the volume's refs. Returns the volume (nil if none).
+local function volume_refs_drop(vol_uuid, vm_uuid)
+  local v = volume_get(vol_uuid)
+  if not v then return nil end
+  local kept, found = {}, false
+  for _, r in ipairs(v.refs or {}) do
+    if r == vm_uuid then found = true else kept[#kept + 1] = r end
+  end
+  if found then
+    v.refs = kept
+    volume_put(v, v.state)
+  end
+  return v
+end
+
+-- A reservation a provision holds on a volume while its job runs:
+-- {uuid, vm_uuid, job_uuid, owner_uuid, volume_name, volume_uuid, create_timestamp}.
+local function reservation_add(r)
+  redis.call('SET', P .. 'reservation:' .. r.uuid, enc(r))
+  index_add('reservations', r.uuid)
+  index_add('volume_reservations:' .. r.volume_uuid, r.uuid)
+  index_add('job_reservations:' .. r.job_uuid, r.uuid)
+end
+
+local function reservation_del(uuid)
+  local r = get_json('reservation:' .. uuid)
+  if not r then return nil end
+  redis.call('DEL', P .. 'reservation:' .. uuid)
+  index_rem('reservations', uuid)
+  index_rem('volume_reservations:' .. r.volume_uuid, uuid)
+  index_rem('job_reservations:' .. r.job_uuid, uuid)
+  return r
+end
+
+-- What a VM that is no longer active (failed, destroyed, vanished from its server)
+-- gives up on volumes: its references and its reservations (DOMAIN 1.3 "Reference
+-- maintenance"). vm.volumes lists the volumes it mounts ({name, volume_uuid, ...}).
+local function vm_volumes_release(vm)
+  for _, m in ipairs(vm.volumes or {}) do
+    if m.volume_uuid and m.volume_uuid ~= NULL then
+      volume_refs_drop(m.volume_uuid, vm.uuid)
+      for _, ru in ipairs(redis.call('ZRANGE', P .. 'volume_reservations:' .. m.volume_uuid, 0, -1)) do
+        local r = get_json('reservation:' .. ru)
+        if r and r.vm_uuid == vm.uuid then reservation_del(ru) end
+      end
+    end
+  end
+end
