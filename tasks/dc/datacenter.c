@@ -584,9 +584,17 @@ static void read_network_owners(reader_t *r, const json_t *e, const char *path, 
 
 static void read_network(reader_t *r, const json_t *e, const char *path, dc_network_t *n)
 {
-    static const char *const known[] = {
-        "uuid",    "name", "subnet", "gateway", "provision_start_ip", "provision_end_ip",
-        "vlan_id", "mtu",  "fabric", "owner_uuids", NULL};
+    static const char *const known[] = {"uuid",
+                                        "name",
+                                        "subnet",
+                                        "gateway",
+                                        "provision_start_ip",
+                                        "provision_end_ip",
+                                        "vlan_id",
+                                        "mtu",
+                                        "fabric",
+                                        "owner_uuids",
+                                        NULL};
     check_known(r, e, path, known);
     get_uuid(r, e, path, n->uuid);
     n->name = get_name(r, e, path, "name", 0);
@@ -928,10 +936,13 @@ static void get_setting(reader_t *r, const json_t *settings, const char *name, u
  * unknown one refused: a misspelt setting would otherwise be silently its default. */
 static void read_settings(reader_t *r, const json_t *settings, dc_settings_t *set)
 {
-    static const char *const known[] = {
-        "share_health_ms",    "share_watch_every_s",   "net_reconcile_every_s",
-        "net_reconcile_start_delay_s", "reservation_max_age_s", "max_snapshots_per_volume",
-        NULL};
+    static const char *const known[] = {"share_health_ms",
+                                        "share_watch_every_s",
+                                        "net_reconcile_every_s",
+                                        "net_reconcile_start_delay_s",
+                                        "reservation_max_age_s",
+                                        "max_snapshots_per_volume",
+                                        NULL};
     check_known(r, settings, "settings", known);
     get_setting(r, settings, "share_health_ms", 50, 600000, 5000, &set->share_health_ms);
     get_setting(r, settings, "share_watch_every_s", 1, 3600, 5, &set->share_watch_every_s);

@@ -78,8 +78,8 @@ typedef struct dc_network {
     char *gateway_text, *start_text, *end_text;
     unsigned vlan_id;
     unsigned mtu;
-    bool fabric;          /* a fabric (overlay) network: volumes live only on these */
-    char **owner_uuids;   /* the owners who may use it, NULL-terminated; NULL: any owner */
+    bool fabric;        /* a fabric (overlay) network: volumes live only on these */
+    char **owner_uuids; /* the owners who may use it, NULL-terminated; NULL: any owner */
     size_t n_owner_uuids;
 } dc_network_t;
 
@@ -118,13 +118,13 @@ typedef struct dc_image {
 /* The description's "settings", each optional, with its default (docs/LAB.md
  * "Settings"). */
 typedef struct dc_settings {
-    uint64_t share_health_ms;          /* a share process checks its export this often: 5000 */
-    uint64_t share_watch_every_s;      /* the lab's share-watch schedule per server: 5 */
-    uint64_t net_reconcile_every_s;    /* the lab's net-reconcile schedule per server: 300 */
+    uint64_t share_health_ms;           /* a share process checks its export this often: 5000 */
+    uint64_t share_watch_every_s;       /* the lab's share-watch schedule per server: 5 */
+    uint64_t net_reconcile_every_s;     /* the lab's net-reconcile schedule per server: 300 */
     uint64_t net_reconcile_delay_min_s; /* an agent's first reconcile, drawn in [min, max]: */
     uint64_t net_reconcile_delay_max_s; /* 120 and 600, as net-agent's start-up delay */
-    uint64_t reservation_max_age_s;    /* a volume reservation older than this is stale: 900 */
-    uint64_t max_snapshots_per_volume; /* 16 */
+    uint64_t reservation_max_age_s;     /* a volume reservation older than this is stale: 900 */
+    uint64_t max_snapshots_per_volume;  /* 16 */
 } dc_settings_t;
 
 typedef struct datacenter {
@@ -137,7 +137,7 @@ typedef struct datacenter {
     size_t n_packages;
     dc_image_t *images;
     size_t n_images;
-    json_t *settings; /* owned object ({} when absent), every member checked */
+    json_t *settings;  /* owned object ({} when absent), every member checked */
     dc_settings_t set; /* the settings with their defaults filled in */
 } datacenter_t;
 
