@@ -100,3 +100,42 @@ local function vm_volumes_release(vm)
     end
   end
 end
+
+-- The sizes a volume may have, MiB (RFD 26 ListVolumeSizes, tritonnfs): 10 GiB steps to
+-- 100 GiB, then 100 GiB steps to 1000 GiB. A size not listed is refused, never rounded.
+local VOLUME_SIZES = {10240, 20480, 30720, 40960, 51200, 61440, 71680, 81920, 92160, 102400,
+  204800, 307200, 409600, 512000, 614400, 716800, 819200, 921600, 1024000}
+local VOLUME_SIZE_DEFAULT = 10240
+
+local function volume_size_ok(n)
+  for _, s in ipairs(VOLUME_SIZES) do
+    if s == n then return true end
+  end
+  return false
+end
+
+local function volume_sizes_refusal()
+  return refuse(409, 'VolumeSizeNotAvailable', 'Volume size not available. Available sizes: ' ..
+    table.concat(VOLUME_SIZES, ', ') .. ' (MiB)')
+end
+
+-- RFD 26's name rule: a letter or digit, then at least one of letters, digits, "_",
+-- "." or "-" (so at least 2 characters); at most 256. Returns nil or what is wrong.
+local function volume_name_fault(name)
+  if type(name) ~= 'string' then return 'expected a string' end
+  if #name > 256 then return 'at most 256 characters, got ' .. #name end
+  if not string.match(name, '^[a-zA-Z0-9][a-zA-Z0-9_%.%-]+$') then
+    return '"' .. name .. '" must match ^[a-zA-Z0-9][a-zA-Z0-9_.-]+$ (at least 2 characters)'
+  end
+  return nil
+end
+
+-- The owner's volume: the record, or nil and the refusal (404 VolumeNotFound for one
+-- that does not exist or is another owner's: whether it exists is not told).
+local function volume_of_owner(uuid, owner)
+  local v = volume_get(uuid)
+  if not v or v.owner_uuid ~= owner then
+    return nil, refuse(404, 'VolumeNotFound', 'volume ' .. tostring(uuid) .. ' not found')
+  end
+  return v
+end
