@@ -138,7 +138,8 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
     {
         if (strcmp(key, "datacenter") != 0 && strcmp(key, "lab_dir") != 0 &&
             strcmp(key, "server_uuid") != 0 && strcmp(key, "data_root") != 0 &&
-            strcmp(key, "workload_bin") != 0 && strcmp(key, "allow_networks") != 0) {
+            strcmp(key, "workload_bin") != 0 && strcmp(key, "allow_networks") != 0 &&
+            strcmp(key, "api_url") != 0) {
             snprintf(err, errlen,
                      "%s: unknown setting (expected datacenter, lab_dir, server_uuid, data_root, "
                      "workload_bin)",
@@ -297,6 +298,9 @@ static const tern_task_def *const tasks[] = {
     &dc_disk_usage_task,
     &dc_disk_apply_task,
     &dc_disk_undo_task,
+    &dc_instances_scan_task,
+    &dc_net_reconcile_check_task,
+    &dc_net_reconcile_task,
     NULL,
 };
 
