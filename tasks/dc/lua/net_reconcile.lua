@@ -1,15 +1,18 @@
 -- dc.net_reconcile: makes the NICs of one server agree with the instances its agent
 -- found (RFD 58's net-agent at start and on its periodic scan; docs/RECONCILE.md).
 -- ARGV[1]: {"server_uuid", "scan": dc.instances_scan's result}. In this order, at once:
---   1. backfill: a NIC of an instance present here (B) that is not in this server's
---      index (A) gets cn_uuid = this server and moves into its index;
---   2. reap: a zone NIC of A (B included now) whose VM is not present here is freed
---      with its address, unless its VM says it is migrating, is provisioning, or lives
---      on another server; a running or stopped VM of this server that is not present
---      "vanished": it is released whole (vm_release) and marked destroyed;
---   3. state: a NIC in provisioning of a running instance, and a server or other NIC
+--   1. backfill: a NIC of an instance present here, or of a VM whose record is on this
+--      server (B), that is not in this server's index (A) gets cn_uuid = this server
+--      and moves into its index;
+--   2. reap: a zone NIC of A (B included now) whose VM is not present and has no
+--      record, or a failed or destroyed one, is freed with its address (nic_free);
+--   3. vanished: a running or stopped VM of this server that is not present is
+--      released whole (vm_release) and marked destroyed;
+--   4. states: a NIC in provisioning of a running instance, and a server or other NIC
 --      of this server in provisioning, become running.
--- Only this server's index (nics:cn:<server>, vms:server:<server>) and the scan are
+-- Left alone: server and other NICs (but for their state), VMs migrating or not to
+-- be inventoried, VMs provisioning, VMs marked after the scan, other servers' NICs.
+-- Only this server's indexes (nics:cn:<server>, vms:server:<server>) and the scan are
 -- read: a NIC of another server is never touched, whatever any other listing says.
 -- Answers {backfilled, reaped, state_fixed: [mac], vanished: [vm uuid]}, each sorted.
 local a = cjson.decode(ARGV[1])
@@ -132,7 +135,7 @@ local function gone(vm)
   return changed == nil or changed < scanned_at
 end
 
--- 2. Reap, and 3. the states, over A (sorted: the answer reads the same each run).
+-- 2. Reap, and 4. the states, over A (sorted: the answer reads the same each run).
 local macs = {}
 for mac in pairs(in_a) do macs[#macs + 1] = mac end
 table.sort(macs)
@@ -177,6 +180,7 @@ for _, mac in ipairs(macs) do
   end
 end
 
+-- 3. The VMs of this server that vanished.
 local seen_reaped = {}
 for _, mac in ipairs(reaped) do seen_reaped[mac] = true end
 for _, uuid in ipairs(server_vms) do
