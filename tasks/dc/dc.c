@@ -14,7 +14,8 @@
  * dc.instance_create (instance_create.c), dc.instance_start and dc.instance_stop
  * (instance_power.c), dc.instance_destroy (instance_destroy.c), and the disks'
  * changes: dc.disk_usage (disk_usage.c), dc.disk_apply (disk_apply.c), dc.disk_undo
- * (disk_undo.c), on the files vm_disks.h describes. An agent finds its
+ * (disk_undo.c), on the files vm_disks.h describes; dc.instances_scan
+ * (instances_scan.c) lists its instances for the NIC reconcile. An agent finds its
  * instances again when it starts (init scans its data root), so one restarted or
  * killed -9 lists, stops and destroys the workloads it started before.
  *

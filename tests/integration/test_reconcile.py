@@ -405,6 +405,14 @@ def test_migrating_vm_untouched_on_both_servers():
         json.dump(doc, f)
     runs = fresh_runs(CN1) + fresh_runs(CN2)
     assert all(r == EMPTY for r in runs), runs
+    # cn2's agent lists the target as it is, flag and MACs.
+    scan = [r["result"] for r in reconciles(CN2)[0]["chain_results"] if r["name"] == "scan"][0]
+    listed = {i["uuid"]: i for i in scan["instances"]}
+    assert scan["server_uuid"] == CN2 and set(listed) == {VMS[1], VMS[2]}, scan
+    assert listed[VMS[1]] == {"uuid": VMS[1], "state": "stopped", "role": None,
+                              "do_not_inventory": True,
+                              "nics": [n["mac"] for n in vm2["nics"]]}, scan
+    assert listed[VMS[2]]["state"] == "running" and not listed[VMS[2]]["do_not_inventory"]
     stop_workload(CN1, VMS[1])
     source_saved = lab.vm_dir(CN1, VMS[1]) + ".away"
     os.rename(lab.vm_dir(CN1, VMS[1]), source_saved)
@@ -448,6 +456,23 @@ def test_unreadable_data_root_reaps_nothing():
     runs = fresh_runs(CN2)
     assert all(r == EMPTY for r in runs), runs
     assert nics_of(VMS[2]) == before
+    # An instance whose vm.json cannot be read: the scan cannot tell what is there.
+    bad = lab.vm_dir(CN2, GHOST)
+    os.makedirs(bad)
+    with open(os.path.join(bad, "vm.json"), "w") as f:
+        f.write('{"uuid": ')
+    try:
+        since = time.time()
+        failed = wait_for("a reconcile of cn2 failing on the bad vm.json", lambda: [
+            j for j in reconciles(CN2, since) if j["execution"] == "failed"], timeout=20,
+            every=0.2)[0]
+        err = failed["chain_results"][0]["error"]
+        assert err["code"] == "InstanceUnreadable" and GHOST in err["message"], err
+        assert nics_of(VMS[2]) == before
+    finally:
+        shutil.rmtree(bad)
+    runs = fresh_runs(CN2)
+    assert all(r == EMPTY for r in runs), runs
 
 
 def test_delete_frees_nics_without_the_reconcile():
