@@ -126,11 +126,11 @@ end
 -- A VM of this server is gone when its directory is: running or stopped in its record
 -- since before the scan (a provision's directory comes before its running state), not
 -- migrating, not present.
-local function gone(vm)
+local function gone(uuid, vm)
   if vm.server_uuid ~= server or (vm.state ~= 'running' and vm.state ~= 'stopped') then
     return false
   end
-  if vm.migrating == true or present[vm.uuid] then return false end
+  if vm.migrating == true or present[uuid] then return false end
   local changed = iso_key(vm.state_changed_at)
   return changed == nil or changed < scanned_at
 end
@@ -185,7 +185,7 @@ local seen_reaped = {}
 for _, mac in ipairs(reaped) do seen_reaped[mac] = true end
 for _, uuid in ipairs(server_vms) do
   local vm = vm_of(uuid)
-  if vm and not untouched[uuid] and gone(vm) then
+  if vm and not untouched[uuid] and gone(uuid, vm) then
     for _, c in ipairs(vm.nics or {}) do
       if not seen_reaped[c.mac] then
         seen_reaped[c.mac] = true
