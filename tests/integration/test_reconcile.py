@@ -9,7 +9,8 @@ VMs stay; leaked NICs reaped; NICs without cn_uuid backfilled; stuck states fixe
 server and other NICs never reaped; a migrating VM and its target directory untouched
 on both servers; a data root that cannot be read reaps nothing; a delete frees its
 NICs without the reconcile; a second run changes nothing; the schedules listed; the
-start reconcile due within the configured window, at up and at restart-agent.
+start reconcile due within the configured window, at up and at restart-agent; up
+again keeps the schedules, or remakes them when their interval changed.
 
 Usage: test_reconcile.py SOURCE_ROOT BUILD_ROOT. Every wait is bounded and polls what
 it waits for; every process is stopped by its pid.
@@ -505,6 +506,30 @@ def test_restart_agent_makes_its_start_reconcile():
     assert done["execution"] == "succeeded" and reconcile_result(done) == EMPTY, done
 
 
+def test_up_again_keeps_or_remakes_the_schedules():
+    # The lab's schedules by name: up again on the same directory keeps them (same
+    # uuids, no second of a name); an interval changed in the description remakes them.
+    def mine():
+        return {s["name"]: s for s in lab.http("/schedules?limit=1000")[1]
+                if s["name"].startswith("net-reconcile@")}
+    before = mine()
+    lab.down()
+    lab.up()
+    again = mine()
+    assert {n: s["uuid"] for n, s in again.items()} == \
+        {n: s["uuid"] for n, s in before.items()}, (before, again)
+    lab.datacenter["settings"]["net_reconcile_every_s"] = EVERY_S + 1
+    lab.down()
+    lab.up()
+    changed = mine()
+    assert set(changed) == set(before), changed
+    for n, s in changed.items():
+        assert s["every"] == f"{EVERY_S + 1}s" and s["uuid"] != before[n]["uuid"], s
+        assert lab.http("/schedules/" + before[n]["uuid"])[0] == 404
+    runs = fresh_runs(CN1, timeout=40)
+    assert all(r == EMPTY for r in runs), runs
+
+
 TESTS = [test_schedules_listed_and_start_reconciles_due_in_the_window,
          test_provisions_beside_reconciles_and_vanished_vm_reaped,
          test_leaks_reaped_server_and_other_nics_fixed_never_reaped,
@@ -514,7 +539,8 @@ TESTS = [test_schedules_listed_and_start_reconciles_due_in_the_window,
          test_migrating_vm_untouched_on_both_servers,
          test_unreadable_data_root_reaps_nothing,
          test_delete_frees_nics_without_the_reconcile,
-         test_restart_agent_makes_its_start_reconcile]
+         test_restart_agent_makes_its_start_reconcile,
+         test_up_again_keeps_or_remakes_the_schedules]
 
 
 if __name__ == "__main__":
