@@ -10,7 +10,8 @@ server and other NICs never reaped; a migrating VM and its target directory unto
 on both servers; a data root that cannot be read reaps nothing; a delete frees its
 NICs without the reconcile; a second run changes nothing; the schedules listed; the
 start reconcile due within the configured window, at up and at restart-agent; up
-again keeps the schedules, or remakes them when their interval changed.
+again keeps the schedules, or remakes them when their interval changed; share-watch
+schedules made once their workflow is stored.
 
 Usage: test_reconcile.py SOURCE_ROOT BUILD_ROOT. Every wait is bounded and polls what
 it waits for; every process is stopped by its pid.
@@ -513,9 +514,24 @@ def test_up_again_keeps_or_remakes_the_schedules():
         return {s["name"]: s for s in lab.http("/schedules?limit=1000")[1]
                 if s["name"].startswith("net-reconcile@")}
     before = mine()
+    # share-watch@<hostname> is made once its workflow is stored (a stand-in here when
+    # the control has none).
+    if lab.http("/workflows/volume-share-watch")[0] == 404:
+        status, body = lab.http("/workflows", "POST", {
+            "name": "volume-share-watch", "version": "0.0.1",
+            "chain": [{"name": "log", "task": "core.log", "args": {"msg": "share watch"}}]})
+        assert status == 201, body
     lab.down()
     lab.up()
     again = mine()
+    watch = {s["name"]: s for s in lab.http("/schedules?limit=1000")[1]
+             if s["name"].startswith("share-watch@")}
+    assert set(watch) == {"share-watch@cn1", "share-watch@cn2"}, watch
+    for host, server in (("cn1", CN1), ("cn2", CN2)):
+        w = watch["share-watch@" + host]
+        assert (w["workflow"], w["every"], w["params"], w["target"], w["overlap"]) == (
+            "volume-share-watch", "5s", {"server_uuid": server},
+            "/volume-share-watch-" + server, "skip"), w
     assert {n: s["uuid"] for n, s in again.items()} == \
         {n: s["uuid"] for n, s in before.items()}, (before, again)
     lab.datacenter["settings"]["net_reconcile_every_s"] = EVERY_S + 1
