@@ -475,6 +475,21 @@ def test_unreadable_data_root_reaps_nothing():
         shutil.rmtree(bad)
     runs = fresh_runs(CN2)
     assert all(r == EMPTY for r in runs), runs
+    # A create at work (a directory, no vm.json yet) and a symlink named like an
+    # instance are no instances: not listed, nothing changed.
+    os.makedirs(bad)
+    os.symlink(lab.vm_dir(CN2, VMS[2]), lab.vm_dir(CN2, VMS[5]))
+    try:
+        since = time.time()
+        fresh_runs(CN2)
+        for j in reconciles(CN2, since):
+            scan = j["chain_results"][0]["result"]
+            assert [i["uuid"] for i in scan["instances"]] == [VMS[2]], scan
+            assert reconcile_result(j) == EMPTY, j
+        assert nics_of(VMS[2]) == before
+    finally:
+        os.rmdir(bad)
+        os.unlink(lab.vm_dir(CN2, VMS[5]))
 
 
 def test_delete_frees_nics_without_the_reconcile():
