@@ -16,9 +16,11 @@
  * records each pid in DIR/run/, waits (bounded) until Redis answers, the API answers
  * /ping and every agent is alive on its queue in GET /runners, runs a job of the
  * workflow dc-inventory-load (stored first when ternd does not have it) that loads the
- * description into the inventory in Redis, and prints TERN_URL=http://127.0.0.1:PORT
- * as its last line. On any failure it stops what it
- * started and says why.
+ * description into the inventory in Redis, installs the datacenter's schedules
+ * (net-reconcile@<hostname>, share-watch@<hostname>: dc_schedules.h), makes each
+ * agent's start reconcile (a net-reconcile job due after a random delay), and prints
+ * TERN_URL=http://127.0.0.1:PORT as its last line. On any failure it stops what it
+ * started and says why. `restart-agent` makes the restarted agent's start reconcile.
  *
  * `down` stops, by pid, the agents, the control ternd, the instance workloads whose
  * pid files are in the servers' data roots (each <data root>/<instance>/NAME.pid) and
@@ -56,9 +58,11 @@
 #include <jansson.h>
 
 #include "datacenter.h"
+#include "dc_schedules.h"
 #include "image_file.h"
 #include "lab_default_datacenter.h"
 #include "lab_inventory_workflow.h"
+#include "lab_reconcile_workflow.h"
 #include "probe.h"
 #include "proc_check.h"
 #include "procs.h"
@@ -577,7 +581,12 @@ static int start_ternd(lab_t *lab, const char *name, const char *sub, const dc_s
         goto Done;
     }
     json_t *dc_conf = json_pack("{s:s, s:s}", "datacenter", dc_file, "lab_dir", o->dir);
-    if (server != NULL) {
+    if (server == NULL) {
+        /* The control's own API, for tasks that make jobs (a provision's volumes). */
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%u", lab->port);
+        json_object_set_new(dc_conf, "api_url", json_string(url));
+    } else {
         json_object_set_new(dc_conf, "server_uuid", json_string(server->uuid));
         json_object_set_new(dc_conf, "data_root", json_string(server->data_root));
         if (o->workload_bin != NULL)
@@ -725,23 +734,33 @@ static int wait_ready(lab_t *lab)
     }
 }
 
+/* Stores a workflow the lab embeds (`name`, its text): a version already stored (from
+ * --workflows) is kept. */
+static int store_workflow(lab_t *lab, const char *name, const char *text)
+{
+    char *body = NULL;
+    int status =
+        probe_http_send(lab->port, "POST", "/workflows", text, lab->token, PROBE_MS * 5, &body);
+    if (status != 200 && status != 201 && status != 409) {
+        fprintf(stderr, "tern-lab: POST /workflows (%s): status %d: %s\n", name, status,
+                body != NULL ? body : "no answer");
+        free(body);
+        return -1;
+    }
+    free(body);
+    return 0;
+}
+
 /* Runs a dc-inventory-load job to its end (bounded by the lab's timeout): the
  * inventory in Redis then holds the description's servers, networks, packages and
  * images. The workflow is stored first; a version already stored (from --workflows)
  * is kept. */
 static int load_inventory(lab_t *lab)
 {
-    char *body = NULL;
-    int status = probe_http_send(lab->port, "POST", "/workflows", lab_inventory_workflow,
-                                 lab->token, PROBE_MS * 5, &body);
-    if (status != 200 && status != 201 && status != 409) {
-        fprintf(stderr, "tern-lab: POST /workflows (dc-inventory-load): status %d: %s\n", status,
-                body != NULL ? body : "no answer");
-        free(body);
+    if (store_workflow(lab, "dc-inventory-load", lab_inventory_workflow) != 0)
         return -1;
-    }
-    free(body);
-    status =
+    char *body = NULL;
+    int status =
         probe_http_send(lab->port, "POST", "/jobs",
                         "{\"workflow\": \"dc-inventory-load\", \"target\": \"/dc-inventory-load\"}",
                         lab->token, PROBE_MS * 5, &body);
@@ -786,6 +805,24 @@ static int load_inventory(lab_t *lab)
     free(path);
     json_decref(job);
     return rc;
+}
+
+/* The datacenter's recurring work (dc_schedules.h): for `up` (only NULL), the
+ * net-reconcile workflow stored and every server's schedules installed, then a start
+ * reconcile for each agent started (every server, or `only`). */
+static int start_reconciles(lab_t *lab, const dc_server_t *only)
+{
+    lab_api_t api = {.port = lab->port, .token = lab->token};
+    if (only == NULL && (store_workflow(lab, "net-reconcile", lab_reconcile_workflow) != 0 ||
+                         dc_schedules_install(&api, lab->dc) != 0))
+        return -1;
+    for (size_t i = 0; i < lab->dc->n_servers; i++) {
+        const dc_server_t *s = &lab->dc->servers[i];
+        if ((only == NULL || s == only) &&
+            dc_start_reconcile(&api, lab->dc, s, start_delay_os_random, NULL) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* Refuses a directory where a process of a lab still runs; removes stale pid files. */
@@ -866,7 +903,7 @@ static int cmd_up(const opts_t *o)
         if (start_ternd(&lab, name, sub, s) != 0)
             goto Done;
     }
-    if (wait_ready(&lab) != 0 || load_inventory(&lab) != 0)
+    if (wait_ready(&lab) != 0 || load_inventory(&lab) != 0 || start_reconciles(&lab, NULL) != 0)
         goto Done;
     char *env = xasprintf("TERN_URL=http://127.0.0.1:%u\n", lab.port);
     char *env_file = xasprintf("%s/lab.env", o->dir);
@@ -1013,6 +1050,10 @@ static int cmd_restart_agent(const opts_t *o, const char *which)
     if (start_ternd(&lab, name, sub, server) != 0 || wait_ready(&lab) != 0)
         goto Done;
     printf("%s serves queue server:%s again\n", name, server->uuid);
+    /* The agent runs: a failure to make its start reconcile is said, not undone. */
+    entries_dispose(&lab.started);
+    if (start_reconciles(&lab, server) != 0)
+        goto Done;
     rc = 0;
 Done:
     if (rc != 0 && lab.started.n > 0)

@@ -88,7 +88,8 @@ static bool valid_name(const char *s)
     if (n == 0 || n >= SCHEDULE_NAME_MAX || !isalnum((unsigned char)s[0]))
         return false;
     for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-' &&
+            s[i] != '@') /* "@": a task's schedule per server, net-reconcile@cn1 */
             return false;
     return true;
 }
@@ -146,7 +147,7 @@ static int parse(const json_t *v, const char *path, const char *implied, bool *p
     if (name != NULL && !valid_name(name))
         return err_set(err, errlen, TERN_EINVAL,
                        "%sname: expected a letter or digit, then up to %d letters, digits, '_', "
-                       "'.' or '-', got \"%.40s\"",
+                       "'.', '-' or '@', got \"%.40s\"",
                        path, SCHEDULE_NAME_MAX - 2, name);
     const json_t *params = json_object_get(v, "params");
     if (params != NULL && !json_is_object(params))

@@ -14,7 +14,8 @@
  * dc.instance_create (instance_create.c), dc.instance_start and dc.instance_stop
  * (instance_power.c), dc.instance_destroy (instance_destroy.c), and the disks'
  * changes: dc.disk_usage (disk_usage.c), dc.disk_apply (disk_apply.c), dc.disk_undo
- * (disk_undo.c), on the files vm_disks.h describes. An agent finds its
+ * (disk_undo.c), on the files vm_disks.h describes; dc.instances_scan
+ * (instances_scan.c) lists its instances for the NIC reconcile. An agent finds its
  * instances again when it starts (init scans its data root), so one restarted or
  * killed -9 lists, stops and destroys the workloads it started before.
  *
@@ -138,7 +139,8 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
     {
         if (strcmp(key, "datacenter") != 0 && strcmp(key, "lab_dir") != 0 &&
             strcmp(key, "server_uuid") != 0 && strcmp(key, "data_root") != 0 &&
-            strcmp(key, "workload_bin") != 0 && strcmp(key, "allow_networks") != 0) {
+            strcmp(key, "workload_bin") != 0 && strcmp(key, "allow_networks") != 0 &&
+            strcmp(key, "api_url") != 0) {
             snprintf(err, errlen,
                      "%s: unknown setting (expected datacenter, lab_dir, server_uuid, data_root, "
                      "workload_bin)",
@@ -297,6 +299,9 @@ static const tern_task_def *const tasks[] = {
     &dc_disk_usage_task,
     &dc_disk_apply_task,
     &dc_disk_undo_task,
+    &dc_instances_scan_task,
+    &dc_net_reconcile_check_task,
+    &dc_net_reconcile_task,
     NULL,
 };
 

@@ -22,6 +22,10 @@ extern const tern_task_def dc_disk_reserve_task;
 extern const tern_task_def dc_disk_commit_task;
 extern const tern_task_def dc_disk_settle_task;
 
+/* reconcile_tasks.c */
+extern const tern_task_def dc_net_reconcile_check_task;
+extern const tern_task_def dc_net_reconcile_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 

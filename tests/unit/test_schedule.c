@@ -324,6 +324,13 @@ static void test_definitions(void **state)
     schedule_spec_dispose(&s);
     json_decref(v);
 
+    /* A schedule per server: the lab's net-reconcile@<hostname>. */
+    v = json_loads("{\"workflow\": \"w\", \"every\": \"5s\", \"name\": \"net-reconcile@cn1\"}", 0,
+                   NULL);
+    assert_int_equal(schedule_spec_parse(v, "", NULL, &paused, &s, err, sizeof err), 0);
+    schedule_spec_dispose(&s);
+    json_decref(v);
+
     spec_refused("{\"workflow\": \"w\", \"cron\": \"0 25 * * *\"}", "", NULL,
                  "cron: hour \"25\": 25 is out of range 0-23");
     spec_refused("{\"workflow\": \"w\", \"every\": \"500ms\"}", "", NULL,
@@ -361,7 +368,7 @@ static void test_definitions(void **state)
                  "target, every, cron, time_zone and overlap");
     spec_refused("{\"name\": \"bad name\", \"every\": \"1h\"}", "schedules[0].", "w",
                  "schedules[0].name: expected a letter or digit, then up to 126 letters, digits, "
-                 "'_', '.' or '-', got \"bad name\"");
+                 "'_', '.', '-' or '@', got \"bad name\"");
     spec_refused("3", "schedules[1].", "w", "schedules[1]: expected an object, got 3");
 }
 

@@ -69,3 +69,25 @@ local function vm_free_space(vm)
   end
   return vm.flexible_disk_size - used
 end
+
+-- Frees one NIC: deletes its record and index entries, and gives its address back to
+-- its network's free pool when the address's record is held by vm_uuid (an address
+-- re-taken by another VM since stays that VM's). The caller drops it from the VM's
+-- "nics". Used by a release (every NIC of the VM) and by the NIC reconcile's reap.
+local function nic_free(nic, vm_uuid)
+  local nk = P .. 'network:' .. nic.network_uuid
+  local ik = P .. 'ip:' .. nic.network_uuid .. ':' .. nic.ip
+  if redis.call('HGET', ik, 'belongs_to_uuid') == vm_uuid then
+    local n = ip_int(nic.ip)
+    redis.call('DEL', ik)
+    redis.call('ZREM', nk .. ':ips', nic.ip)
+    redis.call('HINCRBY', nk, 'taken', -1)
+    local r = redis.call('HMGET', nk, 'start_n', 'end_n', 'gateway_n')
+    if r[1] and n >= tonumber(r[1]) and n <= tonumber(r[2]) and n ~= tonumber(r[3]) then
+      redis.call('ZADD', nk .. ':free', n, n)
+    end
+  end
+  redis.call('DEL', P .. 'nic:' .. nic.mac)
+  index_rem('nics', nic.mac)
+  if type(nic.cn_uuid) == 'string' then index_rem('nics:cn:' .. nic.cn_uuid, nic.mac) end
+end

@@ -58,6 +58,9 @@ if vm.state ~= a.state then
   index_rem('vms:state:' .. vm.state, a.vm_uuid)
   index_add('vms:state:' .. a.state, a.vm_uuid)
   vm.state = a.state
+  -- The NIC reconcile leaves a VM that became running or stopped after its scan was
+  -- taken (its directory may have come after the scan): docs/RECONCILE.md.
+  vm.state_changed_at = ARGV[2]
 end
 for _, nic in ipairs(vm.nics or {}) do
   nic.state = a.state

@@ -139,3 +139,60 @@ local function volume_of_owner(uuid, owner)
   end
   return v
 end
+
+-- Gives back all a VM took, at once (dc.release, and the NIC reconcile for a VM whose
+-- directory vanished): its allocation (the server's counters), its NICs and their
+-- addresses (nic_free), its volume references and reservations, and sets its final
+-- state ("failed" or "destroyed"). Answers {released, state?}; what was held is kept
+-- in "released_nics" (a failed VM) so a re-run of the provision takes the same
+-- addresses back when they are still free.
+local function vm_release(vm_uuid, final_state)
+  local vk = 'vm:' .. vm_uuid
+  local vm = get_json(vk)
+  if not vm then return {released = false} end
+  if vm.state == 'destroyed' then return {released = false, state = 'destroyed'} end
+
+  local al = vm.allocation
+  local released = false
+  if al and al ~= NULL then
+    local sk = P .. 'server:' .. al.server_uuid
+    if redis.call('EXISTS', sk) == 1 then
+      redis.call('HINCRBY', sk, 'ram_committed_mib', -al.ram)
+      redis.call('HINCRBY', sk, 'disk_committed_mib', -al.disk)
+      redis.call('HINCRBY', sk, 'instances', -1)
+    end
+    if al.rack then redis.call('HINCRBY', P .. 'owner_racks:' .. vm.owner_uuid, al.rack, -1) end
+    vm.allocation = NULL
+    released = true
+  end
+
+  local kept = {}
+  for _, nic in ipairs(vm.nics or {}) do
+    nic_free(nic, vm_uuid)
+    kept[#kept + 1] = {network_uuid = nic.network_uuid, ip = nic.ip, mac = nic.mac}
+    released = true
+  end
+  if #kept > 0 then vm.released_nics = kept end
+  vm.nics = {}
+
+  -- Neither failed nor destroyed is active: its volume references and reservations go.
+  vm_volumes_release(vm)
+
+  index_rem('vms:state:' .. vm.state, vm_uuid)
+  vm.state = final_state
+  index_add('vms:state:' .. vm.state, vm_uuid)
+  if vm.state == 'destroyed' then
+    -- A destroyed VM leaves every list but the one of destroyed VMs.
+    index_rem('vms', vm_uuid)
+    index_rem('vms:owner:' .. vm.owner_uuid, vm_uuid)
+    if vm.server_uuid and vm.server_uuid ~= NULL then
+      index_rem('vms:server:' .. vm.server_uuid, vm_uuid)
+    end
+    if vm.alias and vm.alias ~= NULL and vm.alias ~= '' then
+      index_rem('vms:alias:' .. vm.alias, vm_uuid)
+    end
+    vm.released_nics = nil
+  end
+  redis.call('SET', P .. vk, enc(vm))
+  return {released = released, state = vm.state}
+end
