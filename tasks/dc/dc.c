@@ -14,7 +14,10 @@
  * dc.instance_create (instance_create.c), dc.instance_start and dc.instance_stop
  * (instance_power.c), dc.instance_destroy (instance_destroy.c), and the disks'
  * changes: dc.disk_usage (disk_usage.c), dc.disk_apply (disk_apply.c), dc.disk_undo
- * (disk_undo.c), on the files vm_disks.h describes. An agent finds its
+ * (disk_undo.c), on the files vm_disks.h describes; a shared volume's storage
+ * instance, dc.storage_create (storage_create.c), and the share states' probe and
+ * restart, dc.share_probe and dc.share_restart (share_probe.c).
+ * An agent finds its
  * instances again when it starts (init scans its data root), so one restarted or
  * killed -9 lists, stops and destroys the workloads it started before.
  *
@@ -297,6 +300,9 @@ static const tern_task_def *const tasks[] = {
     &dc_disk_usage_task,
     &dc_disk_apply_task,
     &dc_disk_undo_task,
+    &dc_storage_create_task,
+    &dc_share_probe_task,
+    &dc_share_restart_task,
     NULL,
 };
 
