@@ -22,6 +22,10 @@ extern const tern_task_def dc_disk_reserve_task;
 extern const tern_task_def dc_disk_commit_task;
 extern const tern_task_def dc_disk_settle_task;
 
+/* share_tasks.c */
+extern const tern_task_def dc_share_states_task;
+extern const tern_task_def dc_share_watch_check_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 
