@@ -10,12 +10,14 @@
  *
  * dc.share_states is given the time now with milliseconds ("now"), which every time it
  * writes (share_probed_at, error_since, remount_requested_at, remounted_at) is: two
- * ticks within one second stay ordered.
+ * ticks within one second stay ordered; and the description's share_watch_every_s
+ * ("every_s"), which it keeps for the views (share_state_shown).
  */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "dc_state.h"
 #include "dc_tasks.h"
 #include "inventory_script.h"
 #include "lua_scripts.h"
@@ -44,6 +46,12 @@ static void share_states_start(tern_ctx *ctx, const json_t *args)
     char now[48];
     now_iso_ms(now, sizeof now);
     json_object_set_new(fields, "now", json_string(now));
+    /* The watch's period, which the views need to tell a stale probe (the settings
+     * are the description's, which only the plugin reads). */
+    const dc_state_t *s = tern_plugin_state(ctx);
+    if (s != NULL && s->dc != NULL)
+        json_object_set_new(fields, "every_s",
+                            json_integer((json_int_t)s->dc->set.share_watch_every_s));
     dc_script_run(ctx, dc_lua_share_states, fields, false, NULL);
     json_decref(fields);
 }

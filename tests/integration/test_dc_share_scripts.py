@@ -13,6 +13,7 @@ Usage: test_dc_share_scripts.py BUILD_ROOT
 """
 import json
 import sys
+import time
 
 import dc_scripts
 
@@ -286,6 +287,23 @@ def test_share_state_shown(w):
     assert shown('2028-02-28T23:59:58.000Z', '2028-02-29T00:00:10.000Z') == 'running'
     assert shown('2028-02-28T23:59:58.000Z', '2028-03-01T00:00:10.000Z') == 'unknown'
     assert shown('2026-12-31T23:59:59Z', '2027-01-01T00:00:05Z', state='error') == 'error'
+
+    # As a view calls it: read-only, the time from Redis, the period the watch of the
+    # volume's server recorded (here 2 s, so 7 s old is stale, 5 s not).
+    w.put_volume(13)
+    w.inv.error('share_states', {'server_uuid': S1, 'now': T1, 'every_s': 0, 'probe': {}},
+                'InvalidArgument', 'every_s: expected a positive integer')
+    w.inv.ok('share_states', {'server_uuid': S1, 'now': T1, 'every_s': 2, 'probe': {}})
+    assert w.inv.hash('share_watch:' + S1) == {'every_s': '2', 'probed_at': T1}
+    view = rules + ('local v = volume_get(ARGV[1])\n'
+                    'v.share_probed_at = ARGV[2]\n'
+                    'return share_state_shown(v, tonumber(redis.call(\'TIME\')[1]))\n')
+    now = int(w.r.cmd('TIME')[0])
+
+    def iso(t):
+        return time.strftime('%Y-%m-%dT%H:%M:%S.000Z', time.gmtime(t))
+    assert w.r.cmd('EVAL_RO', view, 1, dc_scripts.NS, vol_uuid(13), iso(now - 5)) == 'running'
+    assert w.r.cmd('EVAL_RO', view, 1, dc_scripts.NS, vol_uuid(13), iso(now - 7)) == 'unknown'
 
 
 def main():

@@ -1,7 +1,8 @@
 -- dc.share_states: the control's half of volume-share-watch (docs/VOLUMES.md "Share
 -- states"), one script per tick so that a volume's share state, its state and its
 -- consumers' remount requests move together.
--- ARGV[1]: {"server_uuid", "now" (ISO, ms), and either
+-- ARGV[1]: {"server_uuid", "now" (ISO, ms), "every_s"? (the watch's period, kept in the
+-- hash share_watch:<server_uuid> {every_s, probed_at} for the views), and either
 --   "probe": dc.share_probe's answer  (the step `apply`), or
 --   "started": [storage vm uuid], "remounted": [consumer vm uuid]  (the step `settle`)}.
 -- A volume in creating, deleting or rolling_back is never changed: the job in flight
@@ -19,6 +20,12 @@ local now = a.now
 if now == nil or now == NULL then now = ARGV[2] end
 local now_s = iso_seconds(now)
 if not now_s then return bad('now: expected an ISO 8601 UTC time, got ' .. cjson.encode(now)) end
+
+local every_s = a.every_s
+if every_s ~= nil and every_s ~= NULL and
+  (type(every_s) ~= 'number' or every_s < 1 or every_s ~= math.floor(every_s)) then
+  return bad('every_s: expected a positive integer of seconds, got ' .. cjson.encode(every_s))
+end
 
 local function uuid_list(key)
   local l = a[key]
@@ -112,6 +119,11 @@ for i, c in ipairs(consumers) do
   if type(c) ~= 'table' or type(c.vm_uuid) ~= 'string' or not string.match(c.vm_uuid, UUID) then
     return bad('probe.consumers[' .. (i - 1) .. '].vm_uuid: expected a UUID')
   end
+end
+
+-- What a view needs to tell a stale probe of this server (share_state_shown).
+if type(every_s) == 'number' then
+  redis.call('HSET', P .. 'share_watch:' .. a.server_uuid, 'every_s', every_s, 'probed_at', now)
 end
 
 local restart, remount = {}, {}

@@ -164,10 +164,16 @@ end
 
 -- The share state a view shows (docs/VOLUMES.md "Share states"): the stored one, or
 -- "unknown" when the last probe (share_probed_at) is older than 3 watch periods at
--- `now` (ISO): its server's agent has not answered since, so the stored state may be
--- stale. A volume never probed shows what its create stored.
+-- `now`: its server's agent has not answered since, so the stored state may be stale.
+-- A volume never probed shows what its create stored. `now` is ISO text or seconds
+-- since 1970 (a view has redis.call('TIME')[1]); `every_s` defaults to the period the
+-- watch of the volume's server recorded (hash share_watch:<server>), else 5.
 local function share_state_shown(v, now, every_s)
-  local probed, at = iso_seconds(v.share_probed_at), iso_seconds(now)
+  local probed = iso_seconds(v.share_probed_at)
+  local at = type(now) == 'number' and now or iso_seconds(now)
+  if not every_s and type(v.server_uuid) == 'string' then
+    every_s = redis.call('HGET', P .. 'share_watch:' .. v.server_uuid, 'every_s')
+  end
   if probed and at and at - probed > 3 * (tonumber(every_s) or 5) then return 'unknown' end
   return v.share_state
 end
