@@ -256,6 +256,10 @@ def test_watch_check(w):
     target = '/volume-share-watch-' + S1
     assert inv.ok('share_watch_check', {'params': {'server_uuid': S1}, 'target': target}) == \
         {'server_uuid': S1}
+    # What a schedule adds to its jobs' params is accepted.
+    assert inv.ok('share_watch_check', {'params': {
+        'server_uuid': S1, 'schedule_uuid': 'e0000000-0000-4000-8000-000000000001',
+        'scheduled_for': T1}, 'target': target}) == {'server_uuid': S1}
     inv.error('share_watch_check', {'params': {'server_uuid': S1, 'every': 5}, 'target': target},
               'InvalidArgument', 'every: unknown param', status=422)
     inv.error('share_watch_check', {'params': {}, 'target': target}, 'InvalidArgument',
