@@ -629,10 +629,12 @@ static int run_share(const opts_t *o, const sigset_t *unblocked)
     if (share_check(o->dir, err, sizeof err) != 0) {
         char msg[sizeof err + 32];
         snprintf(msg, sizeof msg, "share: refusing to start: %s", err);
-        if (ready_fd >= 0)
+        if (ready_fd >= 0) {
+            say("%s", msg); /* in the log too: the starter's stderr may be nobody's */
             report_ready(msg);
-        else
+        } else {
             fprintf(stderr, "tern-workload: %s\n", msg);
+        }
         return 1;
     }
     if (o->pidfile != NULL && pidfile_write(o->pidfile) != 0) {

@@ -71,6 +71,8 @@ def test_refusals(top):
     assert p.returncode == 1, (p.returncode, p.stderr)
     assert "refusing to start" in p.stderr and "/export" in p.stderr, p.stderr
     assert not os.path.exists(pidfile)
+    # Daemonized, the reason is in its log too (an agent's spawn keeps only a tail).
+    assert "share: refusing to start: export" in log_of(d), log_of(d)
     # Not daemonized: the same refusal on its own stderr.
     p = run("share", "--dir", d, "--pidfile", pidfile)
     assert p.returncode == 1 and "refusing to start" in p.stderr, p.stderr
