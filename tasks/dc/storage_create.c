@@ -17,7 +17,9 @@
  * whole or absent. Run again, a complete one is answered as it is (its export/ and
  * whatever it holds untouched); one that is another instance (not a storage instance,
  * or another volume's) is InstanceConflict, never taken for the one asked. A directory
- * without vm.json is what an attempt killed midway left: removed and made again.
+ * without vm.json is what an attempt killed midway left: removed and made again; one
+ * whose vm.json is there but unreadable is InstanceBroken, never removed (its export/
+ * holds the volume's data).
  * The share process itself is started by dc.instance_start (workload "share").
  */
 #include <errno.h>
@@ -59,7 +61,14 @@ static int storage_work(void *data, const atomic_bool *stop, char *err, size_t e
 {
     storage_arg_t *a = data;
     a->code = "InstanceCreateFailed";
-    if (instance_json_read(a->p.vm_json, &a->existing, err, errlen) == 0) {
+    int rc = instance_json_read(a->p.vm_json, &a->existing, err, errlen);
+    if (rc != 0 && rc != -ENOENT) {
+        /* A vm.json that cannot be read is never taken for a partial instance: its
+         * removal would take the volume's data with it. */
+        a->code = "InstanceBroken";
+        return rc;
+    }
+    if (rc == 0) {
         /* Complete: made by an earlier attempt; the same volume's, or refused. */
         const char *role = json_string_value(json_object_get(a->existing, "role"));
         const char *vol = json_string_value(json_object_get(a->existing, "volume_uuid"));
@@ -77,7 +86,7 @@ static int storage_work(void *data, const atomic_bool *stop, char *err, size_t e
         return -EEXIST;
     }
     /* Partial (no vm.json): what an attempt killed midway left, made again. */
-    int rc = instance_tree_remove(a->root, a->p.dir, err, errlen);
+    rc = instance_tree_remove(a->root, a->p.dir, err, errlen);
     if (rc != 0)
         return rc;
     if (atomic_load(stop)) {

@@ -223,6 +223,25 @@ static void test_storage_create(void **state)
                            "the storage instance of another volume");
     assert_true(test_file_exists(test_path("%s/" ST1 "/export/kept.txt", root)));
 
+    /* A vm.json that cannot be read: refused, the data kept. */
+    char *vmj = test_path("%s/" ST1 "/vm.json", root);
+    char saved[4096];
+    FILE *in = fopen(vmj, "r");
+    assert_non_null(in);
+    size_t len = fread(saved, 1, sizeof saved, in);
+    fclose(in);
+    FILE *out = fopen(vmj, "w");
+    assert_non_null(out);
+    fputs("{\"uuid\": ", out);
+    fclose(out);
+    task_harness_run_fails(h, "storage_create", storage_args(ST1, VOL1), BOUND, "InstanceBroken",
+                           "not a JSON object");
+    assert_true(test_file_exists(test_path("%s/" ST1 "/export/kept.txt", root)));
+    out = fopen(test_path("%s/" ST1 "/vm.json", root), "w");
+    assert_non_null(out);
+    assert_int_equal(fwrite(saved, 1, len, out), len);
+    fclose(out);
+
     /* A partial one (no vm.json, as a create killed midway leaves it): made again. */
     assert_int_equal(mkdir(test_path("%s/" ST2, root), 0755), 0);
     assert_int_equal(mkdir(test_path("%s/" ST2 "/junk", root), 0755), 0);
