@@ -4,17 +4,23 @@
  *   tern-workload idle   --dir INSTANCE_DIR [--daemonize] [--pidfile FILE]
  *   tern-workload writer --dir INSTANCE_DIR [--file DISK] [--rate N[/s]]
  *                        [--daemonize] [--pidfile FILE]
+ *   tern-workload share  --dir STORAGE_DIR [--health-ms N] [--daemonize] [--pidfile FILE]
  *   tern-workload verify FILE
  *
- * `idle` waits for SIGTERM. `writer` writes numbered, checksummed records of
- * RECORD_SIZE bytes into the instance's data disk, record n at byte n * RECORD_SIZE,
- * at N records a second (default 10), and syncs them (fdatasync) before it counts
- * them written. Its disk is --file, or <INSTANCE_DIR>/disks/data.img; the file must
- * exist (the instance's disk, made by whoever made the instance), and its size never
- * changes: when it is full the writer says so in its log and idles. On start it scans
- * the disk from the start and continues at the first slot that does not hold the
- * record of its number: a torn record at the tail (a crash mid-write) is ignored and
- * written over. An exclusive flock on the disk keeps two writers off one disk.
+ * `idle` waits for SIGTERM. `share` is a storage instance's share process (the lab's
+ * stand-in for a user-mode NFS server, docs/VOLUMES.md "Share states"): it starts only
+ * if <STORAGE_DIR>/export is a directory of its own (not a symlink) in which it can
+ * make and remove a probe file, and only then writes its pid file, which is its
+ * readiness. It repeats that check every --health-ms (default 5000); after
+ * SHARE_FAILURES_MAX failures in a row it says why in its log, removes its pid file
+ * and exits 1, never serving on from an export that is gone. `writer` writes numbered, checksummed
+ * records of RECORD_SIZE bytes into the instance's data disk, record n at byte n * RECORD_SIZE, at
+ * N records a second (default 10), and syncs them (fdatasync) before it counts them written. Its
+ * disk is --file, or <INSTANCE_DIR>/disks/data.img; the file must exist (the instance's disk, made
+ * by whoever made the instance), and its size never changes: when it is full the writer says so in
+ * its log and idles. On start it scans the disk from the start and continues at the first slot that
+ * does not hold the record of its number: a torn record at the tail (a crash mid-write) is ignored
+ * and written over. An exclusive flock on the disk keeps two writers off one disk.
  *
  * `verify` prints the number of valid records (one line, the number alone) and exits
  * 1 when a record is missing (an empty or broken slot before the last valid record)
@@ -53,12 +59,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RECORD_SIZE  512
-#define RECORD_MAGIC "TWRK"
-#define SCAN_BUF     (1u << 20) /* bytes read at a time when scanning a disk */
-#define RATE_MAX     100000     /* records a second */
-#define BATCH_MAX    1000       /* records written between two syncs at most */
-#define DEFAULT_RATE 10
+#define RECORD_SIZE             512
+#define RECORD_MAGIC            "TWRK"
+#define SCAN_BUF                (1u << 20) /* bytes read at a time when scanning a disk */
+#define RATE_MAX                100000     /* records a second */
+#define BATCH_MAX               1000       /* records written between two syncs at most */
+#define DEFAULT_RATE            10
+#define SHARE_HEALTH_MS_DEFAULT 5000
+#define SHARE_HEALTH_MS_MIN     10      /* tests check often; below this it would spin */
+#define SHARE_HEALTH_MS_MAX     3600000 /* an hour */
+#define SHARE_FAILURES_MAX      3       /* checks failed in a row before the share exits */
+#define SHARE_PROBE_NAME        ".tern-share-probe"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -426,6 +437,7 @@ typedef struct opts {
     char *file;    /* absolute, writer only */
     char *pidfile; /* absolute, or NULL */
     unsigned rate;
+    unsigned health_ms; /* share only */
     bool daemonize;
 } opts_t;
 
@@ -581,6 +593,92 @@ static int run_idle(const opts_t *o, const sigset_t *unblocked)
     return 0;
 }
 
+/* The share's health check: <dir>/export is a directory of its own (opened without
+ * following a symlink, looked up again each time, so an export renamed away fails)
+ * in which a probe file can be made and removed. 0, or -1 with the reason in err. */
+static int share_check(const char *dir, char *err, size_t errlen)
+{
+    char export[PATH_MAX];
+    if (snprintf(export, sizeof export, "%s/export", dir) >= (int)sizeof export) {
+        snprintf(err, errlen, "%s/export: path too long", dir);
+        return -1;
+    }
+    int dfd = open(export, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        snprintf(err, errlen, "export %s: %s", export,
+                 errno == ELOOP || errno == ENOTDIR ? "not a directory of its own (a symlink or "
+                                                      "a file)"
+                                                    : strerror(errno));
+        return -1;
+    }
+    int fd =
+        openat(dfd, SHARE_PROBE_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int rc = 0;
+    if (fd < 0 || close(fd) != 0 || unlinkat(dfd, SHARE_PROBE_NAME, 0) != 0) {
+        snprintf(err, errlen, "export %s: cannot make and remove a probe file: %s", export,
+                 strerror(errno));
+        rc = -1;
+    }
+    close(dfd);
+    return rc;
+}
+
+static int run_share(const opts_t *o, const sigset_t *unblocked)
+{
+    char err[PATH_MAX + 256];
+    if (share_check(o->dir, err, sizeof err) != 0) {
+        char msg[sizeof err + 32];
+        snprintf(msg, sizeof msg, "share: refusing to start: %s", err);
+        if (ready_fd >= 0) {
+            say("%s", msg); /* in the log too: the starter's stderr may be nobody's */
+            report_ready(msg);
+        } else {
+            fprintf(stderr, "tern-workload: %s\n", msg);
+        }
+        return 1;
+    }
+    if (o->pidfile != NULL && pidfile_write(o->pidfile) != 0) {
+        snprintf(err, sizeof err, "cannot write pid file %s: %s", o->pidfile, strerror(errno));
+        if (ready_fd >= 0)
+            report_ready(err);
+        else
+            fprintf(stderr, "tern-workload: %s\n", err);
+        return 1;
+    }
+    say("share: serving %s/export (health check every %u ms)", o->dir, o->health_ms);
+    report_ready("");
+    unsigned failures = 0;
+    int rc = 0;
+    uint64_t period = (uint64_t)o->health_ms * 1000000ull, due = mono_ns() + period;
+    while (!stop_requested) {
+        /* ppoll returns early for any signal let in: wait out the period. */
+        uint64_t now = mono_ns();
+        if (now < due) {
+            wait_ns(due - now, unblocked);
+            continue;
+        }
+        due = now + period;
+        if (share_check(o->dir, err, sizeof err) == 0) {
+            if (failures > 0)
+                say("share: health check passes again after %u failure(s)", failures);
+            failures = 0;
+            continue;
+        }
+        failures++;
+        say("share: health check %u of %d failed: %s", failures, SHARE_FAILURES_MAX, err);
+        if (failures >= SHARE_FAILURES_MAX) {
+            say("share: %d health checks failed in a row: exiting", SHARE_FAILURES_MAX);
+            rc = 1;
+            break;
+        }
+    }
+    if (rc == 0)
+        say("share: stopping");
+    if (o->pidfile != NULL)
+        pidfile_remove(o->pidfile);
+    return rc;
+}
+
 static int run_verify(const char *file)
 {
     int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -608,11 +706,14 @@ static void usage(FILE *f)
     fputs("usage: tern-workload idle --dir INSTANCE_DIR [--daemonize] [--pidfile FILE]\n"
           "       tern-workload writer --dir INSTANCE_DIR [--file DISK] [--rate N[/s]]\n"
           "                            [--daemonize] [--pidfile FILE]\n"
+          "       tern-workload share --dir STORAGE_DIR [--health-ms N] [--daemonize]\n"
+          "                           [--pidfile FILE]\n"
           "       tern-workload verify FILE\n"
           "\n"
           "  --dir DIR       the instance's directory (its log is DIR/workload.log)\n"
           "  --file DISK     the writer's data disk (default DIR/disks/data.img)\n"
           "  --rate N        records a second, 1 to 100000 (default 10)\n"
+          "  --health-ms N   the share's health check period, 10 to 3600000 (default 5000)\n"
           "  --daemonize     detach (never a child of the caller); return once running\n"
           "  --pidfile FILE  written once running, removed on a clean stop\n",
           f);
@@ -636,7 +737,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    opts_t o = {.mode = argv[1], .rate = DEFAULT_RATE};
+    opts_t o = {.mode = argv[1], .rate = DEFAULT_RATE, .health_ms = SHARE_HEALTH_MS_DEFAULT};
     if (strcmp(o.mode, "--help") == 0 || strcmp(o.mode, "-h") == 0) {
         usage(stdout);
         return 0;
@@ -648,8 +749,9 @@ int main(int argc, char **argv)
         }
         return run_verify(argv[2]);
     }
-    if (strcmp(o.mode, "idle") != 0 && strcmp(o.mode, "writer") != 0) {
-        fprintf(stderr, "tern-workload: unknown workload \"%s\" (idle, writer or verify)\n",
+    if (strcmp(o.mode, "idle") != 0 && strcmp(o.mode, "writer") != 0 &&
+        strcmp(o.mode, "share") != 0) {
+        fprintf(stderr, "tern-workload: unknown workload \"%s\" (idle, writer, share or verify)\n",
                 o.mode);
         return 2;
     }
@@ -661,8 +763,9 @@ int main(int argc, char **argv)
             o.daemonize = true;
             continue;
         }
-        if (v == NULL || (strcmp(a, "--dir") != 0 && strcmp(a, "--file") != 0 &&
-                          strcmp(a, "--rate") != 0 && strcmp(a, "--pidfile") != 0)) {
+        if (v == NULL ||
+            (strcmp(a, "--dir") != 0 && strcmp(a, "--file") != 0 && strcmp(a, "--rate") != 0 &&
+             strcmp(a, "--pidfile") != 0 && strcmp(a, "--health-ms") != 0)) {
             fprintf(stderr, "tern-workload: %s: %s\n", a,
                     v == NULL ? "expected a value" : "unknown option");
             usage(stderr);
@@ -675,6 +778,21 @@ int main(int argc, char **argv)
             file = v;
         } else if (strcmp(a, "--pidfile") == 0) {
             pidfile = v;
+        } else if (strcmp(a, "--health-ms") == 0) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long ms = strtoul(v, &end, 10);
+            if (end == v || *end != '\0' || errno != 0 || v[0] == '-' || ms < SHARE_HEALTH_MS_MIN ||
+                ms > SHARE_HEALTH_MS_MAX) {
+                fprintf(stderr, "tern-workload: --health-ms: expected %d to %d, got \"%s\"\n",
+                        SHARE_HEALTH_MS_MIN, SHARE_HEALTH_MS_MAX, v);
+                return 2;
+            }
+            if (strcmp(o.mode, "share") != 0) {
+                fprintf(stderr, "tern-workload: --health-ms is the share's\n");
+                return 2;
+            }
+            o.health_ms = (unsigned)ms;
         } else {
             char *end = NULL;
             errno = 0;
@@ -743,7 +861,12 @@ int main(int argc, char **argv)
         if (daemonize(log, &rc))
             goto Done; /* the starting process: the workload runs detached, or failed */
     }
-    rc = strcmp(o.mode, "writer") == 0 ? run_writer(&o, &unblocked) : run_idle(&o, &unblocked);
+    if (strcmp(o.mode, "writer") == 0)
+        rc = run_writer(&o, &unblocked);
+    else if (strcmp(o.mode, "share") == 0)
+        rc = run_share(&o, &unblocked);
+    else
+        rc = run_idle(&o, &unblocked);
 Done:
     free(o.dir);
     free(o.file);

@@ -15,7 +15,10 @@
  * (instance_power.c), dc.instance_destroy (instance_destroy.c), and the disks'
  * changes: dc.disk_usage (disk_usage.c), dc.disk_apply (disk_apply.c), dc.disk_undo
  * (disk_undo.c), on the files vm_disks.h describes; dc.instances_scan
- * (instances_scan.c) lists its instances for the NIC reconcile. An agent finds its
+ * (instances_scan.c) lists its instances for the NIC reconcile; a shared volume's
+ * storage instance, dc.storage_create (storage_create.c), and the share states' probe
+ * and restart, dc.share_probe and dc.share_restart (share_probe.c), whose control half
+ * is dc.share_states (share_tasks.c). An agent finds its
  * instances again when it starts (init scans its data root), so one restarted or
  * killed -9 lists, stops and destroys the workloads it started before.
  *
@@ -302,6 +305,11 @@ static const tern_task_def *const tasks[] = {
     &dc_instances_scan_task,
     &dc_net_reconcile_check_task,
     &dc_net_reconcile_task,
+    &dc_storage_create_task,
+    &dc_share_probe_task,
+    &dc_share_restart_task,
+    &dc_share_states_task,
+    &dc_share_watch_check_task,
     NULL,
 };
 

@@ -43,5 +43,8 @@ extern const tern_task_def dc_disk_usage_task;
 extern const tern_task_def dc_disk_apply_task;
 extern const tern_task_def dc_disk_undo_task;
 extern const tern_task_def dc_instances_scan_task;
+extern const tern_task_def dc_storage_create_task;
+extern const tern_task_def dc_share_probe_task;
+extern const tern_task_def dc_share_restart_task;
 
 #endif

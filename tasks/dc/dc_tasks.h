@@ -26,6 +26,10 @@ extern const tern_task_def dc_disk_settle_task;
 extern const tern_task_def dc_net_reconcile_check_task;
 extern const tern_task_def dc_net_reconcile_task;
 
+/* share_tasks.c */
+extern const tern_task_def dc_share_states_task;
+extern const tern_task_def dc_share_watch_check_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 

@@ -8,12 +8,13 @@
  * The workload is `<workload_bin> <kind> --dir <dir> [--file <dir>/disks/disk1.img]
  * --daemonize --pidfile <dir>/workload.pid`, kind being vm.json's "workload" (what
  * customer_metadata["lab:workload"] chose at create: idle or writer, the writer on the
- * data disk). The command line is the agent's: a caller names a kind, never a program
- * or an argument. --daemonize makes the workload the child of init, never the agent's,
- * so an agent that restarts or is killed takes no instance with it; the program the
- * agent runs (through tern_spawn) returns once the workload runs and its pid file is
- * written. Start then waits, bounded, until the pid file names a live workload of this
- * instance, and answers its pid; a live one already there is answered as it is.
+ * data disk; or "share", which dc.storage_create gives a storage instance, run as
+ * `share --dir <dir> --health-ms <the settings' share_health_ms>`, no --file). The command line is
+ * the agent's: a caller names a kind, never a program or an argument. --daemonize makes the
+ * workload the child of init, never the agent's, so an agent that restarts or is killed takes no
+ * instance with it; the program the agent runs (through tern_spawn) returns once the workload runs
+ * and its pid file is written. Start then waits, bounded, until the pid file names a live workload
+ * of this instance, and answers its pid; a live one already there is answered as it is.
  *
  * A pid file is trusted only while /proc says its pid is a live tern-workload whose
  * --pidfile is this instance's (proc_check.h), so a stale file never gets another
@@ -101,49 +102,126 @@ static bool record_state(tern_ctx *ctx, const char *task, const instance_paths_t
 /* ---- start -------------------------------------------------------------------------- */
 
 typedef struct start_attempt {
+    const char *task;
     instance_paths_t p;
     uint64_t deadline_ms;
+    instance_started_cb then;
+    void *data;
 } start_attempt_t;
+
+/* Ends the attempt's start and calls its `then`: pid > 0, or 0 with code and msg. */
+static void start_end(tern_ctx *ctx, start_attempt_t *st, pid_t pid, const char *code,
+                      const char *msg)
+{
+    const dc_state_t *s = tern_plugin_state(ctx);
+    instance_paths_t p = st->p;
+    instance_started_cb then = st->then;
+    void *data = st->data;
+    attempts_end(s->attempts, ctx); /* frees st */
+    then(ctx, &p, pid, code, msg, data);
+}
 
 /* Whether the pid file names a live workload yet: done, failed past the deadline, or
  * another look in POLL_MS. */
 static void start_poll(tern_ctx *ctx, void *data)
 {
-    const dc_state_t *s = tern_plugin_state(ctx);
     start_attempt_t *st = data;
     pid_t pid = instance_workload_pid(&st->p);
     if (pid > 0) {
-        if (record_state(ctx, "dc.instance_start", &st->p, "running"))
-            tern_task_done(ctx, json_pack("{s:i, s:b, s:s}", "pid", (int)pid, "started", 1, "state",
-                                          "running"));
-        attempts_end(s->attempts, ctx);
+        start_end(ctx, st, pid, NULL, NULL);
         return;
     }
     if (now_ms() >= st->deadline_ms || tern_timer_start(ctx, POLL_MS, start_poll, st) < 0) {
-        tern_task_fail(ctx, "WorkloadStartFailed",
-                       "dc.instance_start: %s names no live workload %d ms after it was "
-                       "started (see %s/workload.log)",
-                       st->p.pidfile, PIDFILE_WAIT_MS, st->p.dir);
-        attempts_end(s->attempts, ctx);
+        char msg[PATH_MAX * 2 + 128];
+        snprintf(msg, sizeof msg,
+                 "%s: %s names no live workload %d ms after it was started (see "
+                 "%s/workload.log)",
+                 st->task, st->p.pidfile, PIDFILE_WAIT_MS, st->p.dir);
+        start_end(ctx, st, 0, "WorkloadStartFailed", msg);
     }
 }
 
 static void start_spawned(tern_ctx *ctx, const tern_spawn_res *res, void *data)
 {
-    const dc_state_t *s = tern_plugin_state(ctx);
     start_attempt_t *st = data;
     if (res->error != NULL || res->exit_status != 0) {
-        tern_task_fail(ctx, "WorkloadStartFailed", "dc.instance_start: %s: %s%s", st->p.dir,
-                       res->error != NULL    ? res->error
-                       : res->timed_out      ? "the workload did not start in time"
-                       : res->stderr_len > 0 ? res->stderr_tail
-                                             : "the workload exited",
-                       res->term_signal != 0 ? " (killed by a signal)" : "");
-        attempts_end(s->attempts, ctx);
+        char msg[PATH_MAX + 2400];
+        snprintf(msg, sizeof msg, "%s: %s: %s%s", st->task, st->p.dir,
+                 res->error != NULL    ? res->error
+                 : res->timed_out      ? "the workload did not start in time"
+                 : res->stderr_len > 0 ? res->stderr_tail
+                                       : "the workload exited",
+                 res->term_signal != 0 ? " (killed by a signal)" : "");
+        start_end(ctx, st, 0, "WorkloadStartFailed", msg);
         return;
     }
     st->deadline_ms = now_ms() + PIDFILE_WAIT_MS;
     start_poll(ctx, st);
+}
+
+void instance_start_workload(tern_ctx *ctx, const char *task, const instance_paths_t *p,
+                             const char *kind, instance_started_cb then, void *data)
+{
+    const dc_state_t *s = tern_plugin_state(ctx);
+    char msg[PATH_MAX + 256];
+    if (s->workload_bin == NULL) {
+        snprintf(msg, sizeof msg,
+                 "%s: the dc plugin's configuration names no workload_bin (tern-workload)", task);
+        then(ctx, p, 0, "NoWorkloadBin", msg, data);
+        return;
+    }
+    bool writer = strcmp(kind, "writer") == 0, share = strcmp(kind, "share") == 0;
+    char disk1[PATH_MAX + 32], health_ms[32];
+    snprintf(disk1, sizeof disk1, "%s/disk1.img", p->disks);
+    snprintf(health_ms, sizeof health_ms, "%llu",
+             (unsigned long long)(s->dc != NULL ? s->dc->set.share_health_ms : 5000));
+    const char *argv[12];
+    size_t n = 0;
+    argv[n++] = s->workload_bin;
+    argv[n++] = writer ? "writer" : share ? "share" : "idle";
+    argv[n++] = "--dir";
+    argv[n++] = p->dir;
+    if (writer) {
+        argv[n++] = "--file";
+        argv[n++] = disk1;
+    }
+    if (share) {
+        argv[n++] = "--health-ms";
+        argv[n++] = health_ms;
+    }
+    argv[n++] = "--daemonize";
+    argv[n++] = "--pidfile";
+    argv[n++] = p->pidfile;
+    argv[n] = NULL;
+    start_attempt_t *st = malloc(sizeof *st);
+    if (st == NULL)
+        abort();
+    *st = (start_attempt_t){.task = task, .p = *p, .then = then, .data = data};
+    attempts_add(s->attempts, ctx, st, free);
+    tern_spawn_opts opts = {.size = sizeof opts,
+                            .argv = argv,
+                            .timeout_ms = SPAWN_TIMEOUT_MS,
+                            .cwd = p->dir,
+                            .tail_bytes = 2048};
+    int rc = tern_spawn(ctx, &opts, start_spawned, st);
+    if (rc != 0) {
+        snprintf(msg, sizeof msg, "%s: cannot run %s: %s", task, s->workload_bin,
+                 strerror(rc < 0 ? -rc : rc));
+        start_end(ctx, st, 0, "WorkloadStartFailed", msg);
+    }
+}
+
+static void start_started(tern_ctx *ctx, const instance_paths_t *p, pid_t pid, const char *code,
+                          const char *msg, void *data)
+{
+    (void)data;
+    if (pid <= 0) {
+        tern_task_fail(ctx, code, "%s", msg);
+        return;
+    }
+    if (record_state(ctx, "dc.instance_start", p, "running"))
+        tern_task_done(
+            ctx, json_pack("{s:i, s:b, s:s}", "pid", (int)pid, "started", 1, "state", "running"));
 }
 
 static void start_start(tern_ctx *ctx, const json_t *args)
@@ -177,17 +255,18 @@ static void start_start(tern_ctx *ctx, const json_t *args)
         kind_v != NULL
             ? json_string_value(kind_v)
             : instance_workload_kind(json_object_get(vm, "customer_metadata"), msg, sizeof msg);
-    if (kind == NULL || (strcmp(kind, "idle") != 0 && strcmp(kind, "writer") != 0)) {
+    /* "share" is a storage instance's (dc.storage_create writes it), never a
+     * customer's choice: instance_workload_kind does not accept it. */
+    if (kind == NULL ||
+        (strcmp(kind, "idle") != 0 && strcmp(kind, "writer") != 0 && strcmp(kind, "share") != 0)) {
         if (kind != NULL || kind_v != NULL)
-            snprintf(msg, sizeof msg, "workload: expected one of " INSTANCE_WORKLOADS);
+            snprintf(msg, sizeof msg, "workload: expected one of " INSTANCE_WORKLOADS ", share");
         json_decref(vm);
         tern_task_fail(ctx, "InvalidArgument", "%s: %s: %s", task, p.vm_json, msg);
         return;
     }
-    char disk1[PATH_MAX + 32];
-    snprintf(disk1, sizeof disk1, "%s/disk1.img", p.disks);
-    bool writer = strcmp(kind, "writer") == 0;
-    kind = writer ? "writer" : "idle"; /* not vm's string: vm is released below */
+    bool writer = strcmp(kind, "writer") == 0, share = strcmp(kind, "share") == 0;
+    kind = writer ? "writer" : share ? "share" : "idle"; /* not vm's: released below */
     bool has_disk1 = json_array_size(json_object_get(vm, "disks")) > 1;
     json_decref(vm);
     if (writer && !has_disk1) {
@@ -197,43 +276,7 @@ static void start_start(tern_ctx *ctx, const json_t *args)
                        task, p.dir);
         return;
     }
-    if (s->workload_bin == NULL) {
-        tern_task_fail(ctx, "NoWorkloadBin",
-                       "%s: the dc plugin's configuration names no workload_bin (tern-workload)",
-                       task);
-        return;
-    }
-    const char *argv[12];
-    size_t n = 0;
-    argv[n++] = s->workload_bin;
-    argv[n++] = kind;
-    argv[n++] = "--dir";
-    argv[n++] = p.dir;
-    if (writer) {
-        argv[n++] = "--file";
-        argv[n++] = disk1;
-    }
-    argv[n++] = "--daemonize";
-    argv[n++] = "--pidfile";
-    argv[n++] = p.pidfile;
-    argv[n] = NULL;
-    start_attempt_t *st = malloc(sizeof *st);
-    if (st == NULL)
-        abort();
-    st->p = p;
-    st->deadline_ms = 0;
-    attempts_add(s->attempts, ctx, st, free);
-    tern_spawn_opts opts = {.size = sizeof opts,
-                            .argv = argv,
-                            .timeout_ms = SPAWN_TIMEOUT_MS,
-                            .cwd = p.dir,
-                            .tail_bytes = 2048};
-    int rc = tern_spawn(ctx, &opts, start_spawned, st);
-    if (rc != 0) {
-        tern_task_fail(ctx, "WorkloadStartFailed", "%s: cannot run %s: %s", task, s->workload_bin,
-                       strerror(rc < 0 ? -rc : rc));
-        attempts_end(s->attempts, ctx);
-    }
+    instance_start_workload(ctx, task, &p, kind, start_started, NULL);
 }
 
 const tern_task_def dc_instance_start_task = {

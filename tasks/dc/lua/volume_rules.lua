@@ -196,3 +196,41 @@ local function vm_release(vm_uuid, final_state)
   redis.call('SET', P .. vk, enc(vm))
   return {released = released, state = vm.state}
 end
+
+-- Seconds since 1970 of an ISO 8601 UTC time ("2026-11-26T12:00:00Z", with or
+-- without milliseconds), or nil: times are compared as numbers, never as text, since
+-- "…:00.5Z" sorts before "…:00Z".
+local function iso_seconds(s)
+  if type(s) ~= 'string' then return nil end
+  local y, mo, d, h, mi, sec, frac = string.match(s,
+    '^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)(%.?%d*)Z$')
+  if not y then return nil end
+  y, mo = tonumber(y), tonumber(mo)
+  -- Days from 1970-01-01 to the date (proleptic Gregorian: Howard Hinnant's
+  -- days_from_civil).
+  if mo <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = (mo + 9) % 12
+  local doy = math.floor((153 * mp + 2) / 5) + tonumber(d) - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  local days = era * 146097 + doe - 719468
+  return days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(sec) +
+    (tonumber('0' .. frac) or 0)
+end
+
+-- The share state a view shows (docs/VOLUMES.md "Share states"): the stored one, or
+-- "unknown" when the last probe (share_probed_at) is older than 3 watch periods at
+-- `now`: its server's agent has not answered since, so the stored state may be stale.
+-- A volume never probed shows what its create stored. `now` is ISO text or seconds
+-- since 1970 (a view has redis.call('TIME')[1]); `every_s` defaults to the period the
+-- watch of the volume's server recorded (hash share_watch:<server>), else 5.
+local function share_state_shown(v, now, every_s)
+  local probed = iso_seconds(v.share_probed_at)
+  local at = type(now) == 'number' and now or iso_seconds(now)
+  if not every_s and type(v.server_uuid) == 'string' then
+    every_s = redis.call('HGET', P .. 'share_watch:' .. v.server_uuid, 'every_s')
+  end
+  if probed and at and at - probed > 3 * (tonumber(every_s) or 5) then return 'unknown' end
+  return v.share_state
+end
