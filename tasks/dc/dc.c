@@ -297,6 +297,10 @@ static const tern_task_def *const tasks[] = {
     &dc_disk_usage_task,
     &dc_disk_apply_task,
     &dc_disk_undo_task,
+    &dc_volume_op_check_task,
+    &dc_volume_snapshot_record_task,
+    &dc_volume_network_task,
+    &dc_volume_snapshot_agent_task,
     NULL,
 };
 

@@ -22,6 +22,11 @@ extern const tern_task_def dc_disk_reserve_task;
 extern const tern_task_def dc_disk_commit_task;
 extern const tern_task_def dc_disk_settle_task;
 
+/* volume_snapshot_tasks.c */
+extern const tern_task_def dc_volume_op_check_task;
+extern const tern_task_def dc_volume_snapshot_record_task;
+extern const tern_task_def dc_volume_network_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 
