@@ -9,7 +9,10 @@
  * mount one and by the task's test-only free_bytes otherwise; what a rollback killed
  * midway leaves, made whole by the next step, and a rollback killed -9 for real.
  *
- * Arguments: the built dc.so and tern-workload.
+ * And the five workflows of these operations parsed against the built dc and core
+ * plugins: every task exists and every literal argument is one its schema takes.
+ *
+ * Arguments: the built dc.so, tern-workload and the workflows directory.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +35,8 @@
 #include <unistd.h>
 
 #include "file_checks.h"
+#include "model/workflow.h"
+#include "plugins/plugin_loader.h"
 #include "task_harness.h"
 
 #define MIB   (1024ll * 1024ll)
@@ -41,6 +46,7 @@
 #define BOUND 30000 /* ms: any one task */
 
 static const char *plugin_path;
+static const char *workflows_dir;
 static const char *workload_bin;
 static char lab_dir[512];
 static char root[1024]; /* cn1's data root */
@@ -518,6 +524,43 @@ static void test_rollback_killed(void **state)
     task_harness_free(h);
 }
 
+/* The core plugin's and the dc plugin's inits do not call the host. */
+static const tern_host empty_host = {
+    .size = sizeof(tern_host),
+    .abi_major = TERN_ABI_MAJOR,
+    .abi_minor = TERN_ABI_MINOR,
+};
+
+static void test_workflows_parse(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX], err[1024];
+    snprintf(dir, sizeof dir, "%s", plugin_path);
+    *strrchr(dir, '/') = '\0';
+    plugin_registry_t *reg = plugin_registry_new(dir, &empty_host, err, sizeof err);
+    if (reg == NULL)
+        fail_msg("%s", err);
+    if (plugin_registry_load(reg, "core.so", NULL, err, sizeof err) != 0 ||
+        plugin_registry_load(reg, "dc.so", NULL, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    const char *files[] = {"volume-snapshot-create", "volume-snapshot-delete", "volume-rollback",
+                           "volume-attach-network", "volume-detach-network"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        FILE *f = fopen(test_path("%s/%s.json", workflows_dir, files[i]), "rb");
+        assert_non_null(f);
+        static char text[WORKFLOW_MAX_BYTES];
+        size_t n = fread(text, 1, sizeof text, f);
+        fclose(f);
+        workflow_t *wf = NULL;
+        if (workflow_parse_text(text, n, plugin_registry_check_task, reg, &wf, err, sizeof err) !=
+            0)
+            fail_msg("%s: %s", files[i], err);
+        assert_string_equal(wf->name, files[i]);
+        workflow_free(wf);
+    }
+    plugin_registry_free(reg);
+}
+
 static void remove_lab(void)
 {
     char cmd[PATH_MAX + 16];
@@ -528,11 +571,12 @@ static void remove_lab(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s DC_PLUGIN TERN_WORKLOAD\n", argv[0]);
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s DC_PLUGIN TERN_WORKLOAD WORKFLOWS_DIR\n", argv[0]);
         return 2;
     }
     plugin_path = argv[1];
+    workflows_dir = argv[3];
     workload_bin = realpath(argv[2], NULL);
     if (workload_bin == NULL)
         return 2;
@@ -551,6 +595,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_room_on_a_full_file_system),
         cmocka_unit_test(test_rollback_leftovers),
         cmocka_unit_test(test_rollback_killed),
+        cmocka_unit_test(test_workflows_parse),
     };
     write_description();
     make_instance(VM1, "nfsvolumestorage");
