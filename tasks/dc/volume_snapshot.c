@@ -29,12 +29,13 @@
  *             then the snapshots named in `later` removed. Run again it copies again:
  *             the result is the same.
  *
- * A step killed midway: every op first puts back what a killed rollback left, so
+ * A step killed midway: every op (and the agent's start, through
+ * volume_leftovers_recover) first puts back what a killed rollback left, so
  * export/ is always either the old data or the new, whole: export/ with an
  * export.rollback/ beside it -> the partial build is removed (old data);
  * export.old/ and export.rollback/ without export/ -> the build was whole: it is
  * renamed into place (new data); export/ with export.old/ -> export.old/ removed.
- * A snapshot .part is removed and made again.
+ * A snapshot .part is removed (every one, by the same function) and made again.
  *
  * "free_bytes" is for tests only: it stands in for what statvfs reports free, so a
  * test can make the server look full without a file system of its own; no workflow
@@ -59,6 +60,7 @@
 #include "instance_dir.h"
 #include "lib/args.h"
 #include "tree_copy.h"
+#include "volume_snapshot.h"
 
 #define ROLE      "nfsvolumestorage"
 #define NAME_MAX_ 250 /* "<name>.part" fits a file name (255) */
@@ -140,19 +142,53 @@ static int rename_synced(const char *from, const char *to, const char *dir, char
     return dc_tree_dir_sync(dir, err, errlen);
 }
 
-/* What a rollback killed midway left, put back (see the opening comment). */
-static int recover_export(snap_job_t *j, char *err, size_t errlen)
+/* Every snapshots/<name>.part/ under dir removed. */
+static int remove_parts(const char *dir, char *err, size_t errlen)
 {
-    bool have_export = exists(j->exp), have_old = exists(j->old), have_new = exists(j->rollback);
+    char snaps[PATH_MAX];
+    if (snprintf(snaps, sizeof snaps, "%s/snapshots", dir) >= (int)sizeof snaps)
+        return dc_fail(err, errlen, -ENAMETOOLONG, "%s: path too long", dir);
+    if (!is_dir(snaps))
+        return 0;
+    DIR *d = opendir(snaps);
+    if (d == NULL)
+        return dc_fail(err, errlen, -errno, "%s: %s", snaps, strerror(errno));
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        char path[PATH_MAX];
+        if (n <= 5 || strcmp(de->d_name + n - 5, ".part") != 0 || de->d_name[0] == '.' ||
+            snprintf(path, sizeof path, "%s/%s", snaps, de->d_name) >= (int)sizeof path)
+            continue;
+        rc = dc_tree_remove(path, err, errlen);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* See volume_snapshot.h. */
+int volume_leftovers_recover(const char *dir, char *err, size_t errlen)
+{
+    int parts = remove_parts(dir, err, errlen);
+    if (parts != 0)
+        return parts;
+
+    char exp[PATH_MAX], rollback[PATH_MAX], old[PATH_MAX];
+    if (snprintf(exp, sizeof exp, "%s/export", dir) >= (int)sizeof exp ||
+        snprintf(rollback, sizeof rollback, "%s/export.rollback", dir) >= (int)sizeof rollback ||
+        snprintf(old, sizeof old, "%s/export.old", dir) >= (int)sizeof old)
+        return dc_fail(err, errlen, -ENAMETOOLONG, "%s: path too long", dir);
+    bool have_export = exists(exp), have_old = exists(old), have_new = exists(rollback);
     int rc = 0;
     if (!have_export && have_old && have_new)
-        rc = rename_synced(j->rollback, j->exp, j->p.dir, err, errlen); /* the new data */
+        rc = rename_synced(rollback, exp, dir, err, errlen); /* the new data */
     else if (!have_export && have_old)
-        rc = rename_synced(j->old, j->exp, j->p.dir, err, errlen); /* the old data back */
+        rc = rename_synced(old, exp, dir, err, errlen); /* the old data back */
     else if (have_export && have_new)
-        rc = dc_tree_remove(j->rollback, err, errlen); /* a build cut short */
-    if (rc == 0 && exists(j->exp) && exists(j->old))
-        rc = dc_tree_remove(j->old, err, errlen);
+        rc = dc_tree_remove(rollback, err, errlen); /* a build cut short */
+    if (rc == 0 && exists(exp) && exists(old))
+        rc = dc_tree_remove(old, err, errlen);
     return rc;
 }
 
@@ -328,7 +364,7 @@ static int job_work(void *data, const atomic_bool *stop, char *err, size_t errle
         j->code = "PathOutsideDataRoot";
         return dc_fail(err, errlen, -EPERM, "%s is not a directory of its own: refused", j->snaps);
     }
-    rc = recover_export(j, err, errlen);
+    rc = volume_leftovers_recover(j->p.dir, err, errlen);
     if (rc == 0 && (lstat(j->exp, &st) != 0 || !S_ISDIR(st.st_mode))) {
         j->code = "PathOutsideDataRoot";
         rc = dc_fail(err, errlen, -EPERM, "%s is missing or not a directory of its own", j->exp);

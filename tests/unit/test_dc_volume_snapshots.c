@@ -466,7 +466,18 @@ static void test_rollback_leftovers(void **state)
     assert_true(tree_digest(exp1) == snap);
     assert_nothing_partial(dir1);
     json_decref(task_harness_run_ok(h, "volume_snapshot", args_of("delete", "s9", NULL), BOUND));
-    (void)old;
+    task_harness_free(h);
+
+    /* An agent killed -9 between the renames and during a snapshot copy: its next
+     * start puts both right before any step runs. */
+    write_file(test_path("%s/changed", exp1), 0, 4, 100);
+    snprintf(cmd, sizeof cmd, "cp -a '%s' '%s' && mv '%s' '%s' && mkdir '%s/snapshots/s8.part'", s1,
+             rb, exp1, oldp, dir1);
+    assert_int_equal(system(cmd), 0);
+    assert_true(tree_digest(rb) == snap && tree_digest(oldp) != snap);
+    h = new_agent();
+    assert_true(tree_digest(exp1) == snap);
+    assert_nothing_partial(dir1);
     task_harness_free(h);
 }
 
