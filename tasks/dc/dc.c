@@ -311,6 +311,7 @@ static const tern_task_def *const tasks[] = {
     &dc_volume_snapshot_record_task,
     &dc_volume_network_task,
     &dc_volume_snapshot_agent_task,
+    &dc_instance_nics_task,
     NULL,
 };
 

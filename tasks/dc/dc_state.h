@@ -43,5 +43,6 @@ extern const tern_task_def dc_disk_usage_task;
 extern const tern_task_def dc_disk_apply_task;
 extern const tern_task_def dc_disk_undo_task;
 extern const tern_task_def dc_volume_snapshot_agent_task;
+extern const tern_task_def dc_instance_nics_task;
 
 #endif

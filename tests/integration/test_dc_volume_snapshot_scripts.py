@@ -443,7 +443,10 @@ def attach_and_detach(inv):
     # Detach the first: its address freed as dc.release frees it; the second becomes
     # net0, primary, and the paths follow its address.
     first_mac = s['nics'][0]['mac']
-    run(inv, 'detach_network', network_uuid=FAB1)
+    _, got = run(inv, 'detach_network', network_uuid=FAB1)
+    # begin answered the NICs the instance keeps, as its vm.json is to list them.
+    assert [(n['mac'], n['interface'], n['primary']) for n in got['nics']] == \
+        [(second['mac'], 'net0', True)], got['nics']
     v, s = vol(inv), vm(inv)
     assert v['networks'] == [FAB2] and len(s['nics']) == 1, (v, s)
     assert s['nics'][0]['mac'] == second['mac'] and s['nics'][0]['interface'] == 'net0' and \
@@ -463,6 +466,10 @@ def a_failed_attach_gives_the_nic_back(inv):
     before_vol = vol(inv)
     job, got = run(inv, 'attach_network', network_uuid=FAB2, fail=True)
     v, s = vol(inv), vm(inv)
+    # fail answers the NICs as they are now, for the instance's vm.json.
+    again = inv.ok('volume_network', step('fail', 'attach_network', job,
+                                          params('attach_network', network_uuid=FAB2)))
+    assert again['nics'] == s['nics'] and len(again['nics']) == 1, again
     assert v['networks'] == [FAB1] and v['job_uuid'] is None and len(s['nics']) == 1 and \
         s['nics'][0]['network_uuid'] == FAB1, (v, s)
     assert inv.hash('network:' + FAB2)['taken'] == '0'

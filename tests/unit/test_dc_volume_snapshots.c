@@ -7,7 +7,8 @@
  * rollback to s1 (acceptance 28); a server with no room (29: ServerDiskFull naming
  * the bytes, the data unchanged, no .part), by a tmpfs of a few MiB when the test may
  * mount one and by the task's test-only free_bytes otherwise; what a rollback killed
- * midway leaves, made whole by the next step, and a rollback killed -9 for real.
+ * midway leaves, made whole by the next step, and a rollback killed -9 for real;
+ * dc.instance_nics writing a storage instance's NICs into its vm.json.
  *
  * And the five workflows of these operations parsed against the built dc and core
  * plugins: every task exists and every literal argument is one its schema takes.
@@ -535,6 +536,46 @@ static void test_rollback_killed(void **state)
     task_harness_free(h);
 }
 
+/* dc.instance_nics: vm.json lists the NICs given, in their order; bad ones refused. */
+static void test_instance_nics(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    const char *two = "{\"vm_uuid\": \"" VM1 "\", \"nics\": ["
+                      "{\"mac\": \"90:b8:d0:00:00:01\", \"ip\": \"192.168.128.200\", "
+                      "\"interface\": \"net0\", \"primary\": true}, "
+                      "{\"mac\": \"90:b8:d0:00:00:02\", \"ip\": \"192.168.129.200\", "
+                      "\"interface\": \"net1\", \"primary\": false}]}";
+    for (int i = 0; i < 2; i++) {
+        json_t *r = task_harness_run_ok(h, "instance_nics", two, BOUND);
+        char *macs = json_dumps(json_object_get(r, "macs"), JSON_COMPACT);
+        assert_string_equal(macs, "[\"90:b8:d0:00:00:01\",\"90:b8:d0:00:00:02\"]");
+        free(macs);
+        json_decref(r);
+    }
+    json_error_t je;
+    json_t *vm = json_load_file(test_path("%s/vm.json", dir1), 0, &je);
+    assert_non_null(vm);
+    json_t *want = task_harness_json(two);
+    assert_true(json_equal(json_object_get(vm, "nics"), json_object_get(want, "nics")));
+    assert_string_equal(json_string_value(json_object_get(vm, "role")), "nfsvolumestorage");
+    json_decref(want);
+    json_decref(vm);
+    task_harness_run_fails(h, "instance_nics",
+                           "{\"vm_uuid\": \"" VM1 "\", \"nics\": [{\"mac\": "
+                           "\"90:b8:d0:00:00:01\"}, {\"mac\": \"90:b8:d0:00:00:01\"}]}",
+                           BOUND, "InvalidArgument",
+                           "nics[1].mac: 90:b8:d0:00:00:01 is nics[0]'s too");
+    task_harness_run_fails(h, "instance_nics", "{\"vm_uuid\": \"" VM1 "\", \"nics\": [{}]}", BOUND,
+                           "InvalidArgument", "nics[0].mac");
+    task_harness_run_fails(h, "instance_nics",
+                           "{\"vm_uuid\": \"33333333-3333-4333-8333-333333333333\", \"nics\": []}",
+                           BOUND, "InstanceNotFound", "33333333-3333-4333-8333-333333333333");
+    json_decref(
+        task_harness_run_ok(h, "instance_nics", "{\"vm_uuid\": \"" VM1 "\", \"nics\": []}", BOUND));
+    task_harness_free(h);
+}
+
 /* The core plugin's and the dc plugin's inits do not call the host. */
 static const tern_host empty_host = {
     .size = sizeof(tern_host),
@@ -606,6 +647,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_no_room_on_a_full_file_system),
         cmocka_unit_test(test_rollback_leftovers),
         cmocka_unit_test(test_rollback_killed),
+        cmocka_unit_test(test_instance_nics),
         cmocka_unit_test(test_workflows_parse),
     };
     write_description();

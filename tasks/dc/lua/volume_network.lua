@@ -6,7 +6,8 @@
 --   begin   every rule again (volume_op_rules.lua), then the volume marked as this
 --           job's (job_uuid). Answers the networks the storage instance is to have,
 --           [{uuid}] in the volume's order, the attached one last: what the attach's
---           next step hands dc.nics_provision, which adds its NIC and keeps the others.
+--           next step hands dc.nics_provision, which adds its NIC and keeps the others;
+--           and the NICs it keeps of them (a detach's: what its vm.json is to list).
 --   commit  the volume's networks changed; the storage instance's NICs made to match
 --           them (a detached network's NIC removed and its address freed; the NICs
 --           ordered as the networks, net0 the first and primary, all running: the
@@ -17,7 +18,8 @@
 --           next probe; job_uuid cleared.
 --
 -- Run again for the same job each answers the same without writing twice. Answers
--- {volume_uuid, vm_uuid, server_uuid, owner_uuid, networks: [{uuid}], nics: [mac]}.
+-- {volume_uuid, vm_uuid, server_uuid, owner_uuid, networks: [{uuid}], nics: [NIC]}:
+-- commit and fail, the storage instance's NICs as they are now (for its vm.json).
 local a = cjson.decode(ARGV[1])
 if a.action ~= 'attach_network' and a.action ~= 'detach_network' then
   return vop_refuse_param('action', 'expected attach_network or detach_network, got ' ..
@@ -56,12 +58,11 @@ local function wanted()
   return out
 end
 
-local function answer(nets)
-  local list, macs = {}, {}
+local function answer(nets, nics)
+  local list = {}
   for _, n in ipairs(nets) do list[#list + 1] = {uuid = n} end
-  for _, nic in ipairs(vm and vm.nics or {}) do macs[#macs + 1] = nic.mac end
   return ok({volume_uuid = v.uuid, vm_uuid = v.vm_uuid, server_uuid = v.server_uuid,
-    owner_uuid = v.owner_uuid, networks = list, nics = macs})
+    owner_uuid = v.owner_uuid, networks = list, nics = nics or (vm and vm.nics) or {}})
 end
 
 -- A NIC given back as dc.release gives them back: its address to the network's free
@@ -84,22 +85,26 @@ local function nic_give_back(nic)
   if nic.cn_uuid and nic.cn_uuid ~= NULL then index_rem('nics:cn:' .. nic.cn_uuid, nic.mac) end
 end
 
--- The storage instance's NICs made to match nets: the others given back, the kept
--- ones in the order of nets (net0 first and primary); `running` sets their state.
-local function nics_match(nets, running)
-  if not vm then return end
-  local by_net = {}
+-- The storage instance's NICs made to match nets: the kept ones in the order of nets
+-- (net0 first and primary; `running` sets their state), returned. With `write`, the
+-- others are given back and the NICs and the instance written; without, nothing is.
+local function nics_match(nets, running, write)
+  if not vm then return {} end
+  local by_net, extra = {}, {}
   for _, nic in ipairs(vm.nics or {}) do
     if by_net[nic.network_uuid] then
-      nic_give_back(nic) -- a second NIC on one network: never made by these steps
+      extra[#extra + 1] = nic -- a second NIC on one network: never made by these steps
     else
       by_net[nic.network_uuid] = nic
     end
   end
   local keep, order = {}, {}
   for _, n in ipairs(nets) do keep[n] = true end
-  for net, nic in pairs(by_net) do
-    if not keep[net] then nic_give_back(nic) end
+  if write then
+    for _, nic in ipairs(extra) do nic_give_back(nic) end
+    for net, nic in pairs(by_net) do
+      if not keep[net] then nic_give_back(nic) end
+    end
   end
   for _, n in ipairs(nets) do
     local nic = by_net[n]
@@ -108,15 +113,25 @@ local function nics_match(nets, running)
       nic.primary = #order == 0
       if running then nic.state = 'running' end
       order[#order + 1] = nic
-      redis.call('SET', P .. 'nic:' .. nic.mac, enc(nic))
+      if write then redis.call('SET', P .. 'nic:' .. nic.mac, enc(nic)) end
     end
   end
-  vm.nics = order
-  redis.call('SET', P .. vk, enc(vm))
+  if write then
+    vm.nics = order
+    redis.call('SET', P .. vk, enc(vm))
+  end
+  return order
+end
+
+-- What begin answers: the networks to have and the NICs the instance keeps of them
+-- (an attach's new one is made by the next step, dc.nics_provision).
+local function begun()
+  local nets = wanted()
+  return answer(nets, nics_match(nets, false, false))
 end
 
 if a.op == 'begin' then
-  if mine then return answer(wanted()) end
+  if mine then return begun() end
   if has_job then
     return refuse(409, 'VolumeNotReady', 'volume ' .. v.name .. ' (' .. v.uuid ..
       ') is busy with job ' .. tostring(v.job_uuid) .. ', not job ' .. job)
@@ -130,7 +145,7 @@ if a.op == 'begin' then
   end
   v.job_uuid = job
   volume_put(v, before)
-  return answer(wanted())
+  return begun()
 end
 
 if a.op == 'commit' then
@@ -150,7 +165,7 @@ if a.op == 'commit' then
     end
   end
   v.networks = nets
-  nics_match(nets, true)
+  nics_match(nets, true, true)
   local first = vm and vm.nics and vm.nics[1]
   if first then
     v.filesystem_path = first.ip .. ':/exports/data'
@@ -164,7 +179,7 @@ end
 
 -- fail
 if not mine then return answer(v.networks or {}) end
-nics_match(v.networks or {}, false)
+nics_match(v.networks or {}, false, true)
 v.share_state = 'unknown'
 v.job_uuid = NULL
 volume_put(v, before)
