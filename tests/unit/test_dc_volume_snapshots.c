@@ -422,6 +422,17 @@ static void test_no_room_on_a_full_file_system(void **state)
     assert_true(tree_digest(test_path("%s/export", dir)) == data);
     assert_false(test_file_exists(test_path("%s/snapshots/s1", dir)));
     assert_nothing_partial(dir);
+    /* Told there is room (free_bytes) when there is none: the copy itself runs out of
+     * space midway, and fails the same way, its partial copy removed. */
+    char told[512];
+    snprintf(told, sizeof told,
+             "{\"vm_uuid\": \"%s\", \"op\": \"create\", \"name\": \"s1\", "
+             "\"free_bytes\": 1000000000000}",
+             vm);
+    task_harness_run_fails(h, "volume_snapshot", told, BOUND, "ServerDiskFull", strerror(ENOSPC));
+    assert_true(tree_digest(test_path("%s/export", dir)) == data);
+    assert_false(test_file_exists(test_path("%s/snapshots/s1", dir)));
+    assert_nothing_partial(dir);
     /* Room made: the snapshot is taken. */
     assert_int_equal(truncate(test_path("%s/export/data", dir), 2 * MIB), 0);
     json_decref(task_harness_run_ok(h, "volume_snapshot", args, BOUND));
