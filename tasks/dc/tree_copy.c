@@ -206,6 +206,18 @@ static int copy_link(const char *src, const char *dst, const struct stat *st, ch
     return 0;
 }
 
+/* The copied directory given its source's mode and times, then synced (after its
+ * entries: writing them changed its times). */
+static int finish_dir(const char *dst, const struct stat *st, char *err, size_t errlen)
+{
+    struct timespec times[2] = {st->st_atim, st->st_mtim};
+    if (chmod(dst, st->st_mode & 07777) != 0)
+        return dc_fail(err, errlen, -errno, "%s: chmod: %s", dst, strerror(errno));
+    if (utimensat(AT_FDCWD, dst, times, AT_SYMLINK_NOFOLLOW) != 0)
+        return dc_fail(err, errlen, -errno, "%s: times: %s", dst, strerror(errno));
+    return dc_tree_dir_sync(dst, err, errlen);
+}
+
 static int copy_dir(const char *src, const char *dst, const struct stat *st,
                     const atomic_bool *stop, bool *cloned, char *err, size_t errlen)
 {
@@ -245,14 +257,7 @@ static int copy_dir(const char *src, const char *dst, const struct stat *st,
             rc = 0; /* vanished before it was opened: not part of the copy */
     }
     closedir(d);
-    struct timespec times[2] = {st->st_atim, st->st_mtim};
-    if (rc == 0 && chmod(dst, st->st_mode & 07777) != 0)
-        rc = dc_fail(err, errlen, -errno, "%s: chmod: %s", dst, strerror(errno));
-    if (rc == 0 && utimensat(AT_FDCWD, dst, times, AT_SYMLINK_NOFOLLOW) != 0)
-        rc = dc_fail(err, errlen, -errno, "%s: times: %s", dst, strerror(errno));
-    if (rc == 0)
-        rc = dc_tree_dir_sync(dst, err, errlen);
-    return rc;
+    return rc != 0 ? rc : finish_dir(dst, st, err, errlen);
 }
 
 int dc_tree_copy(const char *src, const char *dst, const atomic_bool *stop, bool *cloned, char *err,

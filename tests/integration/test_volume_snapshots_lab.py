@@ -30,7 +30,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab_harness import Lab, run_tests, wait_for, workload_pids  # noqa: E402
+from lab_harness import Lab, run_tests, workload_pids  # noqa: E402
 
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
 OWNER = "00000000-0000-0000-0000-000000000000"
