@@ -62,9 +62,9 @@
 #include "tree_copy.h"
 #include "volume_snapshot.h"
 
-#define ROLE      "nfsvolumestorage"
-#define NAME_MAX_ 250 /* "<name>.part" fits a file name (255) */
-#define LATER_MAX 1024
+#define ROLE              "nfsvolumestorage"
+#define SNAPSHOT_NAME_MAX 250 /* "<name>.part" fits a file name (255) */
+#define LATER_MAX         1024
 
 /* The codes a retry cannot help, beyond the dc ones. */
 static const char *const fatal_codes[] = {"InvalidArgument",     "NotAnAgent",
@@ -76,7 +76,7 @@ typedef enum { OP_CREATE, OP_DELETE, OP_ROLLBACK } snap_op_t;
 
 typedef struct snap_job {
     snap_op_t op;
-    char name[NAME_MAX_ + 1];
+    char name[SNAPSHOT_NAME_MAX + 1];
     char **later; /* owned, n_later names */
     size_t n_later;
     bool has_free;
@@ -92,7 +92,7 @@ typedef struct snap_job {
 static bool name_ok(const char *name)
 {
     size_t n = name != NULL ? strlen(name) : 0;
-    if (n < 2 || n > NAME_MAX_)
+    if (n < 2 || n > SNAPSHOT_NAME_MAX)
         return false;
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
