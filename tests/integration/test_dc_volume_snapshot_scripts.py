@@ -248,9 +248,10 @@ def snapshot_names_are_unique_and_limited(inv):
     refused(inv, 'snapshot_create', params('snapshot_create', name='s1'),
             'VolumeSnapshotAlreadyExists', 'volume wp-uploads already has a snapshot named s1',
             409)
-    # A failed snapshot keeps its name until it is deleted.
-    refused(inv, 'snapshot_create', params('snapshot_create', name='s2'),
-            'VolumeSnapshotAlreadyExists', 'named s2', 409)
+    # A failed snapshot keeps its name until it is deleted (only a retried job's begin
+    # takes it back: a_failure_leaves_the_snapshot_failed_and_the_volume_ready).
+    inv.error('volume_op_check', check('snapshot_create', params('snapshot_create', name='s2')),
+              'VolumeSnapshotAlreadyExists', 'named s2', 409)
     # The limit, from max_snapshots_per_volume (a failed snapshot counts).
     refused(inv, 'snapshot_create', params('snapshot_create', name='s3'),
             'SnapshotLimitExceeded', 'volume wp-uploads has 2 snapshots, the most a volume may '
@@ -360,6 +361,19 @@ def a_failure_leaves_the_snapshot_failed_and_the_volume_ready(inv):
     inv.ok('volume_snapshot_record', step('fail', 'rollback', str(uuid.uuid4()),
                                           params('rollback', name='s1')))
     assert raw(inv) == before
+    # A new job of that name is refused at admission; the retry of the job whose copy
+    # failed (it resumes at begin) takes the failed snapshot back, even at the limit.
+    p2 = params('snapshot_create', name='s2')
+    inv.error('volume_op_check', check('snapshot_create', p2), 'VolumeSnapshotAlreadyExists',
+              'named s2', 409)
+    got = inv.ok('volume_snapshot_record', step('begin', 'snapshot_create', job, p2,
+                                                max_snapshots=2))
+    v = vol(inv)
+    assert [(s['name'], s['state']) for s in v['snapshots']] == \
+        [('s1', 'created'), ('s2', 'creating')] and v['job_uuid'] == job, v
+    assert got['snapshot']['state'] == 'creating', got
+    inv.ok('volume_snapshot_record', step('fail', 'snapshot_create', job, p2))
+    assert vol(inv)['snapshots'][1]['state'] == 'failed'
     # The failed one is deleted like any other.
     run(inv, 'snapshot_delete', 's2')
     assert [s['name'] for s in vol(inv)['snapshots']] == ['s1']
@@ -415,6 +429,27 @@ def network_refusals(inv):
             'InvalidArgument', f'volume wp-uploads is not attached to network {FAB2}', 422)
     refused(inv, 'detach_network', params('detach_network', network_uuid=FAB1),
             'InvalidArgument', f'network {FAB1} is the last network of volume wp-uploads', 422)
+
+
+@case
+def a_detach_keeps_a_network_for_each_consumer(inv):
+    put_volume(inv)
+    run(inv, 'attach_network', network_uuid=FAB2)
+    consumers = ['c0000000-0000-4000-8000-000000000001', 'c0000000-0000-4000-8000-000000000002']
+    for c, nets in zip(consumers, ([FAB1, EXT], [FAB1, FAB2])):
+        inv.r.cmd('SET', NS + 'vm:' + c, json.dumps({
+            'uuid': c, 'owner_uuid': OWNER, 'state': 'running',
+            'nics': [{'mac': f'90:b8:d0:ff:00:0{i}', 'network_uuid': n}
+                     for i, n in enumerate(nets)]}))
+    v = vol(inv)
+    v['refs'] = consumers
+    inv.r.cmd('SET', NS + 'volume:' + VOL, json.dumps(v))
+    refused(inv, 'detach_network', params('detach_network', network_uuid=FAB1), 'VolumeInUse',
+            f'Volume with name wp-uploads is used by {consumers[0]}, which reach it only on '
+            f'network {FAB1}', 409)
+    # The second consumer reaches it on FAB2 too: FAB2 may go.
+    run(inv, 'detach_network', network_uuid=FAB2)
+    assert vol(inv)['networks'] == [FAB1]
 
 
 @case

@@ -12,9 +12,9 @@ workload (idle) stands in for the share process: the rollback stops and starts i
 * Acceptance 28: snapshot s1 (created), s1 again refused at POST /jobs; write X,
   snapshot s2, write Y, roll back to s1: neither X nor Y, s2 gone from the record and
   the server, the volume ready and its share running, the share process started again.
-* 29 (the refusal itself is the unit test's): the job's steps in order, and a snapshot
-  job failing on the server leaves the snapshot failed and the volume ready with its
-  data unchanged.
+* 29 (the refusal for space itself is the unit test's): a snapshot job failing on the
+  server leaves the snapshot failed and the volume ready with its data unchanged; the
+  job retried makes it.
 * 31: attach to a second fabric network -> 2 networks, 2 NICs on the instance (record
   and vm.json); detach -> 1, the address freed; attach to a non-fabric network refused.
 * 4.4 test 7: the rollback's steps stop, then start the share; the record goes
@@ -227,6 +227,17 @@ def test_a_failed_snapshot_leaves_the_volume_ready():
     assert v["state"] == "ready" and v["snapshots"][-1]["name"] == "broken" and \
         v["snapshots"][-1]["state"] == "failed" and v["job_uuid"] is None, v
     assert tree(export_dir()) == data
+    # A new job of that name is refused; the failed job retried (from begin) takes the
+    # failed snapshot back and makes it.
+    refused("volume-snapshot-create", 409, "VolumeSnapshotAlreadyExists", "named broken",
+            name="broken")
+    status, body = lab.http(f"/jobs/{j['uuid']}/retry", "POST", {})
+    assert status == 200, (status, body)
+    again = lab.wait_job(j["uuid"])
+    assert again["execution"] == "succeeded", json.dumps(again)[:3000]
+    v = volume()
+    assert v["snapshots"][-1]["name"] == "broken" and v["snapshots"][-1]["state"] == "created"
+    assert tree(os.path.join(snaps, "broken")) == data
     job("volume-snapshot-delete", name="broken")
     assert [s["name"] for s in volume()["snapshots"]] == ["s1", "s2"]
 

@@ -140,8 +140,11 @@ end
 
 -- Every rule of action against the volume as it is now: the volume (the owner's and
 -- ready) and what the action needs of it. Returns the volume and what the steps use
--- ({snapshot, later}) or nil and the refusal. max is the snapshot limit.
-local function volume_op_rules(action, params, max)
+-- ({snapshot, later, retake}) or nil and the refusal. max is the snapshot limit.
+-- retake_failed (a job's begin, never its admission): a snapshot create may take back
+-- a failed snapshot of its name, so the retry of a job whose copy failed goes on (a
+-- new job is refused at admission).
+local function volume_op_rules(action, params, max, retake_failed)
   local v, e = volume_of_owner(params.volume_uuid, params.owner_uuid)
   if not v then return nil, e end
   if v.state ~= 'ready' then
@@ -150,7 +153,12 @@ local function volume_op_rules(action, params, max)
   end
   local out = {}
   if action == 'snapshot_create' then
-    if volume_snapshot_find(v, params.name) then
+    local s = volume_snapshot_find(v, params.name)
+    if s and retake_failed and s.state == 'failed' then
+      out.retake = s -- already counted against the limit
+      return v, out
+    end
+    if s then
       return nil, refuse(409, 'VolumeSnapshotAlreadyExists', 'volume ' .. v.name ..
         ' already has a snapshot named ' .. params.name)
     end
@@ -186,6 +194,24 @@ local function volume_op_rules(action, params, max)
     if #v.networks < 2 then
       return nil, vop_refuse_param('params.network_uuid', 'network ' .. params.network_uuid ..
         ' is the last network of volume ' .. v.name .. ': a volume keeps at least one')
+    end
+    -- A VM that mounts the volume keeps a network it shares with it (DOMAIN 1.2: a
+    -- volume is reached on a network both have).
+    local cut = {}
+    for _, r in ipairs(v.refs or {}) do
+      local vm = get_json('vm:' .. r)
+      local nics = vm and vm.nics or {}
+      local reaches = #nics == 0
+      for _, nic in ipairs(nics) do
+        if nic.network_uuid ~= params.network_uuid and volume_has_network(v, nic.network_uuid) then
+          reaches = true
+        end
+      end
+      if not reaches then cut[#cut + 1] = r end
+    end
+    if #cut > 0 then
+      return nil, refuse(409, 'VolumeInUse', 'Volume with name ' .. v.name .. ' is used by ' ..
+        table.concat(cut, ', ') .. ', which reach it only on network ' .. params.network_uuid)
     end
   end
   return v, out

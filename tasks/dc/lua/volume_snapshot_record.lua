@@ -4,7 +4,9 @@
 -- "max_snapshots"} (the C wrapper adds the job's uuid and max_snapshots_per_volume).
 --
 --   begin     every rule again (volume_op_rules.lua), then the volume marked as this
---             job's (job_uuid); snapshot_create: the snapshot appended `creating`;
+--             job's (job_uuid); snapshot_create: the snapshot appended `creating` (a
+--             `failed` one of its name, which only a retried job gets past admission
+--             with, taken back as `creating`);
 --             rollback: the volume `rolling_back`, its share `stopped`
 --   starting  rollback: the share `starting` (its process is being started again)
 --   commit    snapshot_create: the snapshot `created`; snapshot_delete: the snapshot
@@ -71,10 +73,14 @@ local has_job = v.job_uuid ~= nil and v.job_uuid ~= NULL
 if a.op == 'begin' then
   if mine then return answer() end
   if has_job then return busy() end
-  local r
-  r, e = volume_op_rules(a.action, p, volume_max_snapshots(a))
-  if not r then return e end
-  if a.action == 'snapshot_create' then
+  local r, out = volume_op_rules(a.action, p, volume_max_snapshots(a), true)
+  if not r then return out end
+  if a.action == 'snapshot_create' and out.retake then
+    -- out.retake is r's own entry: r is written, not v.
+    v = r
+    out.retake.state = 'creating'
+    out.retake.create_timestamp = ARGV[2]
+  elseif a.action == 'snapshot_create' then
     v.snapshots = v.snapshots or {}
     v.snapshots[#v.snapshots + 1] = {name = p.name, create_timestamp = ARGV[2], state = 'creating'}
   elseif a.action == 'rollback' then
