@@ -15,6 +15,7 @@ workload (idle) stands in for the share process: the rollback stops and starts i
 * 29 (the refusal for space itself is the unit test's): a snapshot job failing on the
   server leaves the snapshot failed and the volume ready with its data unchanged; the
   job retried makes it.
+* A snapshot job canceled gives the volume back (oncancel runs the failure's steps).
 * 31: attach to a second fabric network -> 2 networks, 2 NICs on the instance (record
   and vm.json); detach -> 1, the address freed; attach to a non-fabric network refused.
 * 4.4 test 7: the rollback's steps stop, then start the share; the record goes
@@ -242,6 +243,37 @@ def test_a_failed_snapshot_leaves_the_volume_ready():
     assert [s["name"] for s in volume()["snapshots"]] == ["s1", "s2"]
 
 
+def test_a_canceled_snapshot_gives_the_volume_back():
+    """A snapshot job canceled (most often mid-copy of 256 MiB): the job ends, the
+    volume is no job's, the snapshot is created (the copy won the race) or failed
+    (canceled), no partial copy is left, the data unchanged."""
+    for i in range(8):
+        write(f"bulk{i}", os.urandom(32 * 1024 * 1024))
+    data = tree(export_dir())
+    status, j = lab.create_job("volume-snapshot-create", f"/volume-snapshot-create-{VOL}",
+                               params(name="canceled"))
+    assert status == 201, (status, j)
+    lab.http(f"/jobs/{j['uuid']}/cancel", "POST", {})
+    j = lab.wait_job(j["uuid"])
+    v = volume()
+    snap = [s for s in v["snapshots"] if s["name"] == "canceled"]
+    assert v["job_uuid"] is None and v["state"] == "ready", v
+    if j["execution"] == "canceled":
+        # A job canceled before it started ends at once, with nothing to give back.
+        assert [r["name"] for r in j.get("oncancel_results") or []] in ([], ["cancel"]), j
+        assert snap == [] or snap[0]["state"] == "failed", v
+    else:
+        assert j["execution"] == "succeeded" and snap[0]["state"] == "created", (j, v)
+    print(f"# the snapshot job ended {j['execution']}")
+    snaps = os.path.join(lab.vm_dir(CN1, STORAGE), "snapshots")
+    assert not [n for n in os.listdir(snaps) if n.endswith(".part")], os.listdir(snaps)
+    assert tree(export_dir()) == data
+    if snap:
+        job("volume-snapshot-delete", name="canceled")
+    for i in range(8):
+        os.unlink(os.path.join(export_dir(), f"bulk{i}"))
+
+
 def test_attach_and_detach():
     """31."""
     refused("volume-attach-network", 422, "InvalidArgument", "is not a fabric network",
@@ -268,4 +300,5 @@ def test_attach_and_detach():
 
 if __name__ == "__main__":
     run_tests(lab, [test_snapshots_and_rollback, test_a_failed_snapshot_leaves_the_volume_ready,
-                    test_attach_and_detach], only=sys.argv[3:])
+                    test_a_canceled_snapshot_gives_the_volume_back, test_attach_and_detach],
+              only=sys.argv[3:])
