@@ -53,6 +53,7 @@
 #include "file_work.h"
 #include "instance_dir.h"
 #include "vm_disks.h"
+#include "volume_snapshot.h"
 
 /* Retrying does not help these: the arguments, the configuration or the data root
  * must change first. */
@@ -123,6 +124,15 @@ static void rediscover(dc_state_t *s)
             vm_disks_remove_parts(&v, err, sizeof err) != 0)
             err[0] = '\0';
         vm_disks_close(&v);
+        /* A storage instance's snapshot copies cut short, and the export/ a rollback
+         * was replacing: the old data or the new, whole, before its share is started
+         * again (volume_snapshot.h). What cannot be put right now is by the next
+         * dc.volume_snapshot on it. */
+        instance_paths_t p;
+        if (instance_paths(s->server->data_root, json_string_value(json_object_get(inst, "uuid")),
+                           &p, err, sizeof err) == 0 &&
+            volume_leftovers_recover(p.dir, err, sizeof err) != 0)
+            err[0] = '\0';
     }
     json_decref(found);
 }
@@ -310,6 +320,11 @@ static const tern_task_def *const tasks[] = {
     &dc_share_restart_task,
     &dc_share_states_task,
     &dc_share_watch_check_task,
+    &dc_volume_op_check_task,
+    &dc_volume_snapshot_record_task,
+    &dc_volume_network_task,
+    &dc_volume_snapshot_agent_task,
+    &dc_instance_nics_task,
     NULL,
 };
 

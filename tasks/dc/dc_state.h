@@ -46,5 +46,7 @@ extern const tern_task_def dc_instances_scan_task;
 extern const tern_task_def dc_storage_create_task;
 extern const tern_task_def dc_share_probe_task;
 extern const tern_task_def dc_share_restart_task;
+extern const tern_task_def dc_volume_snapshot_agent_task;
+extern const tern_task_def dc_instance_nics_task;
 
 #endif

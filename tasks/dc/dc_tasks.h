@@ -30,6 +30,11 @@ extern const tern_task_def dc_net_reconcile_task;
 extern const tern_task_def dc_share_states_task;
 extern const tern_task_def dc_share_watch_check_task;
 
+/* volume_snapshot_tasks.c */
+extern const tern_task_def dc_volume_op_check_task;
+extern const tern_task_def dc_volume_snapshot_record_task;
+extern const tern_task_def dc_volume_network_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 

@@ -3,7 +3,8 @@
 
 Usage: lua_embed.py OUTPUT FILE.lua... Each script's constant (dc_lua_<stem>) is
 prelude.lua and volume_rules.lua followed by the script; a view's (view_*.lua) has
-view_page.lua between, a disk operation's (disk_*.lua) disk_rules.lua. The preludes
+view_page.lua between, a disk operation's (disk_*.lua) disk_rules.lua, a volume
+operation's (volume_op_*, volume_snapshot*, volume_network*) volume_op_rules.lua. The preludes
 themselves get no constant. The strings are written with JSON's escapes, which C reads the same for the
 characters a Lua file holds.
 """
@@ -23,12 +24,14 @@ def read(stem):
 with open(out_path, "w", encoding="utf-8") as out:
     out.write("/* Generated from the scripts of tasks/dc/lua by tasks/dc/lua_embed.py. */\n")
     for stem in sorted(by_stem):
-        if stem in ("prelude", "volume_rules", "view_page", "disk_rules"):
+        if stem in ("prelude", "volume_rules", "view_page", "disk_rules", "volume_op_rules"):
             continue
         middle = ""
         if stem.startswith("view_"):
             middle = read("view_page")
         elif stem.startswith("disk_"):
             middle = read("disk_rules")
+        elif stem.startswith(("volume_op_", "volume_snapshot", "volume_network")):
+            middle = read("volume_op_rules")
         text = read("prelude") + read("volume_rules") + middle + read(stem)
         out.write(f"static const char dc_lua_{stem}[] = {json.dumps(text, ensure_ascii=True)};\n")
