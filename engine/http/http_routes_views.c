@@ -9,10 +9,9 @@
  *                          the view's own query parameters; any other is 409
  *                          InvalidArgument naming it. 404 when the script answered
  *                          nothing; the status and code of a script's refusal
- *                          ("REFUSED <4xx> <Code> <message>"); 500 ViewScriptError naming the view when it failed
- *                          or answered something that is not JSON; 503 ViewTimeout when
- *                          it did not answer within view_timeout_ms; 503
- *                          ServiceUnavailable while Redis is unreachable.
+ *                          ("REFUSED <4xx> <Code> <message>"); 500 ViewScriptError naming the view
+ * when it failed or answered something that is not JSON; 503 ViewTimeout when it did not answer
+ * within view_timeout_ms; 503 ServiceUnavailable while Redis is unreachable.
  *
  * Scripts run in view_runner.c (engine/run/), on a connection of their own, with
  * EVAL_RO; view_runner.h says how a script past its bound is killed.

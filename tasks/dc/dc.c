@@ -52,12 +52,23 @@
 
 /* Retrying does not help these: the arguments, the configuration or the data root
  * must change first. */
-const char *const dc_fatal_codes[] = {"InvalidArgument",  "NotAnAgent",          "NoWorkloadBin",
-                                      "ResourceNotFound", "PathOutsideDataRoot", "InstanceNotFound",
-                                      "ImageFileMissing", "InstanceConflict",    "DiskFileInvalid",
-                                      "DiskFileMissing",  "ServerDiskFull",      "VolumeNotFound",
-                                      "VolumeAlreadyExists", "VolumeSizeNotAvailable", "VolumeInUse",
-                                      "VolumeNotReady", NULL};
+const char *const dc_fatal_codes[] = {"InvalidArgument",
+                                      "NotAnAgent",
+                                      "NoWorkloadBin",
+                                      "ResourceNotFound",
+                                      "PathOutsideDataRoot",
+                                      "InstanceNotFound",
+                                      "ImageFileMissing",
+                                      "InstanceConflict",
+                                      "DiskFileInvalid",
+                                      "DiskFileMissing",
+                                      "ServerDiskFull",
+                                      "VolumeNotFound",
+                                      "VolumeAlreadyExists",
+                                      "VolumeSizeNotAvailable",
+                                      "VolumeInUse",
+                                      "VolumeNotReady",
+                                      NULL};
 
 /* ---- configuration ------------------------------------------------------------------- */
 

@@ -11,9 +11,8 @@ static const char *const ns_keys[] = {"", NULL};
 static const char *const vms_params[] = {"owner_uuid", "server_uuid", "state",
                                          "alias",      "system_role", NULL};
 static const char *const vm_params[] = {"system_role", NULL};
-static const char *const volumes_params[] = {"owner_uuid", "name", "state",   "size",
-                                             "type",       "predicate", "tag", "vm_uuid",
-                                             NULL};
+static const char *const volumes_params[] = {"owner_uuid", "name", "state",   "size", "type",
+                                             "predicate",  "tag",  "vm_uuid", NULL};
 static const char *const volume_params[] = {"owner_uuid", NULL};
 static const char *const volume_sizes_params[] = {"type", NULL};
 static const char *const reservations_params[] = {"volume_uuid", "job_uuid", NULL};
@@ -52,11 +51,13 @@ static const tern_view_def images_view =
     DC_VIEW("/images", "The images, by uuid.", NULL, dc_lua_view_images);
 
 static const tern_view_def volumes_view =
-    DC_VIEW("/volumes", "The shared volumes, by uuid, filtered by name glob, state, size, tag, "
-            "predicate.", volumes_params, dc_lua_view_volumes);
+    DC_VIEW("/volumes",
+            "The shared volumes, by uuid, filtered by name glob, state, size, tag, "
+            "predicate.",
+            volumes_params, dc_lua_view_volumes);
 static const tern_view_def volume_view =
-    DC_VIEW("/volumes/:uuid", "One volume (404 VolumeNotFound for another owner's).",
-            volume_params, dc_lua_view_volume);
+    DC_VIEW("/volumes/:uuid", "One volume (404 VolumeNotFound for another owner's).", volume_params,
+            dc_lua_view_volume);
 static const tern_view_def volume_references_view =
     DC_VIEW("/volumes/:uuid/references", "The uuids of the VMs that reference a volume.",
             volume_params, dc_lua_view_volume_references);
@@ -68,9 +69,8 @@ static const tern_view_def reservations_view =
             reservations_params, dc_lua_view_reservations);
 
 const tern_view_def *const dc_views[] = {
-    &servers_view,      &server_view,       &vms_view,
-    &vm_view,           &networks_view,     &network_ips_view,
-    &nics_view,         &packages_view,     &images_view,
-    &volumes_view,      &volume_view,       &volume_references_view,
+    &servers_view,      &server_view,       &vms_view,    &vm_view,
+    &networks_view,     &network_ips_view,  &nics_view,   &packages_view,
+    &images_view,       &volumes_view,      &volume_view, &volume_references_view,
     &volume_sizes_view, &reservations_view, NULL,
 };

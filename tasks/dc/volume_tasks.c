@@ -24,16 +24,11 @@
 #include "lua_scripts.h"
 
 /* Retrying does not help these: the request or the volume's state must change first. */
-static const char *const fatal_codes[] = {"InvalidArgument",
-                                          "ResourceNotFound",
-                                          "InvalidState",
-                                          "VolumeNotFound",
-                                          "VolumeAlreadyExists",
-                                          "VolumeSizeNotAvailable",
-                                          "VolumeInUse",
-                                          "VolumeNotReady",
-                                          "StorageNotDestroyed",
-                                          NULL};
+static const char *const fatal_codes[] = {"InvalidArgument",     "ResourceNotFound",
+                                          "InvalidState",        "VolumeNotFound",
+                                          "VolumeAlreadyExists", "VolumeSizeNotAvailable",
+                                          "VolumeInUse",         "VolumeNotReady",
+                                          "StorageNotDestroyed", NULL};
 
 /* The arguments with the job's uuid as "job_uuid" (a new reference), or NULL after
  * failing the task. */
@@ -147,9 +142,9 @@ const tern_task_def dc_volume_claim_task = {
     .size = sizeof(tern_task_def),
     .name = "volume_claim",
     .summary = "Claims a volume's name and writes it \"creating\", at once.",
-    .args_schema = VOLUME_ARGS(", \"name\": " ANY_T ", \"size\": " ANY_T ", \"type\": " ANY_T
-                               ", \"networks\": " ANY_T ", \"tags\": " ANY_T
-                               ", \"storage_vm_uuid\": " ANY_T),
+    .args_schema =
+        VOLUME_ARGS(", \"name\": " ANY_T ", \"size\": " ANY_T ", \"type\": " ANY_T
+                    ", \"networks\": " ANY_T ", \"tags\": " ANY_T ", \"storage_vm_uuid\": " ANY_T),
     .fatal_codes = fatal_codes,
     .start = volume_claim_start,
 };
