@@ -8,10 +8,10 @@
  *                          GET /jobs (next page in x-tern-next-marker, x-count), and
  *                          the view's own query parameters; any other is 409
  *                          InvalidArgument naming it. 404 when the script answered
- *                          nothing; 500 ViewScriptError naming the view when it failed
- *                          or answered something that is not JSON; 503 ViewTimeout when
- *                          it did not answer within view_timeout_ms; 503
- *                          ServiceUnavailable while Redis is unreachable.
+ *                          nothing; the status and code of a script's refusal
+ *                          ("REFUSED <4xx> <Code> <message>"); 500 ViewScriptError naming the view
+ * when it failed or answered something that is not JSON; 503 ViewTimeout when it did not answer
+ * within view_timeout_ms; 503 ServiceUnavailable while Redis is unreachable.
  *
  * Scripts run in view_runner.c (engine/run/), on a connection of their own, with
  * EVAL_RO; view_runner.h says how a script past its bound is killed.
@@ -127,12 +127,40 @@ static bool marker_ok(const redisReply *m)
     return true;
 }
 
+/* A script's refusal of the request (include/tern/task.h): the error reply
+ * "REFUSED <status 400-499> <Code> <message>". Answers it and returns true; false for
+ * any other error, which is the script's failure. */
+static bool view_refused(api_req_t *r, const char *errmsg)
+{
+    static const char prefix[] = "REFUSED ";
+    if (errmsg == NULL || strncmp(errmsg, prefix, sizeof prefix - 1) != 0)
+        return false;
+    const char *p = errmsg + sizeof prefix - 1;
+    if (p[0] != '4' || p[1] < '0' || p[1] > '9' || p[2] < '0' || p[2] > '9' || p[3] != ' ')
+        return false;
+    int http_status = (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');
+    const char *code = p + 4;
+    size_t code_len = 0;
+    while ((code[code_len] >= 'A' && code[code_len] <= 'Z') ||
+           (code[code_len] >= 'a' && code[code_len] <= 'z'))
+        code_len++;
+    if (code_len == 0 || code_len > 64 || code[code_len] != ' ')
+        return false;
+    char code_s[65];
+    memcpy(code_s, code, code_len);
+    code_s[code_len] = '\0';
+    api_reply_error(r, http_status, code_s, "%.1024s", code + code_len + 1);
+    return true;
+}
+
 static void on_view_reply(void *data, int status, const redisReply *reply, const char *errmsg)
 {
     view_call_t *vc = data;
     api_req_t *r = vc->r;
     const plugin_view_t *v = vc->view;
     free(vc);
+    if (status == TERN_EINVAL && view_refused(r, errmsg))
+        return;
     if (status == TERN_EINVAL) {
         reply_script_error(r, v, "the script failed: %s", errmsg != NULL ? errmsg : "");
         return;

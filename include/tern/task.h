@@ -138,7 +138,10 @@ typedef struct tern_task_def {
  * whose second element (printable ASCII up to 512 bytes, or false on the last page) is
  * sent as the x-tern-next-marker header and whose third (an integer, optional) as x-count, as
  * GET /jobs pages. A false or nil answer is 404 ResourceNotFound (nothing at that
- * path); a Lua error, or text that is not JSON, 500 ViewScriptError naming the view.
+ * path); an error reply "REFUSED <status> <Code> <message>" (status 400 to 499, Code
+ * of letters: `return redis.error_reply('REFUSED 409 InvalidArgument name: ...')`) is
+ * that refusal, for a parameter the script finds wrong or a record it must not show;
+ * any other Lua error, or text that is not JSON, 500 ViewScriptError naming the view.
  * Mind cjson: an empty Lua table encodes as "{}", so an empty list is returned "[]".
  */
 typedef struct tern_view_def {

@@ -57,10 +57,23 @@
 
 /* Retrying does not help these: the arguments, the configuration or the data root
  * must change first. */
-const char *const dc_fatal_codes[] = {"InvalidArgument",  "NotAnAgent",          "NoWorkloadBin",
-                                      "ResourceNotFound", "PathOutsideDataRoot", "InstanceNotFound",
-                                      "ImageFileMissing", "InstanceConflict",    "DiskFileInvalid",
-                                      "DiskFileMissing",  "ServerDiskFull",      NULL};
+const char *const dc_fatal_codes[] = {"InvalidArgument",
+                                      "NotAnAgent",
+                                      "NoWorkloadBin",
+                                      "ResourceNotFound",
+                                      "PathOutsideDataRoot",
+                                      "InstanceNotFound",
+                                      "ImageFileMissing",
+                                      "InstanceConflict",
+                                      "DiskFileInvalid",
+                                      "DiskFileMissing",
+                                      "ServerDiskFull",
+                                      "VolumeNotFound",
+                                      "VolumeAlreadyExists",
+                                      "VolumeSizeNotAvailable",
+                                      "VolumeInUse",
+                                      "VolumeNotReady",
+                                      NULL};
 
 /* ---- configuration ------------------------------------------------------------------- */
 
@@ -304,6 +317,13 @@ static const tern_task_def *const tasks[] = {
     &dc_disk_reserve_task,
     &dc_disk_commit_task,
     &dc_disk_settle_task,
+    &dc_volume_check_task,
+    &dc_volume_claim_task,
+    &dc_volume_ready_task,
+    &dc_volume_fail_task,
+    &dc_volume_delete_begin_task,
+    &dc_volume_delete_finish_task,
+    &dc_volume_update_task,
     &dc_image_ensure_task,
     &dc_instance_create_task,
     &dc_instance_start_task,

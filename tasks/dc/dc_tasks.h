@@ -35,6 +35,15 @@ extern const tern_task_def dc_volume_op_check_task;
 extern const tern_task_def dc_volume_snapshot_record_task;
 extern const tern_task_def dc_volume_network_task;
 
+/* volume_tasks.c */
+extern const tern_task_def dc_volume_check_task;
+extern const tern_task_def dc_volume_claim_task;
+extern const tern_task_def dc_volume_ready_task;
+extern const tern_task_def dc_volume_fail_task;
+extern const tern_task_def dc_volume_delete_begin_task;
+extern const tern_task_def dc_volume_delete_finish_task;
+extern const tern_task_def dc_volume_update_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 

@@ -8,7 +8,14 @@
 
 /* Every script completes record keys from the namespace itself. */
 static const char *const ns_keys[] = {"", NULL};
-static const char *const vms_params[] = {"owner_uuid", "server_uuid", "state", "alias", NULL};
+static const char *const vms_params[] = {"owner_uuid", "server_uuid", "state",
+                                         "alias",      "system_role", NULL};
+static const char *const vm_params[] = {"system_role", NULL};
+static const char *const volumes_params[] = {"owner_uuid", "name", "state",   "size", "type",
+                                             "predicate",  "tag",  "vm_uuid", NULL};
+static const char *const volume_params[] = {"owner_uuid", NULL};
+static const char *const volume_sizes_params[] = {"type", NULL};
+static const char *const reservations_params[] = {"volume_uuid", "job_uuid", NULL};
 static const char *const nics_params[] = {"belongs_to_uuid", "cn_uuid", NULL};
 
 #define DC_VIEW(p, s, q, lua)                                                                      \
@@ -23,9 +30,13 @@ static const tern_view_def servers_view =
 static const tern_view_def server_view =
     DC_VIEW("/servers/:uuid", "One server.", NULL, dc_lua_view_server);
 static const tern_view_def vms_view =
-    DC_VIEW("/vms", "The VMs, by uuid (destroyed ones only with state=destroyed).", vms_params,
-            dc_lua_view_vms);
-static const tern_view_def vm_view = DC_VIEW("/vms/:uuid", "One VM.", NULL, dc_lua_view_vm);
+    DC_VIEW("/vms",
+            "The VMs, by uuid (destroyed ones only with state=destroyed, volumes' storage "
+            "instances only with system_role=nfsvolumestorage).",
+            vms_params, dc_lua_view_vms);
+static const tern_view_def vm_view =
+    DC_VIEW("/vms/:uuid", "One VM (a storage instance only with system_role=nfsvolumestorage).",
+            vm_params, dc_lua_view_vm);
 static const tern_view_def networks_view =
     DC_VIEW("/networks", "The networks, by uuid, with their free and taken addresses.", NULL,
             dc_lua_view_networks);
@@ -39,7 +50,27 @@ static const tern_view_def packages_view =
 static const tern_view_def images_view =
     DC_VIEW("/images", "The images, by uuid.", NULL, dc_lua_view_images);
 
+static const tern_view_def volumes_view =
+    DC_VIEW("/volumes",
+            "The shared volumes, by uuid, filtered by name glob, state, size, tag, "
+            "predicate.",
+            volumes_params, dc_lua_view_volumes);
+static const tern_view_def volume_view =
+    DC_VIEW("/volumes/:uuid", "One volume (404 VolumeNotFound for another owner's).", volume_params,
+            dc_lua_view_volume);
+static const tern_view_def volume_references_view =
+    DC_VIEW("/volumes/:uuid/references", "The uuids of the VMs that reference a volume.",
+            volume_params, dc_lua_view_volume_references);
+static const tern_view_def volume_sizes_view =
+    DC_VIEW("/volumesizes", "The sizes a volume may have (MiB), ascending.", volume_sizes_params,
+            dc_lua_view_volume_sizes);
+static const tern_view_def reservations_view =
+    DC_VIEW("/reservations", "The volume reservations of provisions in flight, by uuid.",
+            reservations_params, dc_lua_view_reservations);
+
 const tern_view_def *const dc_views[] = {
-    &servers_view,     &server_view, &vms_view,      &vm_view,     &networks_view,
-    &network_ips_view, &nics_view,   &packages_view, &images_view, NULL,
+    &servers_view,      &server_view,       &vms_view,    &vm_view,
+    &networks_view,     &network_ips_view,  &nics_view,   &packages_view,
+    &images_view,       &volumes_view,      &volume_view, &volume_references_view,
+    &volume_sizes_view, &reservations_view, NULL,
 };

@@ -249,8 +249,12 @@ class Lab:
         """The inventory agrees with itself: each server's committed RAM and disk are the
         sums of the allocations held on it and within its size; every taken address is a
         NIC's of a live instance, and every such NIC's address is taken by it."""
-        vms = (self.list_all("/vms") + self.list_all("/vms?state=failed") +
-               self.list_all("/vms?state=destroyed"))
+        vms = []
+        # Volumes' storage instances are listed only when asked for by their role.
+        for role in ("", "system_role=nfsvolumestorage"):
+            vms += (self.list_all("/vms?" + role) +
+                    self.list_all("/vms?state=failed&" + role) +
+                    self.list_all("/vms?state=destroyed&" + role))
         servers = {s["uuid"]: s for s in self.list_all("/servers")}
         ram = {u: 0 for u in servers}
         disk = {u: 0 for u in servers}

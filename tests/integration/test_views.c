@@ -224,6 +224,33 @@ static void test_failing_scripts_answer_500(void **state)
     http_sync_close(&h);
 }
 
+/* A script may refuse a request with its own status and code (a parameter it finds
+ * wrong, a record it must not show); anything else that looks like it fails as any
+ * script error does. */
+static void test_scripts_refuse_with_their_status(void **state)
+{
+    (void)state;
+    http_sync_t h;
+    http_sync_open(&h, W.base);
+    http_sync_resp_t r;
+    itest_api_call(&h, &r, "GET", "/itest/refuse", NULL);
+    itest_expect_error(&r, 409, "InvalidArgument", "kind: not one of a, b");
+    http_sync_resp_dispose(&r);
+    itest_api_call(&h, &r, "GET", "/itest/refuse?as=404%20NoteNotFound", NULL);
+    itest_expect_error(&r, 404, "NoteNotFound", "kind: not one of a, b");
+    http_sync_resp_dispose(&r);
+    static const char *const not_refusals[] = {"500%20Oops", "409", "409%20%20X", "40%20X",
+                                               "409%20Bad-Code"};
+    for (size_t i = 0; i < sizeof not_refusals / sizeof not_refusals[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/itest/refuse?as=%s", not_refusals[i]);
+        itest_api_call(&h, &r, "GET", path, NULL);
+        itest_expect_error(&r, 500, "ViewScriptError", "the script failed: REFUSED ");
+        http_sync_resp_dispose(&r);
+    }
+    http_sync_close(&h);
+}
+
 static void test_views_listed(void **state)
 {
     (void)state;
@@ -349,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_item_by_path_param),
         cmocka_unit_test(test_bad_query_refused),
         cmocka_unit_test(test_failing_scripts_answer_500),
+        cmocka_unit_test(test_scripts_refuse_with_their_status),
         cmocka_unit_test(test_views_listed),
         cmocka_unit_test(test_views_need_a_token),
         cmocka_unit_test(test_slow_script_bounded),

@@ -123,6 +123,8 @@ end
 -- flexible disk instance, is not migrating and is running or stopped.
 local function disk_vm(r)
   local vm = get_json('vm:' .. r.vm_uuid)
+  -- A volume's storage instance is answered as if absent (docs/VOLUMES.md).
+  if vm and vm_system_role(vm) then vm = nil end
   if not vm or vm.state == 'destroyed' then
     return nil, derr(404, 'ResourceNotFound', 'vm ' .. r.vm_uuid ..
       (vm and ' was destroyed' or ' does not exist'))

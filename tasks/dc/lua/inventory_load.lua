@@ -58,8 +58,12 @@ for _, s in ipairs(d.servers) do
 end
 
 local free_total = 0
-for _, n in ipairs(d.networks) do
+-- The description's order of the networks (score: position), which the default
+-- networks of a volume follow (docs/VOLUMES.md "Create").
+redis.call('DEL', P .. 'networks:described')
+for i, n in ipairs(d.networks) do
   local k = P .. 'network:' .. n.uuid
+  redis.call('ZADD', P .. 'networks:described', i, n.uuid)
   redis.call('HSET', k, 'uuid', n.uuid, 'name', n.name, 'subnet', n.subnet,
     'netmask', n.netmask, 'gateway', n.gateway, 'provision_start_ip', n.provision_start_ip,
     'provision_end_ip', n.provision_end_ip, 'vlan_id', n.vlan_id, 'mtu', n.mtu,

@@ -6,7 +6,9 @@
 -- 8601), ARGV[3] fresh UUIDs: the disks' ids. The rule (docs/DATACENTER.md
 -- "Placement"): among the servers whose free RAM and disk fit, the most free RAM; then
 -- the rack holding fewer of the owner's instances; then the lowest uuid. A pinned
--- server is the only candidate. Answers {server_uuid, reused, disks}: the disks the
+-- server is the only candidate. A volume's storage instance (args "role":
+-- "nfsvolumestorage", "volume_uuid", "package_name", "disks": []) is placed by the same
+-- rule and indexed in vms:role:nfsvolumestorage. Answers {server_uuid, reused, disks}: the disks the
 -- agent is to make ({id, boot, image?, size, pci_slot}).
 local a = cjson.decode(ARGV[1])
 local vk = 'vm:' .. a.vm_uuid
@@ -29,9 +31,23 @@ end
 if vm and vm.state == 'destroyed' then
   return refuse(409, 'InvalidState', 'vm ' .. a.vm_uuid .. ' was destroyed: its uuid is not reused')
 end
-if type(a.disks) ~= 'table' or #a.disks == 0 or #a.disks > 8 then
+-- A volume's storage instance (docs/VOLUMES.md "Create"): no disks of its own (its
+-- quota is the volume's size), the fields of RFD 26's storage VMs.
+local storage = a.role ~= nil and a.role ~= NULL
+if storage then
+  if a.role ~= 'nfsvolumestorage' then
+    return refuse(0, 'InvalidArgument', 'role: expected "nfsvolumestorage", got ' .. cjson.encode(a.role))
+  end
+  if type(a.volume_uuid) ~= 'string' or type(a.alias) ~= 'string' or type(a.package_name) ~= 'string' then
+    return refuse(0, 'InvalidArgument', 'volume_uuid, alias, package_name: a storage instance ' ..
+      'needs all three, got ' .. cjson.encode({a.volume_uuid, a.alias, a.package_name}))
+  end
+  if type(a.disks) ~= 'table' or #a.disks ~= 0 then
+    return refuse(0, 'InvalidArgument', 'disks: a storage instance has none, got ' .. cjson.encode(a.disks))
+  end
+elseif type(a.disks) ~= 'table' or #a.disks == 0 or #a.disks > 8 then
   return refuse(0, 'InvalidArgument', 'disks: expected the 1 to 8 disks of the check, got ' ..
-    cjson.encode(a.disks))
+    cjson.encode(a.disks) .. ' (none only for a storage instance: role "nfsvolumestorage")')
 end
 local flexible = a.flexible == true
 if flexible and type(a.flexible_disk_size) ~= 'number' then
@@ -119,6 +135,13 @@ if fresh then
     create_timestamp = ARGV[2], autoboot = a.autoboot ~= false,
     do_not_inventory = false, customer_metadata = a.customer_metadata or {},
     internal_metadata = {}}
+  if storage then
+    vm.brand, vm.vcpus, vm.cpu_cap, vm.image_uuid, vm.billing_id = 'joyent-minimal', 1, NULL, NULL, NULL
+    vm.package_name, vm.volume_uuid = a.package_name, a.volume_uuid
+    vm.internal_metadata = {['sdc:system_role'] = a.role}
+    vm.disks = {}
+    index_add('vms:role:' .. a.role, a.vm_uuid)
+  end
   index_add('vms', a.vm_uuid)
   index_add('vms:owner:' .. a.owner_uuid, a.vm_uuid)
   if a.alias and a.alias ~= NULL and a.alias ~= '' then index_add('vms:alias:' .. a.alias, a.vm_uuid) end

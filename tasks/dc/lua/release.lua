@@ -1,8 +1,11 @@
--- dc.release: gives back all a VM took, at once: its allocation (the server's
--- counters), its NICs and their addresses (back to the free pool), and sets its final
--- state. ARGV[1]: {"vm_uuid", "final_state": "failed"|"destroyed"}. What was held is
--- kept in "released_nics" so a re-run of the provision takes the same addresses back
--- when they are still free. A second release finds nothing held and changes nothing
--- but the state.
+-- dc.release: gives back all a VM took, at once (vm_release in volume_rules.lua: its
+-- allocation, its NICs and their addresses), drops its volume references and
+-- reservations, and sets its final state. ARGV[1]: {"vm_uuid", "final_state":
+-- "failed"|"destroyed"}. A second release finds nothing held and changes nothing but
+-- the state.
 local a = cjson.decode(ARGV[1])
-return ok(vm_release(a.vm_uuid, a.final_state))
+local before = get_json('vm:' .. a.vm_uuid)
+if not before then return ok({released = false}) end
+if before.state == 'destroyed' then return ok({released = false, state = 'destroyed'}) end
+local vm, released = vm_release(a.vm_uuid, a.final_state)
+return ok({released = released, state = vm.state})

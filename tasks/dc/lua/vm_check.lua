@@ -15,8 +15,13 @@ if a.target ~= '/' .. a.action .. '-' .. a.vm_uuid then
     ' has the target /' .. a.action .. '-' .. a.vm_uuid .. ', not ' .. cjson.encode(a.target))
 end
 local vm = get_json('vm:' .. a.vm_uuid)
-if not vm or vm.state == 'destroyed' then
-  return refuse(404, 'ResourceNotFound', 'vm ' .. a.vm_uuid .. (vm and ' was destroyed' or ' does not exist'))
+-- A volume's storage instance is not an instance of the instance endpoints: it is
+-- answered as if absent (RFD 26; docs/VOLUMES.md "Storage instances").
+if not vm or vm_system_role(vm) then
+  return refuse(404, 'ResourceNotFound', 'vm ' .. a.vm_uuid .. ' does not exist')
+end
+if vm.state == 'destroyed' then
+  return refuse(404, 'ResourceNotFound', 'vm ' .. a.vm_uuid .. ' was destroyed')
 end
 if not allowed[a.action][vm.state] then
   return refuse(409, 'InvalidState', 'vm ' .. a.vm_uuid .. ' is ' .. vm.state .. ': cannot ' .. a.action .. ' it')

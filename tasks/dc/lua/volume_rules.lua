@@ -140,17 +140,120 @@ local function volume_of_owner(uuid, owner)
   return v
 end
 
+-- ---- the volume workflows' rules (volume-create, volume-delete, volume-update) ----
+
+local UUID_PATTERN = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
+local function uuid_ok(s) return type(s) == 'string' and string.match(s, UUID_PATTERN) ~= nil end
+
+local function bad_arg(field, msg)
+  return refuse(422, 'InvalidArgument', field .. ': ' .. msg)
+end
+
+-- The role RFD 26 gives a volume's storage instance (internal_metadata
+-- "sdc:system_role"). Instances of a role are never shown or touched through the
+-- instance endpoints (docs/VOLUMES.md "Storage instances").
+local STORAGE_ROLE = 'nfsvolumestorage'
+local function vm_system_role(vm)
+  local im = vm and vm.internal_metadata
+  if type(im) ~= 'table' then return nil end
+  local role = im['sdc:system_role']
+  if type(role) ~= 'string' then return nil end
+  return role
+end
+
+-- The VMs a volume is used by: its references, then the VM of each reservation
+-- (DOMAIN 1.3: a reserved volume is in use as much as a referenced one). Sorted,
+-- without duplicates.
+local function volume_users(v)
+  local seen, out = {}, {}
+  for _, r in ipairs(v.refs or {}) do
+    if not seen[r] then seen[r] = true; out[#out + 1] = r end
+  end
+  for _, ru in ipairs(redis.call('ZRANGE', P .. 'volume_reservations:' .. v.uuid, 0, -1)) do
+    local r = get_json('reservation:' .. ru)
+    if r and r.vm_uuid and not seen[r.vm_uuid] then seen[r.vm_uuid] = true; out[#out + 1] = r.vm_uuid end
+  end
+  table.sort(out)
+  return out
+end
+
+local function volume_in_use_refusal(v, users)
+  return refuse(409, 'VolumeInUse', 'Volume with name ' .. v.name .. ' is used by ' ..
+    table.concat(users, ', '))
+end
+
+local function volume_not_ready(v, what)
+  return refuse(409, 'VolumeNotReady', 'volume ' .. v.uuid .. ' (' .. v.name .. ') is ' ..
+    v.state .. ': ' .. what)
+end
+
+-- A network a volume of `owner` may be reached on: it exists (else 404
+-- ResourceNotFound), is a fabric and is the owner's (owner_uuids empty: anyone's).
+-- Returns nil or the refusal. `field` names it in the message.
+local function volume_network_fault(owner, u, field)
+  if not uuid_ok(u) then return bad_arg(field, 'expected a network UUID, got ' .. cjson.encode(u)) end
+  local f = redis.call('HMGET', P .. 'network:' .. u, 'uuid', 'fabric', 'owner_uuids', 'name')
+  if not f[1] then
+    return refuse(404, 'ResourceNotFound', field .. ': network ' .. u .. ' does not exist')
+  end
+  if f[2] ~= 'true' then
+    return bad_arg(field, 'network ' .. f[4] .. ' (' .. u .. ') is not a fabric network: ' ..
+      'volumes are reached on fabric networks only')
+  end
+  local owners = f[3] and cjson.decode(f[3]) or {}
+  if type(owners) == 'table' and #owners > 0 then
+    for _, o in ipairs(owners) do if o == owner then return nil end end
+    return bad_arg(field, 'network ' .. f[4] .. ' (' .. u .. ') is not a fabric network of owner ' .. owner)
+  end
+  return nil
+end
+
+-- The owner's fabric networks in the description's order.
+local function owner_fabric_networks(owner)
+  local out = {}
+  for _, u in ipairs(redis.call('ZRANGE', P .. 'networks:described', 0, -1)) do
+    local f = redis.call('HMGET', P .. 'network:' .. u, 'fabric', 'owner_uuids')
+    if f[1] == 'true' then
+      local owners = f[2] and cjson.decode(f[2]) or {}
+      local mine = type(owners) ~= 'table' or #owners == 0
+      for _, o in ipairs(type(owners) == 'table' and owners or {}) do
+        if o == owner then mine = true end
+      end
+      if mine then out[#out + 1] = u end
+    end
+  end
+  return out
+end
+
+-- The storage instance's package name: sdc_volume_nfs_<size in GiB> (RFD 26).
+local function volume_package_name(size) return 'sdc_volume_nfs_' .. math.floor(size / 1024) end
+
+-- The tags of a volume: an object of scalar values (RFD 26: docker labels are tags).
+local function volume_tags_fault(tags)
+  if type(tags) ~= 'table' then return 'expected an object, got ' .. cjson.encode(tags) end
+  if #tags > 0 then return 'expected an object, got an array' end
+  for k, val in pairs(tags) do
+    local t = type(val)
+    if type(k) ~= 'string' or k == '' or (t ~= 'string' and t ~= 'number' and t ~= 'boolean') then
+      return 'tag ' .. cjson.encode(k) .. ': expected a string, number or boolean value, got ' ..
+        cjson.encode(val)
+    end
+  end
+  return nil
+end
+
 -- Gives back all a VM took, at once (dc.release, and the NIC reconcile for a VM whose
 -- directory vanished): its allocation (the server's counters), its NICs and their
 -- addresses (nic_free), its volume references and reservations, and sets its final
--- state ("failed" or "destroyed"). Answers {released, state?}; what was held is kept
--- in "released_nics" (a failed VM) so a re-run of the provision takes the same
--- addresses back when they are still free.
+-- state ("failed" or "destroyed"). Returns the record as written and whether anything
+-- was given back (nil, false: no record; a destroyed VM is returned unchanged). What
+-- was held is kept in "released_nics" (a failed VM) so a re-run of the provision takes
+-- the same addresses back when they are still free.
 local function vm_release(vm_uuid, final_state)
   local vk = 'vm:' .. vm_uuid
   local vm = get_json(vk)
-  if not vm then return {released = false} end
-  if vm.state == 'destroyed' then return {released = false, state = 'destroyed'} end
+  if not vm then return nil, false end
+  if vm.state == 'destroyed' then return vm, false end
 
   local al = vm.allocation
   local released = false
@@ -191,10 +294,12 @@ local function vm_release(vm_uuid, final_state)
     if vm.alias and vm.alias ~= NULL and vm.alias ~= '' then
       index_rem('vms:alias:' .. vm.alias, vm_uuid)
     end
+    local role = vm_system_role(vm)
+    if role then index_rem('vms:role:' .. role, vm_uuid) end
     vm.released_nics = nil
   end
   redis.call('SET', P .. vk, enc(vm))
-  return {released = released, state = vm.state}
+  return vm, released
 end
 
 -- Seconds since 1970 of an ISO 8601 UTC time ("2026-11-26T12:00:00Z", with or

@@ -419,6 +419,18 @@ static const tern_view_def not_json_view = {
     .script = "return 'not json'",
 };
 
+/* Refuses with the status and code ?as= names ("409 InvalidArgument"), as a view
+ * refuses a parameter it finds wrong; an error that only looks like a refusal (a status
+ * outside 4xx, no code) is the script's failure. */
+static const char *const refuse_params[] = {"as", NULL};
+static const tern_view_def refuse_view = {
+    .size = sizeof(tern_view_def),
+    .path = "/itest/refuse",
+    .params = refuse_params,
+    .script = "local as = cjson.decode(ARGV[4]).as or '409 InvalidArgument'\n"
+              "return redis.error_reply('REFUSED ' .. as .. ' kind: not one of a, b')\n",
+};
+
 /* Spins for ?ms= milliseconds of Redis's clock, then answers: a view longer than the
  * store's command timeout. */
 static const char *const slow_params[] = {"ms", NULL};
@@ -434,9 +446,9 @@ static const tern_view_def slow_view = {
               "return '{\"slept\": true}'\n",
 };
 
-static const tern_view_def *const views[] = {
-    &notes_view,    &note_view, &broken_view,     &write_view,
-    &not_json_view, &slow_view, &bad_marker_view, NULL};
+static const tern_view_def *const views[] = {&notes_view,      &note_view,     &broken_view,
+                                             &write_view,      &not_json_view, &slow_view,
+                                             &bad_marker_view, &refuse_view,   NULL};
 
 static const tern_plugin itest_plugin = {
     .magic = TERN_PLUGIN_MAGIC,
