@@ -22,6 +22,13 @@ extern const tern_task_def dc_disk_reserve_task;
 extern const tern_task_def dc_disk_commit_task;
 extern const tern_task_def dc_disk_settle_task;
 
+/* provision_volumes.c */
+extern const tern_task_def dc_volumes_reserve_task;
+extern const tern_task_def dc_volumes_wait_task;
+extern const tern_task_def dc_volumes_reference_task;
+extern const tern_task_def dc_volumes_unreserve_task;
+extern const tern_task_def dc_reservations_clean_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 
