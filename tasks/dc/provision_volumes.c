@@ -27,7 +27,8 @@
  * (volume_rules.lua, volume_delete_job_uuid). So a step run again gets the job it made
  * (201 with the job as it is), and a 409 for that uuid is taken as success when GET
  * /jobs/<uuid> shows the job with this target. Any other answer fails the step naming
- * its status and body.
+ * its status and body: VolumeJobUnavailable (retried) for no answer or a 5xx,
+ * VolumeJobRefused (final) for a 4xx.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,13 +48,9 @@
 
 /* Retrying does not help these: the volume, the request or the configuration must
  * change first. */
-static const char *const fatal_codes[] = {"InvalidArgument",
-                                          "ResourceNotFound",
-                                          "InvalidState",
-                                          "VolumeNotReady",
-                                          "VolumeNotReachable",
-                                          "NoApiUrl",
-                                          NULL};
+static const char *const fatal_codes[] = {
+    "InvalidArgument",    "ResourceNotFound", "InvalidState",     "VolumeNotReady",
+    "VolumeNotReachable", "NoApiUrl",         "VolumeJobRefused", NULL};
 
 /* ---- the volume jobs, POSTed one after the other ------------------------------------ */
 
@@ -152,8 +149,11 @@ static void on_job_posted(tern_ctx *ctx, const tern_http_res *res, void *data)
         return;
     }
     if (res->status != 409) {
-        jobs_fail(ctx, "VolumeJobRefused", "POST /jobs", post_field(j, "workflow"),
-                  post_field(j, "uuid"), res->status, res->body);
+        /* A server error may pass (503 OutcomeUnknown: the job may exist, and the same
+         * uuid asked again tells); a refusal stays one. */
+        jobs_fail(ctx, res->status >= 500 ? "VolumeJobUnavailable" : "VolumeJobRefused",
+                  "POST /jobs", post_field(j, "workflow"), post_field(j, "uuid"), res->status,
+                  res->body);
         return;
     }
     /* 409: the uuid may be this job's, made by an earlier attempt under a workflow
