@@ -133,9 +133,9 @@ class Ternd:
         assert status == 201, (status, body)
 
     def run(self, name, params, want, timeout=30):
-        status, job = http_request(self.url + '/jobs', 'POST', {'workflow': name, 'target': '/' + name,
-                                                        'uuid': str(uuid.uuid4()),
-                                                        'params': params})
+        status, job = http_request(self.url + '/jobs', 'POST',
+                                   {'workflow': name, 'target': '/' + name,
+                                    'uuid': str(uuid.uuid4()), 'params': params})
         assert status == 201, (status, job)
 
         def finished():

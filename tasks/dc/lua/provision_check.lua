@@ -78,7 +78,8 @@ if asked_volumes ~= nil then
   local n = 0
   for k in pairs(asked_volumes) do
     if type(k) ~= 'number' then
-      return bad('volumes', 'expected a list of {"name", "mountpoint", "mode"?, "type"?}, got an object')
+      return bad('volumes', 'expected a list of {"name", "mountpoint", "mode"?, "type"?}, ' ..
+        'got an object')
     end
     n = n + 1
   end
@@ -100,7 +101,8 @@ if asked_volumes ~= nil then
     if fault then return bad(p .. '.name', fault) end
     local mp = m.mountpoint
     if type(mp) ~= 'string' then
-      return bad(p .. '.mountpoint', 'required: an absolute path such as "/data", got ' .. cjson.encode(mp))
+      return bad(p .. '.mountpoint', 'required: an absolute path such as "/data", got ' ..
+        cjson.encode(mp))
     end
     if #mp > MOUNTPOINT_MAX then
       return bad(p .. '.mountpoint', 'at most ' .. MOUNTPOINT_MAX .. ' characters, got ' .. #mp)

@@ -1,6 +1,6 @@
 -- dc.volumes_unreserve: what a failed provision gives back on volumes, at once.
--- ARGV[1]: {"vm_uuid", "job_uuid", "expired"?}. Every reservation of this job is deleted. Each
--- volume this job created (created_by_job, from the VM's "volumes") that nothing uses
+-- ARGV[1]: {"vm_uuid", "job_uuid", "expired"?}. Every reservation of this job is
+-- deleted. Each volume this job created (created_by_job, from the VM's "volumes") that nothing uses
 -- (no refs, no reservation of another job) is to be deleted: ready or failed ones are
 -- answered in "delete" with the uuid of their volume-delete job; ones still creating
 -- (a volume-create job running) in "pending", to be asked again once they settle, or

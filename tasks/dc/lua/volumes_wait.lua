@@ -1,6 +1,7 @@
 -- dc.volumes_wait: whether the volumes a provision mounts are all ready. Reads only.
--- ARGV[1]: {"vm_uuid", "expired"?, "wait_s"?}. Answers {"volumes": [{name, volume_uuid, mountpoint, mode,
--- type, nfsvolume, export_path}]} when every volume of vm.volumes is ready, or
+-- ARGV[1]: {"vm_uuid", "expired"?, "wait_s"?}. Answers {"volumes": [{name, volume_uuid,
+-- mountpoint, mode, type, nfsvolume, export_path}]} when every volume of vm.volumes is
+-- ready, or
 -- {"pending": [{name, volume_uuid, state}]} while some are creating or rolling back
 -- (the task asks to be run again). A volume failed, deleting or gone can never become
 -- ready for this VM: VolumeNotReady naming it and its state, at once, so that the
