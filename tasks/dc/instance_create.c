@@ -46,6 +46,7 @@
 #include "file_work.h"
 #include "instance_dir.h"
 #include "instance_mounts.h"
+#include "instance_volumes.h"
 #include "lib/args.h"
 #include "sparse.h"
 #include "vm_disks.h"
@@ -125,7 +126,7 @@ static int make_files(create_arg_t *a, const atomic_bool *stop, char *err, size_
             return -ECANCELED;
         }
     }
-    int rc = instance_mounts_make(a->p.dir, json_object_get(a->vm, "volumes"), err, errlen);
+    int rc = instance_mounts_make(&a->p, json_object_get(a->vm, "volumes"), err, errlen);
     if (rc != 0)
         return rc;
     return instance_json_write(a->p.vm_json, a->vm, err, errlen);
@@ -157,7 +158,7 @@ static int same_instance(create_arg_t *a, char *err, size_t errlen)
         return -EEXIST;
     }
     if (same) /* its mounts may have been removed since: made again */
-        return instance_mounts_make(a->p.dir, vols_have, err, errlen);
+        return instance_mounts_make(&a->p, vols_have, err, errlen);
     a->code = "InstanceConflict";
     char *text = json_dumps(have, JSON_COMPACT);
     snprintf(err, errlen,
@@ -349,7 +350,7 @@ static void create_start(tern_ctx *ctx, const json_t *args)
     const char *workload = rc == 0 ? instance_workload_kind(metadata, msg, sizeof msg) : NULL;
     json_t *disks = workload != NULL ? plan_disks(args, &a->p, image_uuid, msg, sizeof msg) : NULL;
     json_t *volumes = disks != NULL
-                          ? instance_mounts_plan(json_object_get(args, "volumes"), msg, sizeof msg)
+                          ? instance_volumes_plan(json_object_get(args, "volumes"), msg, sizeof msg)
                           : NULL;
     if (volumes == NULL) {
         json_decref(disks);
@@ -370,7 +371,7 @@ static void create_start(tern_ctx *ctx, const json_t *args)
         json_object_set_new(a->vm, copied[i], v != NULL ? json_deep_copy(v) : json_null());
     }
     if (json_array_size(volumes) > 0) {
-        char *text = instance_mounts_metadata(volumes);
+        char *text = instance_volumes_metadata(volumes);
         if (text == NULL)
             abort();
         json_object_set_new(a->vm, "volumes", json_incref(volumes));

@@ -1,219 +1,121 @@
 /*
- * instance_mounts.c -- the volumes an instance mounts (instance_mounts.h). Owns
- * nothing past a call.
+ * instance_mounts.c -- a consumer's mount links (instance_mounts.h).
  */
 #include "instance_mounts.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "dc_fail.h"
-#include "instance_dir.h"
 
-/* NULL when path is absolute, not "/", and every segment is a plain name (no empty,
- * "." or ".." segment, no control character); else what is wrong. */
-static const char *path_fault(const char *path)
+#define MOUNTPOINT_MAX 1024
+
+const char *instance_mountpoint_fault(const char *mp)
 {
-    if (path[0] != '/' || path[1] == '\0')
-        return "expected an absolute path below \"/\"";
-    for (const char *p = path; *p != '\0'; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return "holds a control character";
-    const char *seg = path + 1;
-    for (;;) {
-        const char *end = strchr(seg, '/');
-        size_t n = end != NULL ? (size_t)(end - seg) : strlen(seg);
+    if (mp == NULL)
+        return "expected a string";
+    if (mp[0] != '/')
+        return "expected an absolute path";
+    if (strlen(mp) > MOUNTPOINT_MAX)
+        return "at most 1024 characters";
+    if (strcmp(mp, "/") == 0)
+        return "the root cannot be a mountpoint";
+    for (const char *seg = mp + 1; *seg != '\0';) {
+        size_t n = strcspn(seg, "/");
         if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
-            return "has an empty, \".\" or \"..\" segment";
-        if (end == NULL)
-            return NULL;
-        seg = end + 1;
+            return "no empty, \".\" or \"..\" segment";
+        seg += n;
+        if (*seg == '/')
+            seg++;
     }
+    return NULL;
 }
 
-/* true when `inner` is `outer` or lies below it. */
-static bool path_within(const char *inner, const char *outer)
+/* The link of a mountpoint: <dir>/mounts/<mountpoint without its leading "/">. */
+static int link_path(const instance_paths_t *p, const char *mp, char *out, size_t outlen, char *err,
+                     size_t errlen)
 {
-    size_t n = strlen(outer);
-    return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
+    const char *fault = instance_mountpoint_fault(mp);
+    if (fault != NULL)
+        return dc_fail(err, errlen, -EINVAL, "mountpoint \"%.64s\": %s", mp ?: "", fault);
+    if (snprintf(out, outlen, "%s/mounts%s", p->dir, mp) >= (int)outlen)
+        return dc_fail(err, errlen, -ENAMETOOLONG, "%s/mounts%s: path too long", p->dir, mp);
+    return 0;
 }
 
-static const char *string_or_null(const json_t *v, bool *ok)
+/* Makes each directory of path up to its last component (exclusive), from the
+ * instance's directory on, refusing one that is a symlink or not a directory. */
+static int make_parents(const instance_paths_t *p, char *path, char *err, size_t errlen)
 {
-    *ok = v == NULL || json_is_null(v) || json_is_string(v);
-    return json_string_value(v);
-}
-
-json_t *instance_mounts_plan(const json_t *volumes, char *msg, size_t msglen)
-{
-    if (volumes == NULL || json_is_null(volumes))
-        return json_array();
-    if (!json_is_array(volumes) || json_array_size(volumes) > INSTANCE_MOUNTS_MAX) {
-        snprintf(msg, msglen, "volumes: expected an array of at most %d mounts",
-                 INSTANCE_MOUNTS_MAX);
-        return NULL;
-    }
-    json_t *out = json_array();
-    size_t i;
-    const json_t *m;
-    json_array_foreach(volumes, i, m)
-    {
-        char fault[640] = "";
-        const char *key;
-        const json_t *v;
-        json_object_foreach((json_t *)m, key, v)
-        {
-            if (strcmp(key, "name") != 0 && strcmp(key, "volume_uuid") != 0 &&
-                strcmp(key, "mountpoint") != 0 && strcmp(key, "mode") != 0 &&
-                strcmp(key, "type") != 0 && strcmp(key, "nfsvolume") != 0 &&
-                strcmp(key, "export_path") != 0 && fault[0] == '\0')
-                snprintf(fault, sizeof fault,
-                         "%.64s: unknown (expected name, volume_uuid, mountpoint, mode, type, "
-                         "nfsvolume, export_path)",
-                         key);
-        }
-        const char *name = json_string_value(json_object_get(m, "name"));
-        const char *uuid = json_string_value(json_object_get(m, "volume_uuid"));
-        const char *mp = json_string_value(json_object_get(m, "mountpoint"));
-        const char *mode = json_string_value(json_object_get(m, "mode"));
-        const char *type = json_string_value(json_object_get(m, "type"));
-        const char *export_path = json_string_value(json_object_get(m, "export_path"));
-        bool nfs_ok;
-        const char *nfs = string_or_null(json_object_get(m, "nfsvolume"), &nfs_ok);
-        const char *why;
-        if (!json_is_object(m))
-            snprintf(fault, sizeof fault, "expected an object");
-        else if (fault[0] != '\0')
-            ;
-        else if (name == NULL || name[0] == '\0')
-            snprintf(fault, sizeof fault, "name: expected the volume's name");
-        else if (!dc_uuid_ok(uuid))
-            snprintf(fault, sizeof fault, "volume_uuid: expected a lowercase UUID");
-        else if (mp == NULL)
-            snprintf(fault, sizeof fault, "mountpoint: expected an absolute path");
-        else if (strlen(mp) > INSTANCE_MOUNTPOINT_MAX)
-            snprintf(fault, sizeof fault, "mountpoint: at most %d characters",
-                     INSTANCE_MOUNTPOINT_MAX);
-        else if ((why = path_fault(mp)) != NULL)
-            snprintf(fault, sizeof fault, "mountpoint: \"%.200s\" %s", mp, why);
-        else if (mode == NULL || (strcmp(mode, "rw") != 0 && strcmp(mode, "ro") != 0))
-            snprintf(fault, sizeof fault, "mode: expected \"rw\" or \"ro\"");
-        else if (type == NULL || strcmp(type, "tritonnfs") != 0)
-            snprintf(fault, sizeof fault, "type: expected \"tritonnfs\"");
-        else if (!nfs_ok)
-            snprintf(fault, sizeof fault, "nfsvolume: expected a string or null");
-        else if (export_path == NULL || strlen(export_path) >= PATH_MAX)
-            snprintf(fault, sizeof fault, "export_path: expected the volume's export directory");
-        else if ((why = path_fault(export_path)) != NULL)
-            snprintf(fault, sizeof fault, "export_path: \"%.200s\" %s", export_path, why);
-        for (size_t k = 0; fault[0] == '\0' && k < i; k++) {
-            const char *other =
-                json_string_value(json_object_get(json_array_get(out, k), "mountpoint"));
-            if (path_within(mp, other) || path_within(other, mp))
-                snprintf(fault, sizeof fault, "mountpoint: %.200s %s volumes[%zu]'s %.200s", mp,
-                         strcmp(mp, other) == 0 ? "is also" : "overlaps", k, other);
-        }
-        if (fault[0] != '\0') {
-            snprintf(msg, msglen, "volumes[%zu].%s", i, fault);
-            json_decref(out);
-            return NULL;
-        }
-        json_array_append_new(out,
-                              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:s}", "name", name,
-                                        "volume_uuid", uuid, "mountpoint", mp, "mode", mode, "type",
-                                        type, "nfsvolume", nfs, "export_path", export_path));
-    }
-    return out;
-}
-
-char *instance_mounts_metadata(const json_t *volumes)
-{
-    json_t *items = json_array();
-    size_t i;
-    const json_t *m;
-    json_array_foreach(volumes, i, m)
-    {
-        /* Members in RFD 26's order: jansson keeps the order they are set in. */
-        json_t *o = json_object();
-        static const char *const keys[] = {"mountpoint", "name", "nfsvolume", "mode", "type"};
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-            const json_t *v = json_object_get(m, keys[k]);
-            json_object_set_new(o, keys[k], v != NULL ? json_deep_copy(v) : json_null());
-        }
-        json_array_append_new(items, o);
-    }
-    char *text = json_dumps(items, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(items);
-    return text;
-}
-
-/* Makes the directories of `path` below `base` (which exists), never through a
- * symlink. */
-static int make_parents(const char *base, const char *path, char *err, size_t errlen)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + strlen(base) + 1; (p = strchr(p, '/')) != NULL; p++) {
-        *p = '\0';
+    size_t base = strlen(p->dir);
+    for (char *slash = strchr(path + base + 1, '/'); slash != NULL;
+         slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
         struct stat st;
-        if (lstat(buf, &st) == 0) {
-            if (!S_ISDIR(st.st_mode))
-                return dc_fail(err, errlen, -ENOTDIR, "%s is not a directory", buf);
-        } else if (errno != ENOENT || mkdir(buf, 0755) != 0) {
-            return dc_fail(err, errlen, -errno, "cannot make %s: %s", buf, strerror(errno));
+        int rc = 0;
+        if (lstat(path, &st) != 0) {
+            if (errno != ENOENT || (mkdir(path, 0755) != 0 && errno != EEXIST))
+                rc = dc_fail(err, errlen, -errno, "cannot make %s: %s", path, strerror(errno));
+        } else if (!S_ISDIR(st.st_mode)) {
+            rc = dc_fail(err, errlen, -EPERM, "%s is %s, not a directory: refused", path,
+                         S_ISLNK(st.st_mode) ? "a symlink" : "a file");
         }
-        *p = '/';
+        *slash = '/';
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
 
-int instance_mounts_make(const char *dir, const json_t *volumes, char *err, size_t errlen)
+int instance_mounts_make(const instance_paths_t *p, const json_t *volumes, char *err, size_t errlen)
 {
-    if (json_array_size(volumes) == 0)
-        return 0;
-    char base[PATH_MAX];
-    int n = snprintf(base, sizeof base, "%s/mounts", dir);
-    if (n < 0 || (size_t)n >= sizeof base)
-        return dc_fail(err, errlen, -ENAMETOOLONG, "%s/mounts: path too long", dir);
-    struct stat st;
-    if (lstat(base, &st) != 0) {
-        if (errno != ENOENT || mkdir(base, 0755) != 0)
-            return dc_fail(err, errlen, -errno, "cannot make %s: %s", base, strerror(errno));
-    } else if (!S_ISDIR(st.st_mode)) {
-        return dc_fail(err, errlen, -ENOTDIR, "%s is not a directory", base);
-    }
     size_t i;
     const json_t *m;
     json_array_foreach(volumes, i, m)
     {
         const char *mp = json_string_value(json_object_get(m, "mountpoint"));
         const char *target = json_string_value(json_object_get(m, "export_path"));
-        char link[PATH_MAX];
-        n = snprintf(link, sizeof link, "%s%s", base, mp);
-        if (n < 0 || (size_t)n >= sizeof link)
-            return dc_fail(err, errlen, -ENAMETOOLONG, "%s%s: path too long", base, mp);
-        int rc = make_parents(base, link, err, errlen);
+        char path[PATH_MAX], tmp[PATH_MAX + 16];
+        int rc = link_path(p, mp, path, sizeof path, err, errlen);
         if (rc != 0)
             return rc;
-        if (symlink(target, link) == 0)
-            continue;
-        int e = errno;
-        char have[PATH_MAX];
-        ssize_t len = e == EEXIST ? readlink(link, have, sizeof have - 1) : -1;
-        if (len >= 0) {
-            have[len] = '\0';
-            if (strcmp(have, target) == 0)
-                continue; /* made by an earlier run */
+        if (target == NULL || target[0] != '/')
+            return dc_fail(err, errlen, -EINVAL,
+                           "volumes[%zu].export_path: expected an absolute path", i);
+        rc = make_parents(p, path, err, errlen);
+        if (rc != 0)
+            return rc;
+        struct stat st;
+        if (lstat(path, &st) == 0 && !S_ISLNK(st.st_mode))
+            return dc_fail(err, errlen, -EPERM, "%s is %s, not a mount link: refused", path,
+                           S_ISDIR(st.st_mode) ? "a directory" : "a file");
+        snprintf(tmp, sizeof tmp, "%s.part", path);
+        unlink(tmp); /* what an attempt cut short left, or nothing */
+        if (symlink(target, tmp) != 0 || rename(tmp, path) != 0) {
+            int e = errno;
+            unlink(tmp);
+            return dc_fail(err, errlen, -e, "cannot link %s to %s: %s", path, target, strerror(e));
         }
-        return dc_fail(err, errlen, e == EEXIST ? -EEXIST : -e,
-                       "cannot make the mount %s -> %s: %s", link, target,
-                       e == EEXIST ? "something else is there" : strerror(e));
     }
     return 0;
+}
+
+bool instance_mounts_ok(const instance_paths_t *p, const json_t *volumes)
+{
+    size_t i;
+    const json_t *m;
+    json_array_foreach(volumes, i, m)
+    {
+        char path[PATH_MAX], err[256];
+        struct stat st;
+        if (link_path(p, json_string_value(json_object_get(m, "mountpoint")), path, sizeof path,
+                      err, sizeof err) != 0 ||
+            lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || stat(path, &st) != 0 ||
+            !S_ISDIR(st.st_mode))
+            return false;
+    }
+    return true;
 }

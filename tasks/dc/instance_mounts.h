@@ -1,46 +1,39 @@
 /*
- * instance_mounts.h -- the shared volumes an instance mounts, on an agent's disk
- * (docs/VOLUMES.md "Volumes at provision"):
+ * instance_mounts.h -- a consumer instance's mounts of shared volumes on the agent's
+ * disk (docs/VOLUMES.md): vm.json "volumes" lists them ({name, volume_uuid,
+ * mountpoint, mode, type, nfsvolume, export_path}), and each is
  *
  *   <data_root>/<vm_uuid>/mounts/<mountpoint without its leading "/">
- *       a symlink to the volume's export directory (its storage instance's
- *       <data_root>/<storage vm>/export), the directories above it made
  *
- * and what vm.json says of them: "volumes" ([{name, volume_uuid, mountpoint, mode,
- * type, nfsvolume, export_path}]) and internal_metadata["sdc:volumes"], the JSON text
- * RFD 26 gives: [{"mountpoint","name","nfsvolume","mode","type"}], in that order.
- * A mount in mode "ro" is recorded, not enforced on the files: the lab makes symlinks,
- * not bind mounts, which would need root.
+ * its parent directories made, its last component a symlink to the volume's
+ * export_path (the lab has no bind mounts without root; "mode" is recorded, not
+ * enforced on the files). Nothing under mounts/ but the links is followed: a parent
+ * that is a symlink or a file is refused.
  *
- * Errors are negative errno values with a message in err; json_t results are new
- * references.
+ * Errors are negative errno values with a message in err; nothing is owned past a
+ * call.
  */
 #ifndef DC_INSTANCE_MOUNTS_H
 #define DC_INSTANCE_MOUNTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
 
-/* The most volumes an instance mounts, and the longest mountpoint. */
-#define INSTANCE_MOUNTS_MAX     16
-#define INSTANCE_MOUNTPOINT_MAX 1024
+#include "instance_dir.h"
 
-/* The volumes of a create's arguments (borrowed; NULL or null: none) checked and
- * copied: a new reference to an array, or NULL with msg naming the fault by its path
- * ("volumes[1].mountpoint: ..."). Each entry has exactly name, volume_uuid,
- * mountpoint (absolute, no empty, "." or ".." segment, not "/", used once and never
- * inside another's), mode ("rw" or "ro"), type ("tritonnfs"), nfsvolume (a string or
- * null) and export_path (absolute, no "." or ".." segment). */
-json_t *instance_mounts_plan(const json_t *volumes, char *msg, size_t msglen);
+/* The fault of a mountpoint (absolute, no empty, "." or ".." segment, at most 1024
+ * characters), or NULL. */
+const char *instance_mountpoint_fault(const char *mountpoint);
 
-/* internal_metadata["sdc:volumes"] of the planned volumes (borrowed): malloc'd text,
- * or NULL when out of memory. */
-char *instance_mounts_metadata(const json_t *volumes);
+/* Makes (or makes again) the link of each entry of `volumes` (borrowed, vm.json's
+ * "volumes"); an existing link is replaced by a rename, so a reader sees the old link
+ * or the new one. */
+int instance_mounts_make(const instance_paths_t *p, const json_t *volumes, char *err,
+                         size_t errlen);
 
-/* Makes <dir>/mounts/<mountpoint> for each planned volume (borrowed): the
- * directories above it, then the symlink to its export_path. A symlink already there
- * to the same export is kept; anything else there is refused (-EEXIST) naming it. */
-int instance_mounts_make(const char *dir, const json_t *volumes, char *err, size_t errlen);
+/* true when every entry's link is a symlink that resolves to a directory. */
+bool instance_mounts_ok(const instance_paths_t *p, const json_t *volumes);
 
 #endif

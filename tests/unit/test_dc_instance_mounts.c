@@ -175,7 +175,7 @@ static void test_create_mounts(void **state)
     assert_int_equal(unlink(test_path("%s/mounts/uploads", dir)), 0);
     assert_int_equal(mkdir(test_path("%s/mounts/uploads", dir), 0755), 0);
     task_harness_run_fails(h, "instance_create", create_args(VM1, two_volumes()), BOUND,
-                           "InstanceCreateFailed", "something else is there");
+                           "InstanceCreateFailed", "is a directory, not a mount link: refused");
     assert_true(S_ISDIR(test_file_stat(test_path("%s/mounts/uploads", dir)).st_mode));
 
     /* No volumes: no mounts directory, no sdc:volumes. */
@@ -200,7 +200,7 @@ static void test_refusals(void **state)
         const char *mountpoint, *mode, *type, *export_path, *extra, *part;
     } bad[] = {
         {"data", "rw", "tritonnfs", "/e", "",
-         "volumes[0].mountpoint: \"data\" expected an absolute"},
+         "volumes[0].mountpoint: \"data\": expected an absolute"},
         {"/", "rw", "tritonnfs", "/e", "", "volumes[0].mountpoint"},
         {"/a/../b", "rw", "tritonnfs", "/e", "", "\"..\" segment"},
         {"/a//b", "rw", "tritonnfs", "/e", "", "empty"},
