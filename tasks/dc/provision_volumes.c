@@ -44,6 +44,7 @@
 #define WAIT_POLL_MS      500    /* volumes_wait: how often a creating volume is looked at */
 #define UNRESERVE_POLL_MS 1000   /* volumes_unreserve: a volume still creating */
 #define WAIT_DEFAULT_S    300    /* the longest a volume is waited for */
+#define ABANDON_S         60     /* a volume no volume-create job took after this never will */
 #define JOB_POST_MS       10000u /* one POST or GET of the API */
 
 /* Retrying does not help these: the volume, the request or the configuration must
@@ -299,6 +300,15 @@ static void volumes_reserve_start(tern_ctx *ctx, const json_t *args)
     run_script(ctx, dc_lua_volumes_reserve, args, reserved);
 }
 
+/* The time `seconds` ago as the records write it: ISO 8601 UTC with milliseconds. */
+static void iso_ms_ago(uint64_t seconds, char *out, size_t outlen)
+{
+    time_t t = time(NULL) - (time_t)seconds;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, outlen, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+}
+
 /* Milliseconds since the epoch. */
 static uint64_t now_ms(void)
 {
@@ -396,6 +406,9 @@ static void volumes_unreserve_start(tern_ctx *ctx, const json_t *args)
     json_t *fields = with_deadline(ctx, args, "volumes_unreserve_since");
     if (fields == NULL)
         return;
+    char before[40];
+    iso_ms_ago(ABANDON_S, before, sizeof before);
+    json_object_set_new(fields, "abandon_before", json_string(before));
     dc_script_run(ctx, dc_lua_volumes_unreserve, fields, false, unreserved);
     json_decref(fields);
 }
@@ -405,11 +418,8 @@ static void reservations_clean_start(tern_ctx *ctx, const json_t *args)
     (void)args;
     const dc_state_t *s = tern_plugin_state(ctx);
     uint64_t max_age = s != NULL && s->dc != NULL ? s->dc->set.reservation_max_age_s : 900;
-    time_t t = time(NULL) - (time_t)max_age;
-    struct tm tm;
-    gmtime_r(&t, &tm);
     char older_than[40];
-    strftime(older_than, sizeof older_than, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+    iso_ms_ago(max_age, older_than, sizeof older_than);
     json_t *fields = json_pack("{s:s}", "older_than", older_than);
     dc_script_run(ctx, dc_lua_reservations_clean, fields, false, NULL);
     json_decref(fields);

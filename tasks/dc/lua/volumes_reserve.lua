@@ -6,7 +6,8 @@
 -- `creating` (Docker semantics), created_by_job this job, 10240 MiB, on the VM's fabric
 -- networks of the owner; one deleting or failed refuses VolumeNotReady, and nothing is
 -- written. The VM's "volumes" are written. Run again by the same job it finds its own
--- reservations and volumes and changes nothing.
+-- reservations and volumes and changes nothing. A volume it makes has job_uuid null
+-- until its volume-create job claims it (volume_claim.lua adopts it then).
 -- Answers {"volumes": vm.volumes, "reservations": [uuid], "created": [{volume_uuid,
 -- owner_uuid, name, size, networks}]}: the volumes this job made that are still
 -- `creating`, whose volume-create jobs the task asks for.
@@ -83,7 +84,7 @@ for i, m in ipairs(a.volumes) do
       tags = {}, billing_id = NULL, refs = {}, filesystem_path = NULL, vm_uuid = draw(),
       size = VOLUME_SIZE_DEFAULT, server_uuid = NULL, export_path = NULL,
       share_state = 'unknown', share_endpoint = NULL, share_probed_at = NULL,
-      error_since = NULL, created_by_job = a.job_uuid, job_uuid = u}
+      error_since = NULL, created_by_job = a.job_uuid, job_uuid = NULL}
     -- A claim whose record is gone names nothing: it is taken over.
     redis.call('HSET', P .. 'volume_names:' .. a.owner_uuid, m.name, u)
     volume_put(v, nil)
