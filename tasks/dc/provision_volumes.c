@@ -59,7 +59,7 @@ typedef struct volume_jobs {
     json_t *posts;       /* [{"uuid", "workflow", "target", "params"}] (owned) */
     size_t next;         /* the post being answered */
     json_t *result;      /* the step's result once all are answered (owned) */
-    char *refused;       /* the 409 being checked by a GET: "409 <body>" (owned) */
+    char *refused;       /* the body of the 409 being checked by a GET (owned) */
     uint64_t requeue_ms; /* > 0: after the posts, run the step again after this */
 } volume_jobs_t;
 
