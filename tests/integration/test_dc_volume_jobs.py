@@ -119,6 +119,8 @@ class Ternd:
         wait_for('ternd to answer /ping', up, timeout=30)
 
     def stop(self):
+        """Stops ternd; its exit status (0 after SIGTERM; a sanitizer's report ends it
+        otherwise) is what it returns."""
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=30)
@@ -126,6 +128,7 @@ class Ternd:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+        return self.proc.returncode
 
     def workflow(self, name, chain):
         status, body = http_request(self.url + '/workflows', 'POST',
@@ -300,7 +303,11 @@ def main():
                 with open(os.path.join(tmp, 'ternd.log')) as f:
                     print(f.read()[-4000:])
             finally:
-                ternd.stop()
+                status = ternd.stop()
+                if status != 0:
+                    failures.append(f'ternd exited {status}')
+                    with open(os.path.join(tmp, 'ternd.log')) as f:
+                        print(f'FAIL ternd exited {status}:', f.read()[-4000:])
     finally:
         api.close()
         subprocess.run(['rm', '-rf', tmp], check=False)
