@@ -8,17 +8,22 @@
  *                          one reservation per volume, missing volumes made
  *                          `creating` (Docker semantics), vm.volumes written; then a
  *                          volume-create job POSTed for each volume it made
- *   dc.volumes_wait        {vm_uuid, wait_s?} the mounts once every volume is ready;
+ *   dc.volumes_wait        {vm_uuid, wait_s?, volumes?} the mounts once every volume is
+ *                          ready;
  *                          polls (re-queued every 500 ms) while some are creating;
  *                          VolumeNotReady at once for a failed, deleting or gone one,
  *                          or when wait_s (300) passed
- *   dc.volumes_reference   {vm_uuid, job_uuid?} the job's reservations become refs
+ *   dc.volumes_reference   {vm_uuid, job_uuid?, volumes?} the job's reservations become
+ *                          refs
  *   dc.volumes_unreserve   {vm_uuid, job_uuid?} the job's reservations deleted; a
  *                          volume-delete job POSTed for each volume the job made that
  *                          nothing uses (re-queued while such a volume is creating,
  *                          for at most wait_s)
  *   dc.reservations_clean  {} stale reservations removed or turned into refs;
  *                          older_than = now - settings.reservation_max_age_s
+ *
+ * Given "volumes": [] (the admission check's answer for a provision that mounts none),
+ * reserve, wait and reference answer at once without a script.
  *
  * The jobs go to POST <api_url>/jobs (the dc configuration's "api_url", with
  * "Authorization: Bearer <token>" when a token is configured) under a uuid that does
@@ -295,8 +300,21 @@ static json_t *reserved(tern_ctx *ctx, const json_t *result)
     return post_jobs(ctx, posts, json_deep_copy(result), 0);
 }
 
+/* true when the step says the provision mounts no volume ("volumes": [], the admission
+ * check's answer): a provision without volumes then costs no script call in the volume
+ * steps (tests/bench/provision_rate.py measures a provision's Redis calls). */
+static bool mounts_none(const json_t *args)
+{
+    const json_t *v = json_object_get(args, "volumes");
+    return json_is_array(v) && json_array_size(v) == 0;
+}
+
 static void volumes_reserve_start(tern_ctx *ctx, const json_t *args)
 {
+    if (mounts_none(args)) {
+        tern_task_done(ctx, json_pack("{s:[], s:[], s:[]}", "volumes", "reservations", "created"));
+        return;
+    }
     run_script(ctx, dc_lua_volumes_reserve, args, reserved);
 }
 
@@ -353,6 +371,10 @@ static json_t *waited(tern_ctx *ctx, const json_t *result)
 
 static void volumes_wait_start(tern_ctx *ctx, const json_t *args)
 {
+    if (mounts_none(args)) {
+        tern_task_done(ctx, json_pack("{s:[]}", "volumes"));
+        return;
+    }
     json_t *fields = with_deadline(ctx, args, "volumes_wait_since");
     if (fields == NULL)
         return;
@@ -362,7 +384,14 @@ static void volumes_wait_start(tern_ctx *ctx, const json_t *args)
 
 static void volumes_reference_start(tern_ctx *ctx, const json_t *args)
 {
-    run_script(ctx, dc_lua_volumes_reference, args, NULL);
+    if (mounts_none(args)) {
+        tern_task_done(ctx, json_pack("{s:[], s:[]}", "referenced", "dropped"));
+        return;
+    }
+    json_t *fields = with_job_uuid(ctx, args);
+    json_object_del(fields, "volumes");
+    dc_script_run(ctx, dc_lua_volumes_reference, fields, false, NULL);
+    json_decref(fields);
 }
 
 /* A volume-delete job for each volume to delete; run again while some are creating. */
@@ -455,8 +484,9 @@ const tern_task_def dc_volumes_wait_task = {
     .name = "volumes_wait",
     .summary = "Waits until a provision's volumes are ready (their mounts), failing at once "
                "for a failed, deleting or deleted one.",
-    .args_schema = "{\"required\": [\"vm_uuid\"], \"properties\": {\"vm_uuid\": " UUID_T
-                   ", \"wait_s\": {\"type\": \"integer\"}}, \"additional\": false}",
+    .args_schema =
+        "{\"required\": [\"vm_uuid\"], \"properties\": {\"vm_uuid\": " UUID_T
+        ", \"wait_s\": {\"type\": \"integer\"}, \"volumes\": " ANY_T "}, \"additional\": false}",
     .fatal_codes = fatal_codes,
     .start = volumes_wait_start,
 };
@@ -466,7 +496,7 @@ const tern_task_def dc_volumes_reference_task = {
     .name = "volumes_reference",
     .summary = "A provisioned VM's volume reservations become references.",
     .args_schema = "{\"required\": [\"vm_uuid\"], \"properties\": {\"vm_uuid\": " UUID_T
-                   ", \"job_uuid\": " UUID_T "}, \"additional\": false}",
+                   ", \"job_uuid\": " UUID_T ", \"volumes\": " ANY_T "}, \"additional\": false}",
     .fatal_codes = fatal_codes,
     .start = volumes_reference_start,
 };
