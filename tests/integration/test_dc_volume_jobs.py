@@ -167,6 +167,7 @@ def scenario(inv, api, ternd):
     ternd.workflow('vr-reserve', [reserve_step()])
     ternd.workflow('vr-wait', [{'name': 'wait', 'task': 'dc.volumes_wait', 'timeout': 30,
                                 'args': {'vm_uuid': '${params.vm_uuid}',
+                                         'volumes': '${params.volumes:-null}',
                                          'wait_s': '${params.wait_s}'}}])
     ternd.workflow('vr-unreserve', [{'name': 'unreserve', 'task': 'dc.volumes_unreserve',
                                      'timeout': 30,
@@ -249,6 +250,14 @@ def scenario(inv, api, ternd):
     err = step_result(job, 'wait')['error']
     assert err['code'] == 'VolumeNotReady' and 'after 1 s' in err['message'], err
     print('ok the wait fails at once for a failed volume and after wait_s')
+    # A provision that mounts nothing: answered without a script (the VM need not
+    # exist for it).
+    job = ternd.run('vr-wait', {'vm_uuid': vp.vm_uuid(99), 'wait_s': 60, 'volumes': []},
+                    'succeeded')
+    assert step_result(job, 'wait')['result'] == {'volumes': []}, job
+    job = ternd.run('vr-wait', {'vm_uuid': vp.vm_uuid(99), 'wait_s': 60}, 'failed')
+    assert step_result(job, 'wait')['error']['code'] == 'ResourceNotFound', job
+    print('ok a provision without volumes waits for nothing')
 
     # Unreserve: waits while the volume it made is creating, then asks for its delete.
     before = len(api.posts())
