@@ -34,6 +34,14 @@
  *                             description gives: the only directory the agent's tasks
  *                             touch
  *   "workload_bin": PATH       tern-workload, the program an instance runs (agents)
+ *   "api_url": URL            the control's own API (http://HOST:PORT), where the
+ *                             provision's volume steps ask for volume-create and
+ *                             volume-delete jobs (provision_volumes.c)
+ *   "api_token_file": FILE    the bearer token of api_url (its first line), read at
+ *                             load; else $TERN_API_TOKEN when the plugin's process
+ *                             still has it (ternd takes it out of its environment
+ *                             before plugins load, so a ternd with a token needs the
+ *                             file)
  *
  * The state init builds is dc_state.h's.
  */
@@ -99,8 +107,61 @@ static void dc_fini(void *state)
     file_work_free(s->files);
     attempts_free(s->attempts);
     free(s->workload_bin);
+    free(s->api_url);
+    if (s->api_token != NULL) {
+        volatile char *p = s->api_token;
+        for (size_t i = 0; p[i] != '\0'; i++)
+            p[i] = '\0';
+        free(s->api_token);
+    }
     datacenter_free(s->dc);
     free(s);
+}
+
+/* The API the volume steps ask for jobs (without a trailing "/") and its token: from
+ * the token file's first line, else $TERN_API_TOKEN. 0, or -1 with err. */
+static int api_settings(dc_state_t *s, const char *url, const char *token_file, char *err,
+                        size_t errlen)
+{
+    if (url != NULL) {
+        s->api_url = strdup(url);
+        if (s->api_url == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        size_t n = strlen(s->api_url);
+        while (n > 0 && s->api_url[n - 1] == '/')
+            s->api_url[--n] = '\0';
+    }
+    char line[1024] = "";
+    if (token_file != NULL) {
+        FILE *f = fopen(token_file, "re");
+        if (f == NULL) {
+            snprintf(err, errlen, "api_token_file: %s: %s", token_file, strerror(errno));
+            return -1;
+        }
+        bool got = fgets(line, sizeof line, f) != NULL;
+        fclose(f);
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!got || line[0] == '\0') {
+            snprintf(err, errlen, "api_token_file: %s holds no token on its first line",
+                     token_file);
+            return -1;
+        }
+    } else if (getenv("TERN_API_TOKEN") != NULL) {
+        snprintf(line, sizeof line, "%s", getenv("TERN_API_TOKEN"));
+    }
+    if (line[0] != '\0') {
+        s->api_token = strdup(line);
+        volatile char *p = line;
+        for (size_t i = 0; p[i] != '\0'; i++)
+            p[i] = '\0';
+        if (s->api_token == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* What an agent killed -9 left: copies of images cut short (their ".part" files,
@@ -166,10 +227,10 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
         if (strcmp(key, "datacenter") != 0 && strcmp(key, "lab_dir") != 0 &&
             strcmp(key, "server_uuid") != 0 && strcmp(key, "data_root") != 0 &&
             strcmp(key, "workload_bin") != 0 && strcmp(key, "allow_networks") != 0 &&
-            strcmp(key, "api_url") != 0) {
+            strcmp(key, "api_url") != 0 && strcmp(key, "api_token_file") != 0) {
             snprintf(err, errlen,
                      "%s: unknown setting (expected datacenter, lab_dir, server_uuid, data_root, "
-                     "workload_bin)",
+                     "workload_bin, api_url, api_token_file)",
                      key);
             return -1;
         }
@@ -180,8 +241,16 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
     const char *server = bad ? NULL : config_string(config, "server_uuid", err, errlen, &bad);
     const char *root = bad ? NULL : config_string(config, "data_root", err, errlen, &bad);
     const char *workload = bad ? NULL : config_string(config, "workload_bin", err, errlen, &bad);
+    const char *api_url = bad ? NULL : config_string(config, "api_url", err, errlen, &bad);
+    const char *token_file =
+        bad ? NULL : config_string(config, "api_token_file", err, errlen, &bad);
     if (bad)
         return -1;
+    if (api_url != NULL && strncmp(api_url, "http://", 7) != 0 &&
+        strncmp(api_url, "https://", 8) != 0) {
+        snprintf(err, errlen, "api_url: %s is not an http:// or https:// URL", api_url);
+        return -1;
+    }
     if (workload != NULL && server == NULL) {
         snprintf(err, errlen, "workload_bin: only an agent (with \"server_uuid\") runs workloads");
         return -1;
@@ -209,6 +278,13 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    s->attempts = attempts_new();
+    if (s->attempts == NULL || api_settings(s, api_url, token_file, err, errlen) != 0) {
+        if (s->attempts == NULL)
+            snprintf(err, errlen, "out of memory");
+        dc_fini(s);
+        return -1;
+    }
     if (file != NULL) {
         dc_faults_t faults = {0};
         if (datacenter_load(file, lab_dir, &s->dc, &faults) != 0) {
@@ -218,7 +294,7 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
                 used += snprintf(err + used, errlen - (size_t)used, "%s%s", i > 0 ? "; " : "",
                                  faults.items[i]);
             dc_faults_dispose(&faults);
-            free(s);
+            dc_fini(s);
             return -1;
         }
         dc_faults_dispose(&faults);
@@ -235,16 +311,13 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
                 snprintf(err, errlen, "data_root: %s is not the data root of server %s in %s (%s)",
                          root, server, file, s->server->data_root);
             free(real_root);
-            datacenter_free(s->dc);
-            free(s);
+            dc_fini(s);
             return -1;
         }
         free(real_root);
         s->files = file_work_new();
-        s->attempts = attempts_new();
         s->workload_bin = workload != NULL ? strdup(workload) : NULL;
-        if (s->files == NULL || s->attempts == NULL ||
-            (workload != NULL && s->workload_bin == NULL)) {
+        if (s->files == NULL || (workload != NULL && s->workload_bin == NULL)) {
             snprintf(err, errlen, "out of memory");
             dc_fini(s);
             return -1;
@@ -345,6 +418,11 @@ static const tern_task_def *const tasks[] = {
     &dc_volume_network_task,
     &dc_volume_snapshot_agent_task,
     &dc_instance_nics_task,
+    &dc_volumes_reserve_task,
+    &dc_volumes_wait_task,
+    &dc_volumes_reference_task,
+    &dc_volumes_unreserve_task,
+    &dc_reservations_clean_task,
     NULL,
 };
 

@@ -3,7 +3,8 @@
  * tern_plugin_state, and the task definitions dc.c lists in its table.
  *
  * Everything but `files` and `attempts` is read-only once loaded, so tasks share it
- * without locks; `files` (file_work.h) locks for itself, `attempts` is the loop's.
+ * without locks; `files` (file_work.h) locks for itself, `attempts` is the loop's
+ * (on agents and on the control plane alike).
  */
 #ifndef DC_STATE_H
 #define DC_STATE_H
@@ -21,6 +22,9 @@ typedef struct dc_state {
     file_work_t *files;        /* the thread pool's file jobs (agents only) */
     attempts_t *attempts;      /* start/stop/destroy attempts' data (agents only) */
     size_t found_at_init;      /* the instances the data root held when init scanned it */
+    char *api_url;             /* the control's API (no trailing "/"), for the volume jobs a
+                                  provision asks for; or NULL */
+    char *api_token;           /* the bearer token of api_url, or NULL */
 } dc_state_t;
 
 /* The agent's state for a task that runs on a server's agent only, or NULL after

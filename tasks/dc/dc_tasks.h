@@ -44,6 +44,13 @@ extern const tern_task_def dc_volume_delete_begin_task;
 extern const tern_task_def dc_volume_delete_finish_task;
 extern const tern_task_def dc_volume_update_task;
 
+/* provision_volumes.c */
+extern const tern_task_def dc_volumes_reserve_task;
+extern const tern_task_def dc_volumes_wait_task;
+extern const tern_task_def dc_volumes_reference_task;
+extern const tern_task_def dc_volumes_unreserve_task;
+extern const tern_task_def dc_reservations_clean_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 

@@ -7,6 +7,8 @@
  *   <data_root>/<vm_uuid>/disks/diskN.img   data disks: sparse files of their size
  *                                           (ftruncate: nothing written)
  *   (N the PCI function of the disk's slot 0:4:N, so a disk's file keeps its name)
+ *   <data_root>/<vm_uuid>/mounts/<mountpoint>  a symlink to each mounted volume's
+ *                                           export (instance_mounts.h)
  *   <data_root>/<vm_uuid>/vm.json           the instance, written last
  *
  * Every file is made as "<file>.part" and renamed, and
@@ -18,11 +20,15 @@
  *
  *   {"vm_uuid", "image_uuid", "disks": [{"size" (MiB), "boot"?, "image_uuid"?}, ...],
  *    "alias"?, "owner_uuid"?, "brand"?, "ram"?, "vcpus"?, "nics"?, "customer_metadata"?,
- *    "autoboot"?}
+ *    "autoboot"?, "volumes"?: [{"name", "volume_uuid", "mountpoint", "mode", "type",
+ *    "nfsvolume", "export_path"}]}
  *   -> {"disks": [{"path", "size", "pci_slot", "boot", "image_uuid"?}], "created": bool}
  *
  * disks[0] is the boot disk, the only one that boots (up to 8 disks); its size is at
  * least the image's.
+ * volumes (dc.volumes_wait's answer) are written into vm.json with
+ * internal_metadata["sdc:volumes"], and mounted; an instance found complete with other
+ * volumes is InstanceConflict.
  * customer_metadata["lab:workload"] must name a workload of the lab (InvalidArgument
  * otherwise, before anything is made). The server's image missing is ImageFileMissing
  * naming the file, with nothing left behind.
@@ -39,6 +45,8 @@
 #include "dc_state.h"
 #include "file_work.h"
 #include "instance_dir.h"
+#include "instance_mounts.h"
+#include "instance_volumes.h"
 #include "lib/args.h"
 #include "sparse.h"
 #include "vm_disks.h"
@@ -118,6 +126,9 @@ static int make_files(create_arg_t *a, const atomic_bool *stop, char *err, size_
             return -ECANCELED;
         }
     }
+    int rc = instance_mounts_make(&a->p, json_object_get(a->vm, "volumes"), err, errlen);
+    if (rc != 0)
+        return rc;
     return instance_json_write(a->p.vm_json, a->vm, err, errlen);
 }
 
@@ -137,8 +148,17 @@ static int same_instance(create_arg_t *a, char *err, size_t errlen)
                           json_object_get(json_array_get(have, i), "size")) &&
                json_equal(json_object_get(json_array_get(want, i), "pci_slot"),
                           json_object_get(json_array_get(have, i), "pci_slot"));
-    if (same)
-        return 0;
+    const json_t *vols_want = json_object_get(a->vm, "volumes");
+    const json_t *vols_have = json_object_get(a->existing, "volumes");
+    if (same && json_array_size(vols_want) + json_array_size(vols_have) > 0 &&
+        !json_equal(vols_want, vols_have)) {
+        a->code = "InstanceConflict";
+        snprintf(err, errlen, "%s holds instance %s mounting other volumes than the ones asked for",
+                 a->p.dir, json_string_value(json_object_get(a->existing, "uuid")) ?: "?");
+        return -EEXIST;
+    }
+    if (same) /* its mounts may have been removed since: made again */
+        return instance_mounts_make(&a->p, vols_have, err, errlen);
     a->code = "InstanceConflict";
     char *text = json_dumps(have, JSON_COMPACT);
     snprintf(err, errlen,
@@ -329,7 +349,11 @@ static void create_start(tern_ctx *ctx, const json_t *args)
         rc = instance_image_path(a->root, image_uuid, a->image, sizeof a->image, msg, sizeof msg);
     const char *workload = rc == 0 ? instance_workload_kind(metadata, msg, sizeof msg) : NULL;
     json_t *disks = workload != NULL ? plan_disks(args, &a->p, image_uuid, msg, sizeof msg) : NULL;
-    if (disks == NULL) {
+    json_t *volumes = disks != NULL
+                          ? instance_volumes_plan(json_object_get(args, "volumes"), msg, sizeof msg)
+                          : NULL;
+    if (volumes == NULL) {
+        json_decref(disks);
         create_arg_free(a);
         tern_task_fail(ctx, rc == -EPERM ? "PathOutsideDataRoot" : "InvalidArgument",
                        "dc.instance_create: %s", msg);
@@ -346,6 +370,15 @@ static void create_start(tern_ctx *ctx, const json_t *args)
         const json_t *v = json_object_get(args, copied[i]);
         json_object_set_new(a->vm, copied[i], v != NULL ? json_deep_copy(v) : json_null());
     }
+    if (json_array_size(volumes) > 0) {
+        char *text = instance_volumes_metadata(volumes);
+        if (text == NULL)
+            abort();
+        json_object_set_new(a->vm, "volumes", json_incref(volumes));
+        json_object_set_new(a->vm, "internal_metadata", json_pack("{s:s}", "sdc:volumes", text));
+        free(text);
+    }
+    json_decref(volumes);
     char key[PATH_MAX];
     snprintf(key, sizeof key, "%s", a->p.dir);
     rc = file_job_start(ctx, s->files, key, create_work, a, create_arg_free, create_done);
@@ -365,7 +398,8 @@ const tern_task_def dc_instance_create_task = {
                    "\"owner_uuid\": {\"type\": \"any\"}, \"brand\": {\"type\": \"any\"}, "
                    "\"ram\": {\"type\": \"any\"}, \"vcpus\": {\"type\": \"any\"}, "
                    "\"nics\": {\"type\": \"any\"}, \"customer_metadata\": {\"type\": \"any\"}, "
-                   "\"autoboot\": {\"type\": \"any\"}}, \"additional\": false}",
+                   "\"autoboot\": {\"type\": \"any\"}, \"volumes\": {\"type\": \"any\"}}, "
+                   "\"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = create_start,
     .cancel = dc_agent_cancel,

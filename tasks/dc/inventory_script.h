@@ -16,8 +16,8 @@
 #define DC_SCRIPT_UUIDS 8
 
 /* Called with the script's "ok" result (borrowed) before the task is reported done;
- * it may set job state. Returns the result to report (a new reference), or NULL after
- * reporting a failure itself. */
+ * it may set job state. Returns the result to report (a new reference), or NULL when
+ * it reports the outcome itself (at once, or later from work it started). */
 typedef json_t *(*dc_script_ok_fn)(tern_ctx *ctx, const json_t *result);
 
 /* Runs `script` with `args` (borrowed). The outcome is reported on ctx: done with the

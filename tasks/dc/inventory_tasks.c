@@ -270,7 +270,8 @@ const tern_task_def dc_vm_set_state_task = {
     .name = "vm_set_state",
     .summary = "Sets a VM's state, and its NICs', to running or stopped.",
     .args_schema = "{\"required\": [\"vm_uuid\", \"state\"], \"properties\": {\"vm_uuid\": " UUID_T
-                   ", \"state\": {\"type\": \"string\"}, \"disks\": {\"type\": \"any\"}}, "
+                   ", \"state\": {\"type\": \"string\"}, \"disks\": {\"type\": \"any\"}, "
+                   "\"volumes\": {\"type\": \"any\"}}, "
                    "\"additional\": false}",
     .fatal_codes = fatal_codes,
     .start = vm_set_state_start,

@@ -1,9 +1,11 @@
 -- dc.provision_check: the admission check of a provision. Reads only. ARGV[1]: the
 -- provision's fields ({"vm_uuid", "owner_uuid", "alias"?, "package", "image_uuid",
--- "networks", "server_uuid"?, "autoboot"?, "customer_metadata"?, "disks"?, "target"}).
+-- "networks", "server_uuid"?, "autoboot"?, "customer_metadata"?, "disks"?, "volumes"?,
+-- "target"}).
 -- Each fault refuses with the code the docs give (docs/DATACENTER.md "Refusals"),
 -- naming it. It resolves the disk layout (docs/DATACENTER.md "Disks"): the disks asked,
--- else the package's, else the default, and what the VM commits on its server.
+-- else the package's, else the default, and what the VM commits on its server; and the
+-- volumes it mounts (docs/VOLUMES.md "Volumes at provision"), answered normalised.
 local a = cjson.decode(ARGV[1])
 local UUID = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
 local DISKS_MAX = 8          -- PCI functions 0:4:0 .. 0:4:7
@@ -60,6 +62,92 @@ for i, n in ipairs(a.networks) do
   end
 end
 if primaries > 1 then return bad('networks', 'more than one network is primary') end
+
+-- The volumes the VM mounts: [{name, mountpoint, mode?, type?}], at most VOLUMES_MAX,
+-- each mountpoint absolute, without "." or ".." segments, and used once.
+local VOLUMES_MAX = 16
+local MOUNTPOINT_MAX = 1024
+local mounts = {}
+local asked_volumes = a.volumes
+if asked_volumes == NULL then asked_volumes = nil end
+if asked_volumes ~= nil then
+  if type(asked_volumes) ~= 'table' then
+    return bad('volumes', 'expected a list of {"name", "mountpoint", "mode"?, "type"?}, got ' ..
+      cjson.encode(asked_volumes))
+  end
+  local n = 0
+  for k in pairs(asked_volumes) do
+    if type(k) ~= 'number' then
+      return bad('volumes', 'expected a list of {"name", "mountpoint", "mode"?, "type"?}, ' ..
+        'got an object')
+    end
+    n = n + 1
+  end
+  if n > VOLUMES_MAX then
+    return bad('volumes', 'at most ' .. VOLUMES_MAX .. ' volumes, got ' .. n)
+  end
+  local at = {}
+  for i, m in ipairs(asked_volumes) do
+    local p = 'volumes[' .. (i - 1) .. ']'
+    if type(m) ~= 'table' or m[1] ~= nil then
+      return bad(p, 'expected {"name", "mountpoint", "mode"?, "type"?}, got ' .. cjson.encode(m))
+    end
+    for k in pairs(m) do
+      if k ~= 'name' and k ~= 'mountpoint' and k ~= 'mode' and k ~= 'type' then
+        return bad(p .. '.' .. tostring(k), 'unknown key (expected name, mountpoint, mode, type)')
+      end
+    end
+    local fault = volume_name_fault(m.name)
+    if fault then return bad(p .. '.name', fault) end
+    local mp = m.mountpoint
+    if type(mp) ~= 'string' then
+      return bad(p .. '.mountpoint', 'required: an absolute path such as "/data", got ' ..
+        cjson.encode(mp))
+    end
+    if #mp > MOUNTPOINT_MAX then
+      return bad(p .. '.mountpoint', 'at most ' .. MOUNTPOINT_MAX .. ' characters, got ' .. #mp)
+    end
+    if string.sub(mp, 1, 1) ~= '/' or mp == '/' then
+      return bad(p .. '.mountpoint', cjson.encode(mp) .. ' is not an absolute path below "/"')
+    end
+    if string.find(mp, '[%z\1-\31\127]') then
+      return bad(p .. '.mountpoint', cjson.encode(mp) .. ' holds a control character')
+    end
+    -- A trailing "/" names the same directory: it is dropped, so "/d/" and "/d" clash.
+    if #mp > 1 and string.sub(mp, -1) == '/' then mp = string.sub(mp, 1, -2) end
+    for seg in string.gmatch(string.sub(mp, 2) .. '/', '([^/]*)/') do
+      if seg == '' or seg == '.' or seg == '..' then
+        return bad(p .. '.mountpoint', cjson.encode(m.mountpoint) .. ' has an empty, "." or ' ..
+          '".." segment: a mountpoint names one directory, written plainly')
+      end
+    end
+    if at[mp] then
+      return bad(p .. '.mountpoint', mp .. ' is also the mountpoint of volumes[' .. (at[mp] - 1) ..
+        ']: a directory holds one mount')
+    end
+    at[mp] = i
+    for j, o in ipairs(mounts) do
+      local inner, outer = mp, o.mountpoint
+      if #inner < #outer then inner, outer = outer, inner end
+      if string.sub(inner, 1, #outer + 1) == outer .. '/' then
+        return bad(p .. '.mountpoint', mp .. ' overlaps the mountpoint ' .. o.mountpoint ..
+          ' of volumes[' .. (j - 1) .. ']: a mount never lies inside another')
+      end
+    end
+    local mode = m.mode
+    if mode == nil or mode == NULL then mode = 'rw' end
+    if mode ~= 'rw' and mode ~= 'ro' then
+      return bad(p .. '.mode', 'expected "rw" or "ro", got ' .. cjson.encode(m.mode))
+    end
+    local vtype = m.type
+    if vtype == nil or vtype == NULL then vtype = 'tritonnfs' end
+    if vtype ~= 'tritonnfs' then
+      return bad(p .. '.type', 'volume type ' .. cjson.encode(m.type) .. ' is not supported ' ..
+        '(only "tritonnfs")')
+    end
+    mounts[i] = {name = m.name, mountpoint = mp, mode = mode, type = vtype}
+  end
+end
 
 -- A disk layout's shape, which needs no package or image: a list of 1 to 8 objects
 -- whose one member is "size" (a positive integer of MiB or "remaining", at most once),
@@ -133,6 +221,9 @@ if img.brand and img.brand ~= NULL and img.brand ~= pkg.brand then
   return bad('image_uuid', 'image ' .. img.name .. ' ' .. img.version .. ' is for brand ' ..
     img.brand .. ', package ' .. pkg.name .. ' is ' .. pkg.brand)
 end
+if #mounts > 0 and pkg.brand == 'kvm' then
+  return bad('volumes', 'kvm instances cannot mount volumes (package ' .. pkg.name .. ' is kvm)')
+end
 local vm = get_json('vm:' .. a.vm_uuid)
 if vm then
   return refuse(409, 'VmAlreadyExists', 'vm ' .. a.vm_uuid .. ' already exists (state ' .. vm.state .. ')')
@@ -169,6 +260,31 @@ for i, n in ipairs(a.networks) do
       ') has no free address left in its provision range')
   end
   nets[i] = out
+end
+
+-- Each volume, read only (the volumes step decides again, atomically): one of this
+-- owner's that exists must be usable and reachable on the VM's networks; one that
+-- does not will be made (Docker semantics) on the VM's fabric networks of the owner.
+local vm_nets = {}
+for i, n in ipairs(nets) do vm_nets[i] = n.uuid end
+for i, m in ipairs(mounts) do
+  local p = 'volumes[' .. (i - 1) .. ']'
+  local v = volume_get(volume_uuid_by_name(a.owner_uuid, m.name))
+  if v then
+    if v.state == 'deleting' or v.state == 'failed' then
+      return refuse(409, 'VolumeNotReady', p .. ': volume ' .. m.name .. ' (' .. v.uuid .. ') is ' ..
+        v.state)
+    end
+    if not volume_reachable(v, vm_nets) then
+      return refuse(409, 'VolumeNotReachable', p .. ': volume ' .. m.name .. ' (' .. v.uuid ..
+        ') is reachable on networks ' .. table.concat(v.networks or {}, ', ') ..
+        ', none of which the vm is on')
+    end
+  elseif #fabric_networks_of(a.owner_uuid, vm_nets) == 0 then
+    return refuse(409, 'VolumeNotReachable', p .. ': volume ' .. m.name .. ' does not exist ' ..
+      'and would be created on the vm\'s fabric networks of owner ' .. a.owner_uuid ..
+      ', but the vm is on none')
+  end
 end
 
 -- The disks (docs/DATACENTER.md "Disks"). A flexible package's disk_mib is the space of
@@ -246,4 +362,5 @@ end
 
 return ok({package = pkg, image = img, networks = nets, server_uuid = server or NULL,
   brand = pkg.brand, ram = pkg.ram_mib, vcpus = pkg.vcpus, disks = disks, flexible = flexible,
-  flexible_disk_size = flexible_disk_size, quota = quota, reservation = reservation})
+  flexible_disk_size = flexible_disk_size, quota = quota, reservation = reservation,
+  volumes = mounts})

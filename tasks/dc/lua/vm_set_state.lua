@@ -1,5 +1,7 @@
 -- dc.vm_set_state: the VM's state and its NICs' at once, and its disks as the agent
--- made them when given. ARGV[1]: {"vm_uuid", "state": "running"|"stopped", "disks"?}.
+-- made them when given. ARGV[1]: {"vm_uuid", "state": "running"|"stopped", "disks"?,
+-- "volumes"?}. volumes (a provision's mounts as dc.volumes_wait answers them) writes
+-- internal_metadata["sdc:volumes"], the JSON text RFD 26 gives.
 -- The agent's disks are matched to the record's by pci_slot: each record disk takes
 -- its path, and keeps what only the control plane knows (id, image, snapshot_size).
 -- A disk of one side missing on the other, or a size that differs, is refused naming
@@ -53,6 +55,22 @@ if disks ~= nil then
   end
   for _, r in ipairs(vm.disks or {}) do r.path = made[r.pci_slot].path end
   if vm.disks then table.sort(vm.disks, function(x, y) return x.pci_slot < y.pci_slot end) end
+end
+local mounts = a.volumes
+if mounts ~= nil and mounts ~= NULL then
+  if type(mounts) ~= 'table' then
+    return refuse(0, 'InvalidArgument', 'volumes: expected the list dc.volumes_wait answers')
+  end
+  if #mounts > 0 then
+    for i, m in ipairs(mounts) do
+      if type(m) ~= 'table' or type(m.name) ~= 'string' or type(m.mountpoint) ~= 'string' then
+        return refuse(0, 'InvalidArgument', 'volumes[' .. (i - 1) .. ']: expected {name, ' ..
+          'mountpoint, mode, type, nfsvolume}, got ' .. cjson.encode(m))
+      end
+    end
+    if type(vm.internal_metadata) ~= 'table' then vm.internal_metadata = {} end
+    vm.internal_metadata['sdc:volumes'] = sdc_volumes_text(mounts)
+  end
 end
 if vm.state ~= a.state then
   index_rem('vms:state:' .. vm.state, a.vm_uuid)

@@ -339,3 +339,91 @@ local function share_state_shown(v, now, every_s)
   if probed and at and at - probed > 3 * (tonumber(every_s) or 5) then return 'unknown' end
   return v.share_state
 end
+
+-- ---- Volumes at provision (docs/VOLUMES.md "Volumes at provision") ----------------
+
+-- ARGV[2] (the time now, to the second) as a record's timestamp: ISO 8601 with ms.
+local function now_iso_ms()
+  local t = ARGV[2] or ''
+  if string.match(t, '^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%dZ$') then
+    return string.sub(t, 1, 19) .. '.000Z'
+  end
+  return t
+end
+
+-- A UUID made from a text by SHA-1 (the layout of an RFC 4122 version 5 name-based
+-- UUID): the same text always gives the same UUID, so a step run again names the
+-- same record or job; texts that differ give different ones.
+local function uuid_of_text(text)
+  local h = redis.sha1hex(text)
+  local variant = string.format('%x', 8 + tonumber(string.sub(h, 17, 17), 16) % 4)
+  return string.sub(h, 1, 8) .. '-' .. string.sub(h, 9, 12) .. '-5' .. string.sub(h, 14, 16) ..
+    '-' .. variant .. string.sub(h, 18, 20) .. '-' .. string.sub(h, 21, 32)
+end
+
+-- The uuid of the volume-delete job a failed provision asks for a volume it created:
+-- one per volume, so a step run again finds the job it made.
+local function volume_delete_job_uuid(vol_uuid)
+  return uuid_of_text('volume-delete:' .. vol_uuid)
+end
+
+-- Of the networks `uuids` (a list of uuids), those that are fabric networks of the
+-- owner (owner_uuids empty: any owner's), in the order given.
+local function fabric_networks_of(owner, uuids)
+  local out, seen = {}, {}
+  for _, u in ipairs(uuids) do
+    local f = redis.call('HMGET', P .. 'network:' .. u, 'fabric', 'owner_uuids')
+    if f[1] == 'true' and not seen[u] then
+      local owners = f[2] and cjson.decode(f[2]) or {}
+      local mine = #owners == 0
+      for _, o in ipairs(owners) do
+        if o == owner then mine = true end
+      end
+      if mine then
+        out[#out + 1] = u
+        seen[u] = true
+      end
+    end
+  end
+  return out
+end
+
+-- true when the volume is reachable on one of the networks `uuids`.
+local function volume_reachable(v, uuids)
+  for _, n in ipairs(v.networks or {}) do
+    for _, u in ipairs(uuids) do
+      if n == u then return true end
+    end
+  end
+  return false
+end
+
+-- JSON text of a string as RFD 26's examples write it ("/" left as it is: cjson
+-- would write "\/").
+local function json_text(s)
+  return (string.gsub(cjson.encode(s), '\\/', '/'))
+end
+
+-- internal_metadata["sdc:volumes"] of a VM: the JSON text of
+-- [{"mountpoint","name","nfsvolume","mode","type"}] in that order (RFD 26
+-- "Relationship between shared volumes and VMs"), from the mounts
+-- [{name, mountpoint, mode, type, nfsvolume}].
+local function sdc_volumes_text(mounts)
+  local items = {}
+  for i, m in ipairs(mounts) do
+    items[i] = '{"mountpoint":' .. json_text(m.mountpoint) .. ',"name":' .. json_text(m.name) ..
+      ',"nfsvolume":' .. json_text(m.nfsvolume) .. ',"mode":' .. json_text(m.mode) ..
+      ',"type":' .. json_text(m.type) .. '}'
+  end
+  return '[' .. table.concat(items, ',') .. ']'
+end
+
+-- ok(v), with the members `lists` (names) written as [] when empty (cjson writes an
+-- empty table as {}).
+local function ok_lists(v, lists)
+  local s = ok(v)
+  for _, k in ipairs(lists) do
+    s = string.gsub(s, '"' .. k .. '":{}', '"' .. k .. '":[]')
+  end
+  return s
+end
