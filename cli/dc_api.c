@@ -14,6 +14,14 @@
 #include "client.h"
 #include "watch.h"
 
+const char *dc_owner(const char *given)
+{
+    if (given != NULL)
+        return given;
+    const char *env = getenv("TERN_OWNER_UUID");
+    return env != NULL && env[0] != '\0' ? env : DC_DEFAULT_OWNER;
+}
+
 cli_status_t dc_list(cli_t *cli, const char *path, const char *query, json_t **rows)
 {
     char *next = NULL;

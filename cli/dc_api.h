@@ -19,6 +19,13 @@
 #include "cli.h"
 #include "output.h"
 
+/* Who owns what the CLI creates unless --owner or $TERN_OWNER_UUID says otherwise. */
+#define DC_DEFAULT_OWNER "00000000-0000-0000-0000-000000000000"
+
+/* The owner a command acts for: `given` (its --owner) when not NULL, else
+ * $TERN_OWNER_UUID when set and not empty, else DC_DEFAULT_OWNER (borrowed). */
+const char *dc_owner(const char *given);
+
 /* GETs every page of the view `path` ("/vms") with `query` ("state=running", escaped,
  * or NULL) into *rows (NULL unless CLI_OK). */
 cli_status_t dc_list(cli_t *cli, const char *path, const char *query, json_t **rows);
