@@ -101,7 +101,7 @@ def tern(*args, check=True):
 
 def jobs():
     """The jobs not made by a schedule, by uuid."""
-    return {j["uuid"]: j for j in lab.list_all("/jobs") if j["workflow"] not in SCHEDULED}
+    return {j["uuid"]: j for j in lab.list_all("/jobs") if j["name"] not in SCHEDULED}
 
 
 def refused_before_any_job(args, status, *words):
@@ -118,7 +118,7 @@ def refused_before_any_job(args, status, *words):
 def new_job(before, workflow):
     """The one job of `workflow` made since `before` (a set of uuids)."""
     made = [j for u, j in jobs().items() if u not in before]
-    assert len(made) == 1 and made[0]["workflow"] == workflow, made
+    assert len(made) == 1 and made[0]["name"] == workflow, made
     return made[0]
 
 
@@ -408,7 +408,7 @@ def test_vm_with_volumes():
     before = set(jobs())
     tern("vm", "create", "--alias", "web0", "--package", "lab-zone", "--image", "lab-base",
          "--network", "fabric", "-v", "data:/data", "--volume", "logs:/var/log/app:ro", "-w")
-    prov = next(j for u, j in jobs().items() if u not in before and j["workflow"] == "provision")
+    prov = next(j for u, j in jobs().items() if u not in before and j["name"] == "provision")
     assert prov["params"]["volumes"] == [
         {"name": "data", "mountpoint": "/data", "mode": "rw"},
         {"name": "logs", "mountpoint": "/var/log/app", "mode": "ro"}], prov["params"]
