@@ -45,9 +45,11 @@ cli_status_t dc_one_argument(cli_t *cli, int argc, char **argv, const char *what
 /* GETs one record, `collection` ("/vms") + "/" + `uuid` (escaped here), into *obj. */
 cli_status_t dc_get(cli_t *cli, const char *collection, const char *uuid, json_t **obj);
 
-/* Finds the one record of `collection` that `ref` names: its uuid (read directly), or
- * the value of `name_field` ("hostname", "alias", "name") among all of them. None, or
- * several with that name, is an error naming `what` ("server") and `ref`. */
+/* Finds the one record of `collection` that `ref` names: its uuid (read directly, or
+ * looked up in the list when the collection has no view of one record, as /networks,
+ * /images and /packages), or the value of `name_field` ("hostname", "alias", "name")
+ * among all of them. None, or several with that name, is an error naming `what`
+ * ("server") and `ref`. */
 cli_status_t dc_find(cli_t *cli, const char *collection, const char *name_field, const char *what,
                      const char *ref, json_t **obj);
 
