@@ -20,10 +20,11 @@ and provision (its volumes), and the views GET /volumes, /volumes/:uuid and
   job;
 * rename, snapshot create/list/delete, rollback, attach-network and detach-network
   with -w, each checked on the record (and the snapshot's directory on the agent);
-* `tern vm create -v NAME:/MOUNT[:ro]` mounts a volume that exists and one it creates
-  (Docker semantics); `tern vm get` shows volumes and sdc:volumes; REFS counts the
-  instance; a bad -v value (no mountpoint, relative, mode rx, no name, `-v /bar -v
-  foo:/bar`) is refused before any job;
+* `tern vm create -v NAME:/MOUNT[:ro]` mounts the owner's volumes; `tern vm get` shows
+  volumes and sdc:volumes; the mount links on the server; REFS counts the instance; a
+  bad -v value (no mountpoint, relative, mode rx, no name, `-v /bar -v foo:/bar`) is
+  refused before any job; a volume the owner does not have is created by the
+  provision (Docker semantics) and listed;
 * `tern volume delete` of a volume in use is VolumeInUse naming the instance; once the
   instance is gone the volume is deleted (GET 404), and --force deletes one in use.
 
@@ -406,17 +407,17 @@ def test_vm_create_bad_volumes():
 
 def test_vm_with_volumes():
     data = volume_named("data")
+    tern("volume", "create", "-n", "logs", "-w")
+    logs = volume_named("logs")
+    assert logs["state"] == "ready" and logs["size"] == 10240, logs
     before = set(jobs())
     tern("vm", "create", "--alias", "web0", "--package", "lab-zone", "--image", "lab-base",
          "--network", "fabric", "-v", "data:/data", "--volume", "logs:/var/log/app:ro", "-w")
-    prov = next(j for u, j in jobs().items() if u not in before and j["name"] == "provision")
+    prov = new_job(before, "provision")
     assert prov["params"]["volumes"] == [
         {"name": "data", "mountpoint": "/data", "mode": "rw"},
         {"name": "logs", "mountpoint": "/var/log/app", "mode": "ro"}], prov["params"]
     assert prov["execution"] == "succeeded", prov
-    logs = volume_named("logs")  # made by the provision (Docker semantics)
-    assert logs["state"] == "ready" and logs["size"] == 10240, logs
-    assert logs["networks"] == [FABRIC], logs
 
     vm = json.loads(tern("vm", "get", "web0", "-j").stdout)
     assert [(m["name"], m["mountpoint"], m["mode"], m["volume_uuid"]) for m in vm["volumes"]] == [
@@ -480,6 +481,28 @@ def test_delete():
     lab.check_inventory()
 
 
+def test_vm_creates_volume():
+    # A volume the owner does not have is created by the provision (Docker semantics),
+    # 10G on the instance's fabric network, and mounted; `tern volume list` shows it.
+    before = set(jobs())
+    tern("vm", "create", "--alias", "web1", "--package", "lab-zone", "--image", "lab-base",
+         "--network", "fabric", "-v", "fresh:/srv/fresh", "-w")
+    prov = next(j for u, j in jobs().items() if u not in before and j["name"] == "provision")
+    assert prov["execution"] == "succeeded", prov
+    fresh = volume_named("fresh")
+    assert fresh["state"] == "ready" and fresh["size"] == 10240, fresh
+    assert fresh["networks"] == [FABRIC] and fresh["created_by_job"] == prov["uuid"], fresh
+    vm = json.loads(tern("vm", "get", "web1", "-j").stdout)
+    assert [m["volume_uuid"] for m in vm["volumes"]] == [fresh["uuid"]], vm["volumes"]
+    assert rows(tern("volume", "list", "-H", "-o", "name,state,size,refs").stdout) == [
+        ["fresh", "ready", "10G", "1"]]
+    tern("vm", "delete", "web1", "-w")
+    wait_for("fresh's refs to drop", lambda: volume_of(fresh["uuid"])["refs"] == [], timeout=30)
+    tern("volume", "delete", "fresh", "-w")
+    assert volumes() == []
+    lab.check_inventory()
+
+
 # The workflows each test needs beyond volume-create and volume-delete ("W:TASK": W
 # must use TASK).
 TESTS = [(test_sizes, []), (test_bad_sizes, []), (test_bad_arguments, []), (test_create, []),
@@ -489,7 +512,8 @@ TESTS = [(test_sizes, []), (test_bad_sizes, []), (test_bad_arguments, []), (test
                            "volume-rollback"]),
          (test_networks, ["volume-attach-network", "volume-detach-network"]),
          (test_vm_create_bad_volumes, []), (test_vm_with_volumes, ["provision:dc.volumes_reserve"]),
-         (test_delete, ["provision:dc.volumes_reserve"])]
+         (test_delete, ["provision:dc.volumes_reserve"]),
+         (test_vm_creates_volume, ["provision:dc.volumes_reserve"])]
 
 
 def has_workflow(need):
