@@ -90,6 +90,9 @@ cli_status_t volume_parse(cli_t *cli, int argc, char **argv, const char *shortop
     cli_status_t st;
     if (!args_parse(cli, argc, argv, shortopts, longopts, on_volume_opt, o, &first, &st))
         return st;
+    const char *env = getenv("TERN_OWNER_UUID");
+    if (o->owner == NULL && env != NULL && env[0] != '\0' && !uuid_valid(env))
+        return cli_usage(cli, "TERN_OWNER_UUID \"%s\": expected a uuid", env);
     int got = argc - first;
     if (got < nargs)
         return cli_usage(cli, "missing %s", names[got]);

@@ -177,6 +177,11 @@ def test_bad_arguments():
     refused_before_any_job(["volume", "create", "--name", "x/y"], 2, '-n "x/y"')
     refused_before_any_job(["volume", "create", "--owner", "nobody"], 2,
                            '--owner "nobody": expected a uuid')
+    lab.env["TERN_OWNER_UUID"] = "not-a-uuid"
+    try:
+        refused_before_any_job(["volume", "list"], 2, 'TERN_OWNER_UUID "not-a-uuid"')
+    finally:
+        lab.env["TERN_OWNER_UUID"] = OWNER
     refused_before_any_job(["volume", "create", "--tag", "novalue"], 2,
                            '--tag "novalue": expected KEY=VALUE')
     refused_before_any_job(["volume", "create", "-N", "nosuchnet"], 3, "ResourceNotFound",
