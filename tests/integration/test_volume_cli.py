@@ -25,6 +25,8 @@ and provision (its volumes), and the views GET /volumes, /volumes/:uuid and
   bad -v value (no mountpoint, relative, mode rx, no name, `-v /bar -v foo:/bar`) is
   refused before any job; a volume the owner does not have is created by the
   provision (Docker semantics) and listed;
+* a watched job that fails (a rollback to a snapshot whose copy is gone) exits 1 with
+  its error, and the failed volume is still found by its name;
 * `tern volume delete` of a volume in use is VolumeInUse naming the instance; once the
   instance is gone the volume is deleted (GET 404), and --force deletes one in use.
 
@@ -454,6 +456,29 @@ def test_vm_with_volumes():
     assert volume_of(data["uuid"])["refs"] == [vm["uuid"]]
 
 
+def test_watched_failure():
+    # A job that fails once admitted: -w follows it to its end and exits 1 with its
+    # error; the volume, failed, is still named by its name and listed by its state.
+    tern("volume", "create", "-n", "frail", "-w")
+    v = volume_named("frail")
+    tern("volume", "snapshot", "create", "frail", "s1", "-w")
+    snap = os.path.join(storage_dir(v), "snapshots", "s1")
+    for name in os.listdir(snap):
+        os.unlink(os.path.join(snap, name))
+    os.rmdir(snap)
+    before = set(jobs())
+    p = tern("volume", "rollback", "frail", "s1", "-w", check=False)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    job = new_job(before, "volume-rollback")
+    assert job["execution"] == "failed", job
+    assert "Rolling back to snapshot s1 of volume frail (%s): job %s" % (
+        v["uuid"], job["uuid"]) in p.stdout, p.stdout
+    assert "VolumeSnapshotNotFound" in p.stdout + p.stderr, (p.stdout, p.stderr)
+    assert json.loads(tern("volume", "get", "frail", "-j").stdout)["state"] == "failed"
+    assert ["frail"] in rows(tern("volume", "list", "-H", "-o", "name", "--state",
+                                  "failed").stdout)
+
+
 def test_delete():
     data, logs = volume_named("data"), volume_named("logs")
     vm = json.loads(tern("vm", "get", "web0", "-j").stdout)
@@ -516,6 +541,7 @@ TESTS = [(test_sizes, []), (test_bad_sizes, []), (test_bad_arguments, []), (test
          (test_snapshots, ["volume-snapshot-create", "volume-snapshot-delete",
                            "volume-rollback"]),
          (test_networks, ["volume-attach-network", "volume-detach-network"]),
+         (test_watched_failure, ["volume-snapshot-create", "volume-rollback"]),
          (test_vm_create_bad_volumes, []), (test_vm_with_volumes, ["provision:dc.volumes_reserve"]),
          (test_delete, ["provision:dc.volumes_reserve"]),
          (test_vm_creates_volume, ["provision:dc.volumes_reserve"])]
