@@ -266,6 +266,55 @@ static const struct option owner_long[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* The order `get` shows a volume's fields in: who it is, what it is, where it is
+ * served, then its bookkeeping; fields not named here follow as the record has them. */
+static const char *const field_order[] = {
+    "uuid",
+    "name",
+    "owner_uuid",
+    "state",
+    "size",
+    "type",
+    "networks",
+    "refs",
+    "tags",
+    "filesystem_path",
+    "share_state",
+    "share_endpoint",
+    "share_probed_at",
+    "error_since",
+    "vm_uuid",
+    "server_uuid",
+    "export_path",
+    "create_timestamp",
+    "created_by_job",
+    "job_uuid",
+    "billing_id",
+    "version",
+    NULL,
+};
+
+/* A copy of `vol` with its fields in field_order, without "snapshots" (shown as a
+ * table) and "id" (its uuid again). */
+static json_t *fields_in_order(const json_t *vol)
+{
+    json_t *out = json_object();
+    for (const char *const *k = field_order; *k != NULL; k++) {
+        json_t *v = json_object_get(vol, *k);
+        if (v != NULL)
+            json_object_set(out, *k, v);
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)vol, key, v)
+    {
+        if (json_object_get(out, key) == NULL && strcmp(key, "snapshots") != 0 &&
+            strcmp(key, "id") != 0)
+            json_object_set(out, key, v);
+    }
+    return out;
+}
+
 static cli_status_t volume_get(cli_t *cli, int argc, char **argv)
 {
     static const char *const names[] = {VOL_WHAT};
@@ -285,8 +334,7 @@ static cli_status_t volume_get(cli_t *cli, int argc, char **argv)
      * as a table of their own. */
     json_t *rows = json_pack("[O]", vol);
     json_t *named = with_network_names(cli, rows);
-    json_t *fields = json_deep_copy(vol);
-    json_object_del(fields, "snapshots");
+    json_t *fields = fields_in_order(vol);
     json_object_set(fields, "networks", json_object_get(json_array_get(named, 0), "network_names"));
     char size[64];
     volume_cell_size(vol, size, sizeof size);
