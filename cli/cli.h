@@ -10,10 +10,10 @@
  * Commands are "noun verb" pairs (`tern job create`), each a cli_command_t in the table
  * of its noun's file (cmd_workflow.c, cmd_job.c, cmd_schedule.c, cmd_status.c; the datacenter's in
  * cmd_server.c, cmd_vm.c, cmd_disk.c, cmd_snapshot.c, cmd_nic.c and cmd_network.c, over
- * dc_api.c). A command parses its own
- * options with cli_options() (args.c), which also accepts the global ones anywhere on the line,
- * does its work and returns a cli_status_t, which main() returns as the exit status. Nothing but
- * main() exits.
+ * dc_api.c; its volumes' in cmd_volume.c and cmd_volume_snapshot.c, over volume_api.c). A
+ * command parses its own options with cli_options() (args.c), which also accepts the global ones
+ * anywhere on the line, does its work and returns a cli_status_t, which main() returns as the
+ * exit status. Nothing but main() exits.
  *
  * Errors are values: a failing command fills cli->err and returns the status; main
  * prints the message once, as "tern: <code>: <message>" for an API error. A command
@@ -86,6 +86,8 @@ extern const cli_command_t cmd_disk_commands[];
 extern const cli_command_t cmd_snapshot_commands[];
 extern const cli_command_t cmd_nic_commands[];
 extern const cli_command_t cmd_network_commands[];
+extern const cli_command_t cmd_volume_commands[];
+extern const cli_command_t cmd_volume_snapshot_commands[];
 
 /* The API client for cli->url and cli->token, made on first use (borrowed). */
 client_t *cli_client(cli_t *cli);

@@ -17,6 +17,7 @@
 #include "base/ident.h"
 #include "cli.h"
 #include "dc_api.h"
+#include "volume_spec.h"
 
 enum {
     OPT_STATE = 0x4000,
@@ -31,10 +32,8 @@ enum {
     OPT_NO_AUTOBOOT,
     OPT_WATCH,
     OPT_DISKS,
+    OPT_VOLUME,
 };
-
-/* Who owns what the CLI creates unless --owner or TERN_OWNER_UUID says otherwise. */
-#define DEFAULT_OWNER "00000000-0000-0000-0000-000000000000"
 
 /* ---- columns ------------------------------------------------------------------- */
 
@@ -85,6 +84,22 @@ static const output_column_t nic_columns[] = {
     {NULL, NULL, NULL},
 };
 
+/* The volumes an instance mounts (its record's "volumes"). */
+static const output_column_t volume_columns[] = {
+    {"NAME", "name", NULL}, {"MOUNTPOINT", "mountpoint", NULL}, {"MODE", "mode", NULL},
+    {"TYPE", "type", NULL}, {"VOLUME", "volume_uuid", NULL},    {NULL, NULL, NULL},
+};
+
+/* The entries of internal_metadata["sdc:volumes"], what the instance's agent mounts. */
+static const output_column_t sdc_volume_columns[] = {
+    {"MOUNTPOINT", "mountpoint", NULL},
+    {"NAME", "name", NULL},
+    {"NFSVOLUME", "nfsvolume", NULL},
+    {"MODE", "mode", NULL},
+    {"TYPE", "type", NULL},
+    {NULL, NULL, NULL},
+};
+
 /* ---- options ------------------------------------------------------------------- */
 
 typedef struct vm_opts {
@@ -92,6 +107,7 @@ typedef struct vm_opts {
     json_t *networks; /* the --network values, in order (ours) */
     json_t *metadata; /* --metadata k=v (ours) */
     json_t *disks;    /* --disks, an array (ours) or NULL */
+    json_t *volumes;  /* the --volume values, in order (ours) */
     bool no_autoboot, watch;
 } vm_opts_t;
 
@@ -168,6 +184,14 @@ static cli_status_t on_vm_opt(cli_t *cli, void *data, int c, const char *arg)
     }
     case OPT_DISKS:
         return disks_option(cli, arg, &o->disks);
+    case 'v':
+    case OPT_VOLUME: {
+        json_t *spec = json_string(arg);
+        if (spec == NULL)
+            return cli_usage(cli, "--volume \"%s\": not UTF-8", arg);
+        json_array_append_new(o->volumes, spec);
+        return CLI_OK;
+    }
     case OPT_NO_AUTOBOOT:
         o->no_autoboot = true;
         return CLI_OK;
@@ -185,6 +209,7 @@ static void vm_opts_dispose(vm_opts_t *o)
     json_decref(o->networks);
     json_decref(o->metadata);
     json_decref(o->disks);
+    json_decref(o->volumes);
 }
 
 /* ---- list ---------------------------------------------------------------------- */
@@ -227,7 +252,7 @@ static const struct option list_long[] = {
 
 static cli_status_t vm_list(cli_t *cli, int argc, char **argv)
 {
-    vm_opts_t o = {.networks = json_array(), .metadata = json_object()};
+    vm_opts_t o = {.networks = json_array(), .metadata = json_object(), .volumes = json_array()};
     int first;
     cli_status_t st;
     char *query = NULL;
@@ -268,9 +293,30 @@ Done:
 
 /* ---- get ----------------------------------------------------------------------- */
 
+/* Takes internal_metadata["sdc:volumes"] (the JSON text of an array) out of `fields`
+ * (dropping internal_metadata when nothing else is left of it) and returns it parsed,
+ * a new array. NULL when it is absent, or is not an array's text: then it stays in
+ * `fields`, shown as it is. */
+static json_t *sdc_volumes_of(json_t *fields)
+{
+    json_t *meta = json_object_get(fields, "internal_metadata");
+    const json_t *text = json_object_get(meta, "sdc:volumes");
+    if (text == NULL)
+        return NULL;
+    json_t *parsed = json_is_string(text) ? json_loads(json_string_value(text), 0, NULL) : NULL;
+    if (!json_is_array(parsed)) {
+        json_decref(parsed);
+        return NULL;
+    }
+    json_object_del(meta, "sdc:volumes");
+    if (json_object_size(meta) == 0)
+        json_object_del(fields, "internal_metadata");
+    return parsed;
+}
+
 static cli_status_t vm_get(cli_t *cli, int argc, char **argv)
 {
-    vm_opts_t o = {.networks = json_array(), .metadata = json_object()};
+    vm_opts_t o = {.networks = json_array(), .metadata = json_object(), .volumes = json_array()};
     int first;
     cli_status_t st;
     if (!args_parse(cli, argc, argv, "", NULL, on_vm_opt, &o, &first, &st))
@@ -291,6 +337,8 @@ static cli_status_t vm_get(cli_t *cli, int argc, char **argv)
         json_object_del(fields, "disks");
         json_object_del(fields, "nics");
         json_object_del(fields, "snapshots");
+        json_object_del(fields, "volumes");
+        json_t *sdc_volumes = sdc_volumes_of(fields);
         if (json_object_get(fields, "flexible") == NULL)
             json_object_set_new(fields, "flexible", json_false()); /* records made before it */
         output_fields(stdout, fields);
@@ -312,6 +360,16 @@ static cli_status_t vm_get(cli_t *cli, int argc, char **argv)
             printf("\nnics:\n");
             output_table(stdout, &plain, nics, nic_columns, NULL);
         }
+        const json_t *volumes = json_object_get(vm, "volumes");
+        if (json_array_size(volumes) > 0) {
+            printf("\nvolumes:\n");
+            output_table(stdout, &plain, volumes, volume_columns, NULL);
+        }
+        if (json_is_array(sdc_volumes)) {
+            printf("\nsdc:volumes:\n");
+            output_table(stdout, &plain, sdc_volumes, sdc_volume_columns, NULL);
+        }
+        json_decref(sdc_volumes);
     }
     json_decref(vm);
 Done:
@@ -397,17 +455,19 @@ static const struct option create_long[] = {
     {"owner", required_argument, NULL, OPT_OWNER},
     {"no-autoboot", no_argument, NULL, OPT_NO_AUTOBOOT},
     {"disks", required_argument, NULL, OPT_DISKS},
+    {"volume", required_argument, NULL, OPT_VOLUME},
     {"watch", no_argument, NULL, OPT_WATCH},
     {NULL, 0, NULL, 0},
 };
 
 static cli_status_t vm_create(cli_t *cli, int argc, char **argv)
 {
-    vm_opts_t o = {.networks = json_array(), .metadata = json_object()};
+    vm_opts_t o = {.networks = json_array(), .metadata = json_object(), .volumes = json_array()};
     int first;
     cli_status_t st;
-    json_t *params = NULL;
-    if (!args_parse(cli, argc, argv, "m:w", create_long, on_vm_opt, &o, &first, &st))
+    json_t *params = NULL, *volumes = NULL;
+    char err[1536];
+    if (!args_parse(cli, argc, argv, "m:v:w", create_long, on_vm_opt, &o, &first, &st))
         goto Done;
     if (first < argc) {
         st = cli_usage(cli, "unexpected argument \"%s\"", argv[first]);
@@ -420,14 +480,17 @@ static cli_status_t vm_create(cli_t *cli, int argc, char **argv)
                                          : "--network");
         goto Done;
     }
+    if (json_array_size(o.volumes) > 0 &&
+        !volume_spec_parse(o.volumes, &volumes, err, sizeof err)) {
+        st = cli_usage(cli, "%s", err);
+        goto Done;
+    }
     char vm_uuid[37], image[37];
     if (o.uuid != NULL)
         snprintf(vm_uuid, sizeof vm_uuid, "%s", o.uuid);
     else
         uuid_v4(vm_uuid);
-    const char *owner = o.owner != NULL ? o.owner : getenv("TERN_OWNER_UUID");
-    if (owner == NULL || owner[0] == '\0')
-        owner = DEFAULT_OWNER;
+    const char *owner = dc_owner(o.owner);
     if ((st = find_image(cli, o.image, image)) != CLI_OK)
         goto Done;
     json_t *nets;
@@ -442,6 +505,8 @@ static cli_status_t vm_create(cli_t *cli, int argc, char **argv)
         json_object_set_new(params, "autoboot", json_false());
     if (o.disks != NULL)
         json_object_set(params, "disks", o.disks);
+    if (volumes != NULL)
+        json_object_set(params, "volumes", volumes);
     if (o.server != NULL) {
         char server[37];
         if ((st = dc_find_uuid(cli, "/servers", "hostname", "server", o.server, server)) != CLI_OK)
@@ -455,6 +520,7 @@ static cli_status_t vm_create(cli_t *cli, int argc, char **argv)
     free(what);
     free(target);
 Done:
+    json_decref(volumes);
     json_decref(params);
     vm_opts_dispose(&o);
     return st;
@@ -514,15 +580,18 @@ const cli_command_t cmd_vm_commands[] = {
      "\nColumns: SHORTID ALIAS STATE SERVER RAM PRIMARYIP CREATED; -o chooses fields\n"
      "(-o uuid,state,server_uuid), -j prints the records.\n"},
     {"vm", "get", vm_get, "vm get VM",
-     "Show one instance (by uuid or alias): its record, disks, snapshots and NICs.",
+     "Show one instance (by uuid or alias): its record, disks, snapshots, NICs, volumes.",
      "  VM   the instance's uuid or alias\n"
      "\nA flexible disk instance shows flexible true, flexible_disk_size (the MiB its\n"
      "disks share), free_space (what is left of it after the disks and their snapshots)\n"
      "and, while a disk job runs, disk_change. Disks: ID PCI_SLOT SIZE BOOT SNAPSHOT_SIZE\n"
-     "IMAGE PATH, sizes in MiB.\n"},
+     "IMAGE PATH, sizes in MiB. An instance that mounts shared volumes shows them\n"
+     "(volumes: NAME MOUNTPOINT MODE TYPE VOLUME) and what its agent mounts, the\n"
+     "internal_metadata sdc:volumes (MOUNTPOINT NAME NFSVOLUME MODE TYPE).\n"},
     {"vm", "create", vm_create,
      "vm create --package P --image I --network N[=IP]... [--server S] [--alias A] "
-     "[--metadata K=V]... [--uuid U] [--owner U] [--no-autoboot] [--disks JSON|@FILE] [--watch]",
+     "[--metadata K=V]... [--uuid U] [--owner U] [--no-autoboot] [--disks JSON|@FILE] "
+     "[-v NAME:/MOUNT[:ro|:rw]]... [--watch]",
      "Provision an instance (a job of the workflow provision).",
      "  --package P        the package, by name or uuid (lab-small)\n"
      "  --image I          the image: uuid, NAME (its newest version) or NAME@VERSION\n"
@@ -534,11 +603,15 @@ const cli_command_t cmd_vm_commands[] = {
      "  -m, --metadata K=V customer metadata (repeat); lab:workload=writer runs the\n"
      "                     writer workload instead of idle\n"
      "  --uuid U           the instance's uuid (default: a new random one)\n"
-     "  --owner U          its owner (default: $TERN_OWNER_UUID, else " DEFAULT_OWNER ")\n"
+     "  --owner U          its owner (default: $TERN_OWNER_UUID, else " DC_DEFAULT_OWNER ")\n"
      "  --no-autoboot      create it stopped\n"
      "  --disks JSON|@FILE the disks of a flexible disk package's instance, the boot\n"
      "                     disk first: a JSON array of 1-8 of {}, {\"size\": MiB} or\n"
      "                     {\"size\": \"remaining\"} (default: the package's layout)\n"
+     "  -v, --volume NAME:/MOUNT[:ro|:rw]\n"
+     "                     mount the owner's shared volume NAME at /MOUNT, read-write\n"
+     "                     unless :ro (repeat; a mountpoint once); a volume that does\n"
+     "                     not exist is created (10G, on the instance's fabric networks)\n"
      "  -w, --watch        follow the job to its end\n"
      "\nThe job's target is /provision-<uuid>; a bad request (unknown package, image,\n"
      "network or server, a full network, an alias Triton refuses) is refused before\n"

@@ -14,6 +14,14 @@
 #include "client.h"
 #include "watch.h"
 
+const char *dc_owner(const char *given)
+{
+    if (given != NULL)
+        return given;
+    const char *env = getenv("TERN_OWNER_UUID");
+    return env != NULL && env[0] != '\0' ? env : DC_DEFAULT_OWNER;
+}
+
 cli_status_t dc_list(cli_t *cli, const char *path, const char *query, json_t **rows)
 {
     char *next = NULL;
@@ -45,11 +53,14 @@ cli_status_t dc_find(cli_t *cli, const char *collection, const char *name_field,
                      const char *ref, json_t **obj)
 {
     *obj = NULL;
-    if (uuid_valid(ref)) {
+    bool by_uuid = uuid_valid(ref);
+    if (by_uuid) {
         cli_status_t st = dc_get(cli, collection, ref, obj);
-        if (st == CLI_API && strcmp(cli->err.code, "ResourceNotFound") == 0)
-            return cli_fail(cli, CLI_API, "ResourceNotFound", "no %s %s", what, ref);
-        return st;
+        if (st != CLI_API || strcmp(cli->err.code, "ResourceNotFound") != 0)
+            return st;
+        /* Not every collection has a view of one record (/networks, /images and
+         * /packages have none, and a missing route is a 404 too): the list says. */
+        memset(&cli->err, 0, sizeof cli->err);
     }
     json_t *rows;
     cli_status_t st = dc_list(cli, collection, NULL, &rows);
@@ -59,7 +70,7 @@ cli_status_t dc_find(cli_t *cli, const char *collection, const char *name_field,
     json_t *row;
     json_array_foreach(rows, i, row)
     {
-        const char *name = json_string_value(json_object_get(row, name_field));
+        const char *name = json_string_value(json_object_get(row, by_uuid ? "uuid" : name_field));
         if (name != NULL && strcmp(name, ref) == 0) {
             if (found++ == 0)
                 *obj = json_incref(row);
@@ -70,6 +81,8 @@ cli_status_t dc_find(cli_t *cli, const char *collection, const char *name_field,
         return CLI_OK;
     json_decref(*obj);
     *obj = NULL;
+    if (found == 0 && by_uuid)
+        return cli_fail(cli, CLI_API, "ResourceNotFound", "no %s %s", what, ref);
     if (found == 0)
         return cli_fail(cli, CLI_API, "ResourceNotFound", "no %s whose uuid or %s is \"%s\"", what,
                         name_field, ref);

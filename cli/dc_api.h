@@ -19,6 +19,13 @@
 #include "cli.h"
 #include "output.h"
 
+/* Who owns what the CLI creates unless --owner or $TERN_OWNER_UUID says otherwise. */
+#define DC_DEFAULT_OWNER "00000000-0000-0000-0000-000000000000"
+
+/* The owner a command acts for: `given` (its --owner) when not NULL, else
+ * $TERN_OWNER_UUID when set and not empty, else DC_DEFAULT_OWNER (borrowed). */
+const char *dc_owner(const char *given);
+
 /* GETs every page of the view `path` ("/vms") with `query` ("state=running", escaped,
  * or NULL) into *rows (NULL unless CLI_OK). */
 cli_status_t dc_list(cli_t *cli, const char *path, const char *query, json_t **rows);
@@ -38,9 +45,11 @@ cli_status_t dc_one_argument(cli_t *cli, int argc, char **argv, const char *what
 /* GETs one record, `collection` ("/vms") + "/" + `uuid` (escaped here), into *obj. */
 cli_status_t dc_get(cli_t *cli, const char *collection, const char *uuid, json_t **obj);
 
-/* Finds the one record of `collection` that `ref` names: its uuid (read directly), or
- * the value of `name_field` ("hostname", "alias", "name") among all of them. None, or
- * several with that name, is an error naming `what` ("server") and `ref`. */
+/* Finds the one record of `collection` that `ref` names: its uuid (read directly, or
+ * looked up in the list when the collection has no view of one record, as /networks,
+ * /images and /packages), or the value of `name_field` ("hostname", "alias", "name")
+ * among all of them. None, or several with that name, is an error naming `what`
+ * ("server") and `ref`. */
 cli_status_t dc_find(cli_t *cli, const char *collection, const char *name_field, const char *what,
                      const char *ref, json_t **obj);
 

@@ -18,9 +18,20 @@
 #define DEFAULT_URL "http://127.0.0.1:8080"
 
 static const cli_command_t *const tables[] = {
-    cmd_workflow_commands, cmd_job_commands,    cmd_schedule_commands, cmd_status_commands,
-    cmd_get_commands,      cmd_server_commands, cmd_vm_commands,       cmd_disk_commands,
-    cmd_snapshot_commands, cmd_nic_commands,    cmd_network_commands};
+    cmd_workflow_commands,
+    cmd_job_commands,
+    cmd_schedule_commands,
+    cmd_status_commands,
+    cmd_get_commands,
+    cmd_server_commands,
+    cmd_vm_commands,
+    cmd_disk_commands,
+    cmd_snapshot_commands,
+    cmd_nic_commands,
+    cmd_network_commands,
+    cmd_volume_commands,
+    cmd_volume_snapshot_commands,
+};
 
 static void on_sigint(int sig)
 {
@@ -37,7 +48,7 @@ static void global_help(FILE *out)
             char name[64];
             snprintf(name, sizeof name, "%s%s%s", c->noun, c->verb ? " " : "",
                      c->verb ? c->verb : "");
-            fprintf(out, "  %-17s %s\n", name, c->summary);
+            fprintf(out, "  %-21s %s\n", name, c->summary);
         }
     fprintf(out, "\nGlobal options (before the noun or anywhere after it):\n"
                  "  --url URL         the API (default: $TERN_URL, else " DEFAULT_URL ")\n"
@@ -74,7 +85,7 @@ static void noun_help(const char *noun, FILE *out)
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const cli_command_t *c = tables[t]; c->noun != NULL; c++)
             if (strcmp(c->noun, noun) == 0 && c->verb != NULL)
-                fprintf(out, "  %-9s %s\n", c->verb, c->summary);
+                fprintf(out, "  %-14s %s\n", c->verb, c->summary);
     fprintf(out, "\n`tern %s <verb> --help` describes a verb.\n", noun);
 }
 
