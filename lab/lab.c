@@ -149,11 +149,16 @@ static int make_dirs(const char *dir)
 }
 
 /* Writes text to path through a temporary file and a rename. */
-static int write_file(const char *path, const char *text)
+/* Writes `text` to path through a temporary file made with `mode` (so a secret is
+ * never readable by others, not even for a moment) and a rename. */
+static int write_file_mode(const char *path, const char *text, mode_t mode)
 {
     char *tmp = xasprintf("%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     int rc = -1;
+    if (f == NULL && fd >= 0)
+        close(fd);
     if (f != NULL) {
         bool ok = fputs(text, f) >= 0;
         ok = fflush(f) == 0 && ok;
@@ -165,6 +170,11 @@ static int write_file(const char *path, const char *text)
         unlink(tmp);
     free(tmp);
     return rc;
+}
+
+static int write_file(const char *path, const char *text)
+{
+    return write_file_mode(path, text, 0644);
 }
 
 static char *read_file(const char *path)
@@ -586,6 +596,22 @@ static int start_ternd(lab_t *lab, const char *name, const char *sub, const dc_s
         char url[64];
         snprintf(url, sizeof url, "http://127.0.0.1:%u", lab->port);
         json_object_set_new(dc_conf, "api_url", json_string(url));
+        /* ternd takes $TERN_API_TOKEN out of its environment before plugins load, so
+         * the plugin reads the token from a file only its user can read. */
+        if (lab->token != NULL) {
+            char *token_file = xasprintf("%s/api_token", dir);
+            char *line = xasprintf("%s\n", lab->token);
+            int t = write_file_mode(token_file, line, 0600);
+            free(line);
+            if (t != 0) {
+                fprintf(stderr, "tern-lab: cannot write %s: %s\n", token_file, strerror(errno));
+                free(token_file);
+                json_decref(dc_conf);
+                goto Done;
+            }
+            json_object_set_new(dc_conf, "api_token_file", json_string(token_file));
+            free(token_file);
+        }
     } else {
         json_object_set_new(dc_conf, "server_uuid", json_string(server->uuid));
         json_object_set_new(dc_conf, "data_root", json_string(server->data_root));
