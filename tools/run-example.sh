@@ -106,6 +106,53 @@ say "tern vm stop db0; tern-workload verify: no record missing"
 "$tern" vm stop db0 --watch
 echo "db0's data disk holds $(build/lab/tern-workload verify "$disk") valid records, none missing"
 
+say "tern volume create -n shared -s 10G -N fabric (a shared NFS volume, RFD 26)"
+"$tern" volume create -n shared -s 10G -N fabric --watch
+say "two instances mount it: tern vm create -v shared:/shared (app0, app1)"
+for a in app0 app1; do
+    "$tern" vm create --alias "$a" --package lab-small --image lab-os --network fabric \
+        -v shared:/shared --watch
+done
+"$tern" volume list
+"$tern" volume get shared
+mount_of() { # the instance's mount of /shared: <data root>/<vm>/mounts/shared
+    "$tern" vm get "$1" -j | python3 -c '
+import json, subprocess, sys
+vm = json.load(sys.stdin)
+srv = json.loads(subprocess.run([sys.argv[1], "server", "get", vm["server_uuid"], "-j"],
+                                capture_output=True, text=True, check=True).stdout)
+print("%s/%s/mounts/shared" % (srv["data_root"], vm["uuid"]))' "$tern"
+}
+say "app0 writes a file through its mount; app1 reads it through its own"
+m0=$(mount_of app0)
+m1=$(mount_of app1)
+echo "written by app0 at $(date -u +%FT%TZ)" > "$m0/hello.txt"
+echo "$m0 -> $(readlink "$m0")"
+echo "$m1 -> $(readlink "$m1")"
+echo "app1 reads: $(cat "$m1/hello.txt")"
+cmp -s "$m0/hello.txt" "$m1/hello.txt" || { echo "run-example: app1 does not see app0's file" >&2; exit 1; }
+say "tern volume delete shared: refused while instances use it"
+if "$tern" volume delete shared --watch; then
+    echo "run-example: a volume in use was deleted" >&2; exit 1
+fi
+say "app1's directory removed by hand; the NIC reconcile (RFD 58) of its server notices"
+app1=$("$tern" vm get app1 -o uuid -H)
+srv1=$("$tern" vm get app1 -o server_uuid -H)
+"$tern" nic list --vm app1
+rm -rf "$(dirname "$(dirname "$m1")")"
+job=$("$tern" job create net-reconcile -p server_uuid="$srv1" --target "/net-reconcile-$srv1")
+"$tern" job watch "$job"
+echo "what it changed (the reconcile step's result):"
+"$tern" job get "$job" -j | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("chain_results") or []:
+    if r.get("name") == "reconcile":
+        print(json.dumps(r.get("result"), indent=1))'
+state=$("$tern" vm get "$app1" -o state -H)
+echo "app1 is now $state; its NICs: $("$tern" nic list --vm "$app1" -H | wc -l)"
+[ "$state" = destroyed ] || { echo "run-example: the reconcile left app1 $state" >&2; exit 1; }
+"$tern" volume get shared -o name,state,refs
+
 say "tern vm delete web0"
 "$tern" vm delete web0 --watch
 say "tern vm list (web0 gone, its capacity and IP given back)"

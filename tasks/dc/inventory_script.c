@@ -82,11 +82,13 @@ void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool a
                    dc_script_ok_fn on_ok)
 {
     char *text = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
-    char now[32];
-    time_t t = time(NULL);
+    char now[32], now_ms[40];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
-    gmtime_r(&t, &tm);
+    gmtime_r(&ts.tv_sec, &tm);
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(now_ms, sizeof now_ms, "%.19s.%03ldZ", now, ts.tv_nsec / 1000000L);
     char uuids[DC_SCRIPT_UUIDS * 40 + 4];
     if (fresh_uuids(uuids, sizeof uuids) != 0) {
         free(text);
@@ -103,8 +105,8 @@ void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool a
     }
     *call = (script_call_t){.admission = admission, .on_ok = on_ok};
     const char *keys[] = {""};
-    const char *argv[] = {text, now, uuids};
-    int rc = tern_redis_eval(ctx, script, 1, keys, 3, argv, on_reply, call);
+    const char *argv[] = {text, now, uuids, now_ms};
+    int rc = tern_redis_eval(ctx, script, 1, keys, 4, argv, on_reply, call);
     free(text);
     if (rc != 0) {
         free(call);

@@ -3,7 +3,8 @@
  * task and reports its answer. Every script takes the plugin's namespace as KEYS[1],
  * the task's arguments as JSON in ARGV[1], the time now (ISO 8601, UTC) in ARGV[2] and
  * DC_SCRIPT_UUIDS fresh UUIDs (a JSON array, for the records a script creates) in
- * ARGV[3], and answers {"ok": result} or {"error": {"status", "code", "message"}}.
+ * ARGV[3] and the time now to the millisecond (2026-11-26T18:40:13.834Z) in ARGV[4],
+ * and answers {"ok": result} or {"error": {"status", "code", "message"}}.
  */
 #ifndef DC_INVENTORY_SCRIPT_H
 #define DC_INVENTORY_SCRIPT_H

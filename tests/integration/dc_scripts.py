@@ -57,7 +57,8 @@ class Inventory:
     def call(self, name, args):
         reply = self.r.cmd('EVALSHA', self.sha[name], 1, NS, json.dumps(args),
                            '2026-11-26T12:00:00Z',
-                           json.dumps([str(uuid.uuid4()) for _ in range(8)]))
+                           json.dumps([str(uuid.uuid4()) for _ in range(8)]),
+                           '2026-11-26T12:00:00.000Z')
         return json.loads(reply)
 
     def ok(self, name, args):

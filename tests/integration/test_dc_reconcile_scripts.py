@@ -272,8 +272,9 @@ def provisioning_and_recently_marked_vms_kept(inv):
     snap = snapshot(inv)
     assert reconcile(inv, S1, scan(S1, at=BEFORE)) == dict(EMPTY)
     assert snapshot(inv) == snap
-    # Scanned in the very second it was marked: still after-or-equal, so kept.
-    assert reconcile(inv, S1, scan(S1, at='2026-11-26T12:00:00.500Z')) == EMPTY
+    # Marked at 12:00:00.000 (to the millisecond): a scan of that very millisecond may
+    # have missed a directory made just after it, so the VM is kept.
+    assert reconcile(inv, S1, scan(S1, at='2026-11-26T12:00:00.000Z')) == EMPTY
     res = reconcile(inv, S1, scan(S1))
     assert res['vanished'] == [vm_uuid(2)], res
 
@@ -336,6 +337,12 @@ def admission_check(inv):
     # A schedule's job carries schedule_uuid and scheduled_for.
     inv.ok('net_reconcile_check', check({'server_uuid': S2, 'schedule_uuid': 'x',
                                          'scheduled_for': AFTER}, '/net-reconcile-' + S2))
+    # The lab's start reconcile says why it runs, so an operator's is not its duplicate.
+    inv.ok('net_reconcile_check', check({'server_uuid': S1, 'reason': 'agent-start'},
+                                        '/net-reconcile-' + S1))
+    inv.error('net_reconcile_check', check({'server_uuid': S1, 'reason': 'Agent start'},
+                                           '/net-reconcile-' + S1),
+              'InvalidArgument', 'params.reason', 422)
     inv.error('net_reconcile_check', check({'server_uuid': S1, 'force': True},
                                            '/net-reconcile-' + S1),
               'InvalidArgument', 'params.force: unknown parameter', 422)

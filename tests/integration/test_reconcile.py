@@ -252,6 +252,7 @@ def test_schedules_listed_and_start_reconciles_due_in_the_window():
                   if j["name"] == "net-reconcile" and "schedule_uuid" not in j["params"]]
         assert len(starts) == 1, starts
         j = starts[0]
+        assert j["params"] == {"server_uuid": server, "reason": "agent-start"}, j
         delay = iso_s(j["exec_after"]) - iso_s(j["created_at"])
         assert DELAY[0] - 0.2 <= delay <= DELAY[1], (delay, j)
         assert iso_s(j["created_at"]) >= up_started - 1, j
@@ -515,7 +516,7 @@ def test_restart_agent_makes_its_start_reconcile():
     m = re.search(r"net-reconcile of cn2 in [0-9.]+ s \(job ([0-9a-f-]{36})\)", p.stdout)
     assert m, p.stdout
     j = lab.job_of(m.group(1))
-    assert j["params"] == {"server_uuid": CN2} and j["target"] == "/net-reconcile-" + CN2, j
+    assert j["params"] == {"server_uuid": CN2, "reason": "agent-start"} and j["target"] == "/net-reconcile-" + CN2, j
     delay = iso_s(j["exec_after"]) - iso_s(j["created_at"])
     assert DELAY[0] - 0.2 <= delay <= DELAY[1], (delay, j)
     done = lab.wait_job(j["uuid"], timeout=30)

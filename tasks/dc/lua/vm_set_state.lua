@@ -78,7 +78,9 @@ if vm.state ~= a.state then
   vm.state = a.state
   -- The NIC reconcile leaves a VM that became running or stopped after its scan was
   -- taken (its directory may have come after the scan): docs/RECONCILE.md.
-  vm.state_changed_at = ARGV[2]
+  -- To the millisecond: a reconcile whose scan was taken in the same second must tell
+  -- a VM marked before it from one marked after (RFD 58's reap).
+  vm.state_changed_at = now_iso_ms()
 end
 for _, nic in ipairs(vm.nics or {}) do
   nic.state = a.state

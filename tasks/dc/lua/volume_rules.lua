@@ -342,8 +342,12 @@ end
 
 -- ---- Volumes at provision (docs/VOLUMES.md "Volumes at provision") ----------------
 
--- ARGV[2] (the time now, to the second) as a record's timestamp: ISO 8601 with ms.
+-- The time now as a record's timestamp: ISO 8601 with ms (ARGV[4]; from ARGV[2], to
+-- the second, when a caller gave no ARGV[4]).
 local function now_iso_ms()
+  if ARGV[4] and string.match(ARGV[4], '^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d%.%d%d%dZ$') then
+    return ARGV[4]
+  end
   local t = ARGV[2] or ''
   if string.match(t, '^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%dZ$') then
     return string.sub(t, 1, 19) .. '.000Z'
