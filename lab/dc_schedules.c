@@ -170,9 +170,9 @@ int dc_start_reconcile(const lab_api_t *api, const datacenter_t *dc, const dc_se
     snprintf(target, sizeof target, "/net-reconcile-%s", server->uuid);
     /* "reason" sets it apart from an operator's reconcile of the server, which would
      * otherwise be refused (same target and params) until this one has run. */
-    json_t *req = json_pack("{s:s, s:s, s:{s:s, s:s}, s:I}", "workflow", "net-reconcile",
-                            "target", target, "params", "server_uuid", server->uuid, "reason",
-                            "agent-start", "exec_after", (json_int_t)due);
+    json_t *req = json_pack("{s:s, s:s, s:{s:s, s:s}, s:I}", "workflow", "net-reconcile", "target",
+                            target, "params", "server_uuid", server->uuid, "reason", "agent-start",
+                            "exec_after", (json_int_t)due);
     char *text = req != NULL ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (text == NULL) {
