@@ -165,7 +165,7 @@ def test_3_4_killed():
         log(f"failed {time.monotonic() - t0:.2f} s after the kill")
         assert failed["share_state"] in ("error", "starting") and failed["error_since"], failed
         req = wait_for("a remount request", lambda: remount_fields(vm_uuid)[0], timeout=10)
-        wait_volume(v["uuid"], "ready", timeout=20, share="running")
+        wait_volume(v["uuid"], "ready", timeout=20, share="running", fail_fast=False)
     assert in_order(w.states(), ["ready", "failed", "ready"]), w.seen
     assert in_order(w.shares(), ["running", "error", "running"]), w.seen
     v2 = check_volume(v["uuid"])
@@ -207,7 +207,7 @@ def test_5_probe_fails():
             assert not share_pid(v) and not os.path.exists(ex)
         finally:
             os.rename(ex + ".away", ex)
-        wait_volume(v["uuid"], "ready", timeout=20, share="running")
+        wait_volume(v["uuid"], "ready", timeout=20, share="running", fail_fast=False)
     assert "starting" in w.shares() and "error" in w.shares(), w.seen
     assert in_order(w.shares(), ["running", "error", "starting", "error", "running"]), w.seen
     v2 = check_volume(v["uuid"])
@@ -263,7 +263,7 @@ def test_7_rollback():
             assert status in (200, 201), (status, job)
             wait_volume(v["uuid"], "rolling_back", timeout=20)
         assert lab.wait_job(job["uuid"], timeout=60)["execution"] == "succeeded"
-        wait_volume(v["uuid"], "ready", timeout=20, share="running")
+        wait_volume(v["uuid"], "ready", timeout=20, share="running", fail_fast=False)
     log(f"seen: {[(s[0], s[1]) for s in w.seen if s]}")
     assert in_order(w.states(), ["ready", "rolling_back", "ready"]), w.seen
     assert in_order(w.shares(), ["running", "stopped", "running"]), w.seen
@@ -387,7 +387,7 @@ def test_x7_storage_failure_and_recovery():
         pid = kill_share(v)
         wait_volume(v["uuid"], "failed", timeout=10)
         wait_for("a remount request", lambda: remount_fields(vm_uuid)[0], timeout=10)
-        wait_volume(v["uuid"], "ready", share="running", timeout=20)
+        wait_volume(v["uuid"], "ready", share="running", timeout=20, fail_fast=False)
     finally:
         stop.set()
         t.join(30)

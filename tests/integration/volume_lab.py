@@ -17,6 +17,7 @@ instance's directory, an agent ternd of its server).
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -103,6 +104,7 @@ DATACENTER = {
                  "net_reconcile_every_s": 2, "net_reconcile_start_delay_s": [1, 2]},
 }
 ROLE = "nfsvolumestorage"
+ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 lab = None
 _tmpfs = []  # mount points this program mounted (and unmounts)
@@ -205,9 +207,10 @@ def volume_of(vol_uuid, owner=None):
     return v
 
 
-def wait_volume(vol_uuid, *states, timeout=60, share=None):
-    """The volume once in one of `states` (and, given, share_state `share`); a volume
-    that turns failed while failed is not asked for fails the wait at once."""
+def wait_volume(vol_uuid, *states, timeout=60, share=None, fail_fast=True):
+    """The volume once in one of `states` (and, given, share_state `share`); with
+    fail_fast, a volume that turns failed while failed is not asked for fails the wait
+    at once (not for a wait on a recovery)."""
     seen = []
 
     def there():
@@ -217,7 +220,7 @@ def wait_volume(vol_uuid, *states, timeout=60, share=None):
             seen.append((st, v and v.get("share_state")))
         if v is None:
             return "gone" in states and {"state": "gone"}
-        if v["state"] == "failed" and "failed" not in states:
+        if v["state"] == "failed" and "failed" not in states and fail_fast:
             raise AssertionError(f"volume {vol_uuid} failed: {v}")
         if v["state"] in states and (share is None or v.get("share_state") == share):
             return v
@@ -336,6 +339,7 @@ def check_volume(vol_uuid, owner=OWNER):
     assert v["owner_uuid"] == owner and v["type"] == "tritonnfs", v
     assert v["size"] in SIZES, v
     assert isinstance(v["version"], int), v
+    assert ISO_MS.match(v["create_timestamp"]), v
     assert v["networks"], v
     if v["state"] != "ready":
         return v
