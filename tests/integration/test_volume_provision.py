@@ -37,7 +37,7 @@ from volume_lab import (OWNER, CN1, CN2, EXTERNAL, FABRIC, FABRIC2, FLEX, KVM, K
 from lab_harness import pid_alive, workload_pids
 
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
-lab = volume_lab.open_lab(SOURCE, BUILD, "tern-volume-provision-")
+lab = volume_lab.open_lab(SOURCE, BUILD, "tern-vol-provision-")
 
 
 def refused_delete(vol_uuid, words=()):

@@ -35,7 +35,7 @@ from volume_lab import (OWNER, CN1, CN2, FABRIC, FABRIC2, FLEX, OS_IMG, submit_v
 from lab_harness import pid_alive
 
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
-lab = volume_lab.open_lab(SOURCE, BUILD, "tern-volume-shares-")
+lab = volume_lab.open_lab(SOURCE, BUILD, "tern-vol-shares-")
 
 
 class Watch:

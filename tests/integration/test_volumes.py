@@ -34,11 +34,11 @@ from volume_lab import (OWNER, OTHER, CN1, CN2, CN3, EXTERNAL, FABRIC, FABRIC2,
                         run_volume_job, refused_volume_job, check_volume, check_volume_gone,
                         storage_dir, export_dir, share_pid, kill_share, ips_taken, storage_vm,
                         write_file, tree, Paused, check_inventory, fingerprint, stable, diff,
-                        agent_of, log, wait_for)
+                        agent_of, log, wait_for, ISO_MS)
 from lab_harness import pid_alive, workload_pids
 
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
-lab = volume_lab.open_lab(SOURCE, BUILD, "tern-volumes-", tmpfs_cn3_mib=16)
+lab = volume_lab.open_lab(SOURCE, BUILD, "tern-vol-accept-", tmpfs_cn3_mib=16)
 
 
 def storage_dirs_named(prefix):
@@ -90,6 +90,8 @@ def test_1_create():
     delete_volume(vol_uuid)
     check_volume_gone(v)
     check_inventory()
+    # Times are ISO 8601 UTC with milliseconds (RFD 26's and the records' rule).
+    assert ISO_MS.match(v["create_timestamp"]), v["create_timestamp"]
 
 
 def test_7_racing_creates():
@@ -369,8 +371,9 @@ def refused_create(want_status, want_code, words, **params):
 def test_bad_input():
     """Names too short, too long or of other characters; sizes not in the list or not
     positive integers; a type other than tritonnfs; an unknown network, a non-fabric
-    one, another owner's; an unknown parameter; a volume of another owner (never
-    revealed); a rollback to a snapshot that does not exist: each refused with RFD 26's
+    one, another owner's; an unknown parameter; a resize or a change of networks
+    through an update; a volume of another owner (never revealed); a rollback to a
+    snapshot that does not exist: each refused with RFD 26's
     code, else InvalidArgument naming the field, and nothing stored or changed. The
     CLI refuses sizes without G before any request."""
     for name in ("a", "_ab", "-ab", ".ab", "a b", "a/b", "\u00e91", "x" * 257, ""):
@@ -405,6 +408,13 @@ def test_bad_input():
                        owner_uuid=OWNER)
     refused_volume_job("volume-rollback", sv["uuid"], 404, "VolumeSnapshotNotFound", ["nope"],
                        owner_uuid=OWNER, name="nope")
+    # Volumes are not resizable in place; networks change through attach and detach.
+    refused_volume_job("volume-update", sv["uuid"], 422, "InvalidArgument",
+                       ["not resizable in place"], owner_uuid=OWNER, size=20480)
+    refused_volume_job("volume-update", sv["uuid"], 422, "InvalidArgument", ["networks"],
+                       owner_uuid=OWNER, networks=[FABRIC2])
+    refused_volume_job("volume-update", sv["uuid"], 422, "InvalidArgument", ["name"],
+                       owner_uuid=OWNER, name="a")
     # The same name under another owner is another volume.
     theirs = create_volume("ab", owner=OTHER, networks=[FABRIC_OTHER], server_uuid=CN2)
     assert theirs["uuid"] != sv["uuid"]
