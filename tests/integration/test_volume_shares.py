@@ -345,14 +345,15 @@ def test_9_server_down():
 def test_10_endpoint():
     """The endpoint names the volume and its storage address; when the address changes
     (a second network attached, the first detached), so does the endpoint, and the
-    filesystem path with it."""
+    filesystem path with it. (A network change restarts the share: a watch tick that
+    falls in between may fail the volume for a moment; it must come back.)"""
     v = create_volume("pointed", server_uuid=CN1)
     ip1 = v["filesystem_path"].split(":")[0]
     assert v["share_endpoint"] == f"nfs://{ip1}/pointed" and ip1 in ips_taken(FABRIC), v
     ok_volume_job("volume-attach-network", v["uuid"], owner_uuid=OWNER, network_uuid=FABRIC2)
-    wait_volume(v["uuid"], "ready", share="running")
+    wait_volume(v["uuid"], "ready", share="running", fail_fast=False)
     ok_volume_job("volume-detach-network", v["uuid"], owner_uuid=OWNER, network_uuid=FABRIC)
-    wait_volume(v["uuid"], "ready", share="running")
+    wait_volume(v["uuid"], "ready", share="running", fail_fast=False)
     v2 = check_volume(v["uuid"])
     ip2 = [n["ip"] for n in storage_vm(v2["vm_uuid"])["nics"]][0]
     assert v2["networks"] == [FABRIC2] and ip2.startswith("192.168.129."), v2
