@@ -28,10 +28,10 @@ import uuid as uuidlib
 
 import volume_lab
 from volume_lab import (OWNER, CN1, CN2, EXTERNAL, FABRIC, FABRIC2, FLEX, KVM, KVM_IMG, OS_IMG,
-                        FRAIL, MIB, submit_volume, create_volume, volume_of, wait_volume,
+                        FRAIL, MIB, create_volume, volume_of, wait_volume,
                         delete_volume, volume_job, check_volume, check_volume_gone, export_dir,
                         references, reservations, schedule_of, submit_provision,
-                        provision_with_volumes, provision_params, mount_path, check_consumer,
+                        provision_with_volumes, mount_path, check_consumer,
                         vm_action, delete_vm, write_file, tree, Paused, check_inventory,
                         fingerprint, stable, diff, agent_of, log, wait_for)
 from lab_harness import pid_alive, workload_pids

@@ -30,11 +30,11 @@ import uuid as uuidlib
 import volume_lab
 from volume_lab import (OWNER, OTHER, CN1, CN2, CN3, EXTERNAL, FABRIC, FABRIC2,
                         FABRIC_OTHER, SIZES, MIB, submit_volume, create_volume, volume_of,
-                        wait_volume, wait_gone, delete_volume, volume_job, ok_volume_job,
+                        wait_volume, delete_volume, volume_job, ok_volume_job,
                         run_volume_job, refused_volume_job, check_volume, check_volume_gone,
                         storage_dir, export_dir, share_pid, kill_share, ips_taken, storage_vm,
                         write_file, tree, Paused, check_inventory, fingerprint, stable, diff,
-                        agent_of, log, wait_for, ISO_MS)
+                        log, wait_for, ISO_MS)
 from lab_harness import pid_alive, workload_pids
 
 SOURCE, BUILD = sys.argv[1], sys.argv[2]

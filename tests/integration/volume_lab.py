@@ -24,7 +24,7 @@ import sys
 import time
 import uuid as uuidlib
 
-from lab_harness import MIB, Lab, pid_alive, wait_for, workload_pids
+from lab_harness import MIB, Lab, pid_alive, wait_for, workload_pids  # MIB, wait_for: the tests' too
 
 OWNER = "00000000-0000-0000-0000-000000000000"  # the CLI's default owner
 OTHER = "7e3a1c55-2b9d-4f60-8a0e-3c5d9b1f2a77"
@@ -666,5 +666,3 @@ def step_result(job, name):
 def log(msg):
     print("  " + msg, file=sys.stderr, flush=True)
 
-
-__all__ = ["MIB", "wait_for"]
