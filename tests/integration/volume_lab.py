@@ -24,7 +24,8 @@ import sys
 import time
 import uuid as uuidlib
 
-from lab_harness import MIB, Lab, pid_alive, wait_for, workload_pids  # MIB, wait_for: the tests' too
+# MIB and wait_for are the tests' too (they import them from here).
+from lab_harness import MIB, Lab, pid_alive, wait_for, workload_pids
 
 OWNER = "00000000-0000-0000-0000-000000000000"  # the CLI's default owner
 OTHER = "7e3a1c55-2b9d-4f60-8a0e-3c5d9b1f2a77"
