@@ -47,16 +47,21 @@ class Watch:
         self.seen = []
         self.stop = threading.Event()
 
+    def _sample(self):
+        try:
+            v = volume_of(self.vol_uuid)
+        except OSError:  # the API down a moment (the control restarted)
+            return False
+        s = None if v is None else (v["state"], v.get("share_state"), v.get("share_endpoint"))
+        if not self.seen or self.seen[-1] != s:
+            self.seen.append(s)
+        return True
+
     def _run(self):
         while not self.stop.is_set():
-            try:
-                v = volume_of(self.vol_uuid)
-            except OSError:  # the API down a moment (the control restarted)
+            if not self._sample():
                 time.sleep(0.05)
                 continue
-            s = None if v is None else (v["state"], v.get("share_state"), v.get("share_endpoint"))
-            if not self.seen or self.seen[-1] != s:
-                self.seen.append(s)
             time.sleep(0.005)
 
     def __enter__(self):
@@ -67,6 +72,7 @@ class Watch:
     def __exit__(self, *exc):
         self.stop.set()
         self.t.join(30)
+        self._sample()  # what the block's last wait saw, whatever the thread's timing
         return False
 
     def states(self):
