@@ -11,9 +11,10 @@ static const char *const ns_keys[] = {"", NULL};
 static const char *const vms_params[] = {"owner_uuid", "server_uuid", "state",
                                          "alias",      "system_role", NULL};
 static const char *const vm_params[] = {"system_role", NULL};
-static const char *const volumes_params[] = {"owner_uuid", "name", "state",   "size", "type",
-                                             "predicate",  "tag",  "vm_uuid", NULL};
-static const char *const volume_params[] = {"owner_uuid", NULL};
+static const char *const volumes_params[] = {"owner_uuid", "name", "state",   "size",   "type",
+                                             "predicate",  "tag",  "vm_uuid", "render", NULL};
+static const char *const volume_params[] = {"owner_uuid", "render", NULL};
+static const char *const volume_references_params[] = {"owner_uuid", NULL};
 static const char *const volume_sizes_params[] = {"type", NULL};
 static const char *const reservations_params[] = {"volume_uuid", "job_uuid", NULL};
 static const char *const nics_params[] = {"belongs_to_uuid", "cn_uuid", NULL};
@@ -60,7 +61,7 @@ static const tern_view_def volume_view =
             dc_lua_view_volume);
 static const tern_view_def volume_references_view =
     DC_VIEW("/volumes/:uuid/references", "The uuids of the VMs that reference a volume.",
-            volume_params, dc_lua_view_volume_references);
+            volume_references_params, dc_lua_view_volume_references);
 static const tern_view_def volume_sizes_view =
     DC_VIEW("/volumesizes", "The sizes a volume may have (MiB), ascending.", volume_sizes_params,
             dc_lua_view_volume_sizes);

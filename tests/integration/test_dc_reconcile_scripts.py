@@ -296,6 +296,30 @@ def vanished_vm_loses_volume_references(inv):
 
 
 @case
+def vanished_storage_instance_fails_its_volume_and_frees_its_name(inv):
+    # sdc-volapi's rule for a storage VM destroyed: a ready volume fails for good (its
+    # data is gone) and its name may be made anew; a deleting one is deleted.
+    vols = {1: 'ready', 2: 'deleting'}
+    for i, state in vols.items():
+        vm = make_vm(inv, i)
+        vm['internal_metadata'] = {'sdc:system_role': 'nfsvolumestorage'}
+        vm['volume_uuid'] = f'f2000000-0000-4000-8000-00000000000{i}'
+        put(inv, 'vm:' + vm_uuid(i), vm)
+        inv.r.cmd('ZADD', NS + 'vms:role:nfsvolumestorage', 0, vm_uuid(i))
+        put(inv, 'volume:' + vm['volume_uuid'],
+            {'uuid': vm['volume_uuid'], 'owner_uuid': OWNER, 'name': f'v{i}', 'state': state,
+             'share_state': 'running', 'refs': [], 'vm_uuid': vm_uuid(i), 'version': 1})
+        inv.r.cmd('HSET', NS + 'volume_names:' + OWNER, f'v{i}', vm['volume_uuid'])
+    res = reconcile(inv, S1, scan(S1))
+    assert res['vanished'] == [vm_uuid(1), vm_uuid(2)], res
+    v1 = get(inv, 'volume:f2000000-0000-4000-8000-000000000001')
+    assert (v1['state'], v1['share_state']) == ('failed', 'error'), v1
+    assert inv.r.cmd('HGET', NS + 'volume_names:' + OWNER, 'v1') is None
+    assert get(inv, 'volume:f2000000-0000-4000-8000-000000000002') is None
+    assert inv.r.cmd('HGET', NS + 'volume_names:' + OWNER, 'v2') is None
+
+
+@case
 def release_frees_nics_without_the_reconcile(inv):
     # 15: a delete (dc.release) frees the NICs itself.
     vm1 = make_vm(inv, 1)

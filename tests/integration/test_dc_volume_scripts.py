@@ -698,6 +698,19 @@ def the_views_filter_and_refuse(inv):
     # One volume: another owner's is not found, as one that does not exist.
     got, _, _ = inv.view('volume', {'uuid': made['foo']['uuid'], 'owner_uuid': OWNER})
     assert got['id'] == got['uuid'] == made['foo']['uuid'], got
+    assert got['vm_uuid'] and got['server_uuid'], got  # VOLAPI's rendering: all of it
+    # CloudAPI's rendering (DOMAIN 1.6 test 25): id, no uuid, no vm_uuid, nor where the
+    # storage lives; the list renders each, and its filters still read the whole record.
+    got, _, _ = inv.view('volume', {'uuid': made['foo']['uuid'], 'render': 'cloudapi'})
+    assert got['id'] == made['foo']['uuid'] and got['name'] == 'foo', got
+    assert not {'uuid', 'vm_uuid', 'server_uuid', 'export_path'} & set(got), got
+    listed, _, _ = inv.view('volumes', {'owner_uuid': OWNER, 'render': 'cloudapi',
+                                        'vm_uuid': made['foo']['vm_uuid']})
+    assert [v['id'] for v in listed] == [made['foo']['uuid']], listed
+    assert 'vm_uuid' not in listed[0] and 'uuid' not in listed[0], listed
+    inv.view_refused('volume', {'uuid': made['foo']['uuid'], 'render': 'docker'}, 409,
+                     'InvalidArgument', 'render: ')
+    inv.view_refused('volumes', {'render': 'docker'}, 409, 'InvalidArgument', 'render: ')
     got, _, _ = inv.view('volume', {'uuid': theirs['uuid']})
     assert got['owner_uuid'] == OTHER
     inv.view_refused('volume', {'uuid': theirs['uuid'], 'owner_uuid': OWNER}, 404,

@@ -286,7 +286,7 @@ def snapshot_create_delete_and_rollback(inv):
     p = params('snapshot_create', name='s1')
     got = inv.ok('volume_snapshot_record', step('begin', 'snapshot_create', job, p))
     v = vol(inv)
-    assert v['snapshots'] == [{'name': 's1', 'create_timestamp': '2026-11-26T12:00:00Z',
+    assert v['snapshots'] == [{'name': 's1', 'create_timestamp': '2026-11-26T12:00:00.000Z',
                                'state': 'creating'}] and v['job_uuid'] == job, v
     assert got['snapshot']['state'] == 'creating' and got['later'] == [], got
     # begin again: the same, nothing written twice.
@@ -351,7 +351,7 @@ def a_failure_leaves_the_snapshot_failed_and_the_volume_ready(inv):
     put_volume(inv, snapshots=[snap('s1')])
     job, _ = run(inv, 'snapshot_create', 's2', fail=True)
     v = vol(inv)
-    assert v['snapshots'][1] == {'name': 's2', 'create_timestamp': '2026-11-26T12:00:00Z',
+    assert v['snapshots'][1] == {'name': 's2', 'create_timestamp': '2026-11-26T12:00:00.000Z',
                                  'state': 'failed'} and v['state'] == 'ready' and \
         v['job_uuid'] is None and v['share_state'] == 'running', v
     # fail again, or by a job that never began: nothing changes.

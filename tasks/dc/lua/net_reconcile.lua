@@ -194,6 +194,7 @@ for _, uuid in ipairs(server_vms) do
       index_rem(cn_key, c.mac)
     end
     vm_release(uuid, 'destroyed')
+    volume_storage_destroyed(vm) -- a volume's storage instance: its volume fails
     vms[uuid] = nil
     vanished[#vanished + 1] = uuid
   end

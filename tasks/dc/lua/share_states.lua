@@ -75,6 +75,19 @@ end
 
 local function set_vm(vm) redis.call('SET', P .. 'vm:' .. vm.uuid, enc(vm)) end
 
+-- A share in error: since when (kept from the first tick that saw it), and every
+-- consumer asked to remount, on every tick while it lasts (seed 003).
+local function in_error(v)
+  if v.error_since == nil or v.error_since == NULL then v.error_since = now end
+  for _, r in ipairs(v.refs or {}) do
+    local vm = get_json('vm:' .. r)
+    if vm then
+      vm.remount_requested_at = now
+      set_vm(vm)
+    end
+  end
+end
+
 -- ---- settle: what the restart step started and remounted ----------------------------
 if a.probe == nil or a.probe == NULL then
   local started, e1 = uuid_list('started')
@@ -142,14 +155,7 @@ for _, s in ipairs(storage) do
         (iso_seconds(v.error_since) or now_s) < now_s
       v.share_state = 'error'
       if v.state == 'ready' then v.state = 'failed' end
-      if v.error_since == nil or v.error_since == NULL then v.error_since = now end
-      for _, r in ipairs(v.refs or {}) do
-        local vm = get_json('vm:' .. r)
-        if vm then
-          vm.remount_requested_at = now
-          set_vm(vm)
-        end
-      end
+      in_error(v)
       -- Restarted only once an earlier tick saw it dead too, so a share between a
       -- stop and a start of someone else's is not started twice.
       if seen_before then
@@ -160,6 +166,27 @@ for _, s in ipairs(storage) do
       volume_put(v, before)
     elseif s.state == 'stopped' then
       v.share_state = 'stopped'
+      v.share_probed_at = now
+      volume_put(v, before)
+    end
+  end
+end
+
+-- A storage instance of this server that the probe did not find (its directory gone:
+-- destroyed behind the control plane's back) serves nothing: its volume is failed and
+-- its share in error, as sdc-volapi does for a storage VM destroyed (DOMAIN 1.1), so a
+-- volume is never ready without its export. A volume whose job is in flight is left to
+-- that job; nothing is restarted (there is nothing to start).
+local probed = {}
+for _, s in ipairs(storage) do probed[s.vm_uuid] = true end
+for _, u in ipairs(redis.call('ZRANGE', P .. 'vms:role:nfsvolumestorage', 0, -1)) do
+  local vm = not probed[u] and get_json('vm:' .. u)
+  if vm and vm.server_uuid == a.server_uuid and (vm.state == 'running' or vm.state == 'stopped') then
+    local v = storage_volume(u, vm.volume_uuid)
+    if v and not BUSY[v.state] and (v.state ~= 'failed' or v.share_state ~= 'error') then
+      local before = v.state
+      v.state, v.share_state = 'failed', 'error'
+      in_error(v)
       v.share_probed_at = now
       volume_put(v, before)
     end

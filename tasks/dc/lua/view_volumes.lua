@@ -10,6 +10,7 @@
 --              parameter is refused
 --   tag        key=value: volumes whose tag key has that value
 --   vm_uuid    the volume whose storage instance it is
+--   render     volapi (the default: the whole record) or cloudapi (volume_rendered)
 -- A bad value is refused 409 InvalidArgument naming the parameter.
 local function bad(field, msg)
   return redis.error_reply('REFUSED 409 InvalidArgument ' .. field .. ': ' .. msg)
@@ -144,6 +145,10 @@ if Q.state and (walk == 'volumes' or
     redis.call('ZCARD', P .. 'volumes:state:' .. Q.state) < redis.call('ZCARD', P .. walk)) then
   walk = 'volumes:state:' .. Q.state
 end
+if Q.render ~= nil then
+  local _, fault = volume_rendered({}, Q.render, 0)
+  if fault then return bad('render', fault) end
+end
 -- A share whose server's agent has not probed it for 3 watch periods shows unknown.
 local now_s = tonumber(redis.call('TIME')[1])
 local function get(u)
@@ -155,9 +160,11 @@ local function get(u)
   return v
 end
 local keep = nil
-if #tests > 0 then
+if #tests > 0 or Q.render == 'cloudapi' then
+  -- Rendered once kept: the filters read the whole record (vm_uuid).
   keep = function(v)
     for _, t in ipairs(tests) do if not t(v) then return false end end
+    volume_rendered(v, Q.render, now_s)
     return true
   end
 end

@@ -123,9 +123,11 @@ if not v then return e end
 
 if a.action == 'unplaced' then
   -- The destroy step found no agent for the storage instance: that is done only when
-  -- it never reached a server (a create that failed before its place step).
+  -- it never reached a server (a create that failed before its place step) or is
+  -- destroyed already (its directory removed behind the control plane's back, which
+  -- the NIC reconcile recorded).
   local vm = uuid_ok(v.vm_uuid) and get_json('vm:' .. v.vm_uuid) or nil
-  if vm and vm.server_uuid and vm.server_uuid ~= NULL then
+  if vm and vm.server_uuid and vm.server_uuid ~= NULL and vm.state ~= 'destroyed' then
     return refuse(0, 'StorageNotDestroyed', 'volume ' .. v.uuid .. ': storage instance ' .. v.vm_uuid ..
       ' is on server ' .. vm.server_uuid .. ' and was not destroyed there')
   end

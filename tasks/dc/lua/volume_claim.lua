@@ -36,6 +36,7 @@ if v then
     return refuse(0, 'VolumeAlreadyExists', 'Volume with name ' .. v.name .. ' already exists')
   end
   v.job_uuid = a.job_uuid
+  v.share_state = 'starting'
   if not uuid_ok(v.vm_uuid) then v.vm_uuid = a.storage_vm_uuid end
   volume_put(v, v.state)
   return answer(v)
@@ -63,10 +64,11 @@ end
 local nets = {}
 for i, n in ipairs(a.networks or {}) do nets[i] = type(n) == 'table' and n.uuid or n end
 v = {uuid = a.volume_uuid, owner_uuid = a.owner_uuid, name = name, type = a.type or 'tritonnfs',
-  create_timestamp = ARGV[2], state = 'creating', networks = nets, snapshots = {},
+  create_timestamp = now_iso_ms(), state = 'creating', networks = nets, snapshots = {},
   tags = (a.tags ~= nil and a.tags ~= NULL) and a.tags or {}, billing_id = NULL, refs = {},
   filesystem_path = NULL, vm_uuid = a.storage_vm_uuid, size = a.size, server_uuid = NULL,
-  export_path = NULL, share_state = 'unknown', share_endpoint = NULL, share_probed_at = NULL,
+  -- Its share is being brought up by this job (Longhorn's starting): running at ready.
+  export_path = NULL, share_state = 'starting', share_endpoint = NULL, share_probed_at = NULL,
   error_since = NULL, created_by_job = NULL, job_uuid = a.job_uuid, version = 0}
 volume_put(v, nil)
 return answer(v)

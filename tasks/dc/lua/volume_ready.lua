@@ -48,7 +48,7 @@ v.filesystem_path = nic.ip .. ':/exports/data'
 v.share_endpoint = 'nfs://' .. nic.ip .. '/' .. v.name
 v.export_path = root .. '/' .. vm.uuid .. '/export'
 v.server_uuid = vm.server_uuid
-v.share_probed_at = ARGV[2]
+v.share_probed_at = now_iso_ms()
 v.error_since = NULL
 v.job_uuid = NULL
 volume_put(v, before)

@@ -431,3 +431,44 @@ local function ok_lists(v, lists)
   end
   return s
 end
+
+-- A volume's storage instance destroyed behind the control plane's back (its
+-- directory gone, found by the NIC reconcile): as sdc-volapi's updater does, a volume
+-- being deleted is deleted (its record removed), any other is failed for good, its
+-- share in error, and its name freed: its data is gone, so the name may be made anew
+-- while the failed record stays to be looked at and deleted. Returns the volume's uuid
+-- when there was one.
+local function volume_storage_destroyed(vm)
+  if vm_system_role(vm) ~= STORAGE_ROLE then return nil end
+  local v = volume_get(vm.volume_uuid)
+  if not v or v.vm_uuid ~= vm.uuid then return nil end
+  if v.state == 'deleting' then
+    volume_remove(v)
+    return v.uuid
+  end
+  local before = v.state
+  v.state, v.share_state = 'failed', 'error'
+  if v.error_since == nil or v.error_since == NULL then v.error_since = now_iso_ms() end
+  if redis.call('HGET', P .. 'volume_names:' .. v.owner_uuid, v.name) == v.uuid then
+    redis.call('HDEL', P .. 'volume_names:' .. v.owner_uuid, v.name)
+  end
+  volume_put(v, before)
+  return v.uuid
+end
+
+-- A volume as a view answers it: with "id" (its uuid) and its share state as shown
+-- (share_state_shown at `now_s`). `render` "cloudapi" is RFD 26's CloudAPI rendering:
+-- "uuid" only as "id", and no "vm_uuid" nor where its storage lives (server_uuid,
+-- export_path); "volapi" (or nil) the whole record. Returns nil and what is wrong for
+-- another render.
+local function volume_rendered(v, render, now_s)
+  if render ~= nil and render ~= 'volapi' and render ~= 'cloudapi' then
+    return nil, 'expected volapi or cloudapi, got ' .. cjson.encode(render)
+  end
+  v.id = v.uuid
+  v.share_state = share_state_shown(v, now_s)
+  if render == 'cloudapi' then
+    v.uuid, v.vm_uuid, v.server_uuid, v.export_path = nil, nil, nil, nil
+  end
+  return v
+end

@@ -79,10 +79,10 @@ if a.op == 'begin' then
     -- out.retake is r's own entry: r is written, not v.
     v = r
     out.retake.state = 'creating'
-    out.retake.create_timestamp = ARGV[2]
+    out.retake.create_timestamp = now_iso_ms()
   elseif a.action == 'snapshot_create' then
     v.snapshots = v.snapshots or {}
-    v.snapshots[#v.snapshots + 1] = {name = p.name, create_timestamp = ARGV[2], state = 'creating'}
+    v.snapshots[#v.snapshots + 1] = {name = p.name, create_timestamp = now_iso_ms(), state = 'creating'}
   elseif a.action == 'rollback' then
     v.state = 'rolling_back'
     v.share_state = 'stopped'
