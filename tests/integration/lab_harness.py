@@ -72,6 +72,18 @@ def http_request(url, method="GET", body=None, headers=False, timeout=30):
         return out + (e.headers,) if headers else out
 
 
+
+# The workflows whose jobs the lab's schedules make on their own (docs/LAB.md): the
+# share watch every share_watch_every_s, the reconcile, the reservations' clean-up.
+LAB_SCHEDULED = frozenset({"volume-share-watch", "net-reconcile", "volume-reservations-clean"})
+
+
+def user_jobs(jobs):
+    """The jobs of a GET /jobs listing that a test's own requests made: without those
+    of the lab's schedules, which may tick between two countings."""
+    return [j for j in jobs if j.get("name") not in LAB_SCHEDULED]
+
+
 def workload_pids(vm_dir):
     """Live tern-workload processes whose command line names this instance's directory."""
     out = []
@@ -169,6 +181,10 @@ class Lab:
     def http(self, path, method="GET", body=None, headers=False):
         """(status, decoded body[, headers]); an HTTP error is an answer, not a raise."""
         return http_request(self.url + path, method, body, headers)
+
+    def user_job_count(self):
+        """How many jobs the test's own requests made (user_jobs)."""
+        return len(user_jobs(self.list_all("/jobs")))
 
     def list_all(self, path):
         """Every row of a paged list, following x-tern-next-marker."""

@@ -67,7 +67,7 @@ def tern(*args, check=True):
 
 
 def job_count():
-    return len(lab.list_all("/jobs"))
+    return lab.user_job_count()
 
 
 def vm(alias):

@@ -139,7 +139,7 @@ def action(workflow, verb, vm_uuid):
 
 
 def counts():
-    return len(list_all("/jobs")), len(list_all("/vms?state=failed")) + len(list_all("/vms"))
+    return lab.user_job_count(), len(list_all("/vms?state=failed")) + len(list_all("/vms"))
 
 
 def taken_ips(network):

@@ -39,7 +39,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lab_harness import Lab, run_tests, wait_for  # noqa: E402
+from lab_harness import Lab, run_tests, user_jobs, wait_for  # noqa: E402
 
 SOURCE, BUILD = sys.argv[1], sys.argv[2]
 
@@ -91,8 +91,6 @@ DATACENTER = {
 
 SIZES_MIB = [g * 1024 for g in list(range(10, 101, 10)) + list(range(200, 1001, 100))]
 NOT_AVAILABLE = "volume size not available, use tern volume sizes command for available sizes"
-# Jobs the lab's schedules make on their own; "no job" means none of any other workflow.
-SCHEDULED = {"volume-share-watch", "net-reconcile", "volume-reservations-clean"}
 
 lab = Lab(SOURCE, BUILD, DATACENTER, prefix="tern-volume-cli-")
 lab.env["TERN_OWNER_UUID"] = OWNER
@@ -104,7 +102,7 @@ def tern(*args, check=True):
 
 def jobs():
     """The jobs not made by a schedule, by uuid."""
-    return {j["uuid"]: j for j in lab.list_all("/jobs") if j["name"] not in SCHEDULED}
+    return {j["uuid"]: j for j in user_jobs(lab.list_all("/jobs"))}
 
 
 def refused_before_any_job(args, status, *words):
