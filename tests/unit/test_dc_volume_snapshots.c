@@ -39,6 +39,7 @@
 #include "file_checks.h"
 #include "model/workflow.h"
 #include "plugins/plugin_loader.h"
+#include "lab_dir.h"
 #include "task_harness.h"
 
 #define MIB   (1024ll * 1024ll)
@@ -47,20 +48,17 @@
 #define VM2   "22222222-2222-4222-8222-222222222222"
 #define BOUND 30000 /* ms: any one task */
 
-static const char *plugin_path;
 static const char *workflows_dir;
-static const char *workload_bin;
-static char lab_dir[512];
-static char root[1024]; /* cn1's data root */
+static test_lab_t lab;
 static char dir1[1200]; /* VM1's directory */
 static char exp1[1300]; /* VM1's export/ */
 
 static task_harness_t *new_agent(void)
 {
     json_t *conf = json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter",
-                             test_path("%s/dc.json", lab_dir), "lab_dir", lab_dir, "server_uuid",
-                             CN1, "data_root", "servers/cn1", "workload_bin", workload_bin);
-    task_harness_t *h = task_harness_new(plugin_path, conf);
+                             test_path("%s/dc.json", lab.dir), "lab_dir", lab.dir, "server_uuid",
+                             CN1, "data_root", "servers/cn1", "workload_bin", lab.workload_bin);
+    task_harness_t *h = task_harness_new(lab.plugin_path, conf);
     json_decref(conf);
     return h;
 }
@@ -169,22 +167,17 @@ static void assert_snapshots(const json_t *answer, const char *want)
 
 static void write_description(void)
 {
-    FILE *f = fopen(test_path("%s/dc.json", lab_dir), "w");
-    assert_non_null(f);
-    fputs("{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
-          "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
-          " \"networks\": [], \"packages\": [], \"images\": []}",
-          f);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(mkdir(test_path("%s/servers", lab_dir), 0755), 0);
-    assert_int_equal(mkdir(root, 0755), 0);
+    test_lab_write_description(
+        &lab, "{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
+              "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
+              " \"networks\": [], \"packages\": [], \"images\": []}");
 }
 
 /* A storage instance (or, with role NULL, another instance) at <root>/<vm>. */
 static void make_instance(const char *vm, const char *role)
 {
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/%s", root, vm);
+    snprintf(dir, sizeof dir, "%s/%s", lab.root, vm);
     assert_int_equal(mkdir(dir, 0755), 0);
     assert_int_equal(mkdir(test_path("%s/export", dir), 0755), 0);
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s}", "uuid", vm, "brand", "joyent-minimal", "state",
@@ -338,13 +331,13 @@ static void test_refusals(void **state)
         BOUND, "InstanceNotFound", "33333333-3333-4333-8333-333333333333");
     task_harness_run_fails(h, "volume_snapshot", args_of("rollback", "nope", NULL), BOUND,
                            "VolumeSnapshotNotFound", "snapshot nope has no copy on this server");
-    assert_false(test_file_exists(test_path("%s/" VM2 "/snapshots", root)));
+    assert_false(test_file_exists(test_path("%s/" VM2 "/snapshots", lab.root)));
     assert_true(tree_digest(dir1) == before);
 
     /* A rollback while the share process runs: refused, the data untouched. */
     char cmd[PATH_MAX * 2];
     snprintf(cmd, sizeof cmd, "'%s' idle --dir '%s' --daemonize --pidfile '%s/workload.pid'",
-             workload_bin, dir1, dir1);
+             lab.workload_bin, dir1, dir1);
     assert_int_equal(system(cmd), 0);
     FILE *f = fopen(test_path("%s/workload.pid", dir1), "r");
     assert_non_null(f);
@@ -399,7 +392,7 @@ static void test_no_room_on_a_full_file_system(void **state)
     (void)state;
     const char *vm = "44444444-4444-4444-8444-444444444444";
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/%s", root, vm);
+    snprintf(dir, sizeof dir, "%s/%s", lab.root, vm);
     assert_int_equal(mkdir(dir, 0755), 0);
     if (mount("tmpfs", dir, "tmpfs", 0, "size=8m") != 0) {
         printf("# skipped: cannot mount a tmpfs here (%s); test_no_room_given covers the rule\n",
@@ -613,7 +606,7 @@ static void test_workflows_parse(void **state)
 {
     (void)state;
     char dir[PATH_MAX], err[1024];
-    snprintf(dir, sizeof dir, "%s", plugin_path);
+    snprintf(dir, sizeof dir, "%s", lab.plugin_path);
     *strrchr(dir, '/') = '\0';
     plugin_registry_t *reg = plugin_registry_new(dir, &empty_host, err, sizeof err);
     if (reg == NULL)
@@ -639,31 +632,14 @@ static void test_workflows_parse(void **state)
     plugin_registry_free(reg);
 }
 
-static void remove_lab(void)
-{
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", lab_dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", lab_dir);
-}
-
 int main(int argc, char **argv)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: %s DC_PLUGIN TERN_WORKLOAD WORKFLOWS_DIR\n", argv[0]);
-        return 2;
-    }
-    plugin_path = argv[1];
+    int rc =
+        test_lab_open(&lab, "test_dc_volsnap", argc, argv, "DC_PLUGIN TERN_WORKLOAD WORKFLOWS_DIR");
+    if (rc != 0)
+        return rc;
     workflows_dir = argv[3];
-    workload_bin = realpath(argv[2], NULL);
-    if (workload_bin == NULL)
-        return 2;
-    char tmpl[] = "/tmp/test_dc_volsnap.XXXXXX";
-    if (mkdtemp(tmpl) == NULL)
-        return 1;
-    snprintf(lab_dir, sizeof lab_dir, "%s", tmpl);
-    snprintf(root, sizeof root, "%s/servers/cn1", lab_dir);
-    snprintf(dir1, sizeof dir1, "%s/" VM1, root);
+    snprintf(dir1, sizeof dir1, "%s/" VM1, lab.root);
     snprintf(exp1, sizeof exp1, "%s/export", dir1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_and_delete),
@@ -680,8 +656,7 @@ int main(int argc, char **argv)
     make_instance(VM1, "nfsvolumestorage");
     make_instance(VM2, NULL);
     fill_export();
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    remove_lab();
-    free((char *)workload_bin);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_lab_close(&lab);
     return rc;
 }
