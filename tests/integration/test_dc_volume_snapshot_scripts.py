@@ -421,7 +421,7 @@ def network_refusals(inv):
     refused(inv, 'attach_network', params('attach_network', network_uuid=EXT), 'InvalidArgument',
             f'params.network_uuid: network external ({EXT}) is not a fabric network', 422)
     refused(inv, 'attach_network', params('attach_network', network_uuid=FAB_OTHER),
-            'InvalidArgument', f'network theirs ({FAB_OTHER}) is not a network of owner '
+            'InvalidArgument', f'network theirs ({FAB_OTHER}) is not a fabric network of owner '
             f'{OWNER}', 422)
     refused(inv, 'attach_network', params('attach_network', network_uuid=FAB1),
             'InvalidArgument', f'volume wp-uploads is already attached to network {FAB1}', 422)
