@@ -21,11 +21,10 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import uuid as uuidlib
 
 # MIB and wait_for are the tests' too (they import them from here).
-from lab_harness import MIB, Lab, pid_alive, wait_for, workload_pids
+from lab_harness import MIB, Lab, pid_alive, run_tests, wait_for, workload_pids
 
 OWNER = "00000000-0000-0000-0000-000000000000"  # the CLI's default owner
 OTHER = "7e3a1c55-2b9d-4f60-8a0e-3c5d9b1f2a77"
@@ -108,7 +107,6 @@ ROLE = "nfsvolumestorage"
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 lab = None
-_tmpfs = []  # mount points this program mounted (and unmounts)
 
 
 def open_lab(source, build, prefix, tmpfs_cn3_mib=None):
@@ -121,32 +119,14 @@ def open_lab(source, build, prefix, tmpfs_cn3_mib=None):
         os.makedirs(root)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={tmpfs_cn3_mib}m", "tmpfs", root],
                        check=True, timeout=30)
-        _tmpfs.append(root)
+        lab.mounts.append(root)
     return lab
 
 
 def run(tests, only=()):
     """Brings the lab up, runs each test (those named in `only` when given) printing its
     time, takes the lab down and unmounts what open_lab mounted."""
-    ok = False
-    t_start = time.monotonic()
-    try:
-        lab.up()
-        for t in tests:
-            if only and t.__name__ not in only:
-                continue
-            t0 = time.monotonic()
-            t()
-            print(f"ok {t.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
-        ok = True
-    finally:
-        keep = os.environ.get("TERN_TEST_KEEP_LAB") and not ok
-        if not keep:
-            lab.down()
-            for root in _tmpfs:
-                subprocess.run(["umount", root], check=False, timeout=30)
-        lab.finish(ok)
-        print(f"total {time.monotonic() - t_start:.1f} s", flush=True)
+    run_tests(lab, tests, only)
 
 
 # ---- the volume API ----------------------------------------------------------------
