@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,4 +95,19 @@ void test_lab_ensure_image(const test_lab_t *lab, const char *uuid, uint64_t siz
     char err[512];
     if (dc_image_ensure(&img, &made, err, sizeof err) != 0)
         fail_msg("%s", err);
+}
+
+bool test_lab_pid_alive(long pid)
+{
+    if (kill((pid_t)pid, 0) != 0)
+        return false;
+    char path[64], stat[512] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    bool ok = fgets(stat, sizeof stat, f) != NULL;
+    fclose(f);
+    const char *close = strrchr(stat, ')');
+    return ok && close != NULL && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
 }

@@ -2,11 +2,13 @@
  * lab_dir.h -- the lab directory the unit tests of the dc plugin's agent tasks run in:
  * their arguments (the built plugin, and the workload binary where they start
  * instances), a fresh directory under /tmp with one server's data root, its
- * description, its image files, and its removal at the end.
+ * description, its image files, and its removal at the end; and whether a process the
+ * agent started still runs.
  */
 #ifndef TEST_LAB_DIR_H
 #define TEST_LAB_DIR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct test_lab {
@@ -33,5 +35,9 @@ void test_lab_write_description(const test_lab_t *lab, const char *description);
  * says), made as dc.image_ensure would: size_mib long, data_mib of it written. */
 void test_lab_ensure_image(const test_lab_t *lab, const char *uuid, uint64_t size_mib,
                            uint64_t data_mib, const char *file);
+
+/* true while process pid exists and is neither a zombie nor dead (a killed workload
+ * its parent has not reaped yet is gone). */
+bool test_lab_pid_alive(long pid);
 
 #endif

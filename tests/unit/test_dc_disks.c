@@ -63,19 +63,6 @@ static char *change_args(const char *change)
 
 #define USAGE "{\"vm_uuid\": \"" VM1 "\"}"
 
-static void write_at(const char *path, off_t at, unsigned seed, size_t len)
-{
-    int fd = open(path, O_WRONLY);
-    assert_true(fd >= 0);
-    unsigned char *buf = malloc(len);
-    for (size_t i = 0; i < len; i++)
-        buf[i] = (unsigned char)(1 + (seed * 31 + i * 7) % 251);
-    assert_int_equal(pwrite(fd, buf, len, at), (ssize_t)len);
-    assert_int_equal(fsync(fd), 0);
-    free(buf);
-    close(fd);
-}
-
 static char *disk_file(int function)
 {
     return test_path("%s/disks/disk%d.img", dir1, function);
@@ -246,7 +233,7 @@ static void test_usage_add_resize(void **state)
     assert_int_equal(test_file_stat(disk_file(1)).st_size, 30000 * MIB);
 
     /* resize: grow keeps the bytes and adds a hole; shrink keeps the first MiB. */
-    write_at(disk_file(2), 0, 3, 2 * MIB);
+    test_file_write_pattern(disk_file(2), 0, 3, 2 * MIB);
     uint64_t first2 = test_file_checksum(disk_file(2), 0, 2 * MIB),
              first1 = test_file_checksum(disk_file(2), 0, MIB);
     const char *grow = "{\"op\": \"resize\", \"id\": \"" DATA "\", \"pci_slot\": \"0:4:2\", "
@@ -332,14 +319,14 @@ static void test_snapshots_and_their_space(void **state)
     assert_true(test_file_stat(test_path("%s/snapshots/s1/disk1.img", dir1)).st_blocks == 0);
 
     /* Overwriting 3 blocks of the boot disk's data: exactly 3 blocks, 1 MiB rounded up. */
-    write_at(disk_file(0), 4 * BLOCK, 40, 3 * BLOCK);
+    test_file_write_pattern(disk_file(0), 4 * BLOCK, 40, 3 * BLOCK);
     json_t *u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 3 * BLOCK);
     assert_int_equal(field(u, "0:4:0", "snapshot_size"), 1);
     json_decref(u);
     /* Writes into holes: nothing more. */
-    write_at(disk_file(0), 5 * MIB, 41, MIB);
-    write_at(disk_file(1), 0, 42, MIB);
+    test_file_write_pattern(disk_file(0), 5 * MIB, 41, MIB);
+    test_file_write_pattern(disk_file(1), 0, 42, MIB);
     u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 3 * BLOCK);
     assert_int_equal(field(u, "0:4:1", "snapshot_bytes"), 0);
@@ -350,8 +337,8 @@ static void test_snapshots_and_their_space(void **state)
                                     change_args("{\"op\": \"snapshot_create\", \"name\": "
                                                 "\"s2\"}"),
                                     BOUND));
-    write_at(disk_file(0), 100 * BLOCK, 43, BLOCK);
-    write_at(disk_file(1), 0, 44, 2 * BLOCK); /* data s2 holds (written after s1) */
+    test_file_write_pattern(disk_file(0), 100 * BLOCK, 43, BLOCK);
+    test_file_write_pattern(disk_file(1), 0, 44, 2 * BLOCK); /* data s2 holds (written after s1) */
     u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 4 * BLOCK);
     assert_int_equal(field(u, "0:4:1", "snapshot_bytes"), 2 * BLOCK);
@@ -474,7 +461,7 @@ static void test_snapshot_cancelled(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    write_at(disk_file(2), 0, 50, 64 * MIB); /* a copy that takes a moment */
+    test_file_write_pattern(disk_file(2), 0, 50, 64 * MIB); /* a copy that takes a moment */
     const char *s5 = "{\"op\": \"snapshot_create\", \"name\": \"s5\"}";
     for (unsigned after_ms = 1; after_ms <= 4; after_ms++) {
         json_t *args = task_harness_json(change_args(s5));

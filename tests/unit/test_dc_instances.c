@@ -144,20 +144,6 @@ static long parent_of(long pid)
     return ppid;
 }
 
-static bool alive(long pid)
-{
-    if (kill((pid_t)pid, 0) != 0)
-        return false;
-    FILE *f = fopen(test_path("/proc/%ld/stat", pid), "r");
-    if (f == NULL)
-        return false;
-    char line[512] = "";
-    bool ok = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    char *close_paren = strrchr(line, ')');
-    return ok && close_paren != NULL && close_paren[2] != 'Z';
-}
-
 /* ---- setup: a description with one server and a 10 GiB image holding 1 MiB ---------- */
 
 static void write_description(void)
@@ -393,7 +379,7 @@ static void test_start_stop_restart_destroy(void **state)
     long pid = (long)json_integer_value(json_object_get(r, "pid"));
     assert_true(json_is_true(json_object_get(r, "started")));
     json_decref(r);
-    assert_true(pid > 0 && alive(pid));
+    assert_true(pid > 0 && test_lab_pid_alive(pid));
     /* Detached: not this process's child. */
     assert_true(parent_of(pid) != (long)getpid());
     assert_int_equal(waitpid((pid_t)pid, NULL, WNOHANG), -1);
@@ -423,7 +409,7 @@ static void test_start_stop_restart_destroy(void **state)
 
     /* The agent restarts: a new plugin instance finds the instance and its workload. */
     task_harness_free(h);
-    assert_true(alive(pid));
+    assert_true(test_lab_pid_alive(pid));
     h = new_agent();
     json_t *info = task_harness_run_ok(h, "agent_info", "{}", BOUND);
     assert_true(json_integer_value(json_object_get(info, "instances_at_init")) >= 1);
@@ -446,7 +432,7 @@ static void test_start_stop_restart_destroy(void **state)
     r = task_harness_run_ok(h, "instance_stop", vm_args(vm), BOUND);
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid);
     json_decref(r);
-    assert_false(alive(pid));
+    assert_false(test_lab_pid_alive(pid));
     assert_false(test_file_exists(test_path("%s/workload.pid", dir)));
     doc = json_load_file(test_path("%s/vm.json", dir), 0, &je);
     assert_string_equal(json_string_value(json_object_get(doc, "state")), "stopped");
@@ -461,12 +447,12 @@ static void test_start_stop_restart_destroy(void **state)
     r = task_harness_run_ok(h, "instance_start", vm_args(vm), BOUND);
     long pid2 = (long)json_integer_value(json_object_get(r, "pid"));
     json_decref(r);
-    assert_true(alive(pid2));
+    assert_true(test_lab_pid_alive(pid2));
     r = task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND);
     assert_true(json_is_true(json_object_get(r, "destroyed")));
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid2);
     json_decref(r);
-    assert_false(alive(pid2));
+    assert_false(test_lab_pid_alive(pid2));
     assert_false(test_file_exists(dir));
     r = task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND);
     assert_true(json_is_false(json_object_get(r, "destroyed")));
@@ -487,7 +473,7 @@ static void test_stop_kills_a_stuck_workload(void **state)
     json_t *r = task_harness_run_ok(h, "instance_start", vm_args(vm), BOUND);
     long pid = (long)json_integer_value(json_object_get(r, "pid"));
     json_decref(r);
-    assert_true(alive(pid));
+    assert_true(test_lab_pid_alive(pid));
     assert_int_equal(kill((pid_t)pid, SIGSTOP), 0);
     json_t *args = task_harness_json(vm_args(vm));
     harness_run_t run_stop;
@@ -499,7 +485,7 @@ static void test_stop_kills_a_stuck_workload(void **state)
     /* SIGTERM went unanswered for the whole grace period before SIGKILL. */
     assert_true(run_stop.elapsed_ms >= 9000);
     harness_run_dispose(&run_stop);
-    assert_false(alive(pid));
+    assert_false(test_lab_pid_alive(pid));
     json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND));
     task_harness_free(h);
 }

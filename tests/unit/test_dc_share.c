@@ -85,19 +85,6 @@ static const char *str(const json_t *o, const char *key)
     return s != NULL ? s : "(none)";
 }
 
-static bool pid_alive(long pid)
-{
-    char path[64], stat[512] = "";
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return false;
-    bool ok = fgets(stat, sizeof stat, f) != NULL;
-    fclose(f);
-    const char *close = strrchr(stat, ')');
-    return ok && close != NULL && close[2] != 'Z' && close[2] != 'X';
-}
-
 /* The process's arguments, NUL separators made spaces. */
 static char *cmdline_of(long pid)
 {
@@ -124,7 +111,7 @@ static void sleep_ms(unsigned ms)
 
 static void wait_gone(long pid)
 {
-    for (unsigned waited = 0; pid_alive(pid); waited += 20) {
+    for (unsigned waited = 0; test_lab_pid_alive(pid); waited += 20) {
         if (waited >= WAIT_MS)
             fail_msg("pid %ld still runs %d ms on", pid, WAIT_MS);
         sleep_ms(20);
@@ -290,7 +277,7 @@ static void test_share_lifecycle(void **state)
     json_t *r = task_harness_run_ok(h, "instance_start", vm_args(ST1), BOUND);
     long pid = (long)json_integer_value(json_object_get(r, "pid"));
     json_decref(r);
-    assert_true(pid_alive(pid));
+    assert_true(test_lab_pid_alive(pid));
     const char *cmd = cmdline_of(pid);
     if (strstr(cmd, " share --dir ") == NULL || strstr(cmd, "--health-ms " HEALTH " ") == NULL ||
         strstr(cmd, "--file") != NULL)
@@ -385,7 +372,7 @@ static void test_share_lifecycle(void **state)
     s1 = probe_entry(r, "storage", ST1);
     assert_true(json_is_true(json_object_get(s1, "alive")));
     long pid2 = (long)json_integer_value(json_object_get(s1, "pid"));
-    assert_true(pid2 != pid && pid_alive(pid2));
+    assert_true(pid2 != pid && test_lab_pid_alive(pid2));
     assert_true(json_is_true(json_object_get(probe_entry(r, "consumers", VM1), "mounts_ok")));
     json_decref(r);
     assert_true(test_file_exists(test_path("%s/" VM1 "/mounts/data/shared/kept.txt", lab.root)));
@@ -394,7 +381,7 @@ static void test_share_lifecycle(void **state)
     r = task_harness_run_ok(h, "share_restart", "{\"restart\": [\"" ST1 "\"]}", BOUND);
     assert_string_equal(json_string_value(json_array_get(json_object_get(r, "started"), 0)), ST1);
     json_decref(r);
-    assert_true(pid_alive(pid2));
+    assert_true(test_lab_pid_alive(pid2));
     assert_int_equal(test_file_stat(test_path("%s/" ST1 "/workload.pid", lab.root)).st_size,
                      snprintf(NULL, 0, "%ld\n", pid2));
 
@@ -423,7 +410,7 @@ static void test_share_lifecycle(void **state)
     r = task_harness_run_ok(h, "instance_destroy", vm_args(ST1), BOUND);
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid2);
     json_decref(r);
-    assert_false(pid_alive(pid2));
+    assert_false(test_lab_pid_alive(pid2));
     assert_false(test_file_exists(test_path("%s/" ST1, lab.root)));
     /* The consumer's link dangles; it is not followed by anything that removes. */
     assert_true(test_file_exists(test_path("%s/" VM1 "/vm.json", lab.root)));

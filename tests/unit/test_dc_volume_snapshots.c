@@ -71,19 +71,6 @@ static char *args_of(const char *op, const char *name, const char *more)
     return buf;
 }
 
-static void write_file(const char *path, off_t at, unsigned seed, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_CREAT, 0644);
-    assert_true(fd >= 0);
-    unsigned char *buf = malloc(len);
-    for (size_t i = 0; i < len; i++)
-        buf[i] = (unsigned char)(1 + (seed * 31 + i * 7) % 251);
-    assert_int_equal(pwrite(fd, buf, len, at), (ssize_t)len);
-    assert_int_equal(fsync(fd), 0);
-    free(buf);
-    close(fd);
-}
-
 /* ---- the tree's digest ---------------------------------------------------------------- */
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -202,7 +189,7 @@ static void fill_export(void)
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, 100 * MIB), 0);
     close(fd);
-    write_file(test_path("%s/sub/sparse.bin", exp1), 50 * MIB, 7, MIB);
+    test_file_write_pattern(test_path("%s/sub/sparse.bin", exp1), 50 * MIB, 7, MIB);
     assert_int_equal(symlink("../a.txt", test_path("%s/sub/link", exp1)), 0);
     assert_int_equal(mkdir(test_path("%s/sub/empty", exp1), 0700), 0);
 }
@@ -237,13 +224,13 @@ static void test_create_and_delete(void **state)
     assert_int_equal(test_file_stat(s1).st_ino, ino);
 
     /* Data written after the snapshot is not in it. */
-    write_file(test_path("%s/a.txt", exp1), 0, 9, 64);
+    test_file_write_pattern(test_path("%s/a.txt", exp1), 0, 9, 64);
     assert_true(tree_digest(s1) == before);
     assert_true(tree_digest(exp1) != before);
 
     /* A .part left by a killed create is made again. */
     assert_int_equal(mkdir(test_path("%s/snapshots/s2.part", dir1), 0700), 0);
-    write_file(test_path("%s/snapshots/s2.part/junk", dir1), 0, 1, 10);
+    test_file_write_pattern(test_path("%s/snapshots/s2.part/junk", dir1), 0, 1, 10);
     r = task_harness_run_ok(h, "volume_snapshot", args_of("create", "s2", NULL), BOUND);
     assert_snapshots(r, "[\"s1\",\"s2\"]");
     json_decref(r);
@@ -270,10 +257,11 @@ static void test_rollback_to_s1(void **state)
     task_harness_t *h = new_agent();
     uint64_t at_s1 = tree_digest(exp1);
     json_decref(task_harness_run_ok(h, "volume_snapshot", args_of("create", "s1", NULL), BOUND));
-    write_file(test_path("%s/X", exp1), 0, 1, 4096);
+    test_file_write_pattern(test_path("%s/X", exp1), 0, 1, 4096);
     json_decref(task_harness_run_ok(h, "volume_snapshot", args_of("create", "s2", NULL), BOUND));
-    write_file(test_path("%s/sub/Y", exp1), 0, 2, 4096);
-    write_file(test_path("%s/a.txt", exp1), 0, 3, 100); /* and a change to a file s1 has */
+    test_file_write_pattern(test_path("%s/sub/Y", exp1), 0, 2, 4096);
+    test_file_write_pattern(test_path("%s/a.txt", exp1), 0, 3,
+                            100); /* and a change to a file s1 has */
     ino_t export_before = test_file_stat(exp1).st_ino;
 
     json_t *r = task_harness_run_ok(h, "volume_snapshot",
@@ -360,7 +348,7 @@ static void test_no_room_given(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    write_file(test_path("%s/more", exp1), 0, 5, 3 * MIB);
+    test_file_write_pattern(test_path("%s/more", exp1), 0, 5, 3 * MIB);
     uint64_t data = tree_digest(exp1);
     /* The data of the export's files: "more", the MiB of sparse.bin, a.txt. */
     long long need = 4 * MIB + (long long)test_file_stat(test_path("%s/a.txt", exp1)).st_size;
@@ -406,7 +394,7 @@ static void test_no_room_on_a_full_file_system(void **state)
     json_t *doc = json_pack("{s:s, s:s}", "uuid", vm, "role", "nfsvolumestorage");
     assert_int_equal(json_dump_file(doc, test_path("%s/vm.json", dir), 0), 0);
     json_decref(doc);
-    write_file(test_path("%s/export/data", dir), 0, 11, 5 * MIB);
+    test_file_write_pattern(test_path("%s/export/data", dir), 0, 11, 5 * MIB);
     uint64_t data = tree_digest(test_path("%s/export", dir));
     task_harness_t *h = new_agent();
     char args[512];
@@ -451,7 +439,7 @@ static void test_rollback_leftovers(void **state)
 
     /* Killed while building: export.rollback partial beside export. */
     assert_int_equal(mkdir(rb, 0700), 0);
-    write_file(test_path("%s/half", rb), 0, 3, 1000);
+    test_file_write_pattern(test_path("%s/half", rb), 0, 3, 1000);
     json_t *r = task_harness_run_ok(h, "volume_snapshot", args_of("delete", "zz", NULL), BOUND);
     json_decref(r);
     assert_false(test_file_exists(rb));
@@ -467,7 +455,7 @@ static void test_rollback_leftovers(void **state)
     /* Killed before export.old was removed. */
     snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", exp1, oldp);
     assert_int_equal(system(cmd), 0);
-    write_file(test_path("%s/stale", oldp), 0, 3, 10);
+    test_file_write_pattern(test_path("%s/stale", oldp), 0, 3, 10);
     json_decref(task_harness_run_ok(h, "volume_snapshot", args_of("create", "s9", NULL), BOUND));
     assert_true(tree_digest(exp1) == snap);
     assert_nothing_partial(dir1);
@@ -476,7 +464,7 @@ static void test_rollback_leftovers(void **state)
 
     /* An agent killed -9 between the renames and during a snapshot copy: its next
      * start puts both right before any step runs. */
-    write_file(test_path("%s/changed", exp1), 0, 4, 100);
+    test_file_write_pattern(test_path("%s/changed", exp1), 0, 4, 100);
     snprintf(cmd, sizeof cmd, "cp -a '%s' '%s' && mv '%s' '%s' && mkdir '%s/snapshots/s8.part'", s1,
              rb, exp1, oldp, dir1);
     assert_int_equal(system(cmd), 0);
@@ -511,7 +499,7 @@ static void test_rollback_killed(void **state)
 {
     (void)state;
     for (int i = 0; i < 48; i++)
-        write_file(test_path("%s/big%02d", exp1, i), 0, (unsigned)i, MIB);
+        test_file_write_pattern(test_path("%s/big%02d", exp1, i), 0, (unsigned)i, MIB);
     task_harness_t *h = new_agent();
     uint64_t t0 = now_ms();
     json_t *r = task_harness_run_ok(h, "volume_snapshot", args_of("create", "big", NULL), BOUND);
@@ -521,9 +509,9 @@ static void test_rollback_killed(void **state)
     json_decref(r);
     task_harness_free(h);
     uint64_t snap = tree_digest(test_path("%s/snapshots/big", dir1));
-    write_file(test_path("%s/after", exp1), 0, 99, 4096);
+    test_file_write_pattern(test_path("%s/after", exp1), 0, 99, 4096);
     for (int i = 0; i < 48; i++)
-        write_file(test_path("%s/big%02d", exp1, i), 0, 1000u + (unsigned)i, 4096);
+        test_file_write_pattern(test_path("%s/big%02d", exp1, i), 0, 1000u + (unsigned)i, 4096);
     uint64_t old = tree_digest(exp1);
 
     fflush(NULL);
