@@ -97,6 +97,27 @@ void test_lab_ensure_image(const test_lab_t *lab, const char *uuid, uint64_t siz
         fail_msg("%s", err);
 }
 
+json_t *test_lab_agent_config(const test_lab_t *lab, const char *server_uuid)
+{
+    char desc[PATH_MAX];
+    snprintf(desc, sizeof desc, "%s/dc.json", lab->dir);
+    json_t *conf = json_pack("{s:s, s:s, s:s, s:s}", "datacenter", desc, "lab_dir", lab->dir,
+                             "server_uuid", server_uuid, "data_root", "servers/cn1");
+    assert_non_null(conf);
+    if (lab->workload_bin != NULL)
+        assert_int_equal(json_object_set_new(conf, "workload_bin", json_string(lab->workload_bin)),
+                         0);
+    return conf;
+}
+
+task_harness_t *test_lab_agent(const test_lab_t *lab, const char *server_uuid)
+{
+    json_t *conf = test_lab_agent_config(lab, server_uuid);
+    task_harness_t *h = task_harness_new(lab->plugin_path, conf);
+    json_decref(conf);
+    return h;
+}
+
 bool test_lab_pid_alive(long pid)
 {
     if (kill((pid_t)pid, 0) != 0)

@@ -2,14 +2,18 @@
  * lab_dir.h -- the lab directory the unit tests of the dc plugin's agent tasks run in:
  * their arguments (the built plugin, and the workload binary where they start
  * instances), a fresh directory under /tmp with one server's data root, its
- * description, its image files, and its removal at the end; and whether a process the
- * agent started still runs.
+ * description, its image files, and its removal at the end; the agent of cn1 on it; and
+ * whether a process the agent started still runs.
  */
 #ifndef TEST_LAB_DIR_H
 #define TEST_LAB_DIR_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <jansson.h>
+
+#include "task_harness.h"
 
 typedef struct test_lab {
     const char *plugin_path; /* argv[1]: the built dc plugin */
@@ -35,6 +39,14 @@ void test_lab_write_description(const test_lab_t *lab, const char *description);
  * says), made as dc.image_ensure would: size_mib long, data_mib of it written. */
 void test_lab_ensure_image(const test_lab_t *lab, const char *uuid, uint64_t size_mib,
                            uint64_t data_mib, const char *file);
+
+/* The dc plugin's configuration of the agent of server_uuid, whose data root is
+ * servers/cn1: the description, the lab directory, and workload_bin when the test has
+ * one. A new reference. */
+json_t *test_lab_agent_config(const test_lab_t *lab, const char *server_uuid);
+
+/* A fresh plugin instance with that configuration, as an agent that (re)starts has. */
+task_harness_t *test_lab_agent(const test_lab_t *lab, const char *server_uuid);
 
 /* true while process pid exists and is neither a zombie nor dead (a killed workload
  * its parent has not reaped yet is gone). */

@@ -45,12 +45,7 @@ static char dir1[1200]; /* VM1's directory */
 
 static task_harness_t *new_agent(void)
 {
-    json_t *conf = json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter",
-                             test_path("%s/dc.json", lab.dir), "lab_dir", lab.dir, "server_uuid",
-                             CN1, "data_root", "servers/cn1", "workload_bin", lab.workload_bin);
-    task_harness_t *h = task_harness_new(lab.plugin_path, conf);
-    json_decref(conf);
-    return h;
+    return test_lab_agent(&lab, CN1);
 }
 
 /* The args of dc.disk_apply / dc.disk_undo on VM1 with this change (JSON text). */

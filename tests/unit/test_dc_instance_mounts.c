@@ -41,11 +41,7 @@ static char export1[1200], export2[1200];
 
 static task_harness_t *new_agent(void)
 {
-    json_t *conf = json_pack("{s:s, s:s, s:s, s:s}", "datacenter", test_path("%s/dc.json", lab.dir),
-                             "lab_dir", lab.dir, "server_uuid", CN1, "data_root", "servers/cn1");
-    task_harness_t *h = task_harness_new(lab.plugin_path, conf);
-    json_decref(conf);
-    return h;
+    return test_lab_agent(&lab, CN1);
 }
 
 /* A create of vm with the volumes given as JSON text. */

@@ -46,20 +46,10 @@
 
 static test_lab_t lab;
 
-static json_t *agent_config(void)
-{
-    return json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter", test_path("%s/dc.json", lab.dir),
-                     "lab_dir", lab.dir, "server_uuid", CN1, "data_root", "servers/cn1",
-                     "workload_bin", lab.workload_bin);
-}
-
 /* An agent of cn1: a fresh plugin instance, as an agent that (re)starts has. */
 static task_harness_t *new_agent(void)
 {
-    json_t *conf = agent_config();
-    task_harness_t *h = task_harness_new(lab.plugin_path, conf);
-    json_decref(conf);
-    return h;
+    return test_lab_agent(&lab, CN1);
 }
 
 static char *create_args(const char *vm, const char *image, const char *workload)
@@ -494,7 +484,7 @@ static void test_start_refusals(void **state)
 {
     (void)state;
     /* No workload_bin configured: said so, nothing started. */
-    json_t *conf = agent_config();
+    json_t *conf = test_lab_agent_config(&lab, CN1);
     json_object_del(conf, "workload_bin");
     task_harness_t *h = task_harness_new(lab.plugin_path, conf);
     json_decref(conf);

@@ -44,12 +44,7 @@ static test_lab_t lab;
 
 static task_harness_t *new_agent(void)
 {
-    json_t *conf = json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter",
-                             test_path("%s/dc.json", lab.dir), "lab_dir", lab.dir, "server_uuid",
-                             CN1, "data_root", "servers/cn1", "workload_bin", lab.workload_bin);
-    task_harness_t *h = task_harness_new(lab.plugin_path, conf);
-    json_decref(conf);
-    return h;
+    return test_lab_agent(&lab, CN1);
 }
 
 static char *storage_args(const char *vm, const char *vol)
