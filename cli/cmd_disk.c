@@ -85,14 +85,7 @@ static cli_status_t parse(cli_t *cli, int argc, char **argv, const char *shortop
     cli_status_t st;
     if (!args_parse(cli, argc, argv, shortopts, longopts, on_disk_opt, o, &first, &st))
         return st;
-    int got = argc - first;
-    if (got < nargs)
-        return cli_usage(cli, "missing %s", names[got]);
-    if (got > nargs)
-        return cli_usage(cli, "unexpected argument \"%s\"", argv[first + nargs]);
-    for (int i = 0; i < nargs; i++)
-        args[i] = argv[first + i];
-    return CLI_OK;
+    return dc_arguments(cli, argc, argv, first, names, nargs, args);
 }
 
 /* The instance's name for messages: its alias, else its uuid (borrowed from vm). */

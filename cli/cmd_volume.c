@@ -261,11 +261,6 @@ Done:
     return st;
 }
 
-static const struct option owner_long[] = {
-    {"owner", required_argument, NULL, VOLUME_OPT_OWNER},
-    {NULL, 0, NULL, 0},
-};
-
 /* The order `get` shows a volume's fields in: who it is, what it is, where it is
  * served, then its bookkeeping; fields not named here follow as the record has them. */
 static const char *const field_order[] = {
@@ -321,7 +316,7 @@ static cli_status_t volume_get(cli_t *cli, int argc, char **argv)
     volume_opts_t o = {0};
     char *args[1];
     json_t *vol = NULL;
-    cli_status_t st = volume_parse(cli, argc, argv, "", owner_long, names, 1, &o, args);
+    cli_status_t st = volume_parse(cli, argc, argv, "", volume_owner_long, names, 1, &o, args);
     if (st == CLI_OK)
         st = volume_find(cli, volume_owner(&o), args[0], &vol);
     if (st != CLI_OK)
@@ -382,12 +377,6 @@ static const struct option delete_long[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const struct option job_long[] = {
-    {"owner", required_argument, NULL, VOLUME_OPT_OWNER},
-    {"watch", no_argument, NULL, 'w'},
-    {NULL, 0, NULL, 0},
-};
-
 static cli_status_t volume_delete(cli_t *cli, int argc, char **argv)
 {
     static const char *const names[] = {VOL_WHAT};
@@ -414,7 +403,7 @@ static cli_status_t volume_rename(cli_t *cli, int argc, char **argv)
     volume_opts_t o = {0};
     char *args[2];
     json_t *vol = NULL;
-    cli_status_t st = volume_parse(cli, argc, argv, "w", job_long, names, 2, &o, args);
+    cli_status_t st = volume_parse(cli, argc, argv, "w", volume_job_long, names, 2, &o, args);
     const char *fault = st == CLI_OK ? volume_name_fault(args[1]) : NULL;
     if (fault != NULL)
         st = cli_usage(cli,
@@ -424,11 +413,10 @@ static cli_status_t volume_rename(cli_t *cli, int argc, char **argv)
     if (st == CLI_OK)
         st = volume_find(cli, volume_owner(&o), args[0], &vol);
     if (st == CLI_OK) {
-        json_t *params = json_pack("{s:s}", "name", args[1]);
         char *doing = xasprintf("Renaming to %s", args[1]);
-        st = volume_submit(cli, vol, volume_owner(&o), "volume-update", params, o.watch, doing);
+        st = volume_submit_param(cli, vol, volume_owner(&o), "volume-update", "name", args[1],
+                                 o.watch, doing);
         free(doing);
-        json_decref(params);
     }
     json_decref(vol);
     volume_opts_dispose(&o);
@@ -444,17 +432,16 @@ static cli_status_t network_job(cli_t *cli, int argc, char **argv, const char *w
     char *args[2];
     json_t *vol = NULL;
     char net[37];
-    cli_status_t st = volume_parse(cli, argc, argv, "w", job_long, names, 2, &o, args);
+    cli_status_t st = volume_parse(cli, argc, argv, "w", volume_job_long, names, 2, &o, args);
     if (st == CLI_OK)
         st = volume_find(cli, volume_owner(&o), args[0], &vol);
     if (st == CLI_OK)
         st = dc_find_uuid(cli, "/networks", "name", "network", args[1], net);
     if (st == CLI_OK) {
-        json_t *params = json_pack("{s:s}", "network_uuid", net);
         char *what = xasprintf("%s network %s %s", verb, args[1], preposition);
-        st = volume_submit(cli, vol, volume_owner(&o), workflow, params, o.watch, what);
+        st = volume_submit_param(cli, vol, volume_owner(&o), workflow, "network_uuid", net, o.watch,
+                                 what);
         free(what);
-        json_decref(params);
     }
     json_decref(vol);
     volume_opts_dispose(&o);

@@ -22,17 +22,6 @@ static const output_column_t snapshot_columns[] = {
     {NULL, NULL, NULL},
 };
 
-static const struct option job_long[] = {
-    {"owner", required_argument, NULL, VOLUME_OPT_OWNER},
-    {"watch", no_argument, NULL, 'w'},
-    {NULL, 0, NULL, 0},
-};
-
-static const struct option owner_long[] = {
-    {"owner", required_argument, NULL, VOLUME_OPT_OWNER},
-    {NULL, 0, NULL, 0},
-};
-
 static const char *const vol_name_args[] = {"VOL (its name, uuid or uuid prefix)", "NAME"};
 
 /* `tern volume snapshot create|delete VOL NAME`, `tern volume rollback VOL NAME`: a job
@@ -43,15 +32,15 @@ static cli_status_t named_job(cli_t *cli, int argc, char **argv, const char *wor
     volume_opts_t o = {0};
     char *args[2];
     json_t *vol = NULL;
-    cli_status_t st = volume_parse(cli, argc, argv, "w", job_long, vol_name_args, 2, &o, args);
+    cli_status_t st =
+        volume_parse(cli, argc, argv, "w", volume_job_long, vol_name_args, 2, &o, args);
     if (st == CLI_OK)
         st = volume_find(cli, volume_owner(&o), args[0], &vol);
     if (st == CLI_OK) {
-        json_t *params = json_pack("{s:s}", "name", args[1]);
         char *what = xasprintf("%s snapshot %s of", verb, args[1]);
-        st = volume_submit(cli, vol, volume_owner(&o), workflow, params, o.watch, what);
+        st = volume_submit_param(cli, vol, volume_owner(&o), workflow, "name", args[1], o.watch,
+                                 what);
         free(what);
-        json_decref(params);
     }
     json_decref(vol);
     volume_opts_dispose(&o);
@@ -73,7 +62,8 @@ static cli_status_t snapshot_list(cli_t *cli, int argc, char **argv)
     volume_opts_t o = {0};
     char *args[1];
     json_t *vol = NULL;
-    cli_status_t st = volume_parse(cli, argc, argv, "", owner_long, vol_name_args, 1, &o, args);
+    cli_status_t st =
+        volume_parse(cli, argc, argv, "", volume_owner_long, vol_name_args, 1, &o, args);
     if (st == CLI_OK)
         st = volume_find(cli, volume_owner(&o), args[0], &vol);
     if (st == CLI_OK) {

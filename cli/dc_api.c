@@ -14,12 +14,27 @@
 #include "client.h"
 #include "watch.h"
 
+/* $TERN_OWNER_UUID when set and not empty, else NULL (borrowed from the environment). */
+static const char *owner_from_env(void)
+{
+    const char *env = getenv("TERN_OWNER_UUID");
+    return env != NULL && env[0] != '\0' ? env : NULL;
+}
+
 const char *dc_owner(const char *given)
 {
     if (given != NULL)
         return given;
-    const char *env = getenv("TERN_OWNER_UUID");
-    return env != NULL && env[0] != '\0' ? env : DC_DEFAULT_OWNER;
+    const char *env = owner_from_env();
+    return env != NULL ? env : DC_DEFAULT_OWNER;
+}
+
+cli_status_t dc_owner_check(cli_t *cli, const char *given)
+{
+    const char *env = owner_from_env();
+    if (given == NULL && env != NULL && !uuid_valid(env))
+        return cli_usage(cli, "TERN_OWNER_UUID \"%s\": expected a uuid", env);
+    return CLI_OK;
 }
 
 cli_status_t dc_list(cli_t *cli, const char *path, const char *query, json_t **rows)
@@ -181,22 +196,30 @@ cli_status_t dc_find_vm(cli_t *cli, const char *ref, json_t **vm)
     return CLI_OK;
 }
 
-cli_status_t dc_submit_vm(cli_t *cli, const json_t *vm, const char *workflow, const char *action,
-                          const json_t *params, bool watch, const char *doing)
+cli_status_t dc_submit_record(cli_t *cli, const json_t *rec, const dc_record_kind_t *kind,
+                              const char *workflow, const char *action, const json_t *params,
+                              bool watch, const char *doing)
 {
-    const char *uuid = json_string_value(json_object_get(vm, "uuid"));
-    const char *alias = json_string_value(json_object_get(vm, "alias"));
+    const char *uuid = json_string_value(json_object_get(rec, "uuid"));
+    const char *name = json_string_value(json_object_get(rec, kind->name_field));
     if (uuid == NULL)
-        return cli_fail(cli, CLI_UNREACHABLE, NULL, "an instance record came without a uuid");
+        return cli_fail(cli, CLI_UNREACHABLE, NULL, "%s record came without a uuid", kind->a_kind);
     json_t *p = params != NULL ? json_deep_copy(params) : json_object();
-    json_object_set_new(p, "vm_uuid", json_string(uuid));
+    json_object_set_new(p, kind->uuid_param, json_string(uuid));
     char *target = xasprintf("/%s-%s", action, uuid);
-    char *what = xasprintf("%s instance %s (%s)", doing, alias != NULL ? alias : uuid, uuid);
+    char *what = xasprintf("%s %s %s (%s)", doing, kind->kind, name != NULL ? name : uuid, uuid);
     cli_status_t st = dc_submit(cli, workflow, target, p, watch, what);
     free(what);
     free(target);
     json_decref(p);
     return st;
+}
+
+cli_status_t dc_submit_vm(cli_t *cli, const json_t *vm, const char *workflow, const char *action,
+                          const json_t *params, bool watch, const char *doing)
+{
+    static const dc_record_kind_t instance = {"instance", "an instance", "alias", "vm_uuid"};
+    return dc_submit_record(cli, vm, &instance, workflow, action, params, watch, doing);
 }
 
 /* Sleeps `ms` unless interrupted. Returns false when Ctrl-C came. */
@@ -349,11 +372,23 @@ cli_status_t dc_one_argument(cli_t *cli, int argc, char **argv, const char *what
     cli_status_t st;
     if (!args_parse(cli, argc, argv, "", NULL, dc_no_options, NULL, &first, &st))
         return st;
-    if (first >= argc)
-        return cli_usage(cli, "missing %s", what);
-    if (first + 1 < argc)
-        return cli_usage(cli, "unexpected argument \"%s\"", argv[first + 1]);
-    *arg = argv[first];
+    char *one;
+    if ((st = dc_arguments(cli, argc, argv, first, &what, 1, &one)) != CLI_OK)
+        return st;
+    *arg = one;
+    return CLI_OK;
+}
+
+cli_status_t dc_arguments(cli_t *cli, int argc, char **argv, int first, const char *const *names,
+                          int nargs, char **args)
+{
+    int got = argc - first;
+    if (got < nargs)
+        return cli_usage(cli, "missing %s", names[got]);
+    if (got > nargs)
+        return cli_usage(cli, "unexpected argument \"%s\"", argv[first + nargs]);
+    for (int i = 0; i < nargs; i++)
+        args[i] = argv[first + i];
     return CLI_OK;
 }
 

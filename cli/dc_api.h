@@ -26,6 +26,10 @@
  * $TERN_OWNER_UUID when set and not empty, else DC_DEFAULT_OWNER (borrowed). */
 const char *dc_owner(const char *given);
 
+/* CLI_OK unless `given` (its --owner) is NULL and $TERN_OWNER_UUID is set to something
+ * that is not a uuid: then a usage error naming the variable and its value. */
+cli_status_t dc_owner_check(cli_t *cli, const char *given);
+
 /* GETs every page of the view `path` ("/vms") with `query` ("state=running", escaped,
  * or NULL) into *rows (NULL unless CLI_OK). */
 cli_status_t dc_list(cli_t *cli, const char *path, const char *query, json_t **rows);
@@ -41,6 +45,11 @@ cli_status_t dc_list_command(cli_t *cli, int argc, char **argv, const char *path
 /* A command with no option and one argument, described by `what` in its usage
  * ("SERVER (its uuid or hostname)"): *arg is argv's (borrowed) unless it fails. */
 cli_status_t dc_one_argument(cli_t *cli, int argc, char **argv, const char *what, const char **arg);
+
+/* Exactly `nargs` arguments from argv[first] on, described by names[i] in the usage
+ * error when missing: args[i] is argv[first + i] (borrowed) unless it fails. */
+cli_status_t dc_arguments(cli_t *cli, int argc, char **argv, int first, const char *const *names,
+                          int nargs, char **args);
 
 /* GETs one record, `collection` ("/vms") + "/" + `uuid` (escaped here), into *obj. */
 cli_status_t dc_get(cli_t *cli, const char *collection, const char *uuid, json_t **obj);
@@ -76,6 +85,23 @@ cli_status_t dc_submit(cli_t *cli, const char *workflow, const char *target, con
 /* The one instance `ref` names: its uuid, or its alias (among those not destroyed).
  * None, or several with that alias, is an error naming `ref`. */
 cli_status_t dc_find_vm(cli_t *cli, const char *ref, json_t **vm);
+
+/* What kind of record a job is on, for dc_submit_record: its kind in messages
+ * ("instance", "an instance"), the field that names it ("alias") and the param its uuid
+ * goes in ("vm_uuid"). */
+typedef struct dc_record_kind {
+    const char *kind;
+    const char *a_kind;
+    const char *name_field;
+    const char *uuid_param;
+} dc_record_kind_t;
+
+/* A job of `workflow` on the record `rec` (borrowed): target "/<action>-<uuid>", params
+ * `params` (borrowed; may be NULL) with kind->uuid_param set to its uuid, and "<doing>
+ * <kind> <name> (<uuid>)" printed as dc_submit does. */
+cli_status_t dc_submit_record(cli_t *cli, const json_t *rec, const dc_record_kind_t *kind,
+                              const char *workflow, const char *action, const json_t *params,
+                              bool watch, const char *doing);
 
 /* A job of `workflow` on the instance `vm` (its record, borrowed): target
  * "/<action>-<vm_uuid>", params `params` (borrowed; may be NULL) with "vm_uuid" set,

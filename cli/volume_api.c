@@ -15,6 +15,17 @@
 #include "volume_ref.h"
 #include "volume_size.h"
 
+const struct option volume_owner_long[] = {
+    {"owner", required_argument, NULL, VOLUME_OPT_OWNER},
+    {NULL, 0, NULL, 0},
+};
+
+const struct option volume_job_long[] = {
+    {"owner", required_argument, NULL, VOLUME_OPT_OWNER},
+    {"watch", no_argument, NULL, 'w'},
+    {NULL, 0, NULL, 0},
+};
+
 static cli_status_t on_volume_opt(cli_t *cli, void *data, int c, const char *arg)
 {
     volume_opts_t *o = data;
@@ -90,17 +101,9 @@ cli_status_t volume_parse(cli_t *cli, int argc, char **argv, const char *shortop
     cli_status_t st;
     if (!args_parse(cli, argc, argv, shortopts, longopts, on_volume_opt, o, &first, &st))
         return st;
-    const char *env = getenv("TERN_OWNER_UUID");
-    if (o->owner == NULL && env != NULL && env[0] != '\0' && !uuid_valid(env))
-        return cli_usage(cli, "TERN_OWNER_UUID \"%s\": expected a uuid", env);
-    int got = argc - first;
-    if (got < nargs)
-        return cli_usage(cli, "missing %s", names[got]);
-    if (got > nargs)
-        return cli_usage(cli, "unexpected argument \"%s\"", argv[first + nargs]);
-    for (int i = 0; i < nargs; i++)
-        args[i] = argv[first + i];
-    return CLI_OK;
+    if ((st = dc_owner_check(cli, o->owner)) != CLI_OK)
+        return st;
+    return dc_arguments(cli, argc, argv, first, names, nargs, args);
 }
 
 const char *volume_owner(const volume_opts_t *o)
@@ -165,19 +168,23 @@ cli_status_t volume_find(cli_t *cli, const char *owner, const char *ref, json_t 
 cli_status_t volume_submit(cli_t *cli, const json_t *vol, const char *owner, const char *workflow,
                            const json_t *params, bool watch, const char *doing)
 {
-    const char *uuid = json_string_value(json_object_get(vol, "uuid"));
-    const char *name = json_string_value(json_object_get(vol, "name"));
-    if (uuid == NULL)
-        return cli_fail(cli, CLI_UNREACHABLE, NULL, "a volume record came without a uuid");
+    static const dc_record_kind_t volume = {"volume", "a volume", "name", "volume_uuid"};
     json_t *p = params != NULL ? json_deep_copy(params) : json_object();
-    json_object_set_new(p, "volume_uuid", json_string(uuid));
     json_object_set_new(p, "owner_uuid", json_string(owner));
-    char *target = xasprintf("/%s-%s", workflow, uuid);
-    char *what = xasprintf("%s volume %s (%s)", doing, name != NULL ? name : uuid, uuid);
-    cli_status_t st = dc_submit(cli, workflow, target, p, watch, what);
-    free(what);
-    free(target);
+    cli_status_t st = dc_submit_record(cli, vol, &volume, workflow, workflow, p, watch, doing);
     json_decref(p);
+    return st;
+}
+
+cli_status_t volume_submit_param(cli_t *cli, const json_t *vol, const char *owner,
+                                 const char *workflow, const char *key, const char *value,
+                                 bool watch, const char *doing)
+{
+    json_t *params = json_pack("{s:s}", key, value);
+    if (params == NULL)
+        return cli_fail(cli, CLI_UNREACHABLE, NULL, "%s \"%s\": not UTF-8", key, value);
+    cli_status_t st = volume_submit(cli, vol, owner, workflow, params, watch, doing);
+    json_decref(params);
     return st;
 }
 

@@ -44,6 +44,11 @@ enum {
     VOLUME_OPT_NAME_GLOB,
 };
 
+/* The options of a command that takes only --owner, and of one that starts a job on a
+ * volume (--owner, -w/--watch). */
+extern const struct option volume_owner_long[];
+extern const struct option volume_job_long[];
+
 void volume_opts_dispose(volume_opts_t *o);
 
 /* Parses a volume command's options (`shortopts`, `longopts`) and exactly `nargs`
@@ -69,6 +74,11 @@ cli_status_t volume_submit(cli_t *cli, const json_t *vol, const char *owner, con
                            const json_t *params, bool watch, const char *doing);
 
 /* The column of a volume's size in GiB ("10G"), for tables. */
+/* volume_submit with the one param {key: value} (both borrowed). */
+cli_status_t volume_submit_param(cli_t *cli, const json_t *vol, const char *owner,
+                                 const char *workflow, const char *key, const char *value,
+                                 bool watch, const char *doing);
+
 void volume_cell_size(const json_t *row, char *buf, size_t n);
 
 #endif /* TERN_CLI_VOLUME_API_H */

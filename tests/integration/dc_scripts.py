@@ -1,7 +1,7 @@
 """dc_scripts.py -- the dc plugin's Lua scripts as the plugin embeds them (the
 generated lua_scripts.h of a build), run against a private redis-server: what the
-script tests (test_dc_inventory.py) and the cost measure (tests/bench/dc_cost.py)
-share.
+script tests (test_dc_inventory.py and the other test_dc_*_scripts.py) and the cost
+measure (tests/bench/dc_cost.py) share.
 """
 import ipaddress
 import json
@@ -89,3 +89,33 @@ class Inventory:
     def hash(self, key):
         f = self.r.cmd('HGETALL', NS + key)
         return {f[i]: f[i + 1] for i in range(0, len(f), 2)}
+
+
+class Cases:
+    """The cases of a script test, each on a fresh private redis-server (its socket
+    directory named from `prefix`) holding the description `doc` loaded by
+    dc.inventory_load. Used as a decorator, it runs the case at once: a failed
+    assertion is printed and counted, and the next case still runs; exit() ends the
+    test, failing when any case failed. `make(redis, scripts)` makes what a case is
+    handed (an Inventory unless given)."""
+
+    def __init__(self, build_root, doc, prefix, make=Inventory):
+        self.build_root, self.doc, self.prefix, self.make = build_root, doc, prefix, make
+        self.failures = []
+
+    def __call__(self, fn):
+        with private_redis(self.prefix) as (_proc, r, _tmp, _cg):
+            inv = self.make(r, scripts_of(self.build_root))
+            inv.ok('inventory_load', description(self.doc))
+            try:
+                fn(inv)
+                print(f'ok {fn.__name__}')
+            except AssertionError as e:
+                self.failures.append(fn.__name__)
+                print(f'FAIL {fn.__name__}: {e}')
+        return fn
+
+    def exit(self):
+        if self.failures:
+            sys.exit(f'{len(self.failures)} failed: {", ".join(self.failures)}')
+        sys.exit(0)

@@ -117,6 +117,7 @@ class Lab:
         self.env.pop("TERN_TOKEN", None)
         self.tern_bin = os.path.join(build, "cli", "tern")
         self.roots = {s["uuid"]: s["data_root"] for s in datacenter["servers"]}
+        self.mounts = []  # file systems mounted in the lab's directory: unmounted by finish
 
     # ---- the lab itself ------------------------------------------------------------
 
@@ -147,11 +148,14 @@ class Lab:
             os.unlink(self.desc)
 
     def finish(self, ok):
-        """Takes the lab down (kept up on failure with TERN_TEST_KEEP_LAB=1); removes its
-        directory after a success, names it after a failure."""
+        """Takes the lab down and unmounts self.mounts (kept up on failure with
+        TERN_TEST_KEEP_LAB=1); removes its directory after a success, names it after a
+        failure."""
         keep = os.environ.get("TERN_TEST_KEEP_LAB")
         if ok or not keep:
             self.down()
+            for root in self.mounts:
+                subprocess.run(["umount", root], check=False, timeout=30)
         if ok:
             subprocess.run(["rm", "-rf", self.dir], check=False)
         else:
@@ -310,8 +314,9 @@ class Lab:
 
 def run_tests(lab, tests, only=()):
     """Brings the lab up, runs each test (those named in `only` when given) printing its
-    time, and takes the lab down."""
+    time, and takes the lab down (lab.finish), printing the total time."""
     ok = False
+    t_start = time.monotonic()
     try:
         lab.up()
         for t in tests:
@@ -323,3 +328,4 @@ def run_tests(lab, tests, only=()):
         ok = True
     finally:
         lab.finish(ok)
+        print(f"total {time.monotonic() - t_start:.1f} s", flush=True)

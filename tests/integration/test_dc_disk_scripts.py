@@ -37,9 +37,6 @@ DOC = {
                 'file': '/lab/os.img', 'brand': 'bhyve'}],
 }
 
-failures = []
-
-
 class Scripts(dc_scripts.Inventory):
     """dc_scripts.Inventory, with ARGV[3] (fresh UUIDs) given as the plugin gives it."""
 
@@ -183,17 +180,7 @@ def server_committed(inv):
     return int(inv.hash('server:' + S1)['disk_committed_mib'])
 
 
-def case(fn):
-    with dc_scripts.private_redis('tern-dc-disk.') as (_proc, r, _tmp, _cg):
-        inv = Scripts(r, dc_scripts.scripts_of(BUILD))
-        inv.ok('inventory_load', dc_scripts.description(DOC))
-        try:
-            fn(inv)
-            print(f'ok {fn.__name__}')
-        except AssertionError as e:
-            failures.append(fn.__name__)
-            print(f'FAIL {fn.__name__}: {e}')
-    return fn
+case = dc_scripts.Cases(BUILD, DOC, 'tern-dc-disk.', make=Scripts)
 
 
 @case
@@ -612,6 +599,4 @@ def quota_allocation_and_server_commitment_stay_put(inv):
     assert server_committed(inv) == total == before
 
 
-if failures:
-    print('failed:', ', '.join(failures))
-    sys.exit(1)
+case.exit()

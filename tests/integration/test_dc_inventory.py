@@ -76,21 +76,7 @@ DOC = {
     ],
 }
 
-failures = []
-
-
-def case(fn):
-    """Runs one test on a fresh redis-server with the description loaded."""
-    with dc_scripts.private_redis('tern-dc-inv.') as (_proc, r, _tmp, _cg):
-        inv = dc_scripts.Inventory(r, dc_scripts.scripts_of(BUILD))
-        inv.ok('inventory_load', dc_scripts.description(DOC))
-        try:
-            fn(inv)
-            print(f'ok {fn.__name__}')
-        except AssertionError as e:
-            failures.append(fn.__name__)
-            print(f'FAIL {fn.__name__}: {e}')
-    return fn
+case = dc_scripts.Cases(BUILD, DOC, 'tern-dc-inv.')
 
 
 def vm_uuid(i):
@@ -716,6 +702,4 @@ def mark_merges_the_agents_disks_by_slot(inv):
     assert pk['p-remaining']['disks'] == [{'size': 'remaining'}], pk['p-remaining']
 
 
-if failures:
-    print('failed:', ', '.join(failures))
-    sys.exit(1)
+case.exit()

@@ -40,9 +40,6 @@ DOC = {
                 'file': '/lab/os.img', 'brand': 'joyent'}],
 }
 
-failures = []
-
-
 def vm_uuid(i):
     return f'f0000000-0000-4000-8000-{i:012d}'
 
@@ -112,17 +109,7 @@ def in_index(inv, server, mac):
 EMPTY = {'backfilled': [], 'reaped': [], 'state_fixed': [], 'vanished': []}
 
 
-def case(fn):
-    with dc_scripts.private_redis('tern-dc-reconcile.') as (_proc, r, _tmp, _cg):
-        inv = dc_scripts.Inventory(r, dc_scripts.scripts_of(BUILD))
-        inv.ok('inventory_load', dc_scripts.description(DOC))
-        try:
-            fn(inv)
-            print(f'ok {fn.__name__}')
-        except AssertionError as e:
-            failures.append(fn.__name__)
-            print(f'FAIL {fn.__name__}: {e}')
-    return fn
+case = dc_scripts.Cases(BUILD, DOC, 'tern-dc-reconcile.')
 
 
 @case
@@ -382,6 +369,4 @@ def admission_check(inv):
     inv.error('net_reconcile_check', check([], '/x'), 'InvalidArgument', 'params', 422)
 
 
-if failures:
-    print('failed:', ', '.join(failures))
-    sys.exit(1)
+case.exit()

@@ -22,9 +22,6 @@ from volume_records import (DOC, EXTERNAL, FABRIC, FABRIC_OTHER, IMG, JOB, JOB2,
                             vol_uuid)
 
 BUILD = sys.argv[1]
-failures = []
-
-
 def check_args(i, volumes, networks=(FABRIC,), package=PKG, image=IMG):
     return {'vm_uuid': vm_uuid(i), 'owner_uuid': OWNER, 'alias': None, 'package': package,
             'image_uuid': image, 'networks': [{'uuid': n} for n in networks],
@@ -32,17 +29,7 @@ def check_args(i, volumes, networks=(FABRIC,), package=PKG, image=IMG):
             'volumes': volumes, 'target': '/provision-' + vm_uuid(i)}
 
 
-def case(fn):
-    with dc_scripts.private_redis('tern-dc-volprov.') as (_proc, r, _tmp, _cg):
-        inv = Scripts(r, dc_scripts.scripts_of(BUILD))
-        inv.ok('inventory_load', dc_scripts.description(DOC))
-        try:
-            fn(inv)
-            print(f'ok {fn.__name__}')
-        except AssertionError as e:
-            failures.append(fn.__name__)
-            print(f'FAIL {fn.__name__}: {e}')
-    return fn
+case = dc_scripts.Cases(BUILD, DOC, 'tern-dc-volprov.', make=Scripts)
 
 
 # ---- dc.provision_check --------------------------------------------------------------
@@ -453,6 +440,4 @@ def clean_removes_stale_reservations_and_references_active_vms(inv):
     assert part['more'] is True and part['removed'] == [] and part['referenced'] == [], part
 
 
-if failures:
-    print('failed:', ', '.join(failures))
-    sys.exit(1)
+case.exit()

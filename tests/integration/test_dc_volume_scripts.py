@@ -62,9 +62,6 @@ DOC = {
 }
 # LONELY's only fabric would be FAB_ANY: a description without it is used for him.
 
-failures = []
-
-
 class Scripts(dc_scripts.Inventory):
     """dc_scripts.Inventory, with ARGV[3] (fresh UUIDs) drawn per call, the view
     refusals ("REFUSED <status> <code> <message>") returned, and the records read."""
@@ -220,20 +217,14 @@ def network_free(inv, n):
     return int(inv.r.cmd('ZCARD', dc_scripts.NS + 'network:' + n + ':free'))
 
 
-def case(fn):
-    with dc_scripts.private_redis('tern-dc-volume.') as (_proc, r, _tmp, _cg):
-        scripts = dc_scripts.scripts_of(BUILD)
-        scripts.update(test_scripts())
-        inv = Scripts(r, scripts)
-        inv.port = r.sock.getpeername()[1]
-        inv.ok('inventory_load', dc_scripts.description(DOC))
-        try:
-            fn(inv)
-            print(f'ok {fn.__name__}')
-        except AssertionError as e:
-            failures.append(fn.__name__)
-            print(f'FAIL {fn.__name__}: {e}')
-    return fn
+def make_scripts(r, scripts):
+    """The Scripts of a case: the plugin's scripts and this test's own."""
+    inv = Scripts(r, dict(scripts, **test_scripts()))
+    inv.port = r.sock.getpeername()[1]
+    return inv
+
+
+case = dc_scripts.Cases(BUILD, DOC, 'tern-dc-volume.', make=make_scripts)
 
 
 def nothing_stored(inv):
@@ -787,6 +778,4 @@ def storage_instances_are_hidden_from_the_instance_endpoints(inv):
     assert [x['uuid'] for x in got] == [s], got
 
 
-if failures:
-    print('failed:', ', '.join(failures))
-    sys.exit(1)
+case.exit()

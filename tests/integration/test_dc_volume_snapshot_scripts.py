@@ -56,9 +56,6 @@ WF = {'snapshot_create': 'volume-snapshot-create', 'snapshot_delete': 'volume-sn
       'rollback': 'volume-rollback', 'attach_network': 'volume-attach-network',
       'detach_network': 'volume-detach-network'}
 
-failures = []
-
-
 def raw(inv):
     return inv.r.cmd('GET', NS + 'volume:' + VOL)
 
@@ -160,17 +157,7 @@ def run(inv, action, name=None, fail=False, **over):
     return job, got
 
 
-def case(fn):
-    with dc_scripts.private_redis('tern-dc-volsnap.') as (_proc, r, _tmp, _cg):
-        inv = dc_scripts.Inventory(r, dc_scripts.scripts_of(BUILD))
-        inv.ok('inventory_load', dc_scripts.description(DOC))
-        try:
-            fn(inv)
-            print(f'ok {fn.__name__}')
-        except AssertionError as e:
-            failures.append(fn.__name__)
-            print(f'FAIL {fn.__name__}: {e}')
-    return fn
+case = dc_scripts.Cases(BUILD, DOC, 'tern-dc-volsnap.')
 
 
 @case
@@ -421,7 +408,7 @@ def network_refusals(inv):
     refused(inv, 'attach_network', params('attach_network', network_uuid=EXT), 'InvalidArgument',
             f'params.network_uuid: network external ({EXT}) is not a fabric network', 422)
     refused(inv, 'attach_network', params('attach_network', network_uuid=FAB_OTHER),
-            'InvalidArgument', f'network theirs ({FAB_OTHER}) is not a network of owner '
+            'InvalidArgument', f'network theirs ({FAB_OTHER}) is not a fabric network of owner '
             f'{OWNER}', 422)
     refused(inv, 'attach_network', params('attach_network', network_uuid=FAB1),
             'InvalidArgument', f'volume wp-uploads is already attached to network {FAB1}', 422)
@@ -526,5 +513,4 @@ def a_failed_attach_gives_the_nic_back(inv):
               f'has no NIC on network {FAB2}', 409)
 
 
-print(f'{len(failures)} failed' if failures else 'all passed')
-sys.exit(1 if failures else 0)
+case.exit()

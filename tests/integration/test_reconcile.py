@@ -71,21 +71,12 @@ lab = Lab(SOURCE, BUILD, DATACENTER, prefix="tern-reconcile-")
 up_started = None  # when the test ran tools/lab up (epoch s)
 
 # Edits of the records by hand, each one script so that a reconcile running meanwhile
-# sees all of it or none. enc is the plugin's (empty lists stay lists).
-ENC = r"""
-local function enc(v)
-  local s = cjson.encode(v)
-  return (string.gsub(s, '"([%a_]+)":{}', function(k)
-    if k == 'nics' or k == 'disks' or k == 'networks' or k == 'released_nics' or
-      k == 'snapshots' or k == 'refs' or k == 'volumes' or k == 'owner_uuids' then
-      return '"' .. k .. '":[]'
-    end
-  end))
-end
-local P = 'tern:p:dc:'
-"""
+# sees all of it or none. They follow the plugin's prelude.lua (its enc keeps empty lists
+# lists; P is KEYS[1], the namespace NS that redis_eval hands them).
+with open(os.path.join(SOURCE, "tasks", "dc", "lua", "prelude.lua"), encoding="utf-8") as f:
+    PRELUDE = f.read()
 # A NIC made old (no cn_uuid, out of its server's index), in a given state.
-STRIP = ENC + r"""
+STRIP = PRELUDE + r"""
 local mac, state = ARGV[1], ARGV[2]
 local nic = cjson.decode(redis.call('GET', P .. 'nic:' .. mac))
 redis.call('ZREM', P .. 'nics:cn:' .. nic.cn_uuid, mac)
@@ -100,7 +91,7 @@ end
 redis.call('SET', vk, enc(vm))
 """
 # A NIC record of no VM's (a leak) or of a server/other, with an address taken.
-PLANT = ENC + r"""
+PLANT = PRELUDE + r"""
 local mac, ip, net, owner, kind, cn, state = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local nic = {mac = mac, ip = ip, network_uuid = net, belongs_to_uuid = owner,
   belongs_to_type = kind, cn_uuid = cn, state = state, primary = false}
@@ -115,7 +106,7 @@ redis.call('ZREM', P .. 'network:' .. net .. ':free', n)
 redis.call('ZADD', P .. 'network:' .. net .. ':ips', n, ip)
 redis.call('HINCRBY', P .. 'network:' .. net, 'taken', 1)
 """
-MIGRATING = ENC + r"""
+MIGRATING = PRELUDE + r"""
 local vk = P .. 'vm:' .. ARGV[1]
 local vm = cjson.decode(redis.call('GET', vk))
 vm.migrating = ARGV[2] == 'true'
@@ -124,7 +115,7 @@ redis.call('SET', vk, enc(vm))
 
 
 def redis_eval(script, *args):
-    lab.redis("EVAL", script, "0", *args)
+    lab.redis("EVAL", script, "1", NS, *args)
 
 
 def record(key):

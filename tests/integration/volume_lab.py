@@ -21,11 +21,10 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import uuid as uuidlib
 
 # MIB and wait_for are the tests' too (they import them from here).
-from lab_harness import MIB, Lab, pid_alive, wait_for, workload_pids
+from lab_harness import MIB, Lab, pid_alive, run_tests, wait_for, workload_pids
 
 OWNER = "00000000-0000-0000-0000-000000000000"  # the CLI's default owner
 OTHER = "7e3a1c55-2b9d-4f60-8a0e-3c5d9b1f2a77"
@@ -108,7 +107,6 @@ ROLE = "nfsvolumestorage"
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 lab = None
-_tmpfs = []  # mount points this program mounted (and unmounts)
 
 
 def open_lab(source, build, prefix, tmpfs_cn3_mib=None):
@@ -121,32 +119,14 @@ def open_lab(source, build, prefix, tmpfs_cn3_mib=None):
         os.makedirs(root)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={tmpfs_cn3_mib}m", "tmpfs", root],
                        check=True, timeout=30)
-        _tmpfs.append(root)
+        lab.mounts.append(root)
     return lab
 
 
 def run(tests, only=()):
     """Brings the lab up, runs each test (those named in `only` when given) printing its
     time, takes the lab down and unmounts what open_lab mounted."""
-    ok = False
-    t_start = time.monotonic()
-    try:
-        lab.up()
-        for t in tests:
-            if only and t.__name__ not in only:
-                continue
-            t0 = time.monotonic()
-            t()
-            print(f"ok {t.__name__} ({time.monotonic() - t0:.1f} s)", flush=True)
-        ok = True
-    finally:
-        keep = os.environ.get("TERN_TEST_KEEP_LAB") and not ok
-        if not keep:
-            lab.down()
-            for root in _tmpfs:
-                subprocess.run(["umount", root], check=False, timeout=30)
-        lab.finish(ok)
-        print(f"total {time.monotonic() - t_start:.1f} s", flush=True)
+    run_tests(lab, tests, only)
 
 
 # ---- the volume API ----------------------------------------------------------------
@@ -566,45 +546,12 @@ def all_vms():
 
 
 def check_inventory():
-    """lab_harness's inventory rule with the storage instances counted (GET /vms hides
-    them): committed RAM and disk are the sums of the allocations held, every taken
-    address is a live NIC's; and every live storage instance serves a volume whose
-    record names it, every volume not failed names a live storage instance (or none yet
-    while creating)."""
+    """lab_harness's inventory rule (committed RAM and disk are the sums of the
+    allocations held, every taken address is a live NIC's, storage instances counted);
+    and every live storage instance serves a volume whose record names it, every volume
+    not failed names a live storage instance (or none yet while creating)."""
+    lab.check_inventory()
     vms = all_vms()
-    servers = {s["uuid"]: s for s in lab.list_all("/servers")}
-    ram = {u: 0 for u in servers}
-    disk = {u: 0 for u in servers}
-    n = {u: 0 for u in servers}
-    for vm in vms.values():
-        a = vm.get("allocation")
-        if a:
-            assert vm["state"] not in ("failed", "destroyed"), vm
-            ram[a["server_uuid"]] += a["ram"]
-            disk[a["server_uuid"]] += a["disk"]
-            n[a["server_uuid"]] += 1
-        else:
-            assert vm["state"] in ("failed", "destroyed"), vm
-            assert not vm.get("nics"), vm
-    for u, s in servers.items():
-        assert (s["ram_committed_mib"], s["disk_committed_mib"], s["instances"]) == \
-            (ram[u], disk[u], n[u]), (s, ram[u], disk[u], n[u])
-        assert s["ram_committed_mib"] <= s["ram_mib"], s
-        assert s["disk_committed_mib"] <= s["disk_mib"], s
-    live = {}
-    for vm in vms.values():
-        for nic in vm.get("nics") or []:
-            assert nic["ip"] not in live.get(nic["network_uuid"], {}), nic
-            live.setdefault(nic["network_uuid"], {})[nic["ip"]] = vm["uuid"]
-    for net in (x["uuid"] for x in DATACENTER["networks"]):
-        taken = ips_taken(net)
-        want = live.get(net, {})
-        assert set(taken) == set(want), (net, sorted(taken), sorted(want))
-        for ip, r in taken.items():
-            assert r["belongs_to_uuid"] == want[ip], (r, want[ip])
-    nics = lab.list_all("/nics")
-    assert sorted(x["mac"] for x in nics) == sorted(
-        nic["mac"] for vm in vms.values() for nic in vm.get("nics") or []), nics
     volumes = lab.list_all("/volumes")
     by_storage = {v["vm_uuid"]: v for v in volumes if v.get("vm_uuid")}
     for vm in vms.values():

@@ -69,3 +69,18 @@ char *test_path(const char *fmt, ...)
     va_end(ap);
     return p;
 }
+
+void test_file_write_pattern(const char *path, off_t at, unsigned seed, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fail_msg("%s: %s", path, strerror(errno));
+    unsigned char *buf = malloc(len);
+    assert_non_null(buf);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (unsigned char)(1 + (seed * 31 + i * 7) % 251);
+    assert_int_equal(pwrite(fd, buf, len, at), (ssize_t)len);
+    assert_int_equal(fsync(fd), 0);
+    free(buf);
+    close(fd);
+}

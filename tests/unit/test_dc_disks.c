@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "image_file.h"
+#include "lab_dir.h"
 #include "task_harness.h"
 #include "file_checks.h"
 
@@ -39,20 +40,12 @@
 #define OTHER "dddddddd-0000-4000-8000-000000000000"
 #define BOUND 20000 /* ms: any one task */
 
-static const char *plugin_path;
-static const char *workload_bin;
-static char lab_dir[512];
-static char root[1024]; /* cn1's data root */
+static test_lab_t lab;
 static char dir1[1200]; /* VM1's directory */
 
 static task_harness_t *new_agent(void)
 {
-    json_t *conf = json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter",
-                             test_path("%s/dc.json", lab_dir), "lab_dir", lab_dir, "server_uuid",
-                             CN1, "data_root", "servers/cn1", "workload_bin", workload_bin);
-    task_harness_t *h = task_harness_new(plugin_path, conf);
-    json_decref(conf);
-    return h;
+    return test_lab_agent(&lab, CN1);
 }
 
 /* The args of dc.disk_apply / dc.disk_undo on VM1 with this change (JSON text). */
@@ -64,19 +57,6 @@ static char *change_args(const char *change)
 }
 
 #define USAGE "{\"vm_uuid\": \"" VM1 "\"}"
-
-static void write_at(const char *path, off_t at, unsigned seed, size_t len)
-{
-    int fd = open(path, O_WRONLY);
-    assert_true(fd >= 0);
-    unsigned char *buf = malloc(len);
-    for (size_t i = 0; i < len; i++)
-        buf[i] = (unsigned char)(1 + (seed * 31 + i * 7) % 251);
-    assert_int_equal(pwrite(fd, buf, len, at), (ssize_t)len);
-    assert_int_equal(fsync(fd), 0);
-    free(buf);
-    close(fd);
-}
 
 static char *disk_file(int function)
 {
@@ -157,25 +137,13 @@ static const char *none[] = {NULL};
 
 static void write_description(void)
 {
-    FILE *f = fopen(test_path("%s/dc.json", lab_dir), "w");
-    assert_non_null(f);
-    fputs("{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
-          "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
-          " \"networks\": [], \"packages\": [],"
-          " \"images\": [{\"uuid\": \"" IMG "\", \"name\": \"lab-os\", \"version\": \"1.0\", "
-          "\"size_mib\": 10240, \"data_mib\": 1, \"file\": \"images/lab-os-1.0.img\"}]}",
-          f);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(mkdir(test_path("%s/servers", lab_dir), 0755), 0);
-    assert_int_equal(mkdir(root, 0755), 0);
-    dc_image_t img = {.uuid = IMG,
-                      .size_mib = 10240,
-                      .data_mib = 1,
-                      .file = test_path("%s/images/lab-os-1.0.img", lab_dir)};
-    bool made = false;
-    char err[512];
-    if (dc_image_ensure(&img, &made, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    test_lab_write_description(
+        &lab, "{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
+              "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
+              " \"networks\": [], \"packages\": [],"
+              " \"images\": [{\"uuid\": \"" IMG "\", \"name\": \"lab-os\", \"version\": \"1.0\", "
+              "\"size_mib\": 10240, \"data_mib\": 1, \"file\": \"images/lab-os-1.0.img\"}]}");
+    test_lab_ensure_image(&lab, IMG, 10240, 1, "images/lab-os-1.0.img");
 }
 
 /* ---- the tests --------------------------------------------------------------------------- */
@@ -220,7 +188,7 @@ static void test_create_with_slots(void **state)
                            "{\"vm_uuid\": \"" VM2 "\", \"image_uuid\": \"" IMG "\", \"disks\": ["
                            "{\"size\": 10240, \"sise\": 3}]}",
                            BOUND, "InvalidArgument", "disks[0].sise: unknown");
-    assert_false(test_file_exists(test_path("%s/" VM2, root)));
+    assert_false(test_file_exists(test_path("%s/" VM2, lab.root)));
     task_harness_free(h);
 }
 
@@ -260,7 +228,7 @@ static void test_usage_add_resize(void **state)
     assert_int_equal(test_file_stat(disk_file(1)).st_size, 30000 * MIB);
 
     /* resize: grow keeps the bytes and adds a hole; shrink keeps the first MiB. */
-    write_at(disk_file(2), 0, 3, 2 * MIB);
+    test_file_write_pattern(disk_file(2), 0, 3, 2 * MIB);
     uint64_t first2 = test_file_checksum(disk_file(2), 0, 2 * MIB),
              first1 = test_file_checksum(disk_file(2), 0, MIB);
     const char *grow = "{\"op\": \"resize\", \"id\": \"" DATA "\", \"pci_slot\": \"0:4:2\", "
@@ -346,14 +314,14 @@ static void test_snapshots_and_their_space(void **state)
     assert_true(test_file_stat(test_path("%s/snapshots/s1/disk1.img", dir1)).st_blocks == 0);
 
     /* Overwriting 3 blocks of the boot disk's data: exactly 3 blocks, 1 MiB rounded up. */
-    write_at(disk_file(0), 4 * BLOCK, 40, 3 * BLOCK);
+    test_file_write_pattern(disk_file(0), 4 * BLOCK, 40, 3 * BLOCK);
     json_t *u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 3 * BLOCK);
     assert_int_equal(field(u, "0:4:0", "snapshot_size"), 1);
     json_decref(u);
     /* Writes into holes: nothing more. */
-    write_at(disk_file(0), 5 * MIB, 41, MIB);
-    write_at(disk_file(1), 0, 42, MIB);
+    test_file_write_pattern(disk_file(0), 5 * MIB, 41, MIB);
+    test_file_write_pattern(disk_file(1), 0, 42, MIB);
     u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 3 * BLOCK);
     assert_int_equal(field(u, "0:4:1", "snapshot_bytes"), 0);
@@ -364,8 +332,8 @@ static void test_snapshots_and_their_space(void **state)
                                     change_args("{\"op\": \"snapshot_create\", \"name\": "
                                                 "\"s2\"}"),
                                     BOUND));
-    write_at(disk_file(0), 100 * BLOCK, 43, BLOCK);
-    write_at(disk_file(1), 0, 44, 2 * BLOCK); /* data s2 holds (written after s1) */
+    test_file_write_pattern(disk_file(0), 100 * BLOCK, 43, BLOCK);
+    test_file_write_pattern(disk_file(1), 0, 44, 2 * BLOCK); /* data s2 holds (written after s1) */
     u = task_harness_run_ok(h, "disk_usage", USAGE, BOUND);
     assert_int_equal(field(u, "0:4:0", "snapshot_bytes"), 4 * BLOCK);
     assert_int_equal(field(u, "0:4:1", "snapshot_bytes"), 2 * BLOCK);
@@ -488,7 +456,7 @@ static void test_snapshot_cancelled(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    write_at(disk_file(2), 0, 50, 64 * MIB); /* a copy that takes a moment */
+    test_file_write_pattern(disk_file(2), 0, 50, 64 * MIB); /* a copy that takes a moment */
     const char *s5 = "{\"op\": \"snapshot_create\", \"name\": \"s5\"}";
     for (unsigned after_ms = 1; after_ms <= 4; after_ms++) {
         json_t *args = task_harness_json(change_args(s5));
@@ -519,38 +487,19 @@ static void test_snapshot_cancelled(void **state)
     task_harness_free(h);
 }
 
-static void remove_lab(void)
-{
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", lab_dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", lab_dir);
-}
-
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s DC_PLUGIN TERN_WORKLOAD\n", argv[0]);
-        return 2;
-    }
-    plugin_path = argv[1];
-    workload_bin = realpath(argv[2], NULL);
-    if (workload_bin == NULL)
-        return 2;
-    char tmpl[] = "/tmp/test_dc_disks.XXXXXX";
-    if (mkdtemp(tmpl) == NULL)
-        return 1;
-    snprintf(lab_dir, sizeof lab_dir, "%s", tmpl);
-    snprintf(root, sizeof root, "%s/servers/cn1", lab_dir);
-    snprintf(dir1, sizeof dir1, "%s/" VM1, root);
+    int rc = test_lab_open(&lab, "test_dc_disks", argc, argv, "DC_PLUGIN TERN_WORKLOAD");
+    if (rc != 0)
+        return rc;
+    snprintf(dir1, sizeof dir1, "%s/" VM1, lab.root);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_with_slots),         cmocka_unit_test(test_usage_add_resize),
         cmocka_unit_test(test_snapshots_and_their_space), cmocka_unit_test(test_undo_and_leftovers),
         cmocka_unit_test(test_snapshot_cancelled),
     };
     write_description();
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    remove_lab();
-    free((char *)workload_bin);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_lab_close(&lab);
     return rc;
 }

@@ -26,6 +26,7 @@
 
 #include "file_checks.h"
 #include "image_file.h"
+#include "lab_dir.h"
 #include "task_harness.h"
 
 #define CN1   "4d16fdf2-c04f-41fb-b197-1c8335405d01"
@@ -35,18 +36,12 @@
 #define VOL2  "d2222222-2222-4222-8222-222222222222"
 #define BOUND 20000 /* ms: any one task */
 
-static const char *plugin_path;
-static char lab_dir[512];
-static char root[1024]; /* cn1's data root */
+static test_lab_t lab;
 static char export1[1200], export2[1200];
 
 static task_harness_t *new_agent(void)
 {
-    json_t *conf = json_pack("{s:s, s:s, s:s, s:s}", "datacenter", test_path("%s/dc.json", lab_dir),
-                             "lab_dir", lab_dir, "server_uuid", CN1, "data_root", "servers/cn1");
-    task_harness_t *h = task_harness_new(plugin_path, conf);
-    json_decref(conf);
-    return h;
+    return test_lab_agent(&lab, CN1);
 }
 
 /* A create of vm with the volumes given as JSON text. */
@@ -78,34 +73,22 @@ static char *two_volumes(void)
 
 static void write_description(void)
 {
-    FILE *f = fopen(test_path("%s/dc.json", lab_dir), "w");
-    assert_non_null(f);
-    fputs("{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
-          "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
-          " \"networks\": [], \"packages\": [],"
-          " \"images\": [{\"uuid\": \"" IMG "\", \"name\": \"lab-os\", \"version\": \"1.0\", "
-          "\"size_mib\": 1024, \"data_mib\": 1, \"file\": \"images/lab-os-1.0.img\"}]}",
-          f);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(mkdir(test_path("%s/servers", lab_dir), 0755), 0);
-    assert_int_equal(mkdir(root, 0755), 0);
+    test_lab_write_description(
+        &lab, "{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
+              "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
+              " \"networks\": [], \"packages\": [],"
+              " \"images\": [{\"uuid\": \"" IMG "\", \"name\": \"lab-os\", \"version\": \"1.0\", "
+              "\"size_mib\": 1024, \"data_mib\": 1, \"file\": \"images/lab-os-1.0.img\"}]}");
     /* The storage instances' exports, as dc.storage_create makes them. */
-    snprintf(export1, sizeof export1, "%s/90000000-0000-4000-8000-000000000001", root);
+    snprintf(export1, sizeof export1, "%s/90000000-0000-4000-8000-000000000001", lab.root);
     assert_int_equal(mkdir(export1, 0755), 0);
     strcat(export1, "/export");
     assert_int_equal(mkdir(export1, 0755), 0);
-    snprintf(export2, sizeof export2, "%s/90000000-0000-4000-8000-000000000002", root);
+    snprintf(export2, sizeof export2, "%s/90000000-0000-4000-8000-000000000002", lab.root);
     assert_int_equal(mkdir(export2, 0755), 0);
     strcat(export2, "/export");
     assert_int_equal(mkdir(export2, 0755), 0);
-    dc_image_t img = {.uuid = IMG,
-                      .size_mib = 1024,
-                      .data_mib = 1,
-                      .file = test_path("%s/images/lab-os-1.0.img", lab_dir)};
-    bool made = false;
-    char err[512];
-    if (dc_image_ensure(&img, &made, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    test_lab_ensure_image(&lab, IMG, 1024, 1, "images/lab-os-1.0.img");
 }
 
 static void assert_link(const char *link, const char *target)
@@ -127,7 +110,7 @@ static void test_create_mounts(void **state)
     assert_true(json_is_true(json_object_get(r, "created")));
     json_decref(r);
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/" VM1, root);
+    snprintf(dir, sizeof dir, "%s/" VM1, lab.root);
 
     /* vm.json: the volumes as given, and sdc:volumes in RFD 26's exact form. */
     json_error_t je;
@@ -181,8 +164,8 @@ static void test_create_mounts(void **state)
     /* No volumes: no mounts directory, no sdc:volumes. */
     const char *vm2 = "22222222-2222-4222-8222-222222222222";
     json_decref(task_harness_run_ok(h, "instance_create", create_args(vm2, "null"), BOUND));
-    assert_false(test_file_exists(test_path("%s/%s/mounts", root, vm2)));
-    vm = json_load_file(test_path("%s/%s/vm.json", root, vm2), 0, &je);
+    assert_false(test_file_exists(test_path("%s/%s/mounts", lab.root, vm2)));
+    vm = json_load_file(test_path("%s/%s/vm.json", lab.root, vm2), 0, &je);
     assert_non_null(vm);
     assert_null(json_object_get(vm, "internal_metadata"));
     assert_null(json_object_get(vm, "volumes"));
@@ -221,7 +204,7 @@ static void test_refusals(void **state)
                  bad[i].mountpoint, bad[i].mode, bad[i].type, bad[i].export_path, bad[i].extra);
         task_harness_run_fails(h, "instance_create", create_args(vm, vols), BOUND,
                                "InvalidArgument", bad[i].part);
-        assert_false(test_file_exists(test_path("%s/%s", root, vm)));
+        assert_false(test_file_exists(test_path("%s/%s", lab.root, vm)));
     }
     /* Two mounts on one directory, or one inside the other. */
     static const char *const pairs[][2] = {{"/d", "/d"}, {"/d", "/d/e"}, {"/d/e", "/d"}};
@@ -234,35 +217,25 @@ static void test_refusals(void **state)
                  pairs[i][0], pairs[i][1]);
         task_harness_run_fails(h, "instance_create", create_args(vm, vols), BOUND,
                                "InvalidArgument", "volumes[1].mountpoint");
-        assert_false(test_file_exists(test_path("%s/%s", root, vm)));
+        assert_false(test_file_exists(test_path("%s/%s", lab.root, vm)));
     }
     task_harness_run_fails(h, "instance_create", create_args(vm, "{\"v\": 1}"), BOUND,
                            "InvalidArgument", "volumes: expected an array");
-    assert_false(test_file_exists(test_path("%s/%s", root, vm)));
+    assert_false(test_file_exists(test_path("%s/%s", lab.root, vm)));
     task_harness_free(h);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s DC_PLUGIN\n", argv[0]);
-        return 2;
-    }
-    plugin_path = argv[1];
-    char tmpl[] = "/tmp/test_dc_instance_mounts.XXXXXX";
-    if (mkdtemp(tmpl) == NULL)
-        return 1;
-    snprintf(lab_dir, sizeof lab_dir, "%s", tmpl);
-    snprintf(root, sizeof root, "%s/servers/cn1", lab_dir);
+    int rc = test_lab_open(&lab, "test_dc_instance_mounts", argc, argv, "DC_PLUGIN");
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_mounts),
         cmocka_unit_test(test_refusals),
     };
     write_description();
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", lab_dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", lab_dir);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_lab_close(&lab);
     return rc;
 }

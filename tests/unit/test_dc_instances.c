@@ -32,6 +32,7 @@
 
 #include "image_file.h"
 #include "sparse.h"
+#include "lab_dir.h"
 #include "task_harness.h"
 #include "file_checks.h"
 
@@ -43,25 +44,12 @@
 #define BOUND 20000 /* ms: any one task */
 #define NRUNS 5     /* creates timed */
 
-static const char *plugin_path;
-static const char *workload_bin;
-static char lab_dir[512];
-static char root[1024]; /* cn1's data root */
-
-static json_t *agent_config(void)
-{
-    return json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter", test_path("%s/dc.json", lab_dir),
-                     "lab_dir", lab_dir, "server_uuid", CN1, "data_root", "servers/cn1",
-                     "workload_bin", workload_bin);
-}
+static test_lab_t lab;
 
 /* An agent of cn1: a fresh plugin instance, as an agent that (re)starts has. */
 static task_harness_t *new_agent(void)
 {
-    json_t *conf = agent_config();
-    task_harness_t *h = task_harness_new(plugin_path, conf);
-    json_decref(conf);
-    return h;
+    return test_lab_agent(&lab, CN1);
 }
 
 static char *create_args(const char *vm, const char *image, const char *workload)
@@ -121,7 +109,7 @@ static off_t next_data(const char *path, off_t from)
 static long verify_records(const char *disk, bool settled)
 {
     char cmd[2 * PATH_MAX];
-    snprintf(cmd, sizeof cmd, "'%s' verify '%s'", workload_bin, disk);
+    snprintf(cmd, sizeof cmd, "'%s' verify '%s'", lab.workload_bin, disk);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     long n = -1;
@@ -146,49 +134,23 @@ static long parent_of(long pid)
     return ppid;
 }
 
-static bool alive(long pid)
-{
-    if (kill((pid_t)pid, 0) != 0)
-        return false;
-    FILE *f = fopen(test_path("/proc/%ld/stat", pid), "r");
-    if (f == NULL)
-        return false;
-    char line[512] = "";
-    bool ok = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    char *close_paren = strrchr(line, ')');
-    return ok && close_paren != NULL && close_paren[2] != 'Z';
-}
-
 /* ---- setup: a description with one server and a 10 GiB image holding 1 MiB ---------- */
 
 static void write_description(void)
 {
-    FILE *f = fopen(test_path("%s/dc.json", lab_dir), "w");
-    assert_non_null(f);
-    fputs("{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
-          "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
-          " \"networks\": [{\"uuid\": \"20f777ca-b134-47d8-97c6-e7d216932064\", \"name\": "
-          "\"external\", \"subnet\": \"203.0.113.0/24\", \"gateway\": \"203.0.113.1\", "
-          "\"provision_start_ip\": \"203.0.113.10\", \"provision_end_ip\": \"203.0.113.250\", "
-          "\"vlan_id\": 0, \"mtu\": 1500}],"
-          " \"packages\": [],"
-          " \"images\": [{\"uuid\": \"" IMG "\", \"name\": \"lab-os\", \"version\": \"1.0\", "
-          "\"size_mib\": 10240, \"data_mib\": 1, \"file\": \"images/lab-os-1.0.img\"},"
-          " {\"uuid\": \"" IMG2 "\", \"name\": \"lab-os\", \"version\": \"1.1\", "
-          "\"size_mib\": 10240, \"file\": \"images/lab-os-1.1.img\"}]}",
-          f);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(mkdir(test_path("%s/servers", lab_dir), 0755), 0);
-    assert_int_equal(mkdir(root, 0755), 0);
-    dc_image_t img = {.uuid = IMG,
-                      .size_mib = 10240,
-                      .data_mib = 1,
-                      .file = test_path("%s/images/lab-os-1.0.img", lab_dir)};
-    bool made = false;
-    char err[512];
-    if (dc_image_ensure(&img, &made, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    test_lab_write_description(
+        &lab, "{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
+              "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
+              " \"networks\": [{\"uuid\": \"20f777ca-b134-47d8-97c6-e7d216932064\", \"name\": "
+              "\"external\", \"subnet\": \"203.0.113.0/24\", \"gateway\": \"203.0.113.1\", "
+              "\"provision_start_ip\": \"203.0.113.10\", \"provision_end_ip\": \"203.0.113.250\", "
+              "\"vlan_id\": 0, \"mtu\": 1500}],"
+              " \"packages\": [],"
+              " \"images\": [{\"uuid\": \"" IMG "\", \"name\": \"lab-os\", \"version\": \"1.0\", "
+              "\"size_mib\": 10240, \"data_mib\": 1, \"file\": \"images/lab-os-1.0.img\"},"
+              " {\"uuid\": \"" IMG2 "\", \"name\": \"lab-os\", \"version\": \"1.1\", "
+              "\"size_mib\": 10240, \"file\": \"images/lab-os-1.1.img\"}]}");
+    test_lab_ensure_image(&lab, IMG, 10240, 1, "images/lab-os-1.0.img");
 }
 
 /* ---- the tests --------------------------------------------------------------------------- */
@@ -198,7 +160,7 @@ static void test_image_ensure(void **state)
     (void)state;
     task_harness_t *h = new_agent();
     json_t *r = task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND);
-    const char *copy = test_path("%s/images/" IMG ".img", root);
+    const char *copy = test_path("%s/images/" IMG ".img", lab.root);
     assert_string_equal(json_string_value(json_object_get(r, "path")), copy);
     assert_true(json_is_true(json_object_get(r, "copied")));
     json_decref(r);
@@ -208,7 +170,7 @@ static void test_image_ensure(void **state)
     uint64_t data = 0;
     assert_int_equal(dc_sparse_data_bytes(copy, &data), 0);
     assert_int_equal(data, MIB);
-    const char *lab_file = test_path("%s/images/lab-os-1.0.img", lab_dir);
+    const char *lab_file = test_path("%s/images/lab-os-1.0.img", lab.dir);
     assert_int_equal(test_file_checksum(copy, 0, MIB), test_file_checksum(lab_file, 0, MIB));
     assert_int_equal(next_data(copy, MIB), -1);
 
@@ -221,8 +183,8 @@ static void test_image_ensure(void **state)
     /* The lab's file gone: named, and nothing made. */
     task_harness_run_fails(h, "image_ensure", "{\"image_uuid\": \"" IMG2 "\"}", BOUND,
                            "ImageFileMissing", "images/lab-os-1.1.img");
-    assert_false(test_file_exists(test_path("%s/images/" IMG2 ".img", root)));
-    assert_false(test_file_exists(test_path("%s/images/" IMG2 ".img.part", root)));
+    assert_false(test_file_exists(test_path("%s/images/" IMG2 ".img", lab.root)));
+    assert_false(test_file_exists(test_path("%s/images/" IMG2 ".img.part", lab.root)));
     task_harness_run_fails(h, "image_ensure",
                            "{\"image_uuid\": \"00000000-0000-4000-8000-000000000000\"}", BOUND,
                            "ResourceNotFound", "not an image of the datacenter");
@@ -236,7 +198,7 @@ static void test_create(void **state)
     json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
     json_t *r = task_harness_run_ok(h, "instance_create", create_args(VM1, IMG, NULL), BOUND);
     char dir[PATH_MAX + 64];
-    snprintf(dir, sizeof dir, "%s/" VM1, root);
+    snprintf(dir, sizeof dir, "%s/" VM1, lab.root);
     json_t *want =
         json_pack("[{s:s, s:i, s:s, s:b, s:s}, {s:s, s:i, s:s, s:b}]", "path",
                   test_path("%s/disks/disk0.img", dir), "size", 10240, "pci_slot", "0:4:0", "boot",
@@ -267,7 +229,7 @@ static void test_create(void **state)
     assert_int_equal(st0.st_size, 10240 * MIB);
     assert_true(st0.st_blocks * 512 <= 2 * MIB);
     assert_int_equal(test_file_checksum(disk0, 0, MIB),
-                     test_file_checksum(test_path("%s/images/" IMG ".img", root), 0, MIB));
+                     test_file_checksum(test_path("%s/images/" IMG ".img", lab.root), 0, MIB));
     assert_int_equal(next_data(disk0, 0), 0);
     assert_int_equal(next_data(disk0, MIB), -1);
     /* The data disk: its size, nothing written. */
@@ -298,7 +260,7 @@ static void test_create(void **state)
     /* A partial instance (an attempt killed midway: a .part, no vm.json) is redone. */
     const char *vm2 = "22222222-2222-4222-8222-222222222222";
     char dir2[PATH_MAX + 64];
-    snprintf(dir2, sizeof dir2, "%s/%s", root, vm2);
+    snprintf(dir2, sizeof dir2, "%s/%s", lab.root, vm2);
     assert_int_equal(mkdir(dir2, 0755), 0);
     assert_int_equal(mkdir(test_path("%s/disks", dir2), 0755), 0);
     FILE *f = fopen(test_path("%s/disks/disk0.img.part", dir2), "w");
@@ -311,7 +273,7 @@ static void test_create(void **state)
     assert_false(test_file_exists(test_path("%s/disks/disk0.img.part", dir2)));
     assert_true(test_file_exists(test_path("%s/vm.json", dir2)));
     assert_int_equal(test_file_checksum(test_path("%s/disks/disk0.img", dir2), 0, MIB),
-                     test_file_checksum(test_path("%s/images/" IMG ".img", root), 0, MIB));
+                     test_file_checksum(test_path("%s/images/" IMG ".img", lab.root), 0, MIB));
     json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm2), BOUND));
     task_harness_free(h);
 }
@@ -323,13 +285,13 @@ static void test_create_refusals(void **state)
     const char *vm = "33333333-3333-4333-8333-333333333333";
     /* The server's copy of the image missing: named, nothing left behind. */
     task_harness_run_fails(h, "instance_create", create_args(vm, IMG2, NULL), BOUND,
-                           "ImageFileMissing", test_path("%s/images/" IMG2 ".img", root));
-    assert_false(test_file_exists(test_path("%s/%s", root, vm)));
+                           "ImageFileMissing", test_path("%s/images/" IMG2 ".img", lab.root));
+    assert_false(test_file_exists(test_path("%s/%s", lab.root, vm)));
     /* A workload the lab does not have: refused naming those it has, nothing made. */
     task_harness_run_fails(
         h, "instance_create", create_args(vm, IMG, "{\"lab:workload\": \"/bin/sh\"}"), BOUND,
         "InvalidArgument", "unknown workload \"/bin/sh\" (expected one of idle, writer)");
-    assert_false(test_file_exists(test_path("%s/%s", root, vm)));
+    assert_false(test_file_exists(test_path("%s/%s", lab.root, vm)));
     /* Bad disks and a vm_uuid that is no UUID. */
     task_harness_run_fails(
         h, "instance_create",
@@ -341,7 +303,7 @@ static void test_create_refusals(void **state)
         "{\"vm_uuid\": \"33333333-3333-4333-8333-333333333333\", \"image_uuid\": \"" IMG
         "\", \"disks\": [{\"size\": 100}]}",
         BOUND, "InvalidArgument", "is smaller than the image");
-    assert_false(test_file_exists(test_path("%s/%s", root, vm)));
+    assert_false(test_file_exists(test_path("%s/%s", lab.root, vm)));
     task_harness_run_fails(h, "instance_create", create_args("../../etc", IMG, NULL), BOUND,
                            "InvalidArgument", "vm_uuid: \"../../etc\" is not a UUID");
     task_harness_free(h);
@@ -354,12 +316,12 @@ static void test_path_escape(void **state)
     /* An instance directory that is a symlink to elsewhere: never followed. */
     const char *vm = "44444444-4444-4444-8444-444444444444";
     char outside[PATH_MAX + 16];
-    snprintf(outside, sizeof outside, "%s/outside", lab_dir);
+    snprintf(outside, sizeof outside, "%s/outside", lab.dir);
     assert_int_equal(mkdir(outside, 0755), 0);
     FILE *f = fopen(test_path("%s/keep", outside), "w");
     assert_non_null(f);
     fclose(f);
-    assert_int_equal(symlink(outside, test_path("%s/%s", root, vm)), 0);
+    assert_int_equal(symlink(outside, test_path("%s/%s", lab.root, vm)), 0);
     task_harness_run_fails(h, "instance_destroy", vm_args(vm), BOUND, "PathOutsideDataRoot",
                            "a symlink");
     task_harness_run_fails(h, "instance_create", create_args(vm, IMG, NULL), BOUND,
@@ -375,13 +337,13 @@ static void test_path_escape(void **state)
     json_decref(task_harness_run_ok(
         h, "instance_create", create_args(vm2, IMG, "{\"lab:workload\": \"writer\"}"), BOUND));
     char disks[PATH_MAX + 64], moved[PATH_MAX + 64];
-    snprintf(disks, sizeof disks, "%s/%s/disks", root, vm2);
+    snprintf(disks, sizeof disks, "%s/%s/disks", lab.root, vm2);
     snprintf(moved, sizeof moved, "%s/moved-disks", outside);
     assert_int_equal(rename(disks, moved), 0);
     assert_int_equal(symlink(moved, disks), 0);
     task_harness_run_fails(h, "instance_start", vm_args(vm2), BOUND, "PathOutsideDataRoot",
                            "disks is a symlink");
-    assert_false(test_file_exists(test_path("%s/%s/workload.pid", root, vm2)));
+    assert_false(test_file_exists(test_path("%s/%s/workload.pid", lab.root, vm2)));
     assert_int_equal(unlink(disks), 0);
     assert_int_equal(rename(moved, disks), 0);
     json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm2), BOUND));
@@ -389,7 +351,7 @@ static void test_path_escape(void **state)
                            "not a UUID");
     task_harness_run_fails(h, "instance_stop", "{\"vm_uuid\": \"/etc\"}", BOUND, "InvalidArgument",
                            "not a UUID");
-    assert_int_equal(unlink(test_path("%s/%s", root, vm)), 0);
+    assert_int_equal(unlink(test_path("%s/%s", lab.root, vm)), 0);
     assert_int_equal(unlink(test_path("%s/keep", outside)), 0);
     assert_int_equal(rmdir(outside), 0);
     task_harness_free(h);
@@ -407,12 +369,12 @@ static void test_start_stop_restart_destroy(void **state)
     long pid = (long)json_integer_value(json_object_get(r, "pid"));
     assert_true(json_is_true(json_object_get(r, "started")));
     json_decref(r);
-    assert_true(pid > 0 && alive(pid));
+    assert_true(pid > 0 && test_lab_pid_alive(pid));
     /* Detached: not this process's child. */
     assert_true(parent_of(pid) != (long)getpid());
     assert_int_equal(waitpid((pid_t)pid, NULL, WNOHANG), -1);
     char dir[PATH_MAX + 64];
-    snprintf(dir, sizeof dir, "%s/%s", root, vm);
+    snprintf(dir, sizeof dir, "%s/%s", lab.root, vm);
     json_error_t je;
     json_t *doc = json_load_file(test_path("%s/vm.json", dir), 0, &je);
     assert_string_equal(json_string_value(json_object_get(doc, "state")), "running");
@@ -437,7 +399,7 @@ static void test_start_stop_restart_destroy(void **state)
 
     /* The agent restarts: a new plugin instance finds the instance and its workload. */
     task_harness_free(h);
-    assert_true(alive(pid));
+    assert_true(test_lab_pid_alive(pid));
     h = new_agent();
     json_t *info = task_harness_run_ok(h, "agent_info", "{}", BOUND);
     assert_true(json_integer_value(json_object_get(info, "instances_at_init")) >= 1);
@@ -460,7 +422,7 @@ static void test_start_stop_restart_destroy(void **state)
     r = task_harness_run_ok(h, "instance_stop", vm_args(vm), BOUND);
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid);
     json_decref(r);
-    assert_false(alive(pid));
+    assert_false(test_lab_pid_alive(pid));
     assert_false(test_file_exists(test_path("%s/workload.pid", dir)));
     doc = json_load_file(test_path("%s/vm.json", dir), 0, &je);
     assert_string_equal(json_string_value(json_object_get(doc, "state")), "stopped");
@@ -475,12 +437,12 @@ static void test_start_stop_restart_destroy(void **state)
     r = task_harness_run_ok(h, "instance_start", vm_args(vm), BOUND);
     long pid2 = (long)json_integer_value(json_object_get(r, "pid"));
     json_decref(r);
-    assert_true(alive(pid2));
+    assert_true(test_lab_pid_alive(pid2));
     r = task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND);
     assert_true(json_is_true(json_object_get(r, "destroyed")));
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid2);
     json_decref(r);
-    assert_false(alive(pid2));
+    assert_false(test_lab_pid_alive(pid2));
     assert_false(test_file_exists(dir));
     r = task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND);
     assert_true(json_is_false(json_object_get(r, "destroyed")));
@@ -501,7 +463,7 @@ static void test_stop_kills_a_stuck_workload(void **state)
     json_t *r = task_harness_run_ok(h, "instance_start", vm_args(vm), BOUND);
     long pid = (long)json_integer_value(json_object_get(r, "pid"));
     json_decref(r);
-    assert_true(alive(pid));
+    assert_true(test_lab_pid_alive(pid));
     assert_int_equal(kill((pid_t)pid, SIGSTOP), 0);
     json_t *args = task_harness_json(vm_args(vm));
     harness_run_t run_stop;
@@ -513,7 +475,7 @@ static void test_stop_kills_a_stuck_workload(void **state)
     /* SIGTERM went unanswered for the whole grace period before SIGKILL. */
     assert_true(run_stop.elapsed_ms >= 9000);
     harness_run_dispose(&run_stop);
-    assert_false(alive(pid));
+    assert_false(test_lab_pid_alive(pid));
     json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND));
     task_harness_free(h);
 }
@@ -522,9 +484,9 @@ static void test_start_refusals(void **state)
 {
     (void)state;
     /* No workload_bin configured: said so, nothing started. */
-    json_t *conf = agent_config();
+    json_t *conf = test_lab_agent_config(&lab, CN1);
     json_object_del(conf, "workload_bin");
-    task_harness_t *h = task_harness_new(plugin_path, conf);
+    task_harness_t *h = task_harness_new(lab.plugin_path, conf);
     json_decref(conf);
     const char *vm = "66666666-6666-4666-8666-666666666666";
     json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
@@ -543,7 +505,7 @@ static void test_create_cancelled(void **state)
     json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
     const char *vm = "77777777-7777-4777-8777-777777777777";
     char dir[PATH_MAX + 64];
-    snprintf(dir, sizeof dir, "%s/%s", root, vm);
+    snprintf(dir, sizeof dir, "%s/%s", lab.root, vm);
     for (unsigned after_ms = 1; after_ms <= 4; after_ms++) {
         json_t *args = task_harness_json(create_args(vm, IMG, NULL));
         harness_run_t r;
@@ -569,14 +531,14 @@ static void test_init_removes_cut_copies(void **state)
     json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
     task_harness_free(h);
     char part[PATH_MAX + 128];
-    snprintf(part, sizeof part, "%s/images/" IMG2 ".img.part", root);
+    snprintf(part, sizeof part, "%s/images/" IMG2 ".img.part", lab.root);
     FILE *f = fopen(part, "w");
     assert_non_null(f);
     fputs("a copy cut short", f);
     fclose(f);
     h = new_agent();
     assert_false(test_file_exists(part));
-    assert_true(test_file_exists(test_path("%s/images/" IMG ".img", root)));
+    assert_true(test_file_exists(test_path("%s/images/" IMG ".img", lab.root)));
     task_harness_free(h);
 }
 
@@ -608,29 +570,11 @@ static void test_create_time(void **state)
     task_harness_free(h);
 }
 
-static void remove_lab(void)
-{
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", lab_dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", lab_dir);
-}
-
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s DC_PLUGIN TERN_WORKLOAD\n", argv[0]);
-        return 2;
-    }
-    plugin_path = argv[1];
-    workload_bin = realpath(argv[2], NULL);
-    if (workload_bin == NULL)
-        return 2;
-    char tmpl[] = "/tmp/test_dc_instances.XXXXXX";
-    if (mkdtemp(tmpl) == NULL)
-        return 1;
-    snprintf(lab_dir, sizeof lab_dir, "%s", tmpl);
-    snprintf(root, sizeof root, "%s/servers/cn1", lab_dir);
+    int rc = test_lab_open(&lab, "test_dc_instances", argc, argv, "DC_PLUGIN TERN_WORKLOAD");
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_image_ensure),
         cmocka_unit_test(test_create),
@@ -644,8 +588,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_create_time),
     };
     write_description();
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    remove_lab();
-    free((char *)workload_bin);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_lab_close(&lab);
     return rc;
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "file_checks.h"
+#include "lab_dir.h"
 #include "task_harness.h"
 
 #define CN1     "4d16fdf2-c04f-41fb-b197-1c8335405d01"
@@ -39,19 +40,11 @@
 #define HEALTH  "100" /* the description's share_health_ms */
 #define WAIT_MS 10000 /* a share to exit after its failed checks */
 
-static const char *plugin_path;
-static const char *workload_bin;
-static char lab_dir[512];
-static char root[1024]; /* cn1's data root */
+static test_lab_t lab;
 
 static task_harness_t *new_agent(void)
 {
-    json_t *conf = json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter",
-                             test_path("%s/dc.json", lab_dir), "lab_dir", lab_dir, "server_uuid",
-                             CN1, "data_root", "servers/cn1", "workload_bin", workload_bin);
-    task_harness_t *h = task_harness_new(plugin_path, conf);
-    json_decref(conf);
-    return h;
+    return test_lab_agent(&lab, CN1);
 }
 
 static char *storage_args(const char *vm, const char *vol)
@@ -87,19 +80,6 @@ static const char *str(const json_t *o, const char *key)
     return s != NULL ? s : "(none)";
 }
 
-static bool pid_alive(long pid)
-{
-    char path[64], stat[512] = "";
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return false;
-    bool ok = fgets(stat, sizeof stat, f) != NULL;
-    fclose(f);
-    const char *close = strrchr(stat, ')');
-    return ok && close != NULL && close[2] != 'Z' && close[2] != 'X';
-}
-
 /* The process's arguments, NUL separators made spaces. */
 static char *cmdline_of(long pid)
 {
@@ -126,7 +106,7 @@ static void sleep_ms(unsigned ms)
 
 static void wait_gone(long pid)
 {
-    for (unsigned waited = 0; pid_alive(pid); waited += 20) {
+    for (unsigned waited = 0; test_lab_pid_alive(pid); waited += 20) {
         if (waited >= WAIT_MS)
             fail_msg("pid %ld still runs %d ms on", pid, WAIT_MS);
         sleep_ms(20);
@@ -150,13 +130,13 @@ static json_t *probe_entry(json_t *probe, const char *key, const char *vm)
  * test writes its vm.json; its links are what dc.share_restart makes). */
 static void make_consumer(void)
 {
-    assert_int_equal(mkdir(test_path("%s/" VM1, root), 0755), 0);
+    assert_int_equal(mkdir(test_path("%s/" VM1, lab.root), 0755), 0);
     json_t *vm = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s, s:s, s:s, s:s, s:s}]}", "uuid", VM1,
                            "state", "running", "workload", "idle", "volumes", "name", "data",
                            "volume_uuid", VOL1, "mountpoint", "/data/shared", "mode", "rw", "type",
                            "tritonnfs", "nfsvolume", "192.168.128.200:/exports/data", "export_path",
-                           test_path("%s/" ST1 "/export", root));
-    assert_int_equal(json_dump_file(vm, test_path("%s/" VM1 "/vm.json", root), 0), 0);
+                           test_path("%s/" ST1 "/export", lab.root));
+    assert_int_equal(json_dump_file(vm, test_path("%s/" VM1 "/vm.json", lab.root), 0), 0);
     json_decref(vm);
 }
 
@@ -164,16 +144,11 @@ static void make_consumer(void)
 
 static void write_description(void)
 {
-    FILE *f = fopen(test_path("%s/dc.json", lab_dir), "w");
-    assert_non_null(f);
-    fputs("{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
-          "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
-          " \"networks\": [], \"packages\": [], \"images\": [],"
-          " \"settings\": {\"share_health_ms\": " HEALTH "}}",
-          f);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(mkdir(test_path("%s/servers", lab_dir), 0755), 0);
-    assert_int_equal(mkdir(root, 0755), 0);
+    test_lab_write_description(
+        &lab, "{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
+              "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
+              " \"networks\": [], \"packages\": [], \"images\": [],"
+              " \"settings\": {\"share_health_ms\": " HEALTH "}}");
 }
 
 /* ---- the tests --------------------------------------------------------------------------- */
@@ -185,12 +160,12 @@ static void test_storage_create(void **state)
     task_harness_t *h = new_agent();
     json_t *r = task_harness_run_ok(h, "storage_create", storage_args(ST1, VOL1), BOUND);
     assert_true(json_is_true(json_object_get(r, "created")));
-    assert_string_equal(str(r, "export_path"), test_path("%s/" ST1 "/export", root));
+    assert_string_equal(str(r, "export_path"), test_path("%s/" ST1 "/export", lab.root));
     json_decref(r);
     struct stat st;
-    assert_int_equal(lstat(test_path("%s/" ST1 "/export", root), &st), 0);
+    assert_int_equal(lstat(test_path("%s/" ST1 "/export", lab.root), &st), 0);
     assert_true(S_ISDIR(st.st_mode));
-    json_t *vm = read_json(test_path("%s/" ST1 "/vm.json", root));
+    json_t *vm = read_json(test_path("%s/" ST1 "/vm.json", lab.root));
     assert_string_equal(str(vm, "uuid"), ST1);
     assert_string_equal(str(vm, "role"), "nfsvolumestorage");
     assert_string_equal(str(vm, "volume_uuid"), VOL1);
@@ -207,24 +182,24 @@ static void test_storage_create(void **state)
     json_decref(vm);
 
     /* Again: the data in export/ and vm.json as they were. */
-    FILE *f = fopen(test_path("%s/" ST1 "/export/kept.txt", root), "w");
+    FILE *f = fopen(test_path("%s/" ST1 "/export/kept.txt", lab.root), "w");
     assert_non_null(f);
     fputs("kept\n", f);
     fclose(f);
-    ino_t ino = test_file_stat(test_path("%s/" ST1 "/vm.json", root)).st_ino;
+    ino_t ino = test_file_stat(test_path("%s/" ST1 "/vm.json", lab.root)).st_ino;
     r = task_harness_run_ok(h, "storage_create", storage_args(ST1, VOL1), BOUND);
     assert_true(json_is_false(json_object_get(r, "created")));
     json_decref(r);
-    assert_true(test_file_exists(test_path("%s/" ST1 "/export/kept.txt", root)));
-    assert_int_equal(test_file_stat(test_path("%s/" ST1 "/vm.json", root)).st_ino, ino);
+    assert_true(test_file_exists(test_path("%s/" ST1 "/export/kept.txt", lab.root)));
+    assert_int_equal(test_file_stat(test_path("%s/" ST1 "/vm.json", lab.root)).st_ino, ino);
 
     /* Another volume's storage under that uuid: refused, nothing changed. */
     task_harness_run_fails(h, "storage_create", storage_args(ST1, VOL2), BOUND, "InstanceConflict",
                            "the storage instance of another volume");
-    assert_true(test_file_exists(test_path("%s/" ST1 "/export/kept.txt", root)));
+    assert_true(test_file_exists(test_path("%s/" ST1 "/export/kept.txt", lab.root)));
 
     /* A vm.json that cannot be read: refused, the data kept. */
-    char *vmj = test_path("%s/" ST1 "/vm.json", root);
+    char *vmj = test_path("%s/" ST1 "/vm.json", lab.root);
     char saved[4096];
     FILE *in = fopen(vmj, "r");
     assert_non_null(in);
@@ -236,20 +211,20 @@ static void test_storage_create(void **state)
     fclose(out);
     task_harness_run_fails(h, "storage_create", storage_args(ST1, VOL1), BOUND, "InstanceBroken",
                            "not a JSON object");
-    assert_true(test_file_exists(test_path("%s/" ST1 "/export/kept.txt", root)));
-    out = fopen(test_path("%s/" ST1 "/vm.json", root), "w");
+    assert_true(test_file_exists(test_path("%s/" ST1 "/export/kept.txt", lab.root)));
+    out = fopen(test_path("%s/" ST1 "/vm.json", lab.root), "w");
     assert_non_null(out);
     assert_int_equal(fwrite(saved, 1, len, out), len);
     fclose(out);
 
     /* A partial one (no vm.json, as a create killed midway leaves it): made again. */
-    assert_int_equal(mkdir(test_path("%s/" ST2, root), 0755), 0);
-    assert_int_equal(mkdir(test_path("%s/" ST2 "/junk", root), 0755), 0);
+    assert_int_equal(mkdir(test_path("%s/" ST2, lab.root), 0755), 0);
+    assert_int_equal(mkdir(test_path("%s/" ST2 "/junk", lab.root), 0755), 0);
     r = task_harness_run_ok(h, "storage_create", storage_args(ST2, VOL2), BOUND);
     assert_true(json_is_true(json_object_get(r, "created")));
     json_decref(r);
-    assert_false(test_file_exists(test_path("%s/" ST2 "/junk", root)));
-    assert_true(test_file_exists(test_path("%s/" ST2 "/export", root)));
+    assert_false(test_file_exists(test_path("%s/" ST2 "/junk", lab.root)));
+    assert_true(test_file_exists(test_path("%s/" ST2 "/export", lab.root)));
 
     /* Bad arguments: refused, nothing made. */
     const char *nothing = "51000000-0000-4000-8000-0000000000ff";
@@ -278,13 +253,13 @@ static void test_storage_create(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         task_harness_run_fails(h, "storage_create", bad[i].args, BOUND, "InvalidArgument",
                                bad[i].part);
-    assert_false(test_file_exists(test_path("%s/%s", root, nothing)));
+    assert_false(test_file_exists(test_path("%s/%s", lab.root, nothing)));
 
     /* An instance directory that is a symlink out of the data root: refused. */
-    assert_int_equal(symlink("/tmp", test_path("%s/%s", root, nothing)), 0);
+    assert_int_equal(symlink("/tmp", test_path("%s/%s", lab.root, nothing)), 0);
     task_harness_run_fails(h, "storage_create", storage_args(nothing, VOL1), BOUND,
                            "PathOutsideDataRoot", "a symlink");
-    assert_int_equal(unlink(test_path("%s/%s", root, nothing)), 0);
+    assert_int_equal(unlink(test_path("%s/%s", lab.root, nothing)), 0);
     task_harness_free(h);
 }
 
@@ -297,12 +272,12 @@ static void test_share_lifecycle(void **state)
     json_t *r = task_harness_run_ok(h, "instance_start", vm_args(ST1), BOUND);
     long pid = (long)json_integer_value(json_object_get(r, "pid"));
     json_decref(r);
-    assert_true(pid_alive(pid));
+    assert_true(test_lab_pid_alive(pid));
     const char *cmd = cmdline_of(pid);
     if (strstr(cmd, " share --dir ") == NULL || strstr(cmd, "--health-ms " HEALTH " ") == NULL ||
         strstr(cmd, "--file") != NULL)
         fail_msg("the share runs as: %s", cmd);
-    json_t *vm = read_json(test_path("%s/" ST1 "/vm.json", root));
+    json_t *vm = read_json(test_path("%s/" ST1 "/vm.json", lab.root));
     assert_string_equal(str(vm, "state"), "running");
     json_decref(vm);
 
@@ -329,11 +304,11 @@ static void test_share_lifecycle(void **state)
     json_decref(r);
     char target[PATH_MAX];
     ssize_t n =
-        readlink(test_path("%s/" VM1 "/mounts/data/shared", root), target, sizeof target - 1);
+        readlink(test_path("%s/" VM1 "/mounts/data/shared", lab.root), target, sizeof target - 1);
     assert_true(n > 0);
     target[n] = '\0';
-    assert_string_equal(target, test_path("%s/" ST1 "/export", root));
-    assert_true(test_file_exists(test_path("%s/" VM1 "/mounts/data/shared/kept.txt", root)));
+    assert_string_equal(target, test_path("%s/" ST1 "/export", lab.root));
+    assert_true(test_file_exists(test_path("%s/" VM1 "/mounts/data/shared/kept.txt", lab.root)));
     r = task_harness_run_ok(h, "share_probe", "{}", BOUND);
     assert_true(json_is_true(json_object_get(probe_entry(r, "consumers", VM1), "mounts_ok")));
     json_decref(r);
@@ -348,10 +323,11 @@ static void test_share_lifecycle(void **state)
 
     /* export/ renamed away: the share exits after its failed checks; the probe says
      * so, and the consumer's link no longer resolves. */
-    assert_int_equal(
-        rename(test_path("%s/" ST1 "/export", root), test_path("%s/" ST1 "/export.away", root)), 0);
+    assert_int_equal(rename(test_path("%s/" ST1 "/export", lab.root),
+                            test_path("%s/" ST1 "/export.away", lab.root)),
+                     0);
     wait_gone(pid);
-    assert_false(test_file_exists(test_path("%s/" ST1 "/workload.pid", root)));
+    assert_false(test_file_exists(test_path("%s/" ST1 "/workload.pid", lab.root)));
     r = task_harness_run_ok(h, "share_probe", "{}", BOUND);
     s1 = probe_entry(r, "storage", ST1);
     assert_true(json_is_false(json_object_get(s1, "alive")));
@@ -374,12 +350,13 @@ static void test_share_lifecycle(void **state)
     assert_string_equal(str(json_array_get(failed, 1), "reason"), "not a storage instance");
     assert_string_equal(str(json_array_get(json_object_get(r, "skipped"), 0), "vm_uuid"), ST2);
     json_decref(r);
-    assert_false(test_file_exists(test_path("%s/" ST1 "/workload.pid", root)));
+    assert_false(test_file_exists(test_path("%s/" ST1 "/workload.pid", lab.root)));
 
     /* export/ back: the restart starts it, the data intact; the consumer remounted. */
-    assert_int_equal(
-        rename(test_path("%s/" ST1 "/export.away", root), test_path("%s/" ST1 "/export", root)), 0);
-    assert_int_equal(unlink(test_path("%s/" VM1 "/mounts/data/shared", root)), 0);
+    assert_int_equal(rename(test_path("%s/" ST1 "/export.away", lab.root),
+                            test_path("%s/" ST1 "/export", lab.root)),
+                     0);
+    assert_int_equal(unlink(test_path("%s/" VM1 "/mounts/data/shared", lab.root)), 0);
     r = task_harness_run_ok(h, "share_restart",
                             "{\"restart\": [\"" ST1 "\"], \"remount\": [\"" VM1 "\"]}", BOUND);
     assert_string_equal(json_string_value(json_array_get(json_object_get(r, "started"), 0)), ST1);
@@ -390,17 +367,17 @@ static void test_share_lifecycle(void **state)
     s1 = probe_entry(r, "storage", ST1);
     assert_true(json_is_true(json_object_get(s1, "alive")));
     long pid2 = (long)json_integer_value(json_object_get(s1, "pid"));
-    assert_true(pid2 != pid && pid_alive(pid2));
+    assert_true(pid2 != pid && test_lab_pid_alive(pid2));
     assert_true(json_is_true(json_object_get(probe_entry(r, "consumers", VM1), "mounts_ok")));
     json_decref(r);
-    assert_true(test_file_exists(test_path("%s/" VM1 "/mounts/data/shared/kept.txt", root)));
+    assert_true(test_file_exists(test_path("%s/" VM1 "/mounts/data/shared/kept.txt", lab.root)));
 
     /* Restarting a running share: counted started, the same process. */
     r = task_harness_run_ok(h, "share_restart", "{\"restart\": [\"" ST1 "\"]}", BOUND);
     assert_string_equal(json_string_value(json_array_get(json_object_get(r, "started"), 0)), ST1);
     json_decref(r);
-    assert_true(pid_alive(pid2));
-    assert_int_equal(test_file_stat(test_path("%s/" ST1 "/workload.pid", root)).st_size,
+    assert_true(test_lab_pid_alive(pid2));
+    assert_int_equal(test_file_stat(test_path("%s/" ST1 "/workload.pid", lab.root)).st_size,
                      snprintf(NULL, 0, "%ld\n", pid2));
 
     /* Bad lists: refused. */
@@ -410,28 +387,28 @@ static void test_share_lifecycle(void **state)
                            "InvalidArgument", "remount[0]: expected a UUID");
 
     /* A consumer whose mountpoint climbs out: refused, nothing linked. */
-    json_t *c = read_json(test_path("%s/" VM1 "/vm.json", root));
+    json_t *c = read_json(test_path("%s/" VM1 "/vm.json", lab.root));
     json_object_set_new(json_array_get(json_object_get(c, "volumes"), 0), "mountpoint",
                         json_string("/../../escape"));
-    assert_int_equal(json_dump_file(c, test_path("%s/" VM1 "/vm.json", root), 0), 0);
+    assert_int_equal(json_dump_file(c, test_path("%s/" VM1 "/vm.json", lab.root), 0), 0);
     json_decref(c);
     r = task_harness_run_ok(h, "share_restart", "{\"remount\": [\"" VM1 "\"]}", BOUND);
     if (strstr(str(json_array_get(json_object_get(r, "failed"), 0), "reason"),
                "no empty, \".\" or \"..\" segment") == NULL)
         fail_msg("remount: %s", json_dumps(r, 0));
     json_decref(r);
-    assert_false(test_file_exists(test_path("%s/escape", root)));
+    assert_false(test_file_exists(test_path("%s/escape", lab.root)));
 
     /* Destroy: the share stopped, export/ with its data and snapshots/ removed. */
-    assert_int_equal(mkdir(test_path("%s/" ST1 "/snapshots", root), 0755), 0);
-    assert_int_equal(mkdir(test_path("%s/" ST1 "/snapshots/s1", root), 0755), 0);
+    assert_int_equal(mkdir(test_path("%s/" ST1 "/snapshots", lab.root), 0755), 0);
+    assert_int_equal(mkdir(test_path("%s/" ST1 "/snapshots/s1", lab.root), 0755), 0);
     r = task_harness_run_ok(h, "instance_destroy", vm_args(ST1), BOUND);
     assert_int_equal(json_integer_value(json_object_get(r, "pid")), pid2);
     json_decref(r);
-    assert_false(pid_alive(pid2));
-    assert_false(test_file_exists(test_path("%s/" ST1, root)));
+    assert_false(test_lab_pid_alive(pid2));
+    assert_false(test_file_exists(test_path("%s/" ST1, lab.root)));
     /* The consumer's link dangles; it is not followed by anything that removes. */
-    assert_true(test_file_exists(test_path("%s/" VM1 "/vm.json", root)));
+    assert_true(test_file_exists(test_path("%s/" VM1 "/vm.json", lab.root)));
     r = task_harness_run_ok(h, "instance_destroy", vm_args(ST2), BOUND);
     json_decref(r);
     r = task_harness_run_ok(h, "share_probe", "{}", BOUND);
@@ -440,36 +417,17 @@ static void test_share_lifecycle(void **state)
     task_harness_free(h);
 }
 
-static void remove_lab(void)
-{
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", lab_dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", lab_dir);
-}
-
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s DC_PLUGIN TERN_WORKLOAD\n", argv[0]);
-        return 2;
-    }
-    plugin_path = argv[1];
-    workload_bin = realpath(argv[2], NULL);
-    if (workload_bin == NULL)
-        return 2;
-    char tmpl[] = "/tmp/test_dc_share.XXXXXX";
-    if (mkdtemp(tmpl) == NULL)
-        return 1;
-    snprintf(lab_dir, sizeof lab_dir, "%s", tmpl);
-    snprintf(root, sizeof root, "%s/servers/cn1", lab_dir);
+    int rc = test_lab_open(&lab, "test_dc_share", argc, argv, "DC_PLUGIN TERN_WORKLOAD");
+    if (rc != 0)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_storage_create),
         cmocka_unit_test(test_share_lifecycle),
     };
     write_description();
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    remove_lab();
-    free((char *)workload_bin);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_lab_close(&lab);
     return rc;
 }

@@ -39,6 +39,7 @@
 #include "file_checks.h"
 #include "model/workflow.h"
 #include "plugins/plugin_loader.h"
+#include "lab_dir.h"
 #include "task_harness.h"
 
 #define MIB   (1024ll * 1024ll)
@@ -47,22 +48,14 @@
 #define VM2   "22222222-2222-4222-8222-222222222222"
 #define BOUND 30000 /* ms: any one task */
 
-static const char *plugin_path;
 static const char *workflows_dir;
-static const char *workload_bin;
-static char lab_dir[512];
-static char root[1024]; /* cn1's data root */
+static test_lab_t lab;
 static char dir1[1200]; /* VM1's directory */
 static char exp1[1300]; /* VM1's export/ */
 
 static task_harness_t *new_agent(void)
 {
-    json_t *conf = json_pack("{s:s, s:s, s:s, s:s, s:s}", "datacenter",
-                             test_path("%s/dc.json", lab_dir), "lab_dir", lab_dir, "server_uuid",
-                             CN1, "data_root", "servers/cn1", "workload_bin", workload_bin);
-    task_harness_t *h = task_harness_new(plugin_path, conf);
-    json_decref(conf);
-    return h;
+    return test_lab_agent(&lab, CN1);
 }
 
 static char *args_of(const char *op, const char *name, const char *more)
@@ -71,19 +64,6 @@ static char *args_of(const char *op, const char *name, const char *more)
     snprintf(buf, sizeof buf, "{\"vm_uuid\": \"" VM1 "\", \"op\": \"%s\", \"name\": \"%s\"%s%s}",
              op, name, more != NULL ? ", " : "", more != NULL ? more : "");
     return buf;
-}
-
-static void write_file(const char *path, off_t at, unsigned seed, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_CREAT, 0644);
-    assert_true(fd >= 0);
-    unsigned char *buf = malloc(len);
-    for (size_t i = 0; i < len; i++)
-        buf[i] = (unsigned char)(1 + (seed * 31 + i * 7) % 251);
-    assert_int_equal(pwrite(fd, buf, len, at), (ssize_t)len);
-    assert_int_equal(fsync(fd), 0);
-    free(buf);
-    close(fd);
 }
 
 /* ---- the tree's digest ---------------------------------------------------------------- */
@@ -169,22 +149,17 @@ static void assert_snapshots(const json_t *answer, const char *want)
 
 static void write_description(void)
 {
-    FILE *f = fopen(test_path("%s/dc.json", lab_dir), "w");
-    assert_non_null(f);
-    fputs("{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
-          "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
-          " \"networks\": [], \"packages\": [], \"images\": []}",
-          f);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(mkdir(test_path("%s/servers", lab_dir), 0755), 0);
-    assert_int_equal(mkdir(root, 0755), 0);
+    test_lab_write_description(
+        &lab, "{\"servers\": [{\"uuid\": \"" CN1 "\", \"hostname\": \"cn1\", \"rack\": \"r1\", "
+              "\"ram_mib\": 65536, \"disk_mib\": 2097152, \"data_root\": \"servers/cn1\"}],"
+              " \"networks\": [], \"packages\": [], \"images\": []}");
 }
 
 /* A storage instance (or, with role NULL, another instance) at <root>/<vm>. */
 static void make_instance(const char *vm, const char *role)
 {
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/%s", root, vm);
+    snprintf(dir, sizeof dir, "%s/%s", lab.root, vm);
     assert_int_equal(mkdir(dir, 0755), 0);
     assert_int_equal(mkdir(test_path("%s/export", dir), 0755), 0);
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s}", "uuid", vm, "brand", "joyent-minimal", "state",
@@ -209,7 +184,7 @@ static void fill_export(void)
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, 100 * MIB), 0);
     close(fd);
-    write_file(test_path("%s/sub/sparse.bin", exp1), 50 * MIB, 7, MIB);
+    test_file_write_pattern(test_path("%s/sub/sparse.bin", exp1), 50 * MIB, 7, MIB);
     assert_int_equal(symlink("../a.txt", test_path("%s/sub/link", exp1)), 0);
     assert_int_equal(mkdir(test_path("%s/sub/empty", exp1), 0700), 0);
 }
@@ -244,13 +219,13 @@ static void test_create_and_delete(void **state)
     assert_int_equal(test_file_stat(s1).st_ino, ino);
 
     /* Data written after the snapshot is not in it. */
-    write_file(test_path("%s/a.txt", exp1), 0, 9, 64);
+    test_file_write_pattern(test_path("%s/a.txt", exp1), 0, 9, 64);
     assert_true(tree_digest(s1) == before);
     assert_true(tree_digest(exp1) != before);
 
     /* A .part left by a killed create is made again. */
     assert_int_equal(mkdir(test_path("%s/snapshots/s2.part", dir1), 0700), 0);
-    write_file(test_path("%s/snapshots/s2.part/junk", dir1), 0, 1, 10);
+    test_file_write_pattern(test_path("%s/snapshots/s2.part/junk", dir1), 0, 1, 10);
     r = task_harness_run_ok(h, "volume_snapshot", args_of("create", "s2", NULL), BOUND);
     assert_snapshots(r, "[\"s1\",\"s2\"]");
     json_decref(r);
@@ -277,10 +252,11 @@ static void test_rollback_to_s1(void **state)
     task_harness_t *h = new_agent();
     uint64_t at_s1 = tree_digest(exp1);
     json_decref(task_harness_run_ok(h, "volume_snapshot", args_of("create", "s1", NULL), BOUND));
-    write_file(test_path("%s/X", exp1), 0, 1, 4096);
+    test_file_write_pattern(test_path("%s/X", exp1), 0, 1, 4096);
     json_decref(task_harness_run_ok(h, "volume_snapshot", args_of("create", "s2", NULL), BOUND));
-    write_file(test_path("%s/sub/Y", exp1), 0, 2, 4096);
-    write_file(test_path("%s/a.txt", exp1), 0, 3, 100); /* and a change to a file s1 has */
+    test_file_write_pattern(test_path("%s/sub/Y", exp1), 0, 2, 4096);
+    test_file_write_pattern(test_path("%s/a.txt", exp1), 0, 3,
+                            100); /* and a change to a file s1 has */
     ino_t export_before = test_file_stat(exp1).st_ino;
 
     json_t *r = task_harness_run_ok(h, "volume_snapshot",
@@ -338,13 +314,13 @@ static void test_refusals(void **state)
         BOUND, "InstanceNotFound", "33333333-3333-4333-8333-333333333333");
     task_harness_run_fails(h, "volume_snapshot", args_of("rollback", "nope", NULL), BOUND,
                            "VolumeSnapshotNotFound", "snapshot nope has no copy on this server");
-    assert_false(test_file_exists(test_path("%s/" VM2 "/snapshots", root)));
+    assert_false(test_file_exists(test_path("%s/" VM2 "/snapshots", lab.root)));
     assert_true(tree_digest(dir1) == before);
 
     /* A rollback while the share process runs: refused, the data untouched. */
     char cmd[PATH_MAX * 2];
     snprintf(cmd, sizeof cmd, "'%s' idle --dir '%s' --daemonize --pidfile '%s/workload.pid'",
-             workload_bin, dir1, dir1);
+             lab.workload_bin, dir1, dir1);
     assert_int_equal(system(cmd), 0);
     FILE *f = fopen(test_path("%s/workload.pid", dir1), "r");
     assert_non_null(f);
@@ -367,7 +343,7 @@ static void test_no_room_given(void **state)
 {
     (void)state;
     task_harness_t *h = new_agent();
-    write_file(test_path("%s/more", exp1), 0, 5, 3 * MIB);
+    test_file_write_pattern(test_path("%s/more", exp1), 0, 5, 3 * MIB);
     uint64_t data = tree_digest(exp1);
     /* The data of the export's files: "more", the MiB of sparse.bin, a.txt. */
     long long need = 4 * MIB + (long long)test_file_stat(test_path("%s/a.txt", exp1)).st_size;
@@ -399,7 +375,7 @@ static void test_no_room_on_a_full_file_system(void **state)
     (void)state;
     const char *vm = "44444444-4444-4444-8444-444444444444";
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/%s", root, vm);
+    snprintf(dir, sizeof dir, "%s/%s", lab.root, vm);
     assert_int_equal(mkdir(dir, 0755), 0);
     if (mount("tmpfs", dir, "tmpfs", 0, "size=8m") != 0) {
         printf("# skipped: cannot mount a tmpfs here (%s); test_no_room_given covers the rule\n",
@@ -413,7 +389,7 @@ static void test_no_room_on_a_full_file_system(void **state)
     json_t *doc = json_pack("{s:s, s:s}", "uuid", vm, "role", "nfsvolumestorage");
     assert_int_equal(json_dump_file(doc, test_path("%s/vm.json", dir), 0), 0);
     json_decref(doc);
-    write_file(test_path("%s/export/data", dir), 0, 11, 5 * MIB);
+    test_file_write_pattern(test_path("%s/export/data", dir), 0, 11, 5 * MIB);
     uint64_t data = tree_digest(test_path("%s/export", dir));
     task_harness_t *h = new_agent();
     char args[512];
@@ -458,7 +434,7 @@ static void test_rollback_leftovers(void **state)
 
     /* Killed while building: export.rollback partial beside export. */
     assert_int_equal(mkdir(rb, 0700), 0);
-    write_file(test_path("%s/half", rb), 0, 3, 1000);
+    test_file_write_pattern(test_path("%s/half", rb), 0, 3, 1000);
     json_t *r = task_harness_run_ok(h, "volume_snapshot", args_of("delete", "zz", NULL), BOUND);
     json_decref(r);
     assert_false(test_file_exists(rb));
@@ -474,7 +450,7 @@ static void test_rollback_leftovers(void **state)
     /* Killed before export.old was removed. */
     snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", exp1, oldp);
     assert_int_equal(system(cmd), 0);
-    write_file(test_path("%s/stale", oldp), 0, 3, 10);
+    test_file_write_pattern(test_path("%s/stale", oldp), 0, 3, 10);
     json_decref(task_harness_run_ok(h, "volume_snapshot", args_of("create", "s9", NULL), BOUND));
     assert_true(tree_digest(exp1) == snap);
     assert_nothing_partial(dir1);
@@ -483,7 +459,7 @@ static void test_rollback_leftovers(void **state)
 
     /* An agent killed -9 between the renames and during a snapshot copy: its next
      * start puts both right before any step runs. */
-    write_file(test_path("%s/changed", exp1), 0, 4, 100);
+    test_file_write_pattern(test_path("%s/changed", exp1), 0, 4, 100);
     snprintf(cmd, sizeof cmd, "cp -a '%s' '%s' && mv '%s' '%s' && mkdir '%s/snapshots/s8.part'", s1,
              rb, exp1, oldp, dir1);
     assert_int_equal(system(cmd), 0);
@@ -518,7 +494,7 @@ static void test_rollback_killed(void **state)
 {
     (void)state;
     for (int i = 0; i < 48; i++)
-        write_file(test_path("%s/big%02d", exp1, i), 0, (unsigned)i, MIB);
+        test_file_write_pattern(test_path("%s/big%02d", exp1, i), 0, (unsigned)i, MIB);
     task_harness_t *h = new_agent();
     uint64_t t0 = now_ms();
     json_t *r = task_harness_run_ok(h, "volume_snapshot", args_of("create", "big", NULL), BOUND);
@@ -528,9 +504,9 @@ static void test_rollback_killed(void **state)
     json_decref(r);
     task_harness_free(h);
     uint64_t snap = tree_digest(test_path("%s/snapshots/big", dir1));
-    write_file(test_path("%s/after", exp1), 0, 99, 4096);
+    test_file_write_pattern(test_path("%s/after", exp1), 0, 99, 4096);
     for (int i = 0; i < 48; i++)
-        write_file(test_path("%s/big%02d", exp1, i), 0, 1000u + (unsigned)i, 4096);
+        test_file_write_pattern(test_path("%s/big%02d", exp1, i), 0, 1000u + (unsigned)i, 4096);
     uint64_t old = tree_digest(exp1);
 
     fflush(NULL);
@@ -613,7 +589,7 @@ static void test_workflows_parse(void **state)
 {
     (void)state;
     char dir[PATH_MAX], err[1024];
-    snprintf(dir, sizeof dir, "%s", plugin_path);
+    snprintf(dir, sizeof dir, "%s", lab.plugin_path);
     *strrchr(dir, '/') = '\0';
     plugin_registry_t *reg = plugin_registry_new(dir, &empty_host, err, sizeof err);
     if (reg == NULL)
@@ -639,31 +615,14 @@ static void test_workflows_parse(void **state)
     plugin_registry_free(reg);
 }
 
-static void remove_lab(void)
-{
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", lab_dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", lab_dir);
-}
-
 int main(int argc, char **argv)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: %s DC_PLUGIN TERN_WORKLOAD WORKFLOWS_DIR\n", argv[0]);
-        return 2;
-    }
-    plugin_path = argv[1];
+    int rc =
+        test_lab_open(&lab, "test_dc_volsnap", argc, argv, "DC_PLUGIN TERN_WORKLOAD WORKFLOWS_DIR");
+    if (rc != 0)
+        return rc;
     workflows_dir = argv[3];
-    workload_bin = realpath(argv[2], NULL);
-    if (workload_bin == NULL)
-        return 2;
-    char tmpl[] = "/tmp/test_dc_volsnap.XXXXXX";
-    if (mkdtemp(tmpl) == NULL)
-        return 1;
-    snprintf(lab_dir, sizeof lab_dir, "%s", tmpl);
-    snprintf(root, sizeof root, "%s/servers/cn1", lab_dir);
-    snprintf(dir1, sizeof dir1, "%s/" VM1, root);
+    snprintf(dir1, sizeof dir1, "%s/" VM1, lab.root);
     snprintf(exp1, sizeof exp1, "%s/export", dir1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_and_delete),
@@ -680,8 +639,7 @@ int main(int argc, char **argv)
     make_instance(VM1, "nfsvolumestorage");
     make_instance(VM2, NULL);
     fill_export();
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    remove_lab();
-    free((char *)workload_bin);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_lab_close(&lab);
     return rc;
 }

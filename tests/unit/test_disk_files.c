@@ -38,20 +38,6 @@ static char *path_in(const char *name)
     return p;
 }
 
-/* Writes len bytes of a pattern seeded by `seed` at `at` (never a zero byte). */
-static void write_at(const char *path, off_t at, unsigned seed, size_t len)
-{
-    int fd = open(path, O_WRONLY);
-    assert_true(fd >= 0);
-    unsigned char *buf = malloc(len);
-    for (size_t i = 0; i < len; i++)
-        buf[i] = (unsigned char)(1 + (seed * 31 + i * 7) % 251);
-    assert_int_equal(pwrite(fd, buf, len, at), (ssize_t)len);
-    assert_int_equal(fsync(fd), 0);
-    free(buf);
-    close(fd);
-}
-
 /* Where the next data is at or after `from`, or -1 when only a hole follows. */
 static off_t next_data(const char *path, off_t from)
 {
@@ -97,7 +83,7 @@ static void test_make_is_sparse_and_exact(void **state)
     assert_int_equal(dc_disk_file_size(p, &mib, err, sizeof err), 0);
     assert_int_equal(mib, 92160);
     /* Made again: refused, the file untouched. */
-    write_at(p, 0, 1, 4096);
+    test_file_write_pattern(p, 0, 1, 4096);
     assert_int_equal(dc_disk_file_make(p, 10, err, sizeof err), -EEXIST);
     assert_non_null(strstr(err, "disk1.img"));
     assert_int_equal(test_file_stat(p).st_size, 92160 * MIB);
@@ -118,7 +104,7 @@ static void test_make_replaces_a_killed_part(void **state)
     int fd = open(part, O_WRONLY | O_CREAT, 0644);
     assert_true(fd >= 0);
     close(fd);
-    write_at(part, 0, 9, MIB); /* junk an attempt killed midway left */
+    test_file_write_pattern(part, 0, 9, MIB); /* junk an attempt killed midway left */
     assert_int_equal(dc_disk_file_make(p, 64, err, sizeof err), 0);
     assert_false(test_file_exists(part));
     struct stat st = test_file_stat(p);
@@ -132,7 +118,7 @@ static void test_resize_keeps_content(void **state)
     char err[512] = "";
     const char *p = path_in("boot.img");
     assert_int_equal(dc_disk_file_make(p, 16, err, sizeof err), 0);
-    write_at(p, 0, 3, 3 * MIB);
+    test_file_write_pattern(p, 0, 3, 3 * MIB);
     uint64_t first3 = test_file_checksum(p, 0, 3 * MIB), first1 = test_file_checksum(p, 0, MIB);
     blkcnt_t blocks = test_file_stat(p).st_blocks;
 
@@ -202,13 +188,13 @@ static void test_snapshot_copy_is_whole_and_sparse(void **state)
     char err[512] = "";
     const char *live = path_in("live0.img"), *copy = path_in("copy0.img");
     assert_int_equal(dc_disk_file_make(live, 256, err, sizeof err), 0);
-    write_at(live, 0, 5, 2 * MIB);
-    write_at(live, 128 * MIB, 6, MIB);
+    test_file_write_pattern(live, 0, 5, 2 * MIB);
+    test_file_write_pattern(live, 128 * MIB, 6, MIB);
     /* A .part a killed copy left is replaced. */
     int fd = open(path_in("copy0.img.part"), O_WRONLY | O_CREAT, 0600);
     assert_true(fd >= 0);
     close(fd);
-    write_at(path_in("copy0.img.part"), 0, 7, MIB);
+    test_file_write_pattern(path_in("copy0.img.part"), 0, 7, MIB);
     bool cloned = true;
     assert_int_equal(dc_snapshot_copy(live, copy, NULL, &cloned, err, sizeof err), 0);
     assert_false(test_file_exists(path_in("copy0.img.part")));
@@ -241,7 +227,7 @@ static void test_snapshot_bytes_follow_overwrites(void **state)
     char err[512] = "";
     const char *live = path_in("live1.img"), *s1 = path_in("s1.img"), *s2 = path_in("s2.img");
     assert_int_equal(dc_disk_file_make(live, 64, err, sizeof err), 0);
-    write_at(live, 0, 11, 4 * MIB);
+    test_file_write_pattern(live, 0, 11, 4 * MIB);
 
     /* No snapshot, and a fresh one: 0. */
     assert_int_equal(bytes_of(NULL, 0, live), 0);
@@ -250,13 +236,13 @@ static void test_snapshot_bytes_follow_overwrites(void **state)
     assert_int_equal(bytes_of(one, 1, live), 0);
 
     /* Overwriting 3 blocks the snapshot holds: exactly 3 blocks. */
-    write_at(live, 2 * BLOCK, 12, 3 * BLOCK);
+    test_file_write_pattern(live, 2 * BLOCK, 12, 3 * BLOCK);
     assert_int_equal(bytes_of(one, 1, live), 3 * BLOCK);
     /* Overwriting part of one block counts the whole block, once. */
-    write_at(live, 10 * BLOCK + 100, 13, 10);
+    test_file_write_pattern(live, 10 * BLOCK + 100, 13, 10);
     assert_int_equal(bytes_of(one, 1, live), 4 * BLOCK);
     /* Writes into a hole of the snapshot: nothing. */
-    write_at(live, 32 * MIB, 14, MIB);
+    test_file_write_pattern(live, 32 * MIB, 14, MIB);
     assert_int_equal(bytes_of(one, 1, live), 4 * BLOCK);
 
     /* A second snapshot: s1 counts against s2 (the same 4 blocks), s2 against the live
@@ -266,15 +252,15 @@ static void test_snapshot_bytes_follow_overwrites(void **state)
     assert_int_equal(bytes_of(two, 2, live), 4 * BLOCK);
     /* A block both hold, overwritten: only the newest copy's counts (s1 equals s2
      * there). */
-    write_at(live, 100 * BLOCK, 15, BLOCK);
+    test_file_write_pattern(live, 100 * BLOCK, 15, BLOCK);
     assert_int_equal(bytes_of(two, 2, live), 5 * BLOCK);
     /* A block written into s1's hole before s2, overwritten now: s2's counts, s1
      * holds no data there. */
-    write_at(live, 32 * MIB, 16, BLOCK);
+    test_file_write_pattern(live, 32 * MIB, 16, BLOCK);
     assert_int_equal(bytes_of(two, 2, live), 6 * BLOCK);
     /* A block overwritten since s1 and again now: s1's (differs from s2) and s2's
      * (differs from live). */
-    write_at(live, 2 * BLOCK, 17, BLOCK);
+    test_file_write_pattern(live, 2 * BLOCK, 17, BLOCK);
     assert_int_equal(bytes_of(two, 2, live), 7 * BLOCK);
     /* A snapshot without this disk (NULL) is passed over. */
     const char *gap[] = {s1, NULL, s2, NULL};
@@ -288,7 +274,7 @@ static void test_snapshot_bytes_after_shrink(void **state)
     char err[512] = "";
     const char *live = path_in("live2.img"), *s = path_in("s3.img");
     assert_int_equal(dc_disk_file_make(live, 8, err, sizeof err), 0);
-    write_at(live, 0, 21, 4 * MIB);
+    test_file_write_pattern(live, 0, 21, 4 * MIB);
     snapshot(live, s);
     const char *one[] = {s};
     assert_int_equal(bytes_of(one, 1, live), 0);

@@ -66,7 +66,7 @@ if a.action == 'create' then
   local nets = p.networks
   if nets == NULL then nets = nil end
   if nets == nil then
-    nets = owner_fabric_networks(p.owner_uuid)
+    nets = fabric_networks_of(p.owner_uuid)
     if #nets == 0 then return bad_arg('networks', 'owner ' .. p.owner_uuid .. ' has no fabric network') end
     nets = {nets[1]}
   else

@@ -21,17 +21,7 @@
 -- {volume_uuid, vm_uuid, server_uuid, owner_uuid, networks: [{uuid}], nics: [NIC]}:
 -- commit and fail, the storage instance's NICs as they are now (for its vm.json).
 local a = cjson.decode(ARGV[1])
-if a.action ~= 'attach_network' and a.action ~= 'detach_network' then
-  return vop_refuse_param('action', 'expected attach_network or detach_network, got ' ..
-    vop_show(a.action))
-end
-if a.op ~= 'begin' and a.op ~= 'commit' and a.op ~= 'fail' then
-  return vop_refuse_param('op', 'expected begin, commit or fail, got ' .. vop_show(a.op))
-end
-if type(a.job_uuid) ~= 'string' or a.job_uuid == '' then
-  return vop_refuse_param('job_uuid', 'expected the job\'s uuid')
-end
-local e = volume_op_params_fault(a.action, a.params)
+local e = vop_step_fault(a, {'attach_network', 'detach_network'}, {'begin', 'commit', 'fail'})
 if e then return e end
 local p, job = a.params, a.job_uuid
 local attach = a.action == 'attach_network'
@@ -113,8 +103,7 @@ end
 if a.op == 'begin' then
   if mine then return begun() end
   if has_job then
-    return refuse(409, 'VolumeNotReady', 'volume ' .. v.name .. ' (' .. v.uuid ..
-      ') is busy with job ' .. tostring(v.job_uuid) .. ', not job ' .. job)
+    return vop_busy(v, job)
   end
   local r
   r, e = volume_op_rules(a.action, p, VOLUME_MAX_SNAPSHOTS_DEFAULT)
@@ -132,8 +121,7 @@ if a.op == 'commit' then
   if not mine then
     local done = not has_job and (volume_has_network(v, p.network_uuid) == attach)
     if done then return answer(v.networks or {}) end
-    return refuse(409, 'InvalidState', 'volume ' .. v.name .. ' (' .. v.uuid .. ') has no ' ..
-      a.action .. ' of job ' .. job .. ' in flight (job_uuid ' .. tostring(v.job_uuid) .. ')')
+    return vop_not_begun(v, a.action, job)
   end
   local nets = wanted()
   if attach then

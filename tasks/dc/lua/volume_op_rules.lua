@@ -115,29 +115,6 @@ local function volume_has_network(v, net)
   return false
 end
 
--- The network as the volume may use it: it exists (404 ResourceNotFound), is a fabric
--- network and the owner's (or any owner's), else 422 InvalidArgument naming the field.
-local function volume_network_fault(net, owner)
-  local h = redis.call('HMGET', P .. 'network:' .. net, 'name', 'fabric', 'owner_uuids')
-  if not h[1] then
-    return refuse(404, 'ResourceNotFound', 'params.network_uuid: network ' .. net .. ' does not exist')
-  end
-  if h[2] ~= 'true' then
-    return vop_refuse_param('params.network_uuid', 'network ' .. h[1] .. ' (' .. net ..
-      ') is not a fabric network: volumes are reachable on fabric networks only')
-  end
-  local owners = h[3] and cjson.decode(h[3]) or {}
-  if type(owners) == 'table' and #owners > 0 then
-    local mine = false
-    for _, o in ipairs(owners) do mine = mine or o == owner end
-    if not mine then
-      return vop_refuse_param('params.network_uuid', 'network ' .. h[1] .. ' (' .. net ..
-        ') is not a network of owner ' .. owner)
-    end
-  end
-  return nil
-end
-
 -- Every rule of action against the volume as it is now: the volume (the owner's and
 -- ready) and what the action needs of it. Returns the volume and what the steps use
 -- ({snapshot, later, retake}) or nil and the refusal. max is the snapshot limit.
@@ -184,7 +161,7 @@ local function volume_op_rules(action, params, max, retake_failed)
       return nil, vop_refuse_param('params.network_uuid', 'volume ' .. v.name ..
         ' is already attached to network ' .. params.network_uuid)
     end
-    e = volume_network_fault(params.network_uuid, v.owner_uuid)
+    e = volume_network_fault(v.owner_uuid, params.network_uuid, 'params.network_uuid')
     if e then return nil, e end
   elseif action == 'detach_network' then
     if not volume_has_network(v, params.network_uuid) then
@@ -228,4 +205,44 @@ end
 -- as [] when empty, as enc() does for the records' lists.
 local function vop_ok(v)
   return (string.gsub(ok(v), '"later":{}', '"later":[]'))
+end
+
+-- "a", "a or b", "a, b or c": the words of a list as a message names its choices.
+local function vop_choices(list)
+  if #list == 1 then return list[1] end
+  return table.concat(list, ', ', 1, #list - 1) .. ' or ' .. list[#list]
+end
+
+-- The arguments every control step of these operations takes checked: an action of
+-- `actions` and an op of `ops` (lists, in the order the messages name them), the job's
+-- uuid and the action's params. Returns nil or the refusal.
+local function vop_step_fault(a, actions, ops)
+  local function one_of(list, x)
+    for _, y in ipairs(list) do if x == y then return true end end
+    return false
+  end
+  if not one_of(actions, a.action) then
+    return vop_refuse_param('action', 'expected ' .. vop_choices(actions) .. ', got ' ..
+      vop_show(a.action))
+  end
+  if not one_of(ops, a.op) then
+    return vop_refuse_param('op', 'expected ' .. vop_choices(ops) .. ', got ' .. vop_show(a.op))
+  end
+  if type(a.job_uuid) ~= 'string' or a.job_uuid == '' then
+    return vop_refuse_param('job_uuid', 'expected the job\'s uuid')
+  end
+  return volume_op_params_fault(a.action, a.params)
+end
+
+-- The refusal of a step of job `job` on a volume that another job's operation holds.
+local function vop_busy(v, job)
+  return refuse(409, 'VolumeNotReady', 'volume ' .. v.name .. ' (' .. v.uuid ..
+    ') is busy with job ' .. tostring(v.job_uuid) .. ', not job ' .. job)
+end
+
+-- The refusal of a step after begin when job `job`'s `action` was never begun (or
+-- another job holds the volume).
+local function vop_not_begun(v, action, job)
+  return refuse(409, 'InvalidState', 'volume ' .. v.name .. ' (' .. v.uuid .. ') has no ' ..
+    action .. ' of job ' .. job .. ' in flight (job_uuid ' .. tostring(v.job_uuid) .. ')')
 end

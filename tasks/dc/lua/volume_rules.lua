@@ -208,23 +208,6 @@ local function volume_network_fault(owner, u, field)
   return nil
 end
 
--- The owner's fabric networks in the description's order.
-local function owner_fabric_networks(owner)
-  local out = {}
-  for _, u in ipairs(redis.call('ZRANGE', P .. 'networks:described', 0, -1)) do
-    local f = redis.call('HMGET', P .. 'network:' .. u, 'fabric', 'owner_uuids')
-    if f[1] == 'true' then
-      local owners = f[2] and cjson.decode(f[2]) or {}
-      local mine = type(owners) ~= 'table' or #owners == 0
-      for _, o in ipairs(type(owners) == 'table' and owners or {}) do
-        if o == owner then mine = true end
-      end
-      if mine then out[#out + 1] = u end
-    end
-  end
-  return out
-end
-
 -- The storage instance's package name: sdc_volume_nfs_<size in GiB> (RFD 26).
 local function volume_package_name(size) return 'sdc_volume_nfs_' .. math.floor(size / 1024) end
 
@@ -371,14 +354,17 @@ local function volume_delete_job_uuid(vol_uuid)
   return uuid_of_text('volume-delete:' .. vol_uuid)
 end
 
--- Of the networks `uuids` (a list of uuids), those that are fabric networks of the
--- owner (owner_uuids empty: any owner's), in the order given.
+-- Of the networks `uuids` (a list of uuids; every described network when nil), those
+-- that are fabric networks of the owner (owner_uuids empty: any owner's), in the order
+-- given (the description's when nil).
 local function fabric_networks_of(owner, uuids)
+  uuids = uuids or redis.call('ZRANGE', P .. 'networks:described', 0, -1)
   local out, seen = {}, {}
   for _, u in ipairs(uuids) do
     local f = redis.call('HMGET', P .. 'network:' .. u, 'fabric', 'owner_uuids')
     if f[1] == 'true' and not seen[u] then
       local owners = f[2] and cjson.decode(f[2]) or {}
+      if type(owners) ~= 'table' then owners = {} end
       local mine = #owners == 0
       for _, o in ipairs(owners) do
         if o == owner then mine = true end

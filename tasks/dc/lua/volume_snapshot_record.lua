@@ -22,18 +22,8 @@
 -- Answers {volume_uuid, vm_uuid, server_uuid, name, later, state, share_state,
 -- snapshot}: later, the names a rollback removes (for the agent's step).
 local a = cjson.decode(ARGV[1])
-local ACTIONS = {snapshot_create = true, snapshot_delete = true, rollback = true}
-if not ACTIONS[a.action] then
-  return vop_refuse_param('action', 'expected snapshot_create, snapshot_delete or rollback, got ' ..
-    vop_show(a.action))
-end
-if a.op ~= 'begin' and a.op ~= 'starting' and a.op ~= 'commit' and a.op ~= 'fail' then
-  return vop_refuse_param('op', 'expected begin, starting, commit or fail, got ' .. vop_show(a.op))
-end
-if type(a.job_uuid) ~= 'string' or a.job_uuid == '' then
-  return vop_refuse_param('job_uuid', 'expected the job\'s uuid')
-end
-local e = volume_op_params_fault(a.action, a.params)
+local e = vop_step_fault(a, {'snapshot_create', 'snapshot_delete', 'rollback'},
+  {'begin', 'starting', 'commit', 'fail'})
 if e then return e end
 local p, job = a.params, a.job_uuid
 
@@ -58,21 +48,13 @@ local function answer()
     snapshot = s or NULL})
 end
 
-local function busy()
-  return refuse(409, 'VolumeNotReady', 'volume ' .. v.name .. ' (' .. v.uuid ..
-    ') is busy with job ' .. tostring(v.job_uuid) .. ', not job ' .. job)
-end
-
-local function not_begun()
-  return refuse(409, 'InvalidState', 'volume ' .. v.name .. ' (' .. v.uuid .. ') has no ' ..
-    a.action .. ' of job ' .. job .. ' in flight (job_uuid ' .. tostring(v.job_uuid) .. ')')
-end
+local function not_begun() return vop_not_begun(v, a.action, job) end
 
 local has_job = v.job_uuid ~= nil and v.job_uuid ~= NULL
 
 if a.op == 'begin' then
   if mine then return answer() end
-  if has_job then return busy() end
+  if has_job then return vop_busy(v, job) end
   local r, out = volume_op_rules(a.action, p, volume_max_snapshots(a), true)
   if not r then return out end
   if a.action == 'snapshot_create' and out.retake then
