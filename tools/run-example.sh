@@ -135,10 +135,13 @@ say "tern volume delete shared: refused while instances use it"
 if "$tern" volume delete shared --watch; then
     echo "run-example: a volume in use was deleted" >&2; exit 1
 fi
-say "app1's directory removed by hand; the NIC reconcile (RFD 58) of its server notices"
+say "app1 stopped, then its directory removed by hand; the NIC reconcile (RFD 58) of its server notices"
 app1=$("$tern" vm get app1 -o uuid -H)
 srv1=$("$tern" vm get app1 -o server_uuid -H)
 "$tern" nic list --vm app1
+# Stopped first: its workload's pid file goes with the directory, and a workload left
+# running would be no one's to stop.
+"$tern" vm stop app1 --watch >/dev/null
 rm -rf "$(dirname "$(dirname "$m1")")"
 job=$("$tern" job create net-reconcile -p server_uuid="$srv1" --target "/net-reconcile-$srv1")
 "$tern" job watch "$job"
