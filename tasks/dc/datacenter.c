@@ -942,6 +942,16 @@ static void read_settings(reader_t *r, const json_t *settings, dc_settings_t *se
                                         "net_reconcile_start_delay_s",
                                         "reservation_max_age_s",
                                         "max_snapshots_per_volume",
+                                        "max_running_migrations_per_cn",
+                                        "migration_send_mbps_limit",
+                                        "migration_block_kib",
+                                        "migration_window_blocks",
+                                        "migration_converge_max_mib",
+                                        "migration_converge_max_passes",
+                                        "migration_converge_stall_passes",
+                                        "migration_converge_min_reduction_pct",
+                                        "allow_user_migrations",
+                                        "migration_scheduler",
                                         NULL};
     check_known(r, settings, "settings", known);
     get_setting(r, settings, "share_health_ms", 50, 600000, 5000, &set->share_health_ms);
@@ -950,6 +960,23 @@ static void read_settings(reader_t *r, const json_t *settings, dc_settings_t *se
     get_setting(r, settings, "reservation_max_age_s", 1, 86400, 900, &set->reservation_max_age_s);
     get_setting(r, settings, "max_snapshots_per_volume", 1, 1024, 16,
                 &set->max_snapshots_per_volume);
+    get_setting(r, settings, "max_running_migrations_per_cn", 1, 1000, 5,
+                &set->max_running_migrations_per_cn);
+    get_setting(r, settings, "migration_send_mbps_limit", 1, 1000000, 500,
+                &set->migration_send_mbps_limit);
+    get_setting(r, settings, "migration_block_kib", 4, 65536, 1024, &set->migration_block_kib);
+    get_setting(r, settings, "migration_window_blocks", 1, 4096, 16,
+                &set->migration_window_blocks);
+    get_setting(r, settings, "migration_converge_max_mib", 0, 1048576, 50,
+                &set->migration_converge_max_mib);
+    get_setting(r, settings, "migration_converge_max_passes", 1, 1000, 10,
+                &set->migration_converge_max_passes);
+    get_setting(r, settings, "migration_converge_stall_passes", 1, 1000, 3,
+                &set->migration_converge_stall_passes);
+    get_setting(r, settings, "migration_converge_min_reduction_pct", 0, 100, 10,
+                &set->migration_converge_min_reduction_pct);
+    get_bool(r, settings, "settings", "allow_user_migrations", false, &set->allow_user_migrations);
+    get_bool(r, settings, "settings", "migration_scheduler", true, &set->migration_scheduler);
     set->net_reconcile_delay_min_s = 120;
     set->net_reconcile_delay_max_s = 600;
     const json_t *d = json_object_get(settings, "net_reconcile_start_delay_s");

@@ -24,11 +24,16 @@ def read(stem):
 with open(out_path, "w", encoding="utf-8") as out:
     out.write("/* Generated from the scripts of tasks/dc/lua by tasks/dc/lua_embed.py. */\n")
     for stem in sorted(by_stem):
-        if stem in ("prelude", "volume_rules", "view_page", "disk_rules", "volume_op_rules"):
+        if stem in ("prelude", "volume_rules", "view_page", "disk_rules", "volume_op_rules",
+                    "migration_rules"):
             continue
         middle = ""
-        if stem.startswith("view_"):
+        if stem.startswith("view_migration"):
+            middle = read("view_page") + read("migration_rules")
+        elif stem.startswith("view_"):
             middle = read("view_page")
+        elif stem.startswith("migration_"):
+            middle = read("migration_rules")
         elif stem.startswith("disk_"):
             middle = read("disk_rules")
         elif stem.startswith(("volume_op_", "volume_snapshot", "volume_network")):

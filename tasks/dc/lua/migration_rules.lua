@@ -1,0 +1,3 @@
+-- migration_rules.lua: put after prelude.lua and volume_rules.lua in every migration_*
+-- script and every view_migration* view (lua_embed.py). The migration record's helpers
+-- and the rules of RFD 34 that more than one script applies (docs/MIGRATION.md).
