@@ -344,6 +344,41 @@ def automatic_runs_through_without_stopping(inv):
 
 
 @case
+def a_paused_automatic_migration_resumed_by_sync_pauses_again(inv):
+    vm = make_vm(inv, 1)
+    u = vm['uuid']
+    m = begin(inv, u, 'automatic')
+    phase(inv, m, m, 'sync', 'start')
+    inv.ok('migration_request', {'migration_uuid': m, 'what': 'pause'})
+    phase(inv, m, m, 'sync', 'done')
+    assert inv.mig(m)['state'] == 'paused'
+    assert inv.ends(m) == [{'type': 'end', 'phase': 'sync', 'state': 'paused'}]
+    sync(inv, m, u)
+    assert inv.mig(m)['state'] == 'paused' and inv.mig(m)['automatic'] is True
+    switch(inv, m, u)
+    assert inv.mig(m)['state'] == 'successful'
+
+
+@case
+def a_failed_rollback_may_be_run_again(inv):
+    vm = make_vm(inv, 1)
+    u = vm['uuid']
+    m = begin(inv, u)
+    switch(inv, m, u)
+    rj = str(uuid.uuid4())
+    phase(inv, m, rj, 'rollback', 'start')
+    phase(inv, m, rj, 'rollback', 'fail', error='target agent unreachable')
+    assert (inv.mig(m)['state'], inv.mig(m)['phase']) == ('failed', 'rollback')
+    refused(inv, 'abort', u, 'InvalidState', 'point of no return', 409)
+    check_ok(inv, 'rollback', u)
+    rj = str(uuid.uuid4())
+    phase(inv, m, rj, 'rollback', 'start')
+    inv.ok('migration_unswitch', {'migration_uuid': m})
+    phase(inv, m, rj, 'rollback', 'done')
+    assert inv.mig(m)['state'] == 'aborted' and inv.vm(u)['server_uuid'] == S1
+
+
+@case
 def schedule_waits_scheduled_then_switches(inv):
     vm = make_vm(inv, 1)
     u = vm['uuid']

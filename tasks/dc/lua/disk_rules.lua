@@ -138,7 +138,7 @@ local function disk_vm(r)
   end
   if vm.migrating == true then
     return nil, derr(409, 'VmMigrating', 'vm ' .. r.vm_uuid .. ' is migrating (migration ' ..
-      tostring(vm.migration_uuid) .. '): ' .. r.workflow .. ' refused')
+      (type(vm.migration_uuid) == 'string' and vm.migration_uuid or 'unknown') .. '): ' .. r.workflow .. ' refused')
   end
   if vm.state ~= 'running' and vm.state ~= 'stopped' then
     return nil, derr(409, 'InvalidState', 'vm ' .. r.vm_uuid .. ' is ' .. tostring(vm.state) ..

@@ -213,7 +213,9 @@ elseif act == 'abort' then
     bad = 'Abort cannot work on a migration that is aborting'
   end
 elseif act == 'rollback' then
-  if st ~= 'successful' or mig_given(m.finalized_timestamp) then
+  -- A rollback that failed may be run again: the target runs no more, the source not yet.
+  local retry = st == 'failed' and m.phase == 'rollback'
+  if (st ~= 'successful' and not retry) or mig_given(m.finalized_timestamp) then
     bad = 'Rollback only works on a successful migration'
   end
 elseif act == 'finalize' then

@@ -83,7 +83,8 @@ if a.event == 'start' then
     end
     m.abort_requested = true
   elseif ph == 'rollback' then
-    if st ~= 'successful' or mig_given(m.finalized_timestamp) then
+    local retry = st == 'failed' and m.phase == 'rollback'
+    if (st ~= 'successful' and not retry) or mig_given(m.finalized_timestamp) then
       return bad('Rollback only works on a successful migration')
     end
     -- The VM is held again while it moves back.
@@ -138,7 +139,9 @@ elseif ph == 'sync' then
   if m.pause_requested == true then
     m.state = 'paused'
     m.pause_was_requested = true
-  elseif m.automatic == true then
+  elseif m.automatic == true and a.job_uuid == m.uuid then
+    -- The automatic job goes on (another pass or the switch). A paused automatic
+    -- migration resumed by a sync job pauses again after it.
     mig_close_entry(m, 'successful', now)
     return commit()
   elseif scheduled then

@@ -26,7 +26,7 @@ end
 -- A migration holds the VM until it ends successful or aborted (docs/MIGRATION.md).
 if vm.migrating == true then
   return refuse(409, 'VmMigrating', 'vm ' .. a.vm_uuid .. ' is migrating (migration ' ..
-    tostring(vm.migration_uuid) .. '): ' .. a.action .. ' refused')
+    (type(vm.migration_uuid) == 'string' and vm.migration_uuid or 'unknown') .. '): ' .. a.action .. ' refused')
 end
 if not allowed[a.action][vm.state] then
   return refuse(409, 'InvalidState', 'vm ' .. a.vm_uuid .. ' is ' .. vm.state .. ': cannot ' .. a.action .. ' it')
