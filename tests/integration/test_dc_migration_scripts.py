@@ -443,6 +443,7 @@ def abort_during_sync_restores_everything(inv):
     check_ok(inv, 'abort', u)
     got = inv.ok('migration_request', {'migration_uuid': m, 'what': 'abort'})
     assert got['job_uuid'] == job and got['switch_step'] == 0, got
+    phase_refused(inv, m, str(uuid.uuid4()), 'switch', 'start', 'an abort was asked')
     assert inv.ok('migration_progress', {'migration_uuid': m})['abort_requested'] is True
     # The stopped sync's onerror changes nothing: the abort takes over.
     phase(inv, m, job, 'sync', 'fail', error='canceled')
@@ -687,6 +688,12 @@ def twenty_racing_claims_make_one_migration(inv):
     lost = [a['error'] for a in answers if a and 'error' in a]
     assert len(won) == 1 and len(lost) == 19, f'{len(won)} won, {len(lost)} lost'
     assert all(e['code'] == 'MigrationInProgress' for e in lost), lost
+    # A loser's onerror fails no record: it has none, the winner's is untouched.
+    snap = inv.snapshot()
+    loser = str(uuid.uuid4())
+    got = phase(inv, loser, loser, 'begin', 'fail', error='MigrationInProgress')
+    assert got == {'uuid': loser, 'state': None}, got
+    assert inv.snapshot() == snap
     m = won[0]['migration']['uuid']
     assert inv.r.cmd('ZRANGE', NS + 'migrations', 0, -1) == [m]
     assert inv.r.cmd('KEYS', NS + 'migration:*:events') == [NS + f'migration:{m}:events']

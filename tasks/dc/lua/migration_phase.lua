@@ -8,6 +8,11 @@
 local a = cjson.decode(ARGV[1])
 local now = now_iso_ms()
 local m, e = mig_for_step(a.migration_uuid)
+-- The onerror of a begin whose claim lost (or never ran) has no record to fail: there
+-- is nothing of its own to undo, and another migration's record is never touched.
+if not m and a.event == 'fail' and e.code == 'MigrationNotFound' then
+  return ok({uuid = a.migration_uuid, state = NULL})
+end
 if not m then return mig_refuse(e) end
 local PHASES = {begin = true, sync = true, switch = true, abort = true, rollback = true,
   finalize = true}
@@ -67,6 +72,8 @@ end
 if a.event == 'start' then
   if ph == 'begin' then
     if st ~= 'running' or m.phase ~= 'begin' then return bad('begin starts only a new migration') end
+  elseif (ph == 'sync' or ph == 'switch') and m.abort_requested == true then
+    return bad('an abort was asked: no ' .. ph .. ' starts')
   elseif ph == 'sync' or ph == 'switch' then
     -- Paused or scheduled (on demand); running after a begin or sync of an automatic
     -- or scheduled migration in the same job.
