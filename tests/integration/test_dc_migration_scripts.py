@@ -644,6 +644,11 @@ def the_target_is_chosen_read_only(inv):
     assert check_ok(inv, 'begin', u, affinity={'near': [vmid(3)]})['target_server_uuid'] == S3
     assert check_ok(inv, 'begin', u, affinity={'rack': 'other'})['target_server_uuid'] == S3
     assert check_ok(inv, 'begin', u, affinity={'rack': 'same'})['target_server_uuid'] == S2
+    assert check_ok(inv, 'begin', u, affinity={'near': [], 'far': []})['target_server_uuid'] == S2
+    assert check_ok(inv, 'begin', u, affinity={})['target_server_uuid'] == S2
+    # Pinned: the operator's choice bypasses affinity, not room.
+    assert check_ok(inv, 'begin', u, target_server_uuid=S3,
+                    affinity={'far': [vmid(3)]})['target_server_uuid'] == S3
     refused(inv, 'begin', u, 'NoAllocatableServersError', 'within its affinity', 409,
             affinity={'near': [vmid(1)]})
     refused(inv, 'begin', u, 'ResourceNotFound', 'affinity.far[0]: vm', 404,

@@ -70,15 +70,16 @@ end
 local affinity = p.affinity
 if affinity == NULL then affinity = nil end
 if affinity ~= nil then
-  if type(affinity) ~= 'table' or #affinity > 0 or next(affinity) == nil then
+  -- An empty object (which cjson cannot tell from an empty list) asks nothing.
+  if type(affinity) ~= 'table' or #affinity > 0 then
     return refuse(422, 'InvalidArgument', 'params.affinity: expected an object with near, far ' ..
       'or rack, got ' .. cjson.encode(affinity))
   end
   for k, v in pairs(affinity) do
     if k == 'near' or k == 'far' then
-      if type(v) ~= 'table' or (next(v) ~= nil and #v == 0) then
+      if type(v) ~= 'table' or (next(v) ~= nil and #v == 0) or #v > 100 then
         return refuse(422, 'InvalidArgument', 'params.affinity.' .. k .. ': expected a list of ' ..
-          'VM uuids, got ' .. cjson.encode(v))
+          'at most 100 VM uuids, got ' .. cjson.encode(v))
       end
       for i, u in ipairs(v) do
         if not uuid_ok(u) then

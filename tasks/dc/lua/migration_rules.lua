@@ -197,11 +197,12 @@ local function mig_choose_target(vm, pinned, affinity)
   end
   local near, far, e
   if affinity then
-    if affinity.near then
+    -- An empty list asks nothing.
+    if affinity.near and #affinity.near > 0 then
       near, e = mig_servers_of(affinity.near, 'affinity.near')
       if not near then return nil, e end
     end
-    if affinity.far then
+    if affinity.far and #affinity.far > 0 then
       far, e = mig_servers_of(affinity.far, 'affinity.far')
       if not far then return nil, e end
     end
@@ -215,7 +216,7 @@ local function mig_choose_target(vm, pinned, affinity)
     local fits = f and f.ram >= ram and f.disk >= disk and
       (f.platform == '' or src.platform == '' or mig_version_cmp(f.platform, src.platform) >= 0) and
       (not near or near[u]) and (not far or not far[u]) and
-      (not affinity or affinity.rack == nil or
+      (not affinity or type(affinity.rack) ~= 'string' or
         (affinity.rack == 'same') == (f.rack == src.rack))
     if fits then
       local owned = in_rack[f.rack] or 0
