@@ -443,7 +443,7 @@ def abort_during_sync_restores_everything(inv):
     check_ok(inv, 'abort', u)
     got = inv.ok('migration_request', {'migration_uuid': m, 'what': 'abort'})
     assert got['job_uuid'] == job and got['switch_step'] == 0, got
-    phase_refused(inv, m, str(uuid.uuid4()), 'switch', 'start', 'an abort was asked')
+    phase_refused(inv, m, job, 'switch', 'start', 'an abort was asked')
     assert inv.ok('migration_progress', {'migration_uuid': m})['abort_requested'] is True
     # The stopped sync's onerror changes nothing: the abort takes over.
     phase(inv, m, job, 'sync', 'fail', error='canceled')
@@ -462,6 +462,41 @@ def abort_during_sync_restores_everything(inv):
     assert inv.r.cmd('GET', NS + 'migration_active:' + u) is None
     refused(inv, 'abort', u, 'MigrationNotFound', 'has no migration', 404)
     check_ok(inv, 'begin', u)
+
+
+@case
+def abort_of_a_scheduled_migration_and_during_begin(inv):
+    # Scheduled: aborted; the delayed switch job, when its time comes, starts nothing.
+    vm = make_vm(inv, 1)
+    u = vm['uuid']
+    m = begin(inv, u, 'schedule', scheduled_timestamp=iso(BASE + timedelta(days=1)))
+    phase(inv, m, m, 'sync', 'start')
+    sync(inv, m, u, job=m)
+    assert inv.mig(m)['state'] == 'scheduled'
+    check_ok(inv, 'abort', u)
+    aj = str(uuid.uuid4())
+    phase(inv, m, aj, 'abort', 'start')
+    refused(inv, 'abort', u, 'InvalidState', 'Abort cannot work on a migration that is aborting',
+            409)
+    phase(inv, m, aj, 'abort', 'done')
+    assert inv.mig(m)['state'] == 'aborted'
+    sj = str(uuid.uuid4())
+    phase_refused(inv, m, sj, 'switch', 'start', 'Cannot switch in migration state: aborted')
+    snap = inv.snapshot()
+    phase(inv, m, sj, 'switch', 'fail', error='refused')
+    assert inv.snapshot() == snap
+    # During begin: the begin job's later steps are refused, its onerror changes nothing.
+    vm2 = make_vm(inv, 2, nics=0)
+    m2 = begin(inv, vm2['uuid'], done=False)
+    inv.ok('migration_request', {'migration_uuid': m2, 'what': 'abort'})
+    aj = str(uuid.uuid4())
+    phase(inv, m2, aj, 'abort', 'start')
+    phase_refused(inv, m2, m2, 'begin', 'done', 'the begin phase is not running')
+    phase(inv, m2, m2, 'begin', 'fail', error='canceled')
+    assert (inv.mig(m2)['state'], inv.mig(m2)['phase']) == ('running', 'abort')
+    phase(inv, m2, aj, 'abort', 'done')
+    assert inv.mig(m2)['state'] == 'aborted'
+    assert inv.committed(S2) == (0, 0), inv.committed(S2)
 
 
 @case

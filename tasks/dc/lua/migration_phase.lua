@@ -72,8 +72,6 @@ end
 if a.event == 'start' then
   if ph == 'begin' then
     if st ~= 'running' or m.phase ~= 'begin' then return bad('begin starts only a new migration') end
-  elseif (ph == 'sync' or ph == 'switch') and m.abort_requested == true then
-    return bad('an abort was asked: no ' .. ph .. ' starts')
   elseif ph == 'sync' or ph == 'switch' then
     -- Paused or scheduled (on demand); running after a begin or sync of an automatic
     -- or scheduled migration in the same job.
@@ -83,6 +81,7 @@ if a.event == 'start' then
       return bad(ph == 'sync' and 'Cannot sync in migration state: ' .. st or
         'Cannot switch in migration state: ' .. st)
     end
+    if m.abort_requested == true then return bad('an abort was asked: no ' .. ph .. ' starts') end
   elseif ph == 'abort' then
     if st == 'successful' or st == 'aborted' then return bad('Abort cannot work on a ' .. st .. ' migration') end
     if (tonumber(m.switch_step) or 0) >= 6 then
