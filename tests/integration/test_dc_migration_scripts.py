@@ -1027,6 +1027,24 @@ def the_views_filter_page_and_never_show_the_secret(inv):
     p, marker, _ = inv.view('migrations', {'state': 'active'}, limit=1)
     assert [m['uuid'] for m in p] == [m6] and marker == m6
     assert uuids({'state': 'active'}, limit=5, marker=marker) == [ms[4], ms[3], ms[2]]
+    # The state indexes follow every change; a marker whose migration changed state
+    # since its page still pages on.
+    assert set(inv.index('migrations:state:paused')) == {ms[3], ms[4], m6}
+    assert set(inv.index('migrations:active')) == {ms[2], ms[3], ms[4], m6}
+    assert set(inv.index('migrations:state:successful')) == {ms[0]}
+    p, marker, _ = inv.view('migrations', {'state': 'paused'}, limit=1)
+    assert [m['uuid'] for m in p] == [m6] and marker == m6
+    aj = str(uuid.uuid4())
+    phase(inv, m6, aj, 'abort', 'start')
+    assert uuids({'state': 'paused'}, limit=5, marker=marker) == [ms[4], ms[3]]
+    assert set(inv.index('migrations:state:running')) == {ms[2], m6}
+    phase(inv, m6, aj, 'abort', 'done')
+    assert set(inv.index('migrations:active')) == {ms[2], ms[3], ms[4]}
+    try:
+        inv.view('migrations', {}, marker=UNKNOWN)
+        raise AssertionError('an unknown marker accepted')
+    except RuntimeError as e:
+        assert 'marker: ' in str(e), e
     # Another owner's migration is absent to them; bad parameters refused.
     try:
         inv.view('migration', {'uuid': ms[0], 'owner_uuid': OTHER})

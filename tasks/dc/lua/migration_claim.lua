@@ -87,11 +87,11 @@ local m = {uuid = a.migration_uuid, account_uuid = owner, vm_uuid = a.vm_uuid,
   abort_requested = false, send_mbps_limit = limit, finalized_timestamp = NULL,
   secret = a.secret}
 mig_add_entry(m, 'begin', 'making a reservation', now, a.job_uuid)
-mig_put(m)
 local score = math.floor((iso_seconds(now) or 0) * 1000 + 0.5)
 redis.call('ZADD', P .. 'migrations', score, m.uuid)
 redis.call('ZADD', P .. 'migrations:owner:' .. vm.owner_uuid, score, m.uuid)
 redis.call('ZADD', P .. 'migrations:vm:' .. vm.uuid, score, m.uuid)
+mig_put(m)
 vm.migrating = true
 vm.migration_uuid = m.uuid
 redis.call('SET', P .. 'vm:' .. vm.uuid, enc(vm))

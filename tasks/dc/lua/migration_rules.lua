@@ -26,13 +26,38 @@ end
 local function mig_key(uuid) return 'migration:' .. uuid end
 local function mig_events_key(uuid) return 'migration:' .. uuid .. ':events' end
 
+-- The state each record had when this script read it: mig_put moves the state
+-- indexes from it.
+local mig_read_state = {}
+
 -- The record, or nil.
 local function mig_get(uuid)
   if type(uuid) ~= 'string' then return nil end
-  return get_json(mig_key(uuid))
+  local m = get_json(mig_key(uuid))
+  if m then mig_read_state[uuid] = m.state end
+  return m
 end
 
-local function mig_put(m) redis.call('SET', P .. mig_key(m.uuid), mig_enc(m)) end
+-- Writes the record and keeps its state indexes (`migrations:state:<state>`, and
+-- `migrations:active` while the state is one `active` lists), scored by creation as
+-- `migrations` is, so that a view filtered by state walks only those.
+local function mig_put(m)
+  redis.call('SET', P .. mig_key(m.uuid), mig_enc(m))
+  local was = mig_read_state[m.uuid]
+  if was ~= m.state then
+    local score = redis.call('ZSCORE', P .. 'migrations', m.uuid)
+    if score then
+      if was then redis.call('ZREM', P .. 'migrations:state:' .. was, m.uuid) end
+      redis.call('ZADD', P .. 'migrations:state:' .. m.state, score, m.uuid)
+      if MIG_ACTIVE[m.state] then
+        redis.call('ZADD', P .. 'migrations:active', score, m.uuid)
+      else
+        redis.call('ZREM', P .. 'migrations:active', m.uuid)
+      end
+      mig_read_state[m.uuid] = m.state
+    end
+  end
+end
 
 -- The record as every answer and view shows it: everything but `secret`. A copy.
 local function mig_public(m)

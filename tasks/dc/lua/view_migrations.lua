@@ -12,33 +12,44 @@ for _, k in ipairs({'owner_uuid', 'vm_uuid'}) do
       cjson.encode(Q[k]))
   end
 end
-local key = P .. 'migrations'
-if Q.vm_uuid then
-  key = P .. 'migrations:vm:' .. Q.vm_uuid
-elseif Q.owner_uuid then
-  key = P .. 'migrations:owner:' .. Q.owner_uuid
+-- The walk follows the smallest index a filter names; the others are checked on each
+-- member (a ZSCORE: the record is read only for a member kept).
+local idx = {}
+if Q.vm_uuid then idx[#idx + 1] = P .. 'migrations:vm:' .. Q.vm_uuid end
+if Q.owner_uuid then idx[#idx + 1] = P .. 'migrations:owner:' .. Q.owner_uuid end
+if Q.state == 'active' then
+  idx[#idx + 1] = P .. 'migrations:active'
+elseif Q.state then
+  idx[#idx + 1] = P .. 'migrations:state:' .. Q.state
 end
-local function keep(m)
-  if Q.state == 'active' then
-    if not MIG_ACTIVE[m.state] then return false end
-  elseif Q.state and m.state ~= Q.state then
-    return false
-  end
-  if Q.owner_uuid and Q.vm_uuid and
-    not redis.call('ZSCORE', P .. 'migrations:owner:' .. Q.owner_uuid, m.uuid) then
-    return false
+local key, size = P .. 'migrations', nil
+for _, k in ipairs(idx) do
+  local n = redis.call('ZCARD', k)
+  if size == nil or n < size then key, size = k, n end
+end
+local function keep(u)
+  for _, k in ipairs(idx) do
+    if k ~= key and not redis.call('ZSCORE', k, u) then return false end
   end
   return true
 end
-local filtered = Q.state ~= nil or (Q.owner_uuid ~= nil and Q.vm_uuid ~= nil)
+local filtered = #idx > 1
 local at, skip = 0, OFFSET
 if MARKER ~= '' then
   local r = redis.call('ZREVRANK', key, MARKER)
-  if not r then
-    return redis.error_reply('REFUSED 409 InvalidArgument marker: ' .. cjson.encode(MARKER) ..
-      ' is not a migration of this listing')
+  if r then
+    at = r + 1
+  else
+    -- The marker's migration left this listing's index since (its state changed):
+    -- the page goes on after every migration newer than it.
+    local score = redis.call('ZSCORE', P .. 'migrations', MARKER)
+    if not score then
+      return redis.error_reply('REFUSED 409 InvalidArgument marker: ' .. cjson.encode(MARKER) ..
+        ' is not a migration')
+    end
+    at = redis.call('ZCOUNT', key, '(' .. score, '+inf')
   end
-  at, skip = r + 1, 0
+  skip = 0
 elseif not filtered then
   at, skip = OFFSET, 0
 end
@@ -47,8 +58,8 @@ local batch = LIMIT + 1
 while not more do
   local ms = redis.call('ZREVRANGE', key, at, at + batch - 1)
   for _, u in ipairs(ms) do
-    local m = mig_get(u)
-    if m and keep(m) then
+    local m = keep(u) and mig_get(u)
+    if m then
       if skip > 0 then
         skip = skip - 1
       elseif #out == LIMIT then
