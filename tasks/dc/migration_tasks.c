@@ -14,6 +14,7 @@
  *   dc.migration_step      how far the switch got
  *   dc.migration_request   a pause or an abort asked of the migration
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -43,42 +44,23 @@ static json_t *settings_json(tern_ctx *ctx)
         return NULL;
     }
     const dc_settings_t *set = &s->dc->set;
-    return json_pack("{s:b, s:b, s:I, s:I}", "allow_user_migrations", set->allow_user_migrations,
-                     "migration_scheduler", set->migration_scheduler,
-                     "max_running_migrations_per_cn",
-                     (json_int_t)set->max_running_migrations_per_cn, "migration_send_mbps_limit",
-                     (json_int_t)set->migration_send_mbps_limit);
+    json_t *out =
+        json_pack("{s:b, s:b, s:I, s:I}", "allow_user_migrations", set->allow_user_migrations,
+                  "migration_scheduler", set->migration_scheduler, "max_running_migrations_per_cn",
+                  (json_int_t)set->max_running_migrations_per_cn, "migration_send_mbps_limit",
+                  (json_int_t)set->migration_send_mbps_limit);
+    if (out == NULL)
+        tern_task_fail(ctx, "OutOfMemory", "%s: out of memory", tern_step_name(ctx));
+    return out;
 }
 
-/* A copy of args with `key` set to value when the step did not give it: a new
- * reference (NULL: out of memory). */
+/* Sets `key` of fields (a new reference, or NULL: out of memory) to value when the
+ * step did not give it. Returns fields. */
 static json_t *with_default(json_t *fields, const char *key, const char *value)
 {
     if (fields != NULL && json_object_get(fields, key) == NULL)
         json_object_set_new(fields, key, value != NULL ? json_string(value) : json_null());
     return fields;
-}
-
-/* Runs `script` with args (borrowed), the job's uuid as job_uuid when not given, and
- * the settings when `settings`. */
-static void run(tern_ctx *ctx, const char *script, const json_t *args, bool admission,
-                bool settings)
-{
-    json_t *fields = with_default(json_deep_copy(args), "job_uuid", tern_job_uuid(ctx));
-    if (fields == NULL) {
-        tern_task_fail(ctx, "OutOfMemory", "%s: out of memory", tern_step_name(ctx));
-        return;
-    }
-    if (settings) {
-        json_t *set = settings_json(ctx);
-        if (set == NULL) {
-            json_decref(fields);
-            return;
-        }
-        json_object_set_new(fields, "settings", set);
-    }
-    dc_script_run(ctx, script, fields, admission, NULL);
-    json_decref(fields);
 }
 
 static void migration_check_start(tern_ctx *ctx, const json_t *args)
@@ -105,12 +87,15 @@ static int draw_secret(char out[65])
     size_t got = 0;
     while (got < sizeof raw) {
         ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n < 0)
             return -1;
         got += (size_t)n;
     }
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    explicit_bzero(raw, sizeof raw);
     return 0;
 }
 
@@ -136,13 +121,21 @@ static void migration_claim_start(tern_ctx *ctx, const json_t *args)
     json_object_set_new(fields, "settings", set);
     json_object_set_new(fields, "secret", json_string(secret));
     with_default(fields, "job_uuid", tern_job_uuid(ctx));
+    explicit_bzero(secret, sizeof secret);
     dc_script_run(ctx, dc_lua_migration_claim, fields, false, NULL);
     json_decref(fields);
 }
 
+/* The phase's job is the one running the step unless given. */
 static void migration_phase_start(tern_ctx *ctx, const json_t *args)
 {
-    run(ctx, dc_lua_migration_phase, args, false, false);
+    json_t *fields = with_default(json_deep_copy(args), "job_uuid", tern_job_uuid(ctx));
+    if (fields == NULL) {
+        tern_task_fail(ctx, "OutOfMemory", "dc.migration_phase: out of memory");
+        return;
+    }
+    dc_script_run(ctx, dc_lua_migration_phase, fields, false, NULL);
+    json_decref(fields);
 }
 
 static void migration_progress_start(tern_ctx *ctx, const json_t *args)
