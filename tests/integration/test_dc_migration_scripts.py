@@ -642,6 +642,27 @@ def the_checks_refusals(inv):
 
 
 @case
+def estimate_and_a_vm_marked_by_hand(inv):
+    vm = make_vm(inv, 1)
+    u = vm['uuid']
+    c = check_ok(inv, 'estimate', u, send_mbps_limit=80)
+    assert c['source_server_uuid'] == S1 and c['target_server_uuid'] is None, c
+    assert c['send_mbps_limit'] == 80 and c['migration_uuid'] is None, c
+    refused(inv, 'estimate', u, 'NotAllowed', 'User migration on this VM not allowed', 403,
+            owner_uuid=OWNER)
+    refused(inv, 'estimate', u, 'InvalidArgument', 'params.target_server_uuid', 422,
+            target_server_uuid=S2)
+    begin(inv, u)
+    check_ok(inv, 'estimate', u)  # an estimate reads only: a migrating VM may be measured
+    # A VM marked migrating with no claim of its own (an operator's hand) is not begun.
+    other = make_vm(inv, 2, nics=0)
+    other['migrating'] = True
+    inv.r.cmd('SET', NS + 'vm:' + other['uuid'], json.dumps(other))
+    refused(inv, 'begin', other['uuid'], 'MigrationInProgress', 'marked migrating, migration '
+            'unknown', 409)
+
+
+@case
 def storage_and_core_instances(inv):
     vm = make_vm(inv, 1, internal_metadata={'sdc:system_role': 'nfsvolumestorage'})
     refused(inv, 'begin', vm['uuid'], 'NotAllowed', 'User migration on this VM not allowed', 403,

@@ -158,6 +158,11 @@ local active = redis.call('GET', P .. 'migration_active:' .. vm_uuid)
 
 if STARTS[act] or act == 'estimate' then
   if active and act ~= 'estimate' then return mig_refuse(mig_active_refusal(vm_uuid, active)) end
+  if vm.migrating == true and act ~= 'estimate' then
+    return refuse(409, 'MigrationInProgress', 'An active migration already exists for this instance ' ..
+      '(vm ' .. vm_uuid .. ' is marked migrating, migration ' ..
+      (type(vm.migration_uuid) == 'string' and vm.migration_uuid or 'unknown') .. ')')
+  end
   if vm.state ~= 'running' and vm.state ~= 'stopped' then
     return refuse(409, 'InvalidState', 'vm ' .. vm_uuid .. ' is ' .. tostring(vm.state) ..
       ': only a running or stopped instance is migrated')
