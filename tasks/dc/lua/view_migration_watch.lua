@@ -17,7 +17,10 @@ local lines = {}
 for _, e in ipairs(m.progress_history or {}) do lines[#lines + 1] = e end
 local follow = NULL
 if m.state == 'running' then
-  if mig_given(m.progress) and m.progress.type == 'progress' then lines[#lines + 1] = m.progress end
+  -- The live line of the phase running (a progress event of an earlier phase is stale).
+  if mig_given(m.progress) and m.progress.type == 'progress' and m.progress.phase == m.phase then
+    lines[#lines + 1] = m.progress
+  end
   follow = key
 else
   -- The end event as written when the migration stopped, else (trimmed away) as the
