@@ -423,6 +423,14 @@ static const tern_task_def *const tasks[] = {
     &dc_volumes_reference_task,
     &dc_volumes_unreserve_task,
     &dc_reservations_clean_task,
+    &dc_migration_check_task,
+    &dc_migration_claim_task,
+    &dc_migration_phase_task,
+    &dc_migration_progress_task,
+    &dc_migration_switch_task,
+    &dc_migration_unswitch_task,
+    &dc_migration_step_task,
+    &dc_migration_request_task,
     NULL,
 };
 

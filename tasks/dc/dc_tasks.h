@@ -51,6 +51,16 @@ extern const tern_task_def dc_volumes_reference_task;
 extern const tern_task_def dc_volumes_unreserve_task;
 extern const tern_task_def dc_reservations_clean_task;
 
+/* migration_tasks.c */
+extern const tern_task_def dc_migration_check_task;
+extern const tern_task_def dc_migration_claim_task;
+extern const tern_task_def dc_migration_phase_task;
+extern const tern_task_def dc_migration_progress_task;
+extern const tern_task_def dc_migration_switch_task;
+extern const tern_task_def dc_migration_unswitch_task;
+extern const tern_task_def dc_migration_step_task;
+extern const tern_task_def dc_migration_request_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 

@@ -19,8 +19,8 @@
 
 /* Retrying does not help these: the request, the VM's state or its space must change
  * first. */
-static const char *const fatal_codes[] = {"InvalidArgument", "ResourceNotFound", "InvalidState",
-                                          "InsufficientSpace", NULL};
+static const char *const fatal_codes[] = {"InvalidArgument",   "ResourceNotFound", "InvalidState",
+                                          "InsufficientSpace", "VmMigrating",      NULL};
 
 /* The arguments with the job's target, or its uuid, when the step did not give them:
  * a new reference. */

@@ -33,6 +33,7 @@ static const char *const fatal_codes[] = {"InvalidArgument",
                                           "MacsExhausted",
                                           "NoAllocatableServersError",
                                           "InsufficientSpace",
+                                          "VmMigrating",
                                           NULL};
 
 static char *ip_text(uint32_t host_order, char *out)

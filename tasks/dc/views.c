@@ -18,6 +18,8 @@ static const char *const volume_references_params[] = {"owner_uuid", NULL};
 static const char *const volume_sizes_params[] = {"type", NULL};
 static const char *const reservations_params[] = {"volume_uuid", "job_uuid", NULL};
 static const char *const nics_params[] = {"belongs_to_uuid", "cn_uuid", NULL};
+static const char *const migrations_params[] = {"owner_uuid", "state", "vm_uuid", NULL};
+static const char *const migration_params[] = {"owner_uuid", NULL};
 
 #define DC_VIEW(p, s, q, lua)                                                                      \
     {                                                                                              \
@@ -69,9 +71,27 @@ static const tern_view_def reservations_view =
     DC_VIEW("/reservations", "The volume reservations of provisions in flight, by uuid.",
             reservations_params, dc_lua_view_reservations);
 
+static const tern_view_def migrations_view =
+    DC_VIEW("/migrations",
+            "The migrations, newest first, by owner, state (or active) and VM; never their "
+            "secret.",
+            migrations_params, dc_lua_view_migrations);
+static const tern_view_def migration_view =
+    DC_VIEW("/migrations/:uuid", "One migration, by its uuid or its VM's (the latest).",
+            migration_params, dc_lua_view_migration);
+/* A migration's history and the stream a watch follows. Served as one JSON object
+ * until the engine's streaming views write its lines and follow the stream. */
+static const tern_view_def migration_watch_view =
+    DC_VIEW("/migrations/:uuid/watch",
+            "What a watch of a migration starts from: its history lines and the stream to "
+            "follow.",
+            migration_params, dc_lua_view_migration_watch);
+
 const tern_view_def *const dc_views[] = {
-    &servers_view,      &server_view,       &vms_view,    &vm_view,
-    &networks_view,     &network_ips_view,  &nics_view,   &packages_view,
-    &images_view,       &volumes_view,      &volume_view, &volume_references_view,
-    &volume_sizes_view, &reservations_view, NULL,
+    &servers_view,      &server_view,          &vms_view,
+    &vm_view,           &networks_view,        &network_ips_view,
+    &nics_view,         &packages_view,        &images_view,
+    &volumes_view,      &volume_view,          &volume_references_view,
+    &volume_sizes_view, &reservations_view,    &migrations_view,
+    &migration_view,    &migration_watch_view, NULL,
 };

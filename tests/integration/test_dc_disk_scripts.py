@@ -251,7 +251,7 @@ def the_vm_must_exist_be_flexible_and_settled(inv):
     vm['state'], vm['migrating'] = 'stopped', True
     put(inv, vm)
     refused(inv, 'snapshot_create', 3, params_of('snapshot_create', 3, name='s'),
-            'InvalidState', f'vm {vm_uuid(3)} is migrating', 409)
+            'VmMigrating', f'vm {vm_uuid(3)} is migrating (migration unknown)', 409)
 
 
 @case

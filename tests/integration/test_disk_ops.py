@@ -799,7 +799,7 @@ def test_snapshots_and_busy_instances():
         for workflow, params in (("disk-resize", {"pci_slot": "0:4:0", "size": 20480}),
                                  ("disk-add", {"size": 1024}),
                                  ("vm-snapshot-create", {"name": "m"})):
-            refused(workflow, vm_uuid, 409, "InvalidState", ["migrating"], **params)
+            refused(workflow, vm_uuid, 409, "VmMigrating", ["is migrating"], **params)
     finally:
         record["migrating"] = False
         lab.redis("SET", key, json.dumps(record))

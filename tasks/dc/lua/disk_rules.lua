@@ -137,8 +137,8 @@ local function disk_vm(r)
     return nil, derr(409, 'InvalidState', 'vm ' .. r.vm_uuid .. ' has no flexible_disk_size in its record')
   end
   if vm.migrating == true then
-    return nil, derr(409, 'InvalidState', 'vm ' .. r.vm_uuid .. ' is migrating: ' .. r.workflow ..
-      ' waits until it is not')
+    return nil, derr(409, 'VmMigrating', 'vm ' .. r.vm_uuid .. ' is migrating (migration ' ..
+      (type(vm.migration_uuid) == 'string' and vm.migration_uuid or 'unknown') .. '): ' .. r.workflow .. ' refused')
   end
   if vm.state ~= 'running' and vm.state ~= 'stopped' then
     return nil, derr(409, 'InvalidState', 'vm ' .. r.vm_uuid .. ' is ' .. tostring(vm.state) ..

@@ -6,5 +6,9 @@ if Q.system_role and Q.system_role ~= STORAGE_ROLE then
 end
 local t = redis.call('GET', P .. 'vm:' .. Q.uuid)
 if not t then return false end
-if vm_system_role(cjson.decode(t)) ~= Q.system_role then return false end
-return t
+local vm = cjson.decode(t)
+if vm_system_role(vm) ~= Q.system_role then return false end
+-- `migrating` is always shown (false when no migration holds the VM).
+if vm.migrating == true then return t end
+vm.migrating = false
+return enc(vm)

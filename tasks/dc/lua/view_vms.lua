@@ -20,7 +20,12 @@ for _, k in ipairs(idx) do
 end
 -- Destroyed VMs are in no index but their state's.
 if Q.state == 'destroyed' then walk = 'vms:state:destroyed' end
-local function get(u) return get_json('vm:' .. u) end
+-- Every VM shows `migrating` (the CLI's flag M): false when no migration holds it.
+local function get(u)
+  local vm = get_json('vm:' .. u)
+  if vm then vm.migrating = vm.migrating == true end
+  return vm
+end
 local function keep(vm)
   return (Q.owner_uuid == nil or vm.owner_uuid == Q.owner_uuid) and
     (Q.server_uuid == nil or vm.server_uuid == Q.server_uuid) and

@@ -23,6 +23,11 @@ end
 if vm.state == 'destroyed' then
   return refuse(404, 'ResourceNotFound', 'vm ' .. a.vm_uuid .. ' was destroyed')
 end
+-- A migration holds the VM until it ends successful or aborted (docs/MIGRATION.md).
+if vm.migrating == true then
+  return refuse(409, 'VmMigrating', 'vm ' .. a.vm_uuid .. ' is migrating (migration ' ..
+    (type(vm.migration_uuid) == 'string' and vm.migration_uuid or 'unknown') .. '): ' .. a.action .. ' refused')
+end
 if not allowed[a.action][vm.state] then
   return refuse(409, 'InvalidState', 'vm ' .. a.vm_uuid .. ' is ' .. vm.state .. ': cannot ' .. a.action .. ' it')
 end
