@@ -629,7 +629,10 @@ static cli_status_t migration_action(cli_t *cli, int argc, char **argv)
         goto Done;
     }
     if (!cli->out.json) {
-        printf("%s instance %s: job %s", o.action->doing, vm_uuid, job_uuid);
+        if (strcmp(argv[first], vm_uuid) != 0)
+            printf("%s instance %s (%s): job %s", o.action->doing, argv[first], vm_uuid, job_uuid);
+        else
+            printf("%s instance %s: job %s", o.action->doing, vm_uuid, job_uuid);
         if (mig != NULL)
             printf(", migration %s", mig);
         printf("\n");
