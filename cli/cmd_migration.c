@@ -231,13 +231,35 @@ static cli_status_t find_migration(cli_t *cli, const char *ref, const char *owne
 
 /* ---- watching ------------------------------------------------------------------ */
 
+/* Lines remembered to tell a replayed history from news; past this many the memory is
+ * cleared (everything looks new once: the give-up of a stream that only replays is a
+ * safety net, not an exact count). */
+#define SEEN_MAX 10000
+
 typedef struct follower {
     cli_t *cli;
     migration_view_t *view; /* NULL with -j */
-    unsigned long lines;    /* events read, all connections */
+    unsigned long fresh;    /* lines not seen before, all connections */
+    json_t *seen;           /* hashes of the lines read (ours), an object used as a set */
     bool ended;
     char end_state[32];
 } follower_t;
+
+/* True the first time the text `line` is read. */
+static bool first_sight(follower_t *f, const char *line, size_t len)
+{
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)line[i]) * 1099511628211ull;
+    char key[17];
+    snprintf(key, sizeof key, "%016llx", (unsigned long long)h);
+    if (json_object_get(f->seen, key) != NULL)
+        return false;
+    if (json_object_size(f->seen) >= SEEN_MAX)
+        json_object_clear(f->seen);
+    json_object_set_new(f->seen, key, json_true());
+    return true;
+}
 
 static bool on_watch_line(void *data, const char *line, size_t len)
 {
@@ -249,12 +271,13 @@ static bool on_watch_line(void *data, const char *line, size_t len)
         json_decref(ev);
         return true;
     }
-    f->lines++;
+    bool fresh = first_sight(f, line, len);
+    f->fresh += fresh;
     const char *type = json_string_value(json_object_get(ev, "type"));
     bool end = type != NULL && strcmp(type, "end") == 0;
     if (f->view != NULL) {
         migration_view_event(f->view, ev, clock_mono_ms());
-    } else {
+    } else if (fresh) {
         fwrite(line, 1, len, stdout);
         fputc('\n', stdout);
         fflush(stdout);
@@ -300,7 +323,7 @@ static cli_status_t end_status(const char *state, const char *action)
 static cli_status_t watch_migration(cli_t *cli, const char *uuid, const char *owner,
                                     const char *action)
 {
-    follower_t f = {.cli = cli};
+    follower_t f = {.cli = cli, .seen = json_object()};
     term_caps_t caps = term_probe(STDOUT_FILENO);
     if (!cli->out.json)
         f.view = migration_view_new(stdout, &caps, uuid);
@@ -313,14 +336,14 @@ static cli_status_t watch_migration(cli_t *cli, const char *uuid, const char *ow
     unsigned backoff_ms = 250;
     uint64_t quiet_since = clock_mono_ms();
     while (!f.ended) {
-        unsigned long before = f.lines;
+        unsigned long before = f.fresh;
         long status = 0;
         cli_error_t err = {0};
         st = client_stream(cli_client(cli), path, "application/x-ndjson", on_watch_line,
                            on_watch_tick, &f, &status, &err);
         if (f.ended || st == CLI_INTERRUPTED)
             break;
-        if (st == CLI_API && (status == 404 || status == 405) && f.lines == 0 &&
+        if (st == CLI_API && (status == 404 || status == 405) && f.fresh == 0 &&
             strcmp(err.code, "MigrationNotFound") != 0) {
             st = cli_fail(cli, CLI_API, err.code,
                           "the API at %s has no migration watch (GET /migrations/:uuid/watch): %s",
@@ -332,8 +355,9 @@ static cli_status_t watch_migration(cli_t *cli, const char *uuid, const char *ow
             break;
         }
         /* Cut before the end event (the server restarted, a proxy timed out): read it
-         * again from the start; the view skips what it drew. */
-        if (f.lines > before) {
+         * again from the start; the view skips what it drew. Only news resets the
+         * clock: a stream that keeps replaying the same history is given up. */
+        if (f.fresh > before) {
             backoff_ms = 250;
             quiet_since = clock_mono_ms();
         } else if (clock_mono_ms() - quiet_since > WATCH_GIVE_UP_MS) {
@@ -365,6 +389,7 @@ static cli_status_t watch_migration(cli_t *cli, const char *uuid, const char *ow
                  "stopped watching; migration %s goes on (tern migration watch %s)", uuid, uuid);
     }
     migration_view_free(f.view);
+    json_decref(f.seen);
     return st;
 }
 
