@@ -291,9 +291,13 @@ static void on_running(migration_view_t *v, const json_t *ev, uint64_t now_ms)
     char key[128];
     item_key(ev, key, sizeof key);
     bool keyed = strcmp(key, "-1|") != 0;
-    /* A progress event without a message continues the item running in its phase. */
+    /* A progress event without a message continues the item running in its phase;
+     * bytes moving in a step that is not a transfer ("stopping instance" left open)
+     * are the phase's transfer ("re-synchronizing filesystems"). */
+    bool bytes = json_object_get(ev, "transfer_bytes_second") != NULL;
     const char *text = msg != NULL ? msg
-                       : v->live && phase != NULL && strcmp(phase, v->phase) == 0
+                       : v->live && phase != NULL && strcmp(phase, v->phase) == 0 &&
+                               (!bytes || strstr(v->text, "synchronizing") != NULL)
                            ? v->text
                            : phase_text(phase);
     bool fresh = !v->live || strcmp(text, v->text) != 0 ||

@@ -466,6 +466,20 @@ static void test_final_lines(void **state)
     }
 }
 
+static void test_transfer_after_an_open_step(void **state)
+{
+    (void)state;
+    /* The switch's final pass reports bytes while "stopping instance" is still the
+     * entry open: the live line names the transfer, not the stop. */
+    static const char stream[] = ENTRY("switch", "running", "stopping instance", "00:00.000", "")
+        PROGRESS("switch", 524288, 1048576, 1048576, 500)
+            ENTRY("switch", "successful", "stopping instance", "00:00.000", DONE(19000));
+    char *out = draw(&tty, stream, 1000, NULL, NULL);
+    assert_non_null(strstr(out, "☐ re-synchronizing filesystems (50% 1.00 MiB/s ETA 1s)"));
+    assert_null(strstr(out, "☐ stopping instance (50%"));
+    free(out);
+}
+
 static void test_values_cannot_inject_escapes(void **state)
 {
     (void)state;
@@ -492,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_percent_never_over_100_nor_backwards),
         cmocka_unit_test(test_stream_cut_and_read_again),
         cmocka_unit_test(test_final_lines),
+        cmocka_unit_test(test_transfer_after_an_open_step),
         cmocka_unit_test(test_values_cannot_inject_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
