@@ -13,6 +13,7 @@ Usage: test_cli_migration.py PATH_TO_TERN. Every run of the client is bounded.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -58,6 +59,8 @@ class World:
 
 
 W = World()
+HANGING = "9a9a9a9a-0000-4000-8000-0000000000ff"
+RELEASE = threading.Event()
 
 
 class Api(BaseHTTPRequestHandler):
@@ -171,6 +174,17 @@ class Api(BaseHTTPRequestHandler):
                 streams = W.streams.get(parts[1], [[]])
                 lines = streams[min(n, len(streams) - 1)]
             data = "".join(json.dumps(e) + "\n" for e in lines).encode()
+            if parts[1] == HANGING:
+                # A running migration: the lines, then the stream stays open (bounded).
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-ndjson")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+                RELEASE.wait(20)
+                self.close_connection = True
+                return
             self.send_response(200)
             self.send_header("Content-Type", "application/x-ndjson")
             self.send_header("Content-Length", str(len(data)))
@@ -268,6 +282,35 @@ try:
     p = tern("vm", "list")
     rows = {line.split()[1]: line.split() for line in p.stdout.strip().split("\n")[1:]}
     assert rows["web0"][3] == "M" and rows["db0"][3] == "-", p.stdout
+
+    # Ctrl-C stops the watching, never the migration: exit 130, nothing posted.
+    with W.lock:
+        W.migrations[HANGING] = {"uuid": HANGING, "vm_uuid": DB, "state": "running",
+                                 "phase": "sync", "job_uuid": HANGING}
+        W.streams[HANGING] = [[
+            entry("sync", "running", "synchronizing filesystems", "00:10.000"),
+            {"type": "progress", "phase": "sync", "state": "running", "current_progress": 5,
+             "total_progress": 10, "transfer_bytes_second": 1024, "eta_ms": 5000}]]
+        posts = len(W.posts)
+    env = dict(os.environ, TERN_URL=URL, NO_COLOR="1")
+    env.pop("TERN_OWNER_UUID", None)
+    w = subprocess.Popen([TERN, "migration", "watch", HANGING], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = w.stdout.readline()  # the header, once the stream is open
+        assert first.startswith("Migration progress (" + HANGING), first
+        line = w.stdout.readline()
+        assert line == "☐ synchronizing filesystems\n", line
+        w.send_signal(signal.SIGINT)
+        out, err = w.communicate(timeout=10)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+        RELEASE.set()
+    assert w.returncode == 130, (w.returncode, out, err)
+    assert "stopped watching; migration %s goes on" % HANGING in err, err
+    assert len(W.posts) == posts, W.posts[posts:]
     print("ok: tern migration against the stand-in API")
 finally:
     server.shutdown()
