@@ -845,6 +845,22 @@ static json_t *summary_of(const json_t *rec)
     double last = num_of(rec, "last_sync_size");
     if (last >= 0)
         json_object_set_new(s, "last_sync_size", json_string(units_bytes(last, buf, sizeof buf)));
+    /* A running migration's latest progress, as the watch's live line says it. */
+    const json_t *progress = json_object_get(rec, "progress");
+    const char *state = json_string_value(json_object_get(rec, "state"));
+    if (json_is_object(progress) && state != NULL && strcmp(state, "running") == 0) {
+        const json_t *cur = json_object_get(progress, "current_progress");
+        const json_t *tot = json_object_get(progress, "total_progress");
+        double pct = json_is_number(cur) && json_is_number(tot) && json_number_value(tot) > 0
+                         ? json_number_value(cur) * 100.0 / json_number_value(tot)
+                         : -1;
+        const char *msg = json_string_value(json_object_get(progress, "message"));
+        const char *phase = json_string_value(json_object_get(rec, "phase"));
+        char line[512];
+        migration_view_live_text(msg != NULL ? msg : migration_view_phase_text(phase),
+                                 pct > 100 ? 100 : pct, progress, line, sizeof line);
+        json_object_set_new(s, "progress", json_string(line));
+    }
     uint64_t a, b;
     const char *st = json_string_value(json_object_get(rec, "started_timestamp"));
     const char *fin = json_string_value(json_object_get(rec, "finished_timestamp"));

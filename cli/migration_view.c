@@ -43,8 +43,7 @@ static const char *str(const json_t *o, const char *key)
     return json_string_value(json_object_get(o, key));
 }
 
-/* The text of an item of `phase` whose events carry no message. */
-static const char *phase_text(const char *phase)
+const char *migration_view_phase_text(const char *phase)
 {
     if (phase == NULL)
         return "migrating";
@@ -299,7 +298,7 @@ static void on_running(migration_view_t *v, const json_t *ev, uint64_t now_ms)
                        : v->live && phase != NULL && strcmp(phase, v->phase) == 0 &&
                                (!bytes || strstr(v->text, "synchronizing") != NULL)
                            ? v->text
-                           : phase_text(phase);
+                           : migration_view_phase_text(phase);
     bool fresh = !v->live || strcmp(text, v->text) != 0 ||
                  strcmp(phase != NULL ? phase : "", v->phase) != 0 ||
                  (keyed && v->item[0] != '\0' && strcmp(key, v->item) != 0);
@@ -350,7 +349,7 @@ static void on_finished(migration_view_t *v, const json_t *ev, const char *state
     entry_key(ev, key, sizeof key);
     const char *phase = str(ev, "phase");
     const char *msg = str(ev, "message");
-    const char *text = msg != NULL ? msg : phase_text(phase);
+    const char *text = msg != NULL ? msg : migration_view_phase_text(phase);
     /* The live item this entry closes ends here. */
     if (v->live && (strcmp(text, v->text) == 0 || strcmp(phase ? phase : "", v->phase) != 0))
         end_live(v);

@@ -80,4 +80,10 @@ char *migration_view_final_line(const json_t *end, bool paused, char *buf, size_
  * `text` is the item's text. Returns buf. */
 char *migration_view_live_text(const char *text, double pct, const json_t *ev, char *buf, size_t n);
 
+/* The text of a step of `phase` whose events carry no message: "making a reservation"
+ * (begin), "synchronizing filesystems" (sync), "re-synchronizing filesystems" (switch:
+ * its bytes are the final pass), "aborting", "reverting migration" (rollback); the
+ * phase itself otherwise, "migrating" for NULL. Static text. */
+const char *migration_view_phase_text(const char *phase);
+
 #endif /* TERN_CLI_MIGRATION_VIEW_H */

@@ -277,6 +277,12 @@ try:
     for want in ("state", "paused", "total_runtime", "last_sync_size", "1.00 MiB", "passes:",
                  "history:", "making a reservation"):
         assert want in out, (want, out)
+    with W.lock:
+        W.migrations[mig].update(state="running", phase="sync", progress={
+            "type": "progress", "phase": "sync", "state": "running", "current_progress": 300,
+            "total_progress": 200, "transfer_bytes_second": 1048576, "eta_ms": 0})
+    p = tern("migration", "get", "web0")
+    assert "synchronizing filesystems (100% 1.00 MiB/s ETA 0s)" in p.stdout, p.stdout
     p = tern("migration", "get", mig, "-j")
     assert json.loads(p.stdout)["uuid"] == mig, p.stdout
     p = tern("vm", "list")
