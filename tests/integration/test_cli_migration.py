@@ -56,6 +56,7 @@ class World:
         self.unclaimed = {}       # migration uuid -> GETs still answered 404
         self.watch_opens = {}     # migration uuid -> number of watch requests
         self.streams = {}         # migration uuid -> [first connection's lines, then's]
+        self.jobs = {}            # job uuid -> what GET /jobs/:uuid answers, when not running
 
 
 W = World()
@@ -111,6 +112,11 @@ class Api(BaseHTTPRequestHandler):
                            duration_ms=2500),
                      {"type": "end", "phase": "begin", "state": "paused"}],
                 ]
+            elif action == "estimate":
+                W.jobs[job] = {"uuid": job, "execution": "succeeded", "chain_results": [
+                    {"name": "measure", "result": {"size_bytes": 3 * 1048576 * 1024,
+                                                   "total_seconds": 190,
+                                                   "downtime_seconds": 15}}]}
             elif action == "sync":
                 m = newest(params["vm_uuid"])
                 # Its phase starts on the second read of the record.
@@ -147,7 +153,9 @@ class Api(BaseHTTPRequestHandler):
             return self.reply(200, [{"uuid": CN1, "hostname": "cn1"},
                                     {"uuid": CN2, "hostname": "cn2"}])
         if parts[0] == "jobs" and len(parts) == 2:
-            return self.reply(200, {"uuid": parts[1], "execution": "running"})
+            with W.lock:
+                job = W.jobs.get(parts[1])
+            return self.reply(200, job or {"uuid": parts[1], "execution": "running"})
         if parts == ["migrations"]:
             with W.lock:
                 rows = [dict(m) for m in W.migrations.values()
@@ -253,6 +261,16 @@ try:
     # Without -w: the job's and the migration's uuids, and how to watch.
     p = tern("migration", "begin", "db0")
     assert "Watch it with: tern migration watch " + DB in p.stdout, p.stdout
+
+    # estimate waits for its job and prints its result.
+    p = tern("migration", "estimate", "web0", "--limit-mbps", "100")
+    assert W.posts[-1]["params"] == {"vm_uuid": VM, "send_mbps_limit": 100}, W.posts[-1]
+    assert W.posts[-1]["target"] == "/migrate-estimate-" + VM, W.posts[-1]
+    assert "would send 3.00 GiB and take about 3m10s, with about 15s of downtime" in p.stdout, \
+        p.stdout
+    p = tern("migration", "estimate", "web0", "-j")
+    assert json.loads(p.stdout) == {"size_bytes": 3221225472, "total_seconds": 190,
+                                    "downtime_seconds": 15}, p.stdout
 
     # list, get, vm list.
     p = tern("migration", "list", "--state", "active")
