@@ -88,6 +88,7 @@ extern const cli_command_t cmd_nic_commands[];
 extern const cli_command_t cmd_network_commands[];
 extern const cli_command_t cmd_volume_commands[];
 extern const cli_command_t cmd_volume_snapshot_commands[];
+extern const cli_command_t cmd_migration_commands[];
 
 /* The API client for cli->url and cli->token, made on first use (borrowed). */
 client_t *cli_client(cli_t *cli);

@@ -65,10 +65,18 @@ static void cell_server(const json_t *row, char *buf, size_t n)
         snprintf(buf, n, "-");
 }
 
+/* Flags as `triton instance list` shows them: M while a migration holds the instance
+ * (its record's "migrating"), "-" when none applies. */
+static void cell_flags(const json_t *row, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", json_is_true(json_object_get(row, "migrating")) ? "M" : "-");
+}
+
 static const output_column_t vm_columns[] = {
     {"SHORTID", NULL, dc_cell_shortid},
     {"ALIAS", "alias", NULL},
     {"STATE", "state", NULL},
+    {"FLAGS", NULL, cell_flags},
     {"SERVER", NULL, cell_server},
     {"RAM", "ram", NULL},
     {"PRIMARYIP", NULL, cell_primary_ip},
@@ -577,8 +585,9 @@ const cli_command_t cmd_vm_commands[] = {
      "  --server SERVER    on that server (uuid or hostname)\n"
      "  --owner UUID       of that owner\n"
      "  --alias A          with that alias\n"
-     "\nColumns: SHORTID ALIAS STATE SERVER RAM PRIMARYIP CREATED; -o chooses fields\n"
-     "(-o uuid,state,server_uuid), -j prints the records.\n"},
+     "\nColumns: SHORTID ALIAS STATE FLAGS SERVER RAM PRIMARYIP CREATED (FLAGS: M while\n"
+     "the instance is migrating); -o chooses fields (-o uuid,state,server_uuid), -j prints\n"
+     "the records.\n"},
     {"vm", "get", vm_get, "vm get VM",
      "Show one instance (by uuid or alias): its record, disks, snapshots, NICs, volumes.",
      "  VM   the instance's uuid or alias\n"

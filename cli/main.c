@@ -31,6 +31,7 @@ static const cli_command_t *const tables[] = {
     cmd_network_commands,
     cmd_volume_commands,
     cmd_volume_snapshot_commands,
+    cmd_migration_commands,
 };
 
 static void on_sigint(int sig)
