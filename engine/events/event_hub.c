@@ -68,8 +68,8 @@ struct event_hub {
     bool closing;
     hub_stream_t *streams; /* every stream key watched */
     size_t n_streams;
-    uint64_t streams_gen; /* bumped when a key is added: the XREAD in flight lacks it */
-    uint64_t xread_gen;   /* streams_gen when the XREAD in flight was sent */
+    uint64_t streams_gen;  /* bumped when a key is added: the XREAD in flight lacks it */
+    uint64_t xread_gen;    /* streams_gen when the XREAD in flight was sent */
     long long blocking_id; /* CLIENT ID of the blocking connection, 0 unknown */
     bool unblocking;       /* a CLIENT UNBLOCK is in flight */
     int unblock_tries;

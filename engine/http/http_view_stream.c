@@ -112,8 +112,8 @@ static void stream_close(view_stream_t *s, const char *why)
     s->watch = NULL;
     if (log_enabled(TERN_LOG_INFO)) {
         json_t *f = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:f}", "method", "GET", "route",
-                              s->view->def->path, "plugin", s->view->plugin->name, "follow",
-                              s->key, "lines", (json_int_t)s->lines, "seconds",
+                              s->view->def->path, "plugin", s->view->plugin->name, "follow", s->key,
+                              "lines", (json_int_t)s->lines, "seconds",
                               (double)(uv_hrtime() - s->started_ns) / 1e9);
         log_msg(TERN_LOG_INFO, "api", f, "stream of view \"%s\" ended: %s", s->view->def->path,
                 why);
@@ -229,8 +229,7 @@ static void pump(view_stream_t *s)
     if (s->read_wanted && !s->reading && !s->ending && s->hub != NULL && s->key != NULL &&
         s->pending.len < PENDING_MAX) {
         s->read_wanted = false;
-        if (event_hub_read_stream(s->hub, s->key, s->last_id, false, PAGE_ENTRIES, on_read, s) ==
-            0)
+        if (event_hub_read_stream(s->hub, s->key, s->last_id, false, PAGE_ENTRIES, on_read, s) == 0)
             s->reading = true;
     }
     flush(s);
@@ -362,8 +361,7 @@ void http_view_stream_start(api_req_t *r, const plugin_view_t *v, const char *te
     snprintf(s->last_id, sizeof s->last_id, "%s", after);
     uint32_t hb = api_opts(r)->stream_heartbeat_ms;
     uv_loop_t *loop = api_loop(r);
-    metrics_http_observe(v->def->path, r->method, 200,
-                         (double)(uv_hrtime() - r->started_ns) / 1e9);
+    metrics_http_observe(v->def->path, r->method, 200, (double)(uv_hrtime() - r->started_ns) / 1e9);
     api_req_release(r);
 
     h2o_req_t *req = s->req;

@@ -231,8 +231,7 @@ static int check_views(const plugin_registry_t *reg, const char *shown, const te
         }
         /* A flag this engine does not know would be served as something the plugin did
          * not mean; and a plugin built before 1.3 had no flags to give. */
-        if ((v->flags & ~(uint32_t)TERN_VIEW_STREAM) != 0 ||
-            (v->flags != 0 && d->abi_minor < 3)) {
+        if ((v->flags & ~(uint32_t)TERN_VIEW_STREAM) != 0 || (v->flags != 0 && d->abi_minor < 3)) {
             rc = err_set(err, errlen, TERN_EINVAL,
                          "plugin \"%s\": view \"%s\": flags 0x%x, engine knows 0x%x "
                          "(TERN_VIEW_STREAM, ABI 1.3; the plugin is ABI %u.%u)",
@@ -372,11 +371,10 @@ json_t *plugin_registry_describe_views(const plugin_registry_t *reg)
             json_array_append_new(path_params, json_string(v->path_params[a]));
         for (size_t a = 0; v->def->params != NULL && v->def->params[a] != NULL; a++)
             json_array_append_new(params, json_string(v->def->params[a]));
-        json_array_append_new(out,
-                              json_pack("{s:s, s:s, s:s?, s:o, s:o, s:b}", "plugin",
-                                        v->plugin->name, "path", v->def->path, "summary",
-                                        v->def->summary, "path_params", path_params, "params",
-                                        params, "stream", plugin_view_streams(v)));
+        json_array_append_new(out, json_pack("{s:s, s:s, s:s?, s:o, s:o, s:b}", "plugin",
+                                             v->plugin->name, "path", v->def->path, "summary",
+                                             v->def->summary, "path_params", path_params, "params",
+                                             params, "stream", plugin_view_streams(v)));
     }
     return out;
 }

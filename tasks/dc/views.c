@@ -69,9 +69,66 @@ static const tern_view_def reservations_view =
     DC_VIEW("/reservations", "The volume reservations of provisions in flight, by uuid.",
             reservations_params, dc_lua_view_reservations);
 
+/* GET /migrations/:uuid/watch (a streaming view, include/tern/task.h): the migration's
+ * history, then its event stream to the end event. `uuid` is a migration's uuid or a
+ * VM's with a migration (migration_active:<vm>); ?owner_uuid= hides another owner's
+ * migration (404 MigrationNotFound). A migration that is not running any more gets its
+ * end line at once: its end event is already behind the stream's last id. The script
+ * is written here until the migration views' own Lua file replaces it. */
+static const char *const migration_watch_params[] = {"owner_uuid", NULL};
+static const char dc_lua_view_migration_watch[] =
+    "local ns = KEYS[1]\n"
+    "local p = cjson.decode(ARGV[4])\n"
+    "local id = p.uuid\n"
+    "local text = redis.call('GET', ns .. 'migration:' .. id)\n"
+    "if not text then\n"
+    "  local m = redis.call('GET', ns .. 'migration_active:' .. id)\n"
+    "  if m then id = m; text = redis.call('GET', ns .. 'migration:' .. id) end\n"
+    "end\n"
+    "local rec = text and cjson.decode(text)\n"
+    "if not rec or (p.owner_uuid and rec.account_uuid ~= p.owner_uuid) then\n"
+    "  return redis.error_reply('REFUSED 404 MigrationNotFound no migration ' .. p.uuid)\n"
+    "end\n"
+    "local lines = {}\n"
+    "for _, h in ipairs(type(rec.progress_history) == 'table' and rec.progress_history or {}) do\n"
+    "  lines[#lines + 1] = cjson.encode(h)\n"
+    "end\n"
+    "local key = 'migration:' .. id .. ':events'\n"
+    "local last = redis.call('XREVRANGE', ns .. key, '+', '-', 'COUNT', 1)\n"
+    "local follow = cjson.encode(key)\n"
+    "if rec.state ~= 'running' then\n"
+    "  lines[#lines + 1] = cjson.encode({type = 'end', phase = rec.phase, state = rec.state,\n"
+    "                                    message = rec.error})\n"
+    "  follow = 'null'\n"
+    "end\n"
+    "return '{\"lines\":[' .. table.concat(lines, ',') .. '],\"follow\":' .. follow ..\n"
+    "  ',\"after\":\"' .. (last[1] and last[1][1] or '0') .. '\"}'\n";
+static const tern_view_def migration_watch_view = {
+    .size = sizeof(tern_view_def),
+    .flags = TERN_VIEW_STREAM,
+    .path = "/migrations/:uuid/watch",
+    .summary = "A migration's history, then its progress as it happens, to its end "
+               "(newline-delimited JSON).",
+    .params = migration_watch_params,
+    .keys = ns_keys,
+    .script = dc_lua_view_migration_watch,
+};
+
 const tern_view_def *const dc_views[] = {
-    &servers_view,      &server_view,       &vms_view,    &vm_view,
-    &networks_view,     &network_ips_view,  &nics_view,   &packages_view,
-    &images_view,       &volumes_view,      &volume_view, &volume_references_view,
-    &volume_sizes_view, &reservations_view, NULL,
+    &servers_view,
+    &server_view,
+    &vms_view,
+    &vm_view,
+    &networks_view,
+    &network_ips_view,
+    &nics_view,
+    &packages_view,
+    &images_view,
+    &volumes_view,
+    &volume_view,
+    &volume_references_view,
+    &volume_sizes_view,
+    &reservations_view,
+    &migration_watch_view,
+    NULL,
 };

@@ -842,8 +842,7 @@ static void test_view_stream_without_follow_and_refused(void **state)
     http_sync_do(&h, "GET", "/itest/feeds/f2?refuse=1", NULL, 0, NULL, &r);
     assert_int_equal(r.status, 409);
     assert_string_equal(json_string_value(json_object_get(r.json, "code")), "InvalidArgument");
-    assert_string_equal(json_string_value(json_object_get(r.json, "message")),
-                        "refuse: asked to");
+    assert_string_equal(json_string_value(json_object_get(r.json, "message")), "refuse: asked to");
     http_sync_resp_dispose(&r);
     http_sync_do(&h, "GET", "/itest/feeds/f2?nosuch=1", NULL, 0, NULL, &r);
     assert_int_equal(r.status, 409);

@@ -583,12 +583,11 @@ static void test_views_load_and_describe(void **state)
     assert_null(plugin_registry_view(reg, 2));
 
     json_t *got = plugin_registry_describe_views(reg);
-    json_t *want =
-        json_pack("[{s:s, s:s, s:s, s:[], s:[s], s:b}, {s:s, s:s, s:s, s:[s], s:[], s:b}]",
-                  "plugin", "views_good", "path", "/things", "summary", "Lists the things.",
-                  "path_params", "params", "kind", "stream", 0, "plugin", "views_good", "path",
-                  "/things/:id", "summary", "One thing.", "path_params", "id", "params",
-                  "stream", 1);
+    json_t *want = json_pack(
+        "[{s:s, s:s, s:s, s:[], s:[s], s:b}, {s:s, s:s, s:s, s:[s], s:[], s:b}]", "plugin",
+        "views_good", "path", "/things", "summary", "Lists the things.", "path_params", "params",
+        "kind", "stream", 0, "plugin", "views_good", "path", "/things/:id", "summary", "One thing.",
+        "path_params", "id", "params", "stream", 1);
     if (!json_equal(got, want)) {
         char *g = json_dumps(got, JSON_COMPACT);
         fail_msg("GET /views: %s", g);
