@@ -173,11 +173,6 @@ event_hub_watch_t *event_hub_watch_stream(event_hub_t *h, const char *key, const
     return w;
 }
 
-size_t event_hub_stream_keys(const event_hub_t *h)
-{
-    return h->n_streams;
-}
-
 void event_hub_unwatch(event_hub_watch_t *w)
 {
     if (w == NULL || w->dead)

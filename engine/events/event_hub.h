@@ -94,7 +94,4 @@ int event_hub_read(event_hub_t *h, const char *uuid, const char *id, bool inclus
 int event_hub_read_stream(event_hub_t *h, const char *key, const char *id, bool inclusive,
                           size_t count, event_hub_read_cb cb, void *data);
 
-/* Stream keys watched now (each counted once however many watch it). */
-size_t event_hub_stream_keys(const event_hub_t *h);
-
 #endif /* TERN_EVENT_HUB_H */

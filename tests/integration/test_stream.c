@@ -847,7 +847,7 @@ static void test_view_stream_without_follow_and_refused(void **state)
     http_sync_do(&h, "GET", "/itest/feeds/f2?nosuch=1", NULL, 0, NULL, &r);
     assert_int_equal(r.status, 409);
     http_sync_resp_dispose(&r);
-    /* GET /views says which views stream. */
+    /* GET /views says which views stream (the itest plugin has one). */
     http_sync_do(&h, "GET", "/views", NULL, 0, NULL, &r);
     assert_int_equal(r.status, 200);
     size_t i;
@@ -855,7 +855,8 @@ static void test_view_stream_without_follow_and_refused(void **state)
     int streaming = 0;
     json_array_foreach(r.json, i, v)
     {
-        if (json_is_true(json_object_get(v, "stream"))) {
+        const char *plugin = json_string_value(json_object_get(v, "plugin"));
+        if (strcmp(plugin, "itest") == 0 && json_is_true(json_object_get(v, "stream"))) {
             streaming++;
             assert_string_equal(json_string_value(json_object_get(v, "path")),
                                 "/itest/feeds/:name");
@@ -864,6 +865,49 @@ static void test_view_stream_without_follow_and_refused(void **state)
     assert_int_equal(streaming, 1);
     http_sync_resp_dispose(&r);
     http_sync_close(&h);
+}
+
+/* The event hub announces a followed stream's entries itself: on a ternd whose
+ * heartbeat (the watchers' safety read) is a minute, a new key joins the hub's blocking
+ * XREAD at once (it is unblocked and sent again), and each entry reaches the watcher
+ * well within the XREAD's own 5 s bound. */
+static void test_view_stream_follows_without_heartbeat(void **state)
+{
+    (void)state;
+    char config[400];
+    snprintf(config, sizeof config, "%s/slow-heartbeat.json", W.dir.path);
+    FILE *f = fopen(config, "w");
+    assert_non_null(f);
+    fputs("{\"event_heartbeat_ms\": 60000}\n", f);
+    assert_int_equal(fclose(f), 0);
+    itest_ternd_t api;
+    const char *extra[] = {"--config", config, "--role", "api", NULL};
+    itest_ternd_start(&api, &W.redis, &W.dir, "s-hb", extra);
+    char base[64];
+    snprintf(base, sizeof base, "%s", W.base);
+    snprintf(W.base, sizeof W.base, "http://127.0.0.1:%d", api.api_port);
+    CURLM *m = curl_multi_init();
+    stream_t s;
+    stream_open(m, &s, "/itest/feeds/f5", NULL);
+    all_wait_t w = {&s, 1};
+    assert_true(multi_run(m, all_have_bytes, &w, 5000));
+    for (int i = 1; i <= 3; i++) {
+        uint64_t t0 = clock_mono_ms();
+        feed_add("f5", itest_fmt("{\"type\":\"progress\",\"n\":%d}", i));
+        line_wait_t lw = {&s, (size_t)i};
+        assert_true(multi_run(m, has_ndjson_lines, &lw, 2000));
+        assert_int_equal(ndjson_lines(s.body), i);
+        print_message("    entry %d reached the watcher in %llu ms\n", i,
+                      (unsigned long long)(clock_mono_ms() - t0));
+    }
+    feed_add("f5", "{\"type\":\"end\"}");
+    assert_true(multi_run(m, NULL, NULL, 2000));
+    assert_string_equal(feed_of(s.body), "1,2,3,end");
+    stream_close(m, &s);
+    curl_multi_cleanup(m);
+    snprintf(W.base, sizeof W.base, "%s", base);
+    itest_ternd_signal(&api, SIGTERM, 0);
+    assert_int_equal(itest_ternd_signal(&api, 0, 10000), 0);
 }
 
 /* SIGTERM ends every open stream with its final chunk: clients see a complete
@@ -923,6 +967,7 @@ int main(void)
         cmocka_unit_test(test_vanished_clients_are_freed),
         cmocka_unit_test(test_view_stream_history_live_end),
         cmocka_unit_test(test_view_stream_without_follow_and_refused),
+        cmocka_unit_test(test_view_stream_follows_without_heartbeat),
         cmocka_unit_test(test_shutdown_ends_streams),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown) == 0 ? 0 : 1;
