@@ -347,6 +347,9 @@ void http_view_stream_start(api_req_t *r, const plugin_view_t *v, const char *te
         json_decref(doc);
         return;
     }
+    /* HEAD gets the headers of what GET would answer, and does not wait for a stream. */
+    if (strcmp(r->method, "HEAD") == 0)
+        follow = NULL;
     event_hub_t *hub = api_event_hub(r);
     if (follow != NULL && hub == NULL) {
         api_reply_error(r, 503, "ServiceUnavailable", "view \"%s\" of plugin \"%s\": %s",
