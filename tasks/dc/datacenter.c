@@ -965,8 +965,7 @@ static void read_settings(reader_t *r, const json_t *settings, dc_settings_t *se
     get_setting(r, settings, "migration_send_mbps_limit", 1, 1000000, 500,
                 &set->migration_send_mbps_limit);
     get_setting(r, settings, "migration_block_kib", 4, 65536, 1024, &set->migration_block_kib);
-    get_setting(r, settings, "migration_window_blocks", 1, 4096, 16,
-                &set->migration_window_blocks);
+    get_setting(r, settings, "migration_window_blocks", 1, 4096, 16, &set->migration_window_blocks);
     get_setting(r, settings, "migration_converge_max_mib", 0, 1048576, 50,
                 &set->migration_converge_max_mib);
     get_setting(r, settings, "migration_converge_max_passes", 1, 1000, 10,

@@ -126,16 +126,16 @@ typedef struct dc_settings {
     uint64_t reservation_max_age_s;     /* a volume reservation older than this is stale: 900 */
     uint64_t max_snapshots_per_volume;  /* 16 */
     /* Migration (RFD 34, docs/MIGRATION.md "Settings"). */
-    uint64_t max_running_migrations_per_cn; /* source and target both count: 5 */
-    uint64_t migration_send_mbps_limit;     /* megabits/s per migration, a token bucket: 500 */
-    uint64_t migration_block_kib;           /* the unit a pass compares and sends: 1024 */
-    uint64_t migration_window_blocks;       /* blocks the receiver makes durable at once: 16 */
-    uint64_t migration_converge_max_mib;    /* automatic: switch after a pass under this: 50 */
-    uint64_t migration_converge_max_passes; /* automatic: switch after this many passes: 10 */
+    uint64_t max_running_migrations_per_cn;   /* source and target both count: 5 */
+    uint64_t migration_send_mbps_limit;       /* megabits/s per migration, a token bucket: 500 */
+    uint64_t migration_block_kib;             /* the unit a pass compares and sends: 1024 */
+    uint64_t migration_window_blocks;         /* blocks the receiver makes durable at once: 16 */
+    uint64_t migration_converge_max_mib;      /* automatic: switch after a pass under this: 50 */
+    uint64_t migration_converge_max_passes;   /* automatic: switch after this many passes: 10 */
     uint64_t migration_converge_stall_passes; /* ... or this many passes without falling: 3 */
     uint64_t migration_converge_min_reduction_pct; /* "falling": by this % of the least: 10 */
-    bool allow_user_migrations;             /* an owner may migrate its instances: false */
-    bool migration_scheduler;               /* migrate-schedule is available: true */
+    bool allow_user_migrations;                    /* an owner may migrate its instances: false */
+    bool migration_scheduler;                      /* migrate-schedule is available: true */
 } dc_settings_t;
 
 typedef struct datacenter {
