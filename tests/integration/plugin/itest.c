@@ -472,9 +472,18 @@ static const tern_view_def feed_view = {
               "  .. ',\"after\":\"' .. after .. '\"}'\n",
 };
 
+/* A streaming view whose answer is wrong: a line that is no object. */
+static const tern_view_def bad_feed_view = {
+    .size = sizeof(tern_view_def),
+    .flags = TERN_VIEW_STREAM,
+    .path = "/itest/bad_feed",
+    .script = "return '{\"lines\": [1], \"follow\": null}'",
+};
+
 static const tern_view_def *const views[] = {
     &notes_view, &note_view,       &broken_view, &write_view, &not_json_view,
-    &slow_view,  &bad_marker_view, &refuse_view, &feed_view,  NULL};
+    &slow_view,  &bad_marker_view, &refuse_view, &feed_view,  &bad_feed_view,
+    NULL};
 
 static const tern_plugin itest_plugin = {
     .magic = TERN_PLUGIN_MAGIC,
