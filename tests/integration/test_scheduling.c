@@ -395,6 +395,25 @@ static void test_templated_capacity_from_admission(void **state)
     assert_int_equal(key_count("tern:job:*"), jobs);
     assert_int_equal(key_count("tern:hold:slot:s8*"), 0);
 
+    /* A step's templated capacity is expanded when the step runs: a bad value fails
+     * the step with InvalidArgument naming the hold (nothing was taken). */
+    put("{\"name\": \"slotted-step\", \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\","
+        " \"holds\": [{\"resource\": \"stepslot\", \"capacity\": \"${params.cap}\"}]}]}");
+    char su[40];
+    create("slotted-step", "{\"cap\": 0}", su);
+    json_t *sj = finished(su);
+    assert_string_equal(itest_execution(sj), "failed");
+    const json_t *serr = json_object_get(sj, "error");
+    assert_string_equal(itest_str_of(serr, "code"), "InvalidArgument");
+    assert_non_null(
+        strstr(itest_str_of(serr, "message"), "holds[0].capacity: \"${params.cap}\" gave \"0\""));
+    json_decref(sj);
+    create("slotted-step", "{\"cap\": 3}", su);
+    sj = finished(su);
+    assert_string_equal(itest_execution(sj), "succeeded");
+    json_decref(sj);
+    assert_int_equal(key_count("tern:hold:stepslot*"), 0);
+
     /* A malformed template is refused when the workflow is stored. */
     int status =
         http_post("/workflows",
