@@ -31,9 +31,18 @@
 #define XREAD_BLOCK_MS "5000"
 #define GLOBAL_STREAM  "tern:events"
 
+/* A stream key watched by views' streams, and where the XREAD reads it from. */
+typedef struct hub_stream {
+    char *key;
+    char cursor[64]; /* the last entry announced, or where the first watcher started */
+    size_t n_watches;
+    struct hub_stream *next;
+} hub_stream_t;
+
 struct event_hub_watch {
     event_hub_t *hub;
     char uuid[40];
+    hub_stream_t *stream; /* a view's stream watch, or NULL for a job's */
     event_hub_cb cb;
     void *data;
     bool dead;  /* unwatched during a notification round; freed after it */
@@ -57,6 +66,13 @@ struct event_hub {
     bool xreading;
     bool reads_were_up; /* the read connection was up before: a new up is a reconnect */
     bool closing;
+    hub_stream_t *streams; /* every stream key watched */
+    size_t n_streams;
+    uint64_t streams_gen;  /* bumped when a key is added: the XREAD in flight lacks it */
+    uint64_t xread_gen;    /* streams_gen when the XREAD in flight was sent */
+    long long blocking_id; /* CLIENT ID of the blocking connection, 0 unknown */
+    bool unblocking;       /* a CLIENT UNBLOCK is in flight */
+    int unblock_tries;
     /* A growable list of watches to tell in one round. */
     event_hub_watch_t **notes;
     size_t n_notes, cap_notes;
@@ -100,16 +116,78 @@ event_hub_watch_t *event_hub_watch(event_hub_t *h, const char *uuid, event_hub_c
     return w;
 }
 
+/* Drops one watch of `st`; the key leaves the XREAD with its last watch (the XREAD in
+ * flight may still announce it: an answer for a key nobody watches is skipped). */
+static void stream_release(event_hub_t *h, hub_stream_t *st)
+{
+    if (--st->n_watches > 0)
+        return;
+    for (hub_stream_t **pp = &h->streams; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == st) {
+            *pp = st->next;
+            break;
+        }
+    }
+    h->n_streams--;
+    free(st->key);
+    free(st);
+}
+
+static hub_stream_t *stream_find(const event_hub_t *h, const char *key, size_t len)
+{
+    for (hub_stream_t *st = h->streams; st != NULL; st = st->next)
+        if (strlen(st->key) == len && memcmp(st->key, key, len) == 0)
+            return st;
+    return NULL;
+}
+
+static void unblock_xread(event_hub_t *h);
+
+event_hub_watch_t *event_hub_watch_stream(event_hub_t *h, const char *key, const char *after,
+                                          event_hub_cb cb, void *data)
+{
+    event_hub_watch_t *w = xcalloc(1, sizeof *w);
+    w->hub = h;
+    w->cb = cb;
+    w->data = data;
+    hub_stream_t *st = stream_find(h, key, strlen(key));
+    if (st == NULL) {
+        st = xcalloc(1, sizeof *st);
+        st->key = xstrdup(key);
+        /* XREAD takes "0-0" for the start; an id is announced from after it. */
+        snprintf(st->cursor, sizeof st->cursor, "%s",
+                 strcmp(after, "0") == 0 || after[0] == '\0' ? "0-0" : after);
+        st->next = h->streams;
+        h->streams = st;
+        h->n_streams++;
+        h->streams_gen++;
+        unblock_xread(h);
+    }
+    st->n_watches++;
+    w->stream = st;
+    w->next = h->all;
+    if (h->all != NULL)
+        h->all->prev = w;
+    h->all = w;
+    h->n_watches++;
+    return w;
+}
+
 void event_hub_unwatch(event_hub_watch_t *w)
 {
     if (w == NULL || w->dead)
         return;
     event_hub_t *h = w->hub;
-    event_hub_watch_t **pp = &h->buckets[bucket_of(w->uuid)];
-    while (*pp != NULL && *pp != w)
-        pp = &(*pp)->bucket_next;
-    if (*pp == w)
-        *pp = w->bucket_next;
+    if (w->stream != NULL) {
+        stream_release(h, w->stream);
+        w->stream = NULL;
+    } else {
+        event_hub_watch_t **pp = &h->buckets[bucket_of(w->uuid)];
+        while (*pp != NULL && *pp != w)
+            pp = &(*pp)->bucket_next;
+        if (*pp == w)
+            *pp = w->bucket_next;
+    }
     if (w->prev != NULL)
         w->prev->next = w->next;
     else
@@ -193,25 +271,56 @@ static bool note_event(void *data, const json_t *ev)
 
 /* ---- the global stream ---------------------------------------------------------- */
 
+/* The entries of the global stream: the cursor moves on, the jobs' watches are noted. */
+static void note_global(event_hub_t *h, const redisReply *entries)
+{
+    for (size_t i = 0; i < entries->elements; i++) {
+        redisReply *e = entries->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2)
+            continue;
+        snprintf(h->cursor, sizeof h->cursor, "%s", e->element[0]->str);
+        if (h->n_watches == 0)
+            continue;
+        stream_entry_each(e->element[1], note_event, h);
+    }
+}
+
+/* Entries of a watched stream key: its cursor moves to the last, its watches are noted
+ * (each reads what it has not sent itself). */
+static void note_stream(event_hub_t *h, const redisReply *key, const redisReply *entries)
+{
+    hub_stream_t *st = stream_find(h, key->str, key->len);
+    if (st == NULL || entries->elements == 0)
+        return;
+    const redisReply *last = entries->element[entries->elements - 1];
+    if (last->type == REDIS_REPLY_ARRAY && last->elements > 0 &&
+        last->element[0]->type == REDIS_REPLY_STRING)
+        snprintf(st->cursor, sizeof st->cursor, "%s", last->element[0]->str);
+    for (event_hub_watch_t *w = h->all; w != NULL; w = w->next)
+        if (w->stream == st)
+            note_add(h, w);
+}
+
 static void on_xread(redis_conn_t *c, redisReply *reply, void *data)
 {
     (void)c;
     event_hub_t *h = data;
     h->xreading = false;
+    h->unblock_tries = 0;
     if (reply == NULL || h->closing)
         return; /* dropped: the next up event reads again from the cursor */
     /* [[key, [[id, [field, value, ...]], ...]]], or nil when the block timed out. */
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
-        reply->element[0]->elements > 1) {
-        redisReply *entries = reply->element[0]->element[1];
-        for (size_t i = 0; i < entries->elements; i++) {
-            redisReply *e = entries->element[i];
-            if (e->type != REDIS_REPLY_ARRAY || e->elements < 2)
+    if (reply->type == REDIS_REPLY_ARRAY) {
+        for (size_t k = 0; k < reply->elements; k++) {
+            redisReply *sk = reply->element[k];
+            if (sk->type != REDIS_REPLY_ARRAY || sk->elements < 2 ||
+                sk->element[0]->type != REDIS_REPLY_STRING ||
+                sk->element[1]->type != REDIS_REPLY_ARRAY)
                 continue;
-            snprintf(h->cursor, sizeof h->cursor, "%s", e->element[0]->str);
-            if (h->n_watches == 0)
-                continue;
-            stream_entry_each(e->element[1], note_event, h);
+            if (strcmp(sk->element[0]->str, GLOBAL_STREAM) == 0)
+                note_global(h, sk->element[1]);
+            else
+                note_stream(h, sk->element[0], sk->element[1]);
         }
         notes_deliver(h, EVENT_HUB_NEW);
     }
@@ -222,10 +331,66 @@ static void xread_next(event_hub_t *h)
 {
     if (h->closing || h->xreading || !h->have_cursor || !redis_conn_is_up(h->blocking))
         return;
-    const char *argv[] = {"XREAD",        "COUNT",   XREAD_COUNT,   "BLOCK",
-                          XREAD_BLOCK_MS, "STREAMS", GLOBAL_STREAM, h->cursor};
-    if (redis_conn_command(h->blocking, on_xread, h, 8, argv, NULL) == 0)
+    /* XREAD COUNT c BLOCK ms STREAMS tern:events <keys...> <cursor> <cursors...> */
+    size_t argc = 8 + 2 * h->n_streams, i = 0;
+    const char **argv = xcalloc(argc, sizeof *argv);
+    argv[i++] = "XREAD";
+    argv[i++] = "COUNT";
+    argv[i++] = XREAD_COUNT;
+    argv[i++] = "BLOCK";
+    argv[i++] = XREAD_BLOCK_MS;
+    argv[i++] = "STREAMS";
+    argv[i++] = GLOBAL_STREAM;
+    for (hub_stream_t *st = h->streams; st != NULL; st = st->next)
+        argv[i++] = st->key;
+    argv[i++] = h->cursor;
+    for (hub_stream_t *st = h->streams; st != NULL; st = st->next)
+        argv[i++] = st->cursor;
+    if (redis_conn_command(h->blocking, on_xread, h, (int)argc, argv, NULL) == 0) {
         h->xreading = true;
+        h->xread_gen = h->streams_gen;
+    }
+    free(argv);
+}
+
+/* The XREAD in flight lacks a key that was just watched: it is unblocked (it answers
+ * as if its time ran out) and sent again with the key. CLIENT UNBLOCK answers 0 when
+ * the XREAD has not reached Redis yet; then it is tried again, a bounded number of
+ * times, after which the XREAD's own bound (XREAD_BLOCK_MS) takes the key in. */
+#define UNBLOCK_TRIES 50
+
+static void on_unblock(redis_conn_t *c, redisReply *reply, void *data)
+{
+    (void)c;
+    event_hub_t *h = data;
+    h->unblocking = false;
+    if (reply == NULL || h->closing)
+        return;
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0)
+        unblock_xread(h);
+}
+
+static void unblock_xread(event_hub_t *h)
+{
+    if (h->closing || !h->xreading || h->unblocking || h->blocking_id == 0 ||
+        h->xread_gen == h->streams_gen || h->unblock_tries >= UNBLOCK_TRIES ||
+        !redis_conn_is_up(h->reads))
+        return;
+    char id[24];
+    snprintf(id, sizeof id, "%lld", h->blocking_id);
+    const char *argv[] = {"CLIENT", "UNBLOCK", id};
+    if (redis_conn_command(h->reads, on_unblock, h, 3, argv, NULL) == 0) {
+        h->unblocking = true;
+        h->unblock_tries++;
+    }
+}
+
+static void on_client_id(redis_conn_t *c, redisReply *reply, void *data)
+{
+    (void)c;
+    event_hub_t *h = data;
+    if (reply != NULL && reply->type == REDIS_REPLY_INTEGER)
+        h->blocking_id = reply->integer;
 }
 
 static void on_last_id(redis_conn_t *c, redisReply *reply, void *data)
@@ -248,8 +413,15 @@ static void on_blocking_conn(redis_conn_t *c, bool up, const char *why, void *da
 {
     (void)why;
     event_hub_t *h = data;
-    if (!up)
+    if (!up) {
+        h->blocking_id = 0;
         return;
+    }
+    /* Sent before anything else on the connection, so known before an XREAD blocks. Not
+     * sent (the connection dropped again): the id stays unknown and a new key joins the
+     * XREAD at its own bound instead. */
+    const char *id_argv[] = {"CLIENT", "ID"};
+    redis_conn_command(c, on_client_id, h, 2, id_argv, NULL);
     if (!h->have_cursor) {
         const char *argv[] = {"XREVRANGE", GLOBAL_STREAM, "+", "-", "COUNT", "1"};
         redis_conn_command(c, on_last_id, h, 6, argv, NULL);
@@ -314,12 +486,19 @@ static void on_read(redis_conn_t *c, redisReply *reply, void *data)
 int event_hub_read(event_hub_t *h, const char *uuid, const char *id, bool inclusive, size_t count,
                    event_hub_read_cb cb, void *data)
 {
+    char key[96];
+    snprintf(key, sizeof key, "tern:job:%s:events", uuid);
+    return event_hub_read_stream(h, key, id, inclusive, count, cb, data);
+}
+
+int event_hub_read_stream(event_hub_t *h, const char *key, const char *id, bool inclusive,
+                          size_t count, event_hub_read_cb cb, void *data)
+{
     if (h->closing)
         return TERN_ENOTCONN;
-    char key[96], start[72], cnt[24];
-    snprintf(key, sizeof key, "tern:job:%s:events", uuid);
+    char start[72], cnt[24];
     /* "(" makes the start exclusive (Redis >= 6.2): the entry after the last one seen. */
-    if (strcmp(id, "0") == 0)
+    if (strcmp(id, "0") == 0 || strcmp(id, "0-0") == 0)
         snprintf(start, sizeof start, "-");
     else
         snprintf(start, sizeof start, "%s%s", inclusive ? "" : "(", id);

@@ -13,6 +13,14 @@
  *     (Last-Event-ID), and a read is exact: a notification only says "read again", so
  *     a notification lost or repeated never loses or repeats an event.
  *
+ *
+ * Streams of plugins' views (TERN_VIEW_STREAM) use the same two connections: the hub's
+ * XREAD names, beside the global stream, every stream key watched with
+ * event_hub_watch_stream, each from the last id it announced, and a watcher reads its
+ * key with event_hub_read_stream after its own last id. A key that gains its first
+ * watcher while the XREAD blocks gets the XREAD unblocked (CLIENT UNBLOCK on the read
+ * connection) and sent again with it, so live entries are announced at once.
+ *
  * Ownership: the hub owns its connections and every watch record; a watch lives from
  * event_hub_watch until event_hub_unwatch (or until the hub is freed). Callbacks run on
  * the loop thread.
@@ -62,6 +70,13 @@ void event_hub_free(event_hub_t *h);
 /* Watches job `uuid`. Never returns NULL. */
 event_hub_watch_t *event_hub_watch(event_hub_t *h, const char *uuid, event_hub_cb cb, void *data);
 
+/* Watches the Redis stream `key` (a whole key name, copied): EVENT_HUB_NEW once
+ * entries were appended after `after` ("0" or a stream id) or after the last entry
+ * announced since; RESYNC and SHUTDOWN as for jobs. Several watches of one key share
+ * one place in the XREAD. Never returns NULL; event_hub_unwatch ends it. */
+event_hub_watch_t *event_hub_watch_stream(event_hub_t *h, const char *key, const char *after,
+                                          event_hub_cb cb, void *data);
+
 /* Stops watching; the callback does not run again. Safe inside any hub callback. */
 void event_hub_unwatch(event_hub_watch_t *w);
 
@@ -73,5 +88,10 @@ size_t event_hub_watchers(const event_hub_t *h);
  * returns non-zero (TERN_ENOTCONN: not sent). */
 int event_hub_read(event_hub_t *h, const char *uuid, const char *id, bool inclusive, size_t count,
                    event_hub_read_cb cb, void *data);
+
+/* event_hub_read for any stream `key` (a whole key name): entries whose field `e`
+ * holds the text. */
+int event_hub_read_stream(event_hub_t *h, const char *key, const char *id, bool inclusive,
+                          size_t count, event_hub_read_cb cb, void *data);
 
 #endif /* TERN_EVENT_HUB_H */

@@ -523,7 +523,9 @@ static const struct {
 };
 
 /* Plugins' views are reads, like GET /jobs and GET /tasks: a service that submits jobs
- * reads what their tasks recorded (an instance's state) without an operator token. */
+ * reads what their tasks recorded (an instance's state) without an operator token.
+ * Streaming views (TERN_VIEW_STREAM) are reads too, as GET /jobs/:uuid/events is: a
+ * watch of a migration's progress needs no more than its listing. */
 http_scope_t http_guard_view_scope(void)
 {
     return HTTP_SCOPE_SUBMIT;

@@ -134,5 +134,10 @@ const plugin_view_t *http_view_find(const plugin_registry_t *reg, const char *pa
 
 /* Serves GET on view `v` for r (http_routes_views.c). Answers exactly once. */
 void http_view_serve(api_req_t *r, const plugin_view_t *v);
+/* Answers streaming view `v` (TERN_VIEW_STREAM) from its script's answer, `len` bytes
+ * of `text` (borrowed): 500 ViewScriptError when it is not {"lines", "follow",
+ * "after"}, else 200 and the lines as newline-delimited JSON, then the stream it
+ * follows (http_view_stream.c). Frees r, or takes its h2o request over. */
+void http_view_stream_start(api_req_t *r, const plugin_view_t *v, const char *text, size_t len);
 
 #endif /* TERN_HTTP_REQUEST_H */

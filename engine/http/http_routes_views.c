@@ -14,7 +14,9 @@
  * within view_timeout_ms; 503 ServiceUnavailable while Redis is unreachable.
  *
  * Scripts run in view_runner.c (engine/run/), on a connection of their own, with
- * EVAL_RO; view_runner.h says how a script past its bound is killed.
+ * EVAL_RO; view_runner.h says how a script past its bound is killed. A streaming view
+ * (TERN_VIEW_STREAM) is refused, found nothing or failed the same way; its answer then
+ * goes to http_view_stream.c, which streams its lines and the stream it follows.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -179,6 +181,15 @@ static void on_view_reply(void *data, int status, const redisReply *reply, const
         api_reply_error(r, 404, "ResourceNotFound",
                         "%s does not exist (view \"%s\" of plugin \"%s\" found nothing)", r->path,
                         v->def->path, v->plugin->name);
+        return;
+    }
+    if (plugin_view_streams(v)) {
+        if (reply->type == REDIS_REPLY_STRING)
+            http_view_stream_start(r, v, reply->str, reply->len);
+        else
+            reply_script_error(r, v, "%s",
+                               "a streaming view's script answers JSON text {\"lines\", "
+                               "\"follow\", \"after\"}");
         return;
     }
     if (reply->type == REDIS_REPLY_STRING) {

@@ -15,10 +15,12 @@
 #include "model/template.h"
 #include "model/workflow.h"
 
-/* Expands `n` holds against `scope`. Returns the malloc'd lines (caller frees; "" for
- * none), or NULL with "holds[1]: ..." in err when a template names nothing or a
- * resource contains a newline. */
-char *holds_expand(const wf_hold_t *holds, size_t n, const template_scope_t *scope, char *err,
-                   size_t errlen);
+/* Expands `n` holds against `scope`: their resources and their templated capacities.
+ * Returns 0 and *out the malloc'd lines (caller frees; "" for none); TERN_EINVAL with
+ * "holds[1]: ..." in err when a template names nothing or a resource contains a
+ * newline; TERN_EREFUSED with "holds[1].capacity: \"${...}\" gave \"0\", expected an
+ * integer from 1 to 1000000" when a templated capacity expands to anything else. */
+int holds_expand(const wf_hold_t *holds, size_t n, const template_scope_t *scope, char **out,
+                 char *err, size_t errlen);
 
 #endif /* TERN_HOLDS_H */

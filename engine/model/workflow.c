@@ -31,8 +31,7 @@
 #include "model/schedule.h"
 #include "model/template.h"
 
-#define TIMEOUT_MAX_S     (365.0 * 24 * 3600) /* one year, in seconds */
-#define HOLD_CAPACITY_MAX 1000000
+#define TIMEOUT_MAX_S (365.0 * 24 * 3600) /* one year, in seconds */
 
 /* The roots each part of a definition may name in its templates. */
 #define ROOTS_WORKFLOW_HOLDS (TEMPLATE_PARAMS | TEMPLATE_JOB | TEMPLATE_ADMISSION)
@@ -258,6 +257,7 @@ static int parse_holds(parser_t *ps, const json_t *v, const char *path, const st
         const json_t *res;
         json_t *nitem;
         uint32_t capacity = 1;
+        const char *capacity_template = NULL;
 
         snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
         if (json_is_string(item)) {
@@ -278,19 +278,38 @@ static int parse_holds(parser_t *ps, const json_t *v, const char *path, const st
                           DESCRIBE(res));
                 goto Error;
             }
-            if (cap != NULL) {
+            if (cap != NULL && json_is_string(cap)) {
+                /* A capacity the job's inputs give: checked as the resource's template
+                 * is, expanded and bounded when the job (or the step) takes it. */
+                char cpath[224];
+                snprintf(cpath, sizeof cpath, "%s.capacity", ipath);
+                if (!template_present(json_string_value(cap))) {
+                    rc = fail(ps, TERN_EINVAL,
+                              "%s: expected an integer from 1 to %d or a template of one, got %s",
+                              cpath, WORKFLOW_HOLD_CAPACITY_MAX, DESCRIBE(cap));
+                    goto Error;
+                }
+                template_names_t cnames = scope_names(sc, sc->roots);
+                rc = template_check_names(cap, cpath, &cnames, ps->err, ps->errlen);
+                if (rc != 0)
+                    goto Error;
+                capacity_template = json_string_value(cap);
+            } else if (cap != NULL) {
                 if (!json_is_integer(cap) || json_integer_value(cap) < 1 ||
-                    json_integer_value(cap) > HOLD_CAPACITY_MAX) {
+                    json_integer_value(cap) > WORKFLOW_HOLD_CAPACITY_MAX) {
                     rc = fail(ps, TERN_EINVAL,
                               "%s.capacity: expected an integer from 1 to %d, got %s", ipath,
-                              HOLD_CAPACITY_MAX, DESCRIBE(cap));
+                              WORKFLOW_HOLD_CAPACITY_MAX, DESCRIBE(cap));
                     goto Error;
                 }
                 capacity = (uint32_t)json_integer_value(cap);
             }
             nitem = json_object();
             json_object_set_new(nitem, "resource", json_deep_copy(res));
-            json_object_set_new(nitem, "capacity", json_integer(capacity));
+            if (capacity_template != NULL)
+                json_object_set_new(nitem, "capacity", json_string(capacity_template));
+            else
+                json_object_set_new(nitem, "capacity", json_integer(capacity));
             snprintf(ipath + strlen(ipath), sizeof ipath - strlen(ipath), ".resource");
         } else {
             rc = fail(ps, TERN_EINVAL,
@@ -318,6 +337,9 @@ static int parse_holds(parser_t *ps, const json_t *v, const char *path, const st
         arr[i].resource =
             json_string_value(json_is_string(nitem) ? nitem : json_object_get(nitem, "resource"));
         arr[i].capacity = capacity;
+        if (capacity_template != NULL)
+            arr[i].capacity_template =
+                json_string_value(json_object_get(nitem, "capacity")); /* borrowed from norm */
     }
     *nout = norm;
     *holds = arr;

@@ -64,12 +64,18 @@ typedef enum wf_phase {
 } wf_phase_t;
 #define WF_NPHASES 3
 
-/* A resource ticket: "vm:${params.vm_uuid}" (capacity 1) or
- * {"resource": "migrations:${params.source_server}", "capacity": 5}. */
+/* A resource ticket: "vm:${params.vm_uuid}" (capacity 1),
+ * {"resource": "migrations:${params.source_server}", "capacity": 5}, or a capacity
+ * the job's inputs give: {"resource": "...", "capacity": "${admission.check.result.slots}"},
+ * expanded with the resource (holds_expand) to an integer from 1 to
+ * WORKFLOW_HOLD_CAPACITY_MAX. */
 typedef struct wf_hold {
-    const char *resource; /* a template, borrowed from the workflow's doc */
-    uint32_t capacity;    /* >= 1 */
+    const char *resource;          /* a template, borrowed from the workflow's doc */
+    uint32_t capacity;             /* >= 1; unused when capacity_template is set */
+    const char *capacity_template; /* a template, borrowed from the doc, or NULL */
 } wf_hold_t;
+
+#define WORKFLOW_HOLD_CAPACITY_MAX 1000000
 
 typedef struct wf_step {
     const char *name;    /* borrowed from doc; a fallback is named "<step>.fallback" */

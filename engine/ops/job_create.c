@@ -337,7 +337,8 @@ static const json_t *create_params(op_t *op)
 
 /* The workflow's holds for the new job, expanded against its params and job fields:
  * 0 and *out the lines job_create.lua stores (malloc'd; NULL when they are empty), or
- * TERN_EINVAL with the message in err. Only for a workflow with holds. */
+ * TERN_EINVAL (a template names nothing) or TERN_EREFUSED (a templated capacity that
+ * is no integer in range: 422) with the message in err. Only for a workflow with holds. */
 static int create_holds(op_t *op, char **out, char *err, size_t errlen)
 {
     const workflow_t *wf = op->wfr->version->wf;
@@ -352,12 +353,13 @@ static int create_holds(op_t *op, char **out, char *err, size_t errlen)
         memcpy(all, wf->holds, n * sizeof *all);
     if (op->extra_hold != NULL)
         all[n++] = (wf_hold_t){.resource = op->extra_hold, .capacity = 1};
-    char *holds = holds_expand(all, n, &sc, err, errlen);
+    char *holds = NULL;
+    int rc = holds_expand(all, n, &sc, &holds, err, errlen);
     free(all);
     json_decref(scope_job);
     json_decref(admission);
-    if (holds == NULL)
-        return TERN_EINVAL;
+    if (rc != 0)
+        return rc;
     if (holds[0] == '\0') {
         free(holds);
         holds = NULL;
@@ -568,10 +570,11 @@ void create_write(op_t *op, const char *locks_version)
     const workflow_t *wf = op->wfr->version->wf;
     char herr[512];
     char *holds = NULL;
+    int hrc = 0;
     if ((wf->n_holds > 0 || op->extra_hold != NULL) &&
-        create_holds(op, &holds, herr, sizeof herr) != 0) {
+        (hrc = create_holds(op, &holds, herr, sizeof herr)) != 0) {
         store_args_dispose(&a);
-        store_op_done(&op->base, TERN_EINVAL, NULL, "%s", herr);
+        store_op_done(&op->base, hrc, NULL, "%s", herr);
         return;
     }
 

@@ -229,6 +229,16 @@ static int check_views(const plugin_registry_t *reg, const char *shown, const te
                          shown, v->path != NULL ? v->path : "(null)", fault);
             goto Error;
         }
+        /* A flag this engine does not know would be served as something the plugin did
+         * not mean; and a plugin built before 1.3 had no flags to give. */
+        if ((v->flags & ~(uint32_t)TERN_VIEW_STREAM) != 0 || (v->flags != 0 && d->abi_minor < 3)) {
+            rc = err_set(err, errlen, TERN_EINVAL,
+                         "plugin \"%s\": view \"%s\": flags 0x%x, engine knows 0x%x "
+                         "(TERN_VIEW_STREAM, ABI 1.3; the plugin is ABI %u.%u)",
+                         shown, v->path, (unsigned)v->flags, (unsigned)TERN_VIEW_STREAM,
+                         (unsigned)d->abi_major, (unsigned)d->abi_minor);
+            goto Error;
+        }
         if (v->script == NULL || v->script[0] == '\0') {
             rc = err_set(err, errlen, TERN_EINVAL, "plugin \"%s\": view \"%s\": script is %s",
                          shown, v->path, v->script == NULL ? "NULL" : "empty");
@@ -345,6 +355,12 @@ const plugin_view_t *plugin_registry_view(const plugin_registry_t *reg, size_t i
 }
 
 /* See plugin_loader.h. */
+/* See plugin_loader.h. */
+bool plugin_view_streams(const plugin_view_t *v)
+{
+    return (v->def->flags & TERN_VIEW_STREAM) != 0;
+}
+
 json_t *plugin_registry_describe_views(const plugin_registry_t *reg)
 {
     json_t *out = json_array();
@@ -355,10 +371,10 @@ json_t *plugin_registry_describe_views(const plugin_registry_t *reg)
             json_array_append_new(path_params, json_string(v->path_params[a]));
         for (size_t a = 0; v->def->params != NULL && v->def->params[a] != NULL; a++)
             json_array_append_new(params, json_string(v->def->params[a]));
-        json_array_append_new(out,
-                              json_pack("{s:s, s:s, s:s?, s:o, s:o}", "plugin", v->plugin->name,
-                                        "path", v->def->path, "summary", v->def->summary,
-                                        "path_params", path_params, "params", params));
+        json_array_append_new(out, json_pack("{s:s, s:s, s:s?, s:o, s:o, s:b}", "plugin",
+                                             v->plugin->name, "path", v->def->path, "summary",
+                                             v->def->summary, "path_params", path_params, "params",
+                                             params, "stream", plugin_view_streams(v)));
     }
     return out;
 }

@@ -126,8 +126,11 @@ json_t *plugin_registry_describe(const plugin_registry_t *reg);
 size_t plugin_registry_view_count(const plugin_registry_t *reg);
 const plugin_view_t *plugin_registry_view(const plugin_registry_t *reg, size_t i);
 
+/* True when view `v` answers a stream of lines (TERN_VIEW_STREAM). */
+bool plugin_view_streams(const plugin_view_t *v);
+
 /* GET /views: [{"plugin": "greet", "path": "/greetings/:name", "summary": "...",
- * "path_params": ["name"], "params": ["since"]}, ...]. New reference. */
+ * "path_params": ["name"], "params": ["since"], "stream": false}, ...]. New reference. */
 json_t *plugin_registry_describe_views(const plugin_registry_t *reg);
 
 /* Calls every plugin's fini and frees the registry; shared objects stay mapped. */

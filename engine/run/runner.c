@@ -1041,10 +1041,12 @@ static void begin_step(run_job_t *j, const wf_step_t *s)
     /* Step holds are expanded now: they may name earlier results and state. */
     char err[512];
     template_scope_t sc = job_scope(j, j->error);
-    char *lines = holds_expand(s->holds, s->n_holds, &sc, err, sizeof err);
-    if (lines == NULL) {
+    char *lines = NULL;
+    int rc = holds_expand(s->holds, s->n_holds, &sc, &lines, err, sizeof err);
+    if (rc != 0) {
         store_args_dispose(&a);
-        attempt_failed(j, "TemplateError", err, NULL, 0);
+        /* A templated capacity out of range is a bad value, as a bad queue name is. */
+        attempt_failed(j, rc == TERN_EREFUSED ? "InvalidArgument" : "TemplateError", err, NULL, 0);
         return;
     }
     store_args_push(&a, lines);

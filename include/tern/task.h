@@ -57,7 +57,7 @@ extern "C" {
 
 #define TERN_PLUGIN_MAGIC 0x7465726eu /* "tern" */
 #define TERN_ABI_MAJOR    1           /* bump on any incompatible change */
-#define TERN_ABI_MINOR    2           /* bump on append-only additions */
+#define TERN_ABI_MINOR    3           /* bump on append-only additions */
 
 /* Bunyan's numeric levels, so Triton's log tools read the engine's output. */
 enum tern_log_level {
@@ -144,9 +144,26 @@ typedef struct tern_task_def {
  * any other Lua error, or text that is not JSON, 500 ViewScriptError naming the view.
  * Mind cjson: an empty Lua table encodes as "{}", so an empty list is returned "[]".
  */
+/**
+ * A streaming view (ABI 1.3: flag TERN_VIEW_STREAM). Its script runs as any view's
+ * (the same KEYS, ARGV and refusals) and answers JSON text
+ *   {"lines": [objects], "follow": "<key>" or null, "after": "<stream id>"}
+ * The engine answers 200 application/x-ndjson, chunked: each of `lines` as one line,
+ * then, when `follow` names a Redis stream in the plugin's namespace ("tern:p:<plugin>:"
+ * is put in front, as for keys), the field `e` (one JSON object's text) of every entry
+ * of that stream after the id `after` ("0" for its start), one line each, as they are
+ * appended. The response ends with its final chunk after the first line (of `lines` or
+ * of the stream) whose "type" is "end", after `lines` when `follow` is null, or when
+ * the server shuts down; a client may leave at any time. So the script reads a record's
+ * history and the stream's last id in one atomic call, and the engine goes on from
+ * there: nothing is lost or repeated between the two. An idle response gets an empty
+ * line every heartbeat interval (15 s by default), which clients skip.
+ */
+#define TERN_VIEW_STREAM 0x1u
+
 typedef struct tern_view_def {
     uint32_t size;  /**< sizeof(tern_view_def) as the plugin saw it */
-    uint32_t flags; /**< none defined yet: 0 */
+    uint32_t flags; /**< 0, or TERN_VIEW_STREAM (ABI 1.3); other bits are refused */
     /** "/vms" or "/vms/:uuid": segments of [A-Za-z0-9_.-] or ":name" ([a-z][a-z0-9_]*,
      *  at most 4), no trailing slash. It must not overlap an engine route or another
      *  plugin's view: "/jobs/:x" and "/jobs/stats" both overlap "/jobs/:uuid". */

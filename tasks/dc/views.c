@@ -79,13 +79,18 @@ static const tern_view_def migrations_view =
 static const tern_view_def migration_view =
     DC_VIEW("/migrations/:uuid", "One migration, by its uuid or its VM's (the latest).",
             migration_params, dc_lua_view_migration);
-/* A migration's history and the stream a watch follows. Served as one JSON object
- * until the engine's streaming views write its lines and follow the stream. */
-static const tern_view_def migration_watch_view =
-    DC_VIEW("/migrations/:uuid/watch",
-            "What a watch of a migration starts from: its history lines and the stream to "
-            "follow.",
-            migration_params, dc_lua_view_migration_watch);
+/* A streaming view (include/tern/task.h): the script gives the history lines and the
+ * stream to follow; the engine writes them as newline-delimited JSON to the end event. */
+static const tern_view_def migration_watch_view = {
+    .size = sizeof(tern_view_def),
+    .flags = TERN_VIEW_STREAM,
+    .path = "/migrations/:uuid/watch",
+    .summary = "A migration's history, then its progress as it happens, to its end "
+               "(newline-delimited JSON).",
+    .params = migration_params,
+    .keys = ns_keys,
+    .script = dc_lua_view_migration_watch,
+};
 
 const tern_view_def *const dc_views[] = {
     &servers_view,      &server_view,          &vms_view,

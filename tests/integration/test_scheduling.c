@@ -315,6 +315,116 @@ static void test_capacity_is_counted_and_fifo(void **state)
                      0);
 }
 
+static int http_post(const char *path, const char *body, char *out, size_t outlen);
+
+/* POSTs a job of workflow `wf` with `params` (members of a JSON object, without braces)
+ * through the HTTP API, where admission checks run, and returns the HTTP status; the
+ * job's uuid goes to uuid on 201, the answer's body to body. */
+static int http_create(const char *wf, const char *params, char uuid[40], char *body, size_t n)
+{
+    char req[1024];
+    snprintf(req, sizeof req, "{\"workflow\": \"%s\", %s}", wf, params);
+    int status = http_post("/jobs", req, body, n);
+    uuid[0] = '\0';
+    if (status == 201) {
+        json_t *job = json_loads(body, 0, NULL);
+        snprintf(uuid, 40, "%s", itest_str_of(job, "uuid"));
+        json_decref(job);
+    }
+    return status;
+}
+
+/* A capacity given by the job's inputs (an admission check's result, as a migration's
+ * slots per server come from its settings): expanded when the job is created, counted
+ * and granted first come first served as a written one; a value that is no integer in
+ * range refuses the job 422 and stores nothing; a malformed template refuses the
+ * workflow. */
+static void test_templated_capacity_from_admission(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"slotted\", \"admission\": [{\"name\": \"check\", \"task\":"
+                  " \"itest.admit_ok\", \"args\": {\"slots\": \"${params.slots}\", \"server\":"
+                  " \"${params.server}\"}}], \"holds\": [{\"resource\":"
+                  " \"slot:${admission.check.result.args.server}\", \"capacity\":"
+                  " \"${admission.check.result.args.slots}\"}], \"chain\": [{\"name\": \"move\","
+                  " \"task\": \"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 500}}]}",
+                  W.side));
+    char uuid[3][40], body[4096];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(
+            http_create("slotted", "\"slots\": 2, \"server\": \"s7\"", uuid[i], body, sizeof body),
+            201);
+    json_int_t start[3], end[3];
+    for (int i = 0; i < 3; i++) {
+        json_t *job = finished(uuid[i]);
+        assert_string_equal(itest_execution(job), "succeeded");
+        json_decref(job);
+        json_t *ev = itest_events(&W.client, uuid[i]);
+        start[i] = time_of(ev, "running", NULL, 0);
+        end[i] = time_of(ev, "finished", NULL, 0);
+        /* The first two are granted at once; the third, created last, waits. */
+        assert_int_equal(itest_count_events(ev, "hold_wait", NULL), i < 2 ? 0 : 1);
+        json_decref(ev);
+    }
+    assert_true(start[1] < end[0] && start[0] < end[1]);
+    assert_true(start[2] >= (end[0] < end[1] ? end[0] : end[1]));
+    assert_int_equal(
+        itest_redis_int(&W.redis,
+                        "EXISTS tern:hold:slot:s7:h tern:hold:slot:s7:w tern:hold:slot:s7:cap"),
+        0);
+
+    /* Values that are no capacity: refused 422 naming the hold and the value; no job. */
+    static const struct {
+        const char *slots, *shown;
+    } bad[] = {{"0", "0"}, {"\"two\"", "two"}, {"1.5", "1.5"}, {"1000001", "1000001"}};
+    long long jobs = key_count("tern:job:*");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char u[40];
+        int status =
+            http_create("slotted", itest_fmt("\"slots\": %s, \"server\": \"s8\"", bad[i].slots), u,
+                        body, sizeof body);
+        print_message("HTTP %d: %s\n", status, body);
+        assert_int_equal(status, 422);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "holds[0].capacity: \\\"${admission.check.result.args.slots}\\\" gave \\\"%s\\\", "
+                 "expected an integer from 1 to 1000000",
+                 bad[i].shown);
+        assert_non_null(strstr(body, want));
+    }
+    assert_int_equal(key_count("tern:job:*"), jobs);
+    assert_int_equal(key_count("tern:hold:slot:s8*"), 0);
+
+    /* A step's templated capacity is expanded when the step runs: a bad value fails
+     * the step with InvalidArgument naming the hold (nothing was taken). */
+    put("{\"name\": \"slotted-step\", \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\","
+        " \"holds\": [{\"resource\": \"stepslot\", \"capacity\": \"${params.cap}\"}]}]}");
+    char su[40];
+    create("slotted-step", "{\"cap\": 0}", su);
+    json_t *sj = finished(su);
+    assert_string_equal(itest_execution(sj), "failed");
+    const json_t *serr = json_object_get(sj, "error");
+    assert_string_equal(itest_str_of(serr, "code"), "InvalidArgument");
+    assert_non_null(
+        strstr(itest_str_of(serr, "message"), "holds[0].capacity: \"${params.cap}\" gave \"0\""));
+    json_decref(sj);
+    create("slotted-step", "{\"cap\": 3}", su);
+    sj = finished(su);
+    assert_string_equal(itest_execution(sj), "succeeded");
+    json_decref(sj);
+    assert_int_equal(key_count("tern:hold:stepslot*"), 0);
+
+    /* A malformed template is refused when the workflow is stored. */
+    int status =
+        http_post("/workflows",
+                  "{\"name\": \"slotted-bad\", \"holds\": [{\"resource\": \"r\", \"capacity\":"
+                  " \"${params.slots\"}], \"chain\": [{\"name\": \"a\", \"task\": \"core.noop\"}]}",
+                  body, sizeof body);
+    print_message("HTTP %d: %s\n", status, body);
+    assert_int_equal(status, 409);
+    assert_non_null(strstr(body, "holds[0].capacity: ${params.slots has no closing"));
+}
+
 /* ---- 3. release however the job ends -------------------------------------------------- */
 
 static void test_holds_released_on_failure_and_cancel(void **state)
@@ -883,6 +993,7 @@ int main(void)
         cmocka_unit_test_teardown(test_job_hold_serializes_one_vm, test_teardown),
         cmocka_unit_test_teardown(test_job_hold_wait_frees_the_runner_slot, test_teardown),
         cmocka_unit_test_teardown(test_capacity_is_counted_and_fifo, test_teardown),
+        cmocka_unit_test_teardown(test_templated_capacity_from_admission, test_teardown),
         cmocka_unit_test_teardown(test_holds_released_on_failure_and_cancel, test_teardown),
         cmocka_unit_test_teardown(test_step_hold_covers_only_its_step, test_teardown),
         cmocka_unit_test_teardown(test_named_queue_needs_its_runner, test_teardown),

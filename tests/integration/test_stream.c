@@ -5,7 +5,10 @@
  * job; resuming with Last-Event-ID or ?from=; 404 for unknown jobs; fifty clients that
  * vanish mid-stream are noticed and freed (the server's stream count, read from
  * /metrics, returns to 0); and a shutting-down ternd ends its streams with a final
- * chunk.
+ * chunk. The same for plugins' streaming views (TERN_VIEW_STREAM), through the itest
+ * plugin's view /itest/feeds/:name over a stream the test appends to: its lines, then
+ * the stream's new entries, to the end line; watchers side by side, one leaving early;
+ * a view that follows nothing; a refusal.
  *
  * ternd runs with a 200 ms stream heartbeat (config "event_heartbeat_ms"), so a
  * vanished client is noticed within a few hundred milliseconds instead of 15 s.
@@ -691,6 +694,231 @@ static void test_vanished_clients_are_freed(void **state)
     wait_metric("tern_event_streams_open", 0, 5000);
 }
 
+/* ---- streaming views (TERN_VIEW_STREAM) ----------------------------------------- */
+
+/* The non-empty lines of an ND-JSON body (empty lines are keep-alives), each parsed. */
+static size_t ndjson_lines(const char *body)
+{
+    size_t n = 0;
+    for (const char *p = body; *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        if (nl == NULL)
+            break;
+        n += nl > p;
+        p = nl + 1;
+    }
+    return n;
+}
+
+static bool has_ndjson_lines(void *arg)
+{
+    line_wait_t *w = arg;
+    return ndjson_lines(w->s->body) >= w->lines || w->s->done;
+}
+
+/* Drives `m` until stream `s` has `n` lines; fails the test after 5 s. */
+static void wait_lines(CURLM *m, stream_t *s, size_t n)
+{
+    line_wait_t lw = {s, n};
+    if (!multi_run(m, has_ndjson_lines, &lw, 5000) || ndjson_lines(s->body) < n)
+        fail_msg("a feed's stream has %zu lines after 5 s, expected %zu:\n%s",
+                 ndjson_lines(s->body), n, s->body);
+}
+
+/* "n" of each line of an ND-JSON body, "h1,h2,1,end". */
+static const char *feed_of(const char *body)
+{
+    static char out[512];
+    out[0] = '\0';
+    json_t *lines = parse_ndjson(body);
+    size_t i;
+    json_t *l;
+    json_array_foreach(lines, i, l)
+    {
+        const json_t *n = json_object_get(l, "n");
+        char one[64];
+        if (json_is_integer(n))
+            snprintf(one, sizeof one, "%lld", (long long)json_integer_value(n));
+        else
+            snprintf(one, sizeof one, "%s", json_is_string(n) ? json_string_value(n) : type_of(l));
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i > 0 ? "," : "", one);
+    }
+    json_decref(lines);
+    return out;
+}
+
+static void feed_add(const char *feed, const char *json)
+{
+    char *id = itest_redis_str(&W.redis, "XADD tern:p:itest:feed:%s * e %s", feed, json);
+    assert_non_null(id);
+    free(id);
+}
+
+/* History lines first, then what is appended, until the end line; several watchers
+ * each get every line from the moment they came; one that leaves early disturbs no
+ * other; entries appended before a watcher's script ran are its history's business,
+ * not sent twice. */
+static void test_view_stream_history_live_end(void **state)
+{
+    (void)state;
+    const char *feed = "f1";
+    itest_redis_int(&W.redis, "RPUSH tern:p:itest:feed:%s:history %s %s", feed,
+                    "{\"type\":\"progress\",\"n\":\"h1\"}", "{\"type\":\"progress\",\"n\":\"h2\"}");
+    feed_add(feed, "{\"type\":\"progress\",\"n\":0}"); /* before: told by the history */
+    long streams0 = metric("tern_event_streams_open");
+    CURLM *m = curl_multi_init();
+    stream_t a, b, c;
+    stream_open(m, &a, "/itest/feeds/f1", NULL);
+    wait_lines(m, &a, 2);
+    stream_info(&a);
+    assert_int_equal(a.status, 200);
+    assert_string_equal(a.ctype, "application/x-ndjson");
+    feed_add(feed, "{\"type\":\"progress\",\"n\":1}");
+    wait_lines(m, &a, 3);
+    stream_open(m, &b, "/itest/feeds/f1", NULL);
+    stream_open(m, &c, "/itest/feeds/f1", NULL);
+    wait_lines(m, &b, 2);
+    wait_lines(m, &c, 2);
+    feed_add(feed, "{\"type\":\"progress\",\"n\":2}");
+    wait_lines(m, &b, 3);
+    wait_lines(m, &c, 3);
+    assert_int_equal(metric("tern_event_streams_open"), streams0 + 3);
+    /* c leaves; a and b go on. */
+    stream_close(m, &c);
+    feed_add(feed, "{\"type\":\"progress\",\"n\":3}");
+    wait_lines(m, &a, 5);
+    wait_lines(m, &b, 4);
+    feed_add(feed, "{\"type\":\"end\",\"n\":\"end\",\"state\":\"successful\"}");
+    assert_true(multi_run(m, NULL, NULL, 5000));
+    assert_true(a.done && b.done);
+    assert_int_equal(a.result, CURLE_OK);
+    assert_int_equal(b.result, CURLE_OK);
+    assert_string_equal(feed_of(a.body), "h1,h2,1,2,3,end");
+    assert_string_equal(feed_of(b.body), "h1,h2,2,3,end");
+    feed_add(feed, "{\"type\":\"progress\",\"n\":4}"); /* after the end: nobody's */
+    stream_close(m, &a);
+    stream_close(m, &b);
+    curl_multi_cleanup(m);
+    wait_metric("tern_event_streams_open", streams0, 5000);
+}
+
+/* A script that answers follow null: its lines, then the final chunk. An end line among
+ * the lines ends the response there too. A refusal of the script is answered as any
+ * view's. */
+static void test_view_stream_without_follow_and_refused(void **state)
+{
+    (void)state;
+    itest_redis_int(&W.redis, "RPUSH tern:p:itest:feed:f2:history %s %s",
+                    "{\"type\":\"progress\",\"n\":\"h1\"}", "{\"type\":\"progress\",\"n\":\"h2\"}");
+    stream_t s;
+    stream_whole(&s, "/itest/feeds/f2?follow=no", NULL, 5000);
+    assert_int_equal(s.status, 200);
+    assert_int_equal(s.result, CURLE_OK);
+    assert_string_equal(feed_of(s.body), "h1,h2");
+    free(s.body);
+
+    itest_redis_int(&W.redis, "RPUSH tern:p:itest:feed:f3:history %s %s",
+                    "{\"type\":\"end\",\"n\":\"h1\"}", "{\"type\":\"progress\",\"n\":\"h2\"}");
+    stream_whole(&s, "/itest/feeds/f3", NULL, 5000);
+    assert_int_equal(s.status, 200);
+    assert_string_equal(feed_of(s.body), "h1");
+    free(s.body);
+
+    /* An empty feed followed: the response starts (headers, a keep-alive) at once. */
+    CURLM *m = curl_multi_init();
+    stream_t e;
+    stream_open(m, &e, "/itest/feeds/f4", NULL);
+    all_wait_t w = {&e, 1};
+    assert_true(multi_run(m, all_have_bytes, &w, 5000));
+    /* An entry that is no JSON object is not sent: a client parses every line. */
+    feed_add("f4", "not-json");
+    feed_add("f4", "[1,2]");
+    feed_add("f4", "{\"type\":\"end\",\"n\":\"only\"}");
+    assert_true(multi_run(m, NULL, NULL, 5000));
+    assert_string_equal(feed_of(e.body), "only");
+    stream_close(m, &e);
+    curl_multi_cleanup(m);
+
+    http_sync_t h;
+    http_sync_open(&h, W.base);
+    http_sync_resp_t r;
+    http_sync_do(&h, "GET", "/itest/feeds/f2?refuse=1", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 409);
+    assert_string_equal(json_string_value(json_object_get(r.json, "code")), "InvalidArgument");
+    assert_string_equal(json_string_value(json_object_get(r.json, "message")), "refuse: asked to");
+    http_sync_resp_dispose(&r);
+    http_sync_do(&h, "GET", "/itest/feeds/f2?nosuch=1", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 409);
+    http_sync_resp_dispose(&r);
+    /* A wrong answer of the script is the script's failure, before anything streams. */
+    http_sync_do(&h, "GET", "/itest/bad_feed", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 500);
+    assert_string_equal(json_string_value(json_object_get(r.json, "code")), "ViewScriptError");
+    assert_string_equal(json_string_value(json_object_get(r.json, "message")),
+                        "view \"/itest/bad_feed\" of plugin \"itest\": the streaming view's "
+                        "answer is wrong: lines: expected an array of objects, one of them is "
+                        "not an object");
+    http_sync_resp_dispose(&r);
+    /* GET /views says which views stream. */
+    http_sync_do(&h, "GET", "/views", NULL, 0, NULL, &r);
+    assert_int_equal(r.status, 200);
+    size_t i;
+    json_t *v;
+    int streaming = 0;
+    json_array_foreach(r.json, i, v)
+    {
+        const char *plugin = json_string_value(json_object_get(v, "plugin"));
+        if (strcmp(plugin, "itest") == 0 && json_is_true(json_object_get(v, "stream")))
+            streaming++;
+    }
+    assert_int_equal(streaming, 2); /* /itest/feeds/:name and /itest/bad_feed */
+    http_sync_resp_dispose(&r);
+    http_sync_close(&h);
+}
+
+/* The event hub announces a followed stream's entries itself: on a ternd whose
+ * heartbeat (the watchers' safety read) is a minute, a new key joins the hub's blocking
+ * XREAD at once (it is unblocked and sent again), and each entry reaches the watcher
+ * well within the XREAD's own 5 s bound. */
+static void test_view_stream_follows_without_heartbeat(void **state)
+{
+    (void)state;
+    char config[400];
+    snprintf(config, sizeof config, "%s/slow-heartbeat.json", W.dir.path);
+    FILE *f = fopen(config, "w");
+    assert_non_null(f);
+    fputs("{\"event_heartbeat_ms\": 60000}\n", f);
+    assert_int_equal(fclose(f), 0);
+    itest_ternd_t api;
+    const char *extra[] = {"--config", config, "--role", "api", NULL};
+    itest_ternd_start(&api, &W.redis, &W.dir, "s-hb", extra);
+    char base[64];
+    snprintf(base, sizeof base, "%s", W.base);
+    snprintf(W.base, sizeof W.base, "http://127.0.0.1:%d", api.api_port);
+    CURLM *m = curl_multi_init();
+    stream_t s;
+    stream_open(m, &s, "/itest/feeds/f5", NULL);
+    all_wait_t w = {&s, 1};
+    assert_true(multi_run(m, all_have_bytes, &w, 5000));
+    for (int i = 1; i <= 3; i++) {
+        uint64_t t0 = clock_mono_ms();
+        feed_add("f5", itest_fmt("{\"type\":\"progress\",\"n\":%d}", i));
+        line_wait_t lw = {&s, (size_t)i};
+        assert_true(multi_run(m, has_ndjson_lines, &lw, 2000));
+        assert_int_equal(ndjson_lines(s.body), i);
+        print_message("    entry %d reached the watcher in %llu ms\n", i,
+                      (unsigned long long)(clock_mono_ms() - t0));
+    }
+    feed_add("f5", "{\"type\":\"end\"}");
+    assert_true(multi_run(m, NULL, NULL, 2000));
+    assert_string_equal(feed_of(s.body), "1,2,3,end");
+    stream_close(m, &s);
+    curl_multi_cleanup(m);
+    snprintf(W.base, sizeof W.base, "%s", base);
+    itest_ternd_signal(&api, SIGTERM, 0);
+    assert_int_equal(itest_ternd_signal(&api, 0, 10000), 0);
+}
+
 /* SIGTERM ends every open stream with its final chunk: clients see a complete
  * response (and an EventSource would reconnect elsewhere with Last-Event-ID). */
 static void test_shutdown_ends_streams(void **state)
@@ -707,18 +935,19 @@ static void test_shutdown_ends_streams(void **state)
     snprintf(base, sizeof base, "%s", W.base);
     snprintf(W.base, sizeof W.base, "http://127.0.0.1:%d", api.api_port);
     CURLM *m = curl_multi_init();
-    stream_t s[2];
+    stream_t s[3];
     const char *sse[] = {"Accept: text/event-stream", NULL};
     stream_open(m, &s[0], path, sse);
     stream_open(m, &s[1], path, NULL);
-    all_wait_t w = {s, 2};
+    stream_open(m, &s[2], "/itest/feeds/f9", NULL); /* a streaming view following a feed */
+    all_wait_t w = {s, 3};
     assert_true(multi_run(m, all_have_bytes, &w, 10000));
     snprintf(W.base, sizeof W.base, "%s", base);
     uint64_t t0 = clock_mono_ms();
     itest_ternd_signal(&api, SIGTERM, 0);
     assert_true(multi_run(m, NULL, NULL, 5000));
     unsigned took = (unsigned)(clock_mono_ms() - t0);
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < 3; i++) {
         assert_int_equal(s[i].result, CURLE_OK);
         stream_info(&s[i]);
         assert_int_equal(s[i].status, 200);
@@ -745,6 +974,9 @@ int main(void)
         cmocka_unit_test(test_streams_start_on_demand),
         cmocka_unit_test(test_unknown_job_and_bad_ids),
         cmocka_unit_test(test_vanished_clients_are_freed),
+        cmocka_unit_test(test_view_stream_history_live_end),
+        cmocka_unit_test(test_view_stream_without_follow_and_refused),
+        cmocka_unit_test(test_view_stream_follows_without_heartbeat),
         cmocka_unit_test(test_shutdown_ends_streams),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown) == 0 ? 0 : 1;

@@ -258,12 +258,13 @@ static void test_views_listed(void **state)
     http_sync_open(&h, W.base);
     http_sync_resp_t r;
     get_ok(&h, &r, "/views");
-    json_t *want_notes = json_pack(
-        "{s:s, s:s, s:s, s:[], s:[s]}", "plugin", "itest", "path", "/itest/notes", "summary",
-        "The notes itest.note recorded, in id order.", "path_params", "params", "kind");
-    json_t *want_note =
-        json_pack("{s:s, s:s, s:s, s:[s], s:[]}", "plugin", "itest", "path", "/itest/notes/:id",
-                  "summary", "One note.", "path_params", "id", "params");
+    json_t *want_notes =
+        json_pack("{s:s, s:s, s:s, s:[], s:[s], s:b}", "plugin", "itest", "path", "/itest/notes",
+                  "summary", "The notes itest.note recorded, in id order.", "path_params", "params",
+                  "kind", "stream", 0);
+    json_t *want_note = json_pack("{s:s, s:s, s:s, s:[s], s:[], s:b}", "plugin", "itest", "path",
+                                  "/itest/notes/:id", "summary", "One note.", "path_params", "id",
+                                  "params", "stream", 0);
     bool saw_notes = false, saw_note = false;
     size_t i;
     json_t *v;

@@ -1,6 +1,7 @@
 /*
  * views_good.c -- a valid test plugin with two views: a list with a query parameter
- * and an item by a path parameter. view_clash.c overlaps the second.
+ * and an item by a path parameter, which streams (ABI 1.3). view_clash.c overlaps the
+ * second.
  */
 #include "view_plugin.h"
 
@@ -18,6 +19,7 @@ static const tern_view_def list_view = {
 
 static const tern_view_def item_view = {
     .size = sizeof(tern_view_def),
+    .flags = TERN_VIEW_STREAM,
     .path = "/things/:id",
     .summary = "One thing.",
     .script = "return '{}'",

@@ -535,6 +535,13 @@ static void test_refuses_bad_views(void **state)
     snprintf(rest, sizeof rest, "views[0]: size 8, engine needs at least %zu",
              sizeof(tern_view_def));
     ASSERT_REFUSED(reg, "bad_view_size.so", TERN_EINVAL, rest);
+    /* A flag bit the engine does not know, and a flag from a plugin built before flags. */
+    ASSERT_REFUSED(reg, "bad_view_flags.so", TERN_EINVAL,
+                   "view \"/bad_view_flags\": flags 0x6, engine knows 0x1 (TERN_VIEW_STREAM, "
+                   "ABI 1.3; the plugin is ABI 1.3)");
+    ASSERT_REFUSED(reg, "view_stream_1_2.so", TERN_EINVAL,
+                   "view \"/view_stream_1_2\": flags 0x1, engine knows 0x1 (TERN_VIEW_STREAM, "
+                   "ABI 1.3; the plugin is ABI 1.2)");
     /* Nothing of a refused plugin's views is kept. */
     assert_int_equal(plugin_registry_view_count(reg), 0);
 }
@@ -576,11 +583,11 @@ static void test_views_load_and_describe(void **state)
     assert_null(plugin_registry_view(reg, 2));
 
     json_t *got = plugin_registry_describe_views(reg);
-    json_t *want =
-        json_pack("[{s:s, s:s, s:s, s:[], s:[s]}, {s:s, s:s, s:s, s:[s], s:[]}]", "plugin",
-                  "views_good", "path", "/things", "summary", "Lists the things.", "path_params",
-                  "params", "kind", "plugin", "views_good", "path", "/things/:id", "summary",
-                  "One thing.", "path_params", "id", "params");
+    json_t *want = json_pack(
+        "[{s:s, s:s, s:s, s:[], s:[s], s:b}, {s:s, s:s, s:s, s:[s], s:[], s:b}]", "plugin",
+        "views_good", "path", "/things", "summary", "Lists the things.", "path_params", "params",
+        "kind", "stream", 0, "plugin", "views_good", "path", "/things/:id", "summary", "One thing.",
+        "path_params", "id", "params", "stream", 1);
     if (!json_equal(got, want)) {
         char *g = json_dumps(got, JSON_COMPACT);
         fail_msg("GET /views: %s", g);
@@ -659,7 +666,7 @@ static void test_load_all_logs_each_refusal(void **state)
     /* Every plugin of the directory but `good`, `store_check`, `abi_1_0`, `abi_1_1` and
      * `view_clash` is refused; `views_good` comes after `view_clash` in name order, so it
      * is the one whose view overlaps. */
-    assert_int_equal(refused, 22);
+    assert_int_equal(refused, 24);
     const plugin_t *p = NULL;
     assert_non_null(plugin_registry_find(reg, "good.echo", &p));
     assert_int_equal(*(const int *)p->state, 42);
@@ -702,7 +709,7 @@ static void test_load_all_logs_each_refusal(void **state)
     fclose(f);
     close(fd);
     unlink(logpath);
-    assert_int_equal(errors, 22);
+    assert_int_equal(errors, 24);
     assert_int_equal(infos, 5);
     assert_true(saw_magic);
     assert_true(saw_overlap);
@@ -710,7 +717,7 @@ static void test_load_all_logs_each_refusal(void **state)
     /* Loading the directory again refuses everything, the valid five because they are
      * loaded. */
     log_init("test_plugin_loader", TERN_LOG_FATAL, 2);
-    assert_int_equal(plugin_registry_load_all(reg, NULL), 27);
+    assert_int_equal(plugin_registry_load_all(reg, NULL), 29);
     log_init("test_plugin_loader", TERN_LOG_INFO, 2);
 }
 

@@ -920,6 +920,19 @@ static void test_holds(void **state)
     assert_int_equal(json_integer_value(json_object_get(h2, "capacity")), 1);
     workflow_free(wf);
 
+    /* A capacity the job's inputs give, kept as its template in the model and the
+     * normalized document; a step's may name earlier results as its resource may. */
+    wf = parse_ok("{\"name\": \"w\", \"holds\": [{\"resource\": \"slot:${params.s}\","
+                  " \"capacity\": \"${params.slots}\"}], \"chain\": [{\"name\": \"a\", \"task\":"
+                  " \"core.noop\"}, {\"name\": \"b\", \"task\": \"core.noop\", \"holds\":"
+                  " [{\"resource\": \"d\", \"capacity\": \"${steps.a.result.n}\"}]}]}");
+    assert_string_equal(wf->holds[0].capacity_template, "${params.slots}");
+    assert_string_equal(wf->steps[WF_CHAIN][1].holds[0].capacity_template, "${steps.a.result.n}");
+    assert_null(wf->steps[WF_CHAIN][0].holds);
+    h2 = json_array_get(json_object_get(wf->doc, "holds"), 0);
+    assert_string_equal(json_string_value(json_object_get(h2, "capacity")), "${params.slots}");
+    workflow_free(wf);
+
     refused("{\"name\": \"w\", \"holds\": \"vm\", \"chain\": []}",
             "holds: expected an array of resource names, got \"vm\"");
     refused("{\"name\": \"w\", \"holds\": [3], \"chain\": []}",
@@ -934,7 +947,24 @@ static void test_holds(void **state)
             "holds[0].capacity: expected an integer from 1 to 1000000, got 0");
     refused("{\"name\": \"w\", \"holds\": [{\"resource\": \"r\", \"capacity\": \"5\"}],"
             " \"chain\": []}",
-            "holds[0].capacity: expected an integer from 1 to 1000000, got \"5\"");
+            "holds[0].capacity: expected an integer from 1 to 1000000 or a template of one, "
+            "got \"5\"");
+    /* A templated capacity is checked as the resource's template is. */
+    refused("{\"name\": \"w\", \"holds\": [{\"resource\": \"r\", \"capacity\": \"${params.n\"}],"
+            " \"chain\": []}",
+            "holds[0].capacity: ${params.n has no closing \"}\" (write \"$${\" for a literal "
+            "\"${\")");
+    refused("{\"name\": \"w\", \"holds\": [{\"resource\": \"r\", \"capacity\": \"${state.n}\"}],"
+            " \"chain\": []}",
+            "holds[0].capacity: ${state.n} uses state, which is not available here (available: "
+            "params, job, admission)");
+    refused("{\"name\": \"w\", \"holds\": [{\"resource\": \"r\", \"capacity\":"
+            " \"${admission.quota.result.n}\"}], \"chain\": []}",
+            "holds[0].capacity: ${admission.quota.result.n} names admission check \"quota\", "
+            "which does not run before this");
+    refused("{\"name\": \"w\", \"holds\": [{\"resource\": \"r\", \"capacity\": 2.5}],"
+            " \"chain\": []}",
+            "holds[0].capacity: expected an integer from 1 to 1000000, got 2.5");
     refused("{\"name\": \"w\", \"holds\": [\"vm:${state.vm}\"], \"chain\": []}",
             "holds[0]: ${state.vm} uses state, which is not available here (available: params, "
             "job, admission)");

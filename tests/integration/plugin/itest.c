@@ -446,9 +446,44 @@ static const tern_view_def slow_view = {
               "return '{\"slept\": true}'\n",
 };
 
-static const tern_view_def *const views[] = {&notes_view,      &note_view,     &broken_view,
-                                             &write_view,      &not_json_view, &slow_view,
-                                             &bad_marker_view, &refuse_view,   NULL};
+/* A streaming view (ABI 1.3) over a feed the test writes: the JSON texts of the list
+ * "feed:<name>:history" as its lines, then the stream "feed:<name>" after its last
+ * entry as of the script's call. ?follow=no answers follow null; ?refuse=1 refuses
+ * 409. The lines are joined as text: cjson would encode no lines as {}. */
+static const char *const feed_params[] = {"follow", "refuse", NULL};
+static const char *const feed_keys[] = {"feed:", NULL};
+static const tern_view_def feed_view = {
+    .size = sizeof(tern_view_def),
+    .flags = TERN_VIEW_STREAM,
+    .path = "/itest/feeds/:name",
+    .summary = "A feed's history, then its stream as it grows.",
+    .params = feed_params,
+    .keys = feed_keys,
+    .script = "local p = cjson.decode(ARGV[4])\n"
+              "if p.refuse then\n"
+              "  return redis.error_reply('REFUSED 409 InvalidArgument refuse: asked to')\n"
+              "end\n"
+              "local key = KEYS[1] .. p.name\n"
+              "local lines = redis.call('LRANGE', key .. ':history', 0, -1)\n"
+              "local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)\n"
+              "local after = last[1] and last[1][1] or '0'\n"
+              "local follow = p.follow == 'no' and 'null' or cjson.encode('feed:' .. p.name)\n"
+              "return '{\"lines\":[' .. table.concat(lines, ',') .. '],\"follow\":' .. follow\n"
+              "  .. ',\"after\":\"' .. after .. '\"}'\n",
+};
+
+/* A streaming view whose answer is wrong: a line that is no object. */
+static const tern_view_def bad_feed_view = {
+    .size = sizeof(tern_view_def),
+    .flags = TERN_VIEW_STREAM,
+    .path = "/itest/bad_feed",
+    .script = "return '{\"lines\": [1], \"follow\": null}'",
+};
+
+static const tern_view_def *const views[] = {
+    &notes_view, &note_view,       &broken_view, &write_view, &not_json_view,
+    &slow_view,  &bad_marker_view, &refuse_view, &feed_view,  &bad_feed_view,
+    NULL};
 
 static const tern_plugin itest_plugin = {
     .magic = TERN_PLUGIN_MAGIC,

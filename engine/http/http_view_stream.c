@@ -1,0 +1,411 @@
+/*
+ * http_view_stream.c -- the response of a streaming view (TERN_VIEW_STREAM,
+ * include/tern/task.h): newline-delimited JSON (application/x-ndjson, chunked), first
+ * the lines the view's script answered, then, when it named a stream to follow, the
+ * field `e` of each entry of that Redis stream after the id it gave, until a line whose
+ * "type" is "end", the client leaving, or the server shutting down (the final chunk).
+ *
+ * Following costs no Redis connection of its own: the event hub (engine/events/) names
+ * every followed key in its one blocking XREAD and wakes the responses of a key when it
+ * grew; each response then reads the entries after the last one it sent, on the hub's
+ * read connection. So a thousand watchers of one stream cost one XREAD key and a
+ * thousand short XRANGEs per entry (tests/integration/test_view_stream.c measures it,
+ * docs/PERFORMANCE.md).
+ *
+ * Memory per watcher is bounded as GET /jobs/:uuid/events bounds it (http_events.c):
+ * `pending` (lines formatted, not yet handed to h2o) and `inflight` (handed to h2o,
+ * untouched until it calls proceed); the stream is read again only while less than
+ * PENDING_MAX bytes wait, a page of PAGE_ENTRIES entries at a time. A slow reader
+ * therefore holds at most about PENDING_MAX plus a page, and keeps its place in the
+ * Redis stream, not in ternd; should it fall further behind than the stream's own cap
+ * (its MAXLEN), it goes on from the oldest entry Redis still has.
+ *
+ * Lifetime: as http_events.c: the struct is freed once the final chunk was sent or h2o
+ * stopped the response, its heartbeat timer is closed and no read is in flight.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "events/event_hub.h"
+#include "http/http_request.h"
+
+#define PAGE_ENTRIES   200
+#define PENDING_MAX    (64 * 1024)
+#define DEFAULT_HB_MS  15000
+#define STREAM_ID_MAX  40
+#define FOLLOW_KEY_MAX 512
+#define KEEPALIVE      "\n"
+
+typedef struct buf {
+    char *s;
+    size_t len, cap;
+} buf_t;
+
+typedef struct view_stream {
+    h2o_generator_t gen; /* first: h2o hands it back to proceed and stop */
+    h2o_req_t *req;      /* NULL once stopped or after the final chunk */
+    event_hub_t *hub;    /* NULL when not following, or after the hub's SHUTDOWN */
+    event_hub_watch_t *watch;
+    const plugin_view_t *view; /* the registry's, valid while ternd runs */
+    char *key;                 /* the followed stream's whole key (owned), or NULL */
+    char last_id[STREAM_ID_MAX + 8];
+    uv_timer_t heartbeat;
+    bool wrote;       /* the first h2o_send (which carries the headers) is done */
+    bool sending;     /* an h2o_send awaits proceed */
+    bool reading;     /* a read of the stream is in flight */
+    bool read_wanted; /* entries may be waiting in Redis */
+    bool ending;      /* send the final chunk once `pending` is out */
+    bool done;        /* final chunk sent or stopped: h2o is not touched again */
+    bool timer_open;
+    bool warned; /* an entry that is no JSON object was logged once */
+    const char *why;
+    buf_t pending, inflight;
+    uint64_t lines;
+    uint64_t started_ns;
+} view_stream_t;
+
+static void pump(view_stream_t *s);
+
+static void buf_add(buf_t *b, const char *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2;
+        b->s = xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, p, n);
+    b->len += n;
+}
+
+/* ---- lifetime ------------------------------------------------------------------ */
+
+static void maybe_free(view_stream_t *s)
+{
+    if (!s->done || s->timer_open || s->reading)
+        return;
+    free(s->pending.s);
+    free(s->inflight.s);
+    free(s->key);
+    free(s);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    view_stream_t *s = h->data;
+    s->timer_open = false;
+    metrics_streams_add(-1);
+    maybe_free(s);
+}
+
+/* Ends the stream's own resources; h2o is not touched here. */
+static void stream_close(view_stream_t *s, const char *why)
+{
+    if (s->done)
+        return;
+    s->done = true;
+    s->req = NULL;
+    event_hub_unwatch(s->watch);
+    s->watch = NULL;
+    if (log_enabled(TERN_LOG_INFO)) {
+        json_t *f = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:f}", "method", "GET", "route",
+                              s->view->def->path, "plugin", s->view->plugin->name, "follow", s->key,
+                              "lines", (json_int_t)s->lines, "seconds",
+                              (double)(uv_hrtime() - s->started_ns) / 1e9);
+        log_msg(TERN_LOG_INFO, "api", f, "stream of view \"%s\" ended: %s", s->view->def->path,
+                why);
+        json_decref(f);
+    }
+    uv_timer_stop(&s->heartbeat);
+    uv_close((uv_handle_t *)&s->heartbeat, on_timer_closed);
+}
+
+/* ---- h2o side ------------------------------------------------------------------ */
+
+static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
+{
+    (void)req;
+    view_stream_t *s = (view_stream_t *)gen;
+    s->sending = false;
+    s->inflight.len = 0;
+    pump(s);
+}
+
+static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
+{
+    (void)req;
+    view_stream_t *s = (view_stream_t *)gen;
+    s->sending = false;
+    stream_close(s, "client gone");
+}
+
+static void flush(view_stream_t *s)
+{
+    if (s->done || s->sending || s->req == NULL)
+        return;
+    /* h2o flushes HTTP/1.1 headers only with a non-empty chunk. */
+    if (!s->wrote && s->pending.len == 0 && !s->ending)
+        buf_add(&s->pending, KEEPALIVE, 1);
+    if (s->pending.len == 0) {
+        if (s->ending) {
+            h2o_req_t *req = s->req;
+            stream_close(s, s->why != NULL ? s->why : "end line sent");
+            h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+        }
+        return;
+    }
+    buf_t t = s->inflight;
+    s->inflight = s->pending;
+    s->pending = t;
+    s->pending.len = 0;
+    s->sending = true;
+    s->wrote = true;
+    h2o_iovec_t iov = h2o_iovec_init(s->inflight.s, s->inflight.len);
+    h2o_send(s->req, &iov, 1, H2O_SEND_STATE_IN_PROGRESS);
+}
+
+/* ---- lines --------------------------------------------------------------------- */
+
+/* Appends `line` (an object, borrowed) as one compact line; an "end" line ends the
+ * stream after it: the watch is dropped at once, nothing more is read. */
+static void append_line(view_stream_t *s, const json_t *line)
+{
+    char *text = json_dumps(line, JSON_COMPACT);
+    buf_add(&s->pending, text, strlen(text));
+    buf_add(&s->pending, "\n", 1);
+    free(text);
+    s->lines++;
+    const char *type = json_string_value(json_object_get(line, "type"));
+    if (type != NULL && strcmp(type, "end") == 0) {
+        s->ending = true;
+        s->why = "end line sent";
+        event_hub_unwatch(s->watch);
+        s->watch = NULL;
+    }
+}
+
+static void on_read(void *data, int status, const event_hub_entry_t *entries, size_t n)
+{
+    view_stream_t *s = data;
+    s->reading = false;
+    if (s->done) {
+        maybe_free(s);
+        return;
+    }
+    if (status != 0) {
+        /* Redis went away mid-read: the hub's RESYNC or the next heartbeat reads again. */
+        pump(s);
+        return;
+    }
+    for (size_t i = 0; i < n && !s->ending; i++) {
+        snprintf(s->last_id, sizeof s->last_id, "%s", entries[i].id);
+        json_t *line = json_loadb(entries[i].json, entries[i].len, 0, NULL);
+        if (!json_is_object(line)) {
+            /* A client must be able to parse every line: such an entry is not sent. */
+            if (!s->warned)
+                log_msg(TERN_LOG_WARN, "api", NULL,
+                        "stream of view \"%s\": entry %s of %s is no JSON object: skipped "
+                        "(and any more such entries of this response)",
+                        s->view->def->path, entries[i].id, s->key);
+            s->warned = true;
+            json_decref(line);
+            continue;
+        }
+        append_line(s, line);
+        json_decref(line);
+    }
+    if (n == PAGE_ENTRIES)
+        s->read_wanted = true; /* more right behind this page */
+    pump(s);
+}
+
+static void pump(view_stream_t *s)
+{
+    if (s->done)
+        return;
+    if (s->read_wanted && !s->reading && !s->ending && s->hub != NULL && s->key != NULL &&
+        s->pending.len < PENDING_MAX) {
+        s->read_wanted = false;
+        if (event_hub_read_stream(s->hub, s->key, s->last_id, false, PAGE_ENTRIES, on_read, s) == 0)
+            s->reading = true;
+    }
+    flush(s);
+}
+
+static void on_note(void *data, event_hub_note_t note)
+{
+    view_stream_t *s = data;
+    if (note == EVENT_HUB_SHUTDOWN) {
+        event_hub_unwatch(s->watch);
+        s->watch = NULL;
+        s->hub = NULL;
+        s->ending = true;
+        s->why = "server shutting down";
+    } else {
+        s->read_wanted = true;
+    }
+    pump(s);
+}
+
+static void on_heartbeat(uv_timer_t *t)
+{
+    view_stream_t *s = t->data;
+    if (s->done)
+        return;
+    /* A write is what tells h2o an HTTP/1.1 client is gone. */
+    if (!s->sending && s->pending.len == 0)
+        buf_add(&s->pending, KEEPALIVE, 1);
+    s->read_wanted = true; /* a safety net under the hub's notifications */
+    pump(s);
+}
+
+/* ---- the script's answer ------------------------------------------------------- */
+
+/* "0", "<ms>" or "<ms>-<seq>". */
+static bool stream_id_ok(const char *id)
+{
+    size_t n = strlen(id), dash = 0;
+    if (n == 0 || n > STREAM_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (id[i] == '-' && i > 0 && i + 1 < n && dash++ == 0)
+            continue;
+        if (id[i] < '0' || id[i] > '9')
+            return false;
+    }
+    return true;
+}
+
+/* What is wrong with the script's answer, or NULL; *lines, *follow and *after are
+ * borrowed from `doc`. */
+static const char *answer_fault(json_t *doc, const json_t **lines, const char **follow,
+                                const char **after)
+{
+    static const char *const known[] = {"lines", "follow", "after"};
+    if (!json_is_object(doc))
+        return "it answered no object (a streaming view answers {\"lines\": [...], "
+               "\"follow\": key or null, \"after\": stream id})";
+    const char *k;
+    json_t *v;
+    json_object_foreach(doc, k, v)
+    {
+        bool ok = false;
+        for (size_t i = 0; i < TERN_ARRAY_SIZE(known); i++)
+            ok = ok || strcmp(k, known[i]) == 0;
+        if (!ok)
+            return "it answered a member other than lines, follow and after";
+    }
+    *lines = json_object_get(doc, "lines");
+    /* Lua's cjson encodes an empty table as {}: taken as no lines. */
+    if (json_is_object(*lines) && json_object_size(*lines) == 0)
+        *lines = NULL;
+    if (*lines != NULL && !json_is_array(*lines))
+        return "lines: expected an array of objects";
+    size_t i;
+    json_array_foreach(*lines, i, v)
+    {
+        if (!json_is_object(v))
+            return "lines: expected an array of objects, one of them is not an object";
+    }
+    const json_t *f = json_object_get(doc, "follow");
+    *follow = NULL;
+    if (f != NULL && !json_is_null(f)) {
+        if (!json_is_string(f) || json_string_length(f) == 0 ||
+            json_string_length(f) > FOLLOW_KEY_MAX)
+            return "follow: expected null or a key of 1 to 512 bytes";
+        *follow = json_string_value(f);
+    }
+    const json_t *a = json_object_get(doc, "after");
+    *after = "0";
+    if (a != NULL && !json_is_null(a)) {
+        if (!json_is_string(a) || !stream_id_ok(json_string_value(a)))
+            return "after: expected a stream id (\"0\", \"<ms>\" or \"<ms>-<seq>\")";
+        *after = json_string_value(a);
+    }
+    return NULL;
+}
+
+/* See http_request.h. */
+void http_view_stream_start(api_req_t *r, const plugin_view_t *v, const char *text, size_t len)
+{
+    if (r->req == NULL) {
+        api_req_release(r); /* the client left before the answer */
+        return;
+    }
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, 0, &jerr);
+    const json_t *lines = NULL;
+    const char *follow = NULL, *after = "0";
+    const char *fault = doc == NULL ? jerr.text : answer_fault(doc, &lines, &follow, &after);
+    if (fault != NULL) {
+        api_reply_error(r, 500, "ViewScriptError",
+                        "view \"%s\" of plugin \"%s\": the streaming view's answer is wrong: %s",
+                        v->def->path, v->plugin->name, fault);
+        json_decref(doc);
+        return;
+    }
+    /* HEAD gets the headers of what GET would answer, and does not wait for a stream. */
+    if (strcmp(r->method, "HEAD") == 0)
+        follow = NULL;
+    event_hub_t *hub = api_event_hub(r);
+    if (follow != NULL && hub == NULL) {
+        api_reply_error(r, 503, "ServiceUnavailable", "view \"%s\" of plugin \"%s\": %s",
+                        v->def->path, v->plugin->name, "streams are not available");
+        json_decref(doc);
+        return;
+    }
+    view_stream_t *s = xcalloc(1, sizeof *s);
+    s->view = v;
+    s->req = r->req;
+    s->started_ns = r->started_ns;
+    snprintf(s->last_id, sizeof s->last_id, "%s", after);
+    uint32_t hb = api_opts(r)->stream_heartbeat_ms;
+    uv_loop_t *loop = api_loop(r);
+    metrics_http_observe(v->def->path, r->method, 200, (double)(uv_hrtime() - r->started_ns) / 1e9);
+    api_req_release(r);
+
+    h2o_req_t *req = s->req;
+    req->res.status = 200;
+    req->res.reason = "OK";
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
+                   H2O_STRLIT("application/x-ndjson"));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL,
+                   H2O_STRLIT("no-cache"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-accel-buffering"), 0, NULL,
+                          H2O_STRLIT("no"));
+    s->gen.proceed = on_proceed;
+    s->gen.stop = on_stop;
+    h2o_start_response(req, &s->gen);
+    metrics_streams_add(1);
+    uv_timer_init(loop, &s->heartbeat);
+    s->heartbeat.data = s;
+    s->timer_open = true;
+    uint32_t every = hb > 0 ? hb : DEFAULT_HB_MS;
+    uv_timer_start(&s->heartbeat, on_heartbeat, every, every);
+
+    size_t i;
+    const json_t *line;
+    json_array_foreach(lines, i, line)
+    {
+        append_line(s, line);
+        if (s->ending)
+            break;
+    }
+    if (!s->ending && follow == NULL) {
+        s->ending = true;
+        s->why = "no stream to follow";
+    }
+    if (!s->ending) {
+        size_t klen = strlen("tern:p:") + strlen(v->plugin->name) + 1 + strlen(follow) + 1;
+        s->key = xmalloc(klen);
+        snprintf(s->key, klen, "tern:p:%s:%s", v->plugin->name, follow);
+        s->hub = hub;
+        s->watch = event_hub_watch_stream(hub, s->key, after, on_note, s);
+        s->read_wanted = true;
+    }
+    json_decref(doc);
+    pump(s);
+}
