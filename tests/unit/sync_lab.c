@@ -171,9 +171,8 @@ void sync_lab_punch(const sync_lab_t *lab, unsigned n, uint64_t at, uint64_t len
     char p[1024];
     int fd = open(disk_path(lab->src, n, p), O_RDWR);
     assert_true(fd >= 0);
-    assert_int_equal(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)at,
-                               (off_t)len),
-                     0);
+    assert_int_equal(
+        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)at, (off_t)len), 0);
     close(fd);
 }
 

@@ -16,11 +16,11 @@
 #include "sync_listener.h"
 #include "sync_send.h"
 
-#define SYNC_LAB_VM "6f1c2b1e-8a4d-4c3e-9f5a-2d7b9c0e1a11"
+#define SYNC_LAB_VM        "6f1c2b1e-8a4d-4c3e-9f5a-2d7b9c0e1a11"
 #define SYNC_LAB_MIGRATION "0d9e8f7a-6b5c-4d3e-8f1a-2b3c4d5e6f70"
-#define SYNC_LAB_SECRET "5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2"
-#define MIB (1ull << 20)
-#define GIB (1ull << 30)
+#define SYNC_LAB_SECRET    "5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2"
+#define MIB                (1ull << 20)
+#define GIB                (1ull << 30)
 
 typedef struct sync_lab {
     char dir[256];

@@ -23,16 +23,16 @@
 #include "sync_digest.h"
 #include "sync_lab.h"
 
-/* Two disks of 1 and 2 GiB apparent with a few MiB written at scattered offsets, the
+/* Two disks of 1 and 1 GiB + 12345 apparent with a few MiB written at scattered offsets, the
  * second with a short last block. */
 static void two_disks(sync_lab_t *lab)
 {
     sync_lab_disk(lab, 0, 1 * GIB);
-    sync_lab_disk(lab, 1, 2 * GIB + 12345);
+    sync_lab_disk(lab, 1, 1 * GIB + 12345);
     sync_lab_write(lab, 0, 0, 3 * MIB, 1);
     sync_lab_write(lab, 0, 700 * MIB + 4096, 2 * MIB, 2);
     sync_lab_write(lab, 1, 5 * MIB, MIB / 2, 3);
-    sync_lab_write(lab, 1, 2 * GIB, 12345, 4);
+    sync_lab_write(lab, 1, 1 * GIB, 12345, 4);
 }
 
 static int setup(void **state)
@@ -209,8 +209,8 @@ static void test_vm_json_keeps_target_flags(void **state)
     assert_int_equal(json_array_size(json_object_get(vm, "nics")), 0);
     assert_string_equal(json_string_value(json_object_get(vm, "migration_target")),
                         SYNC_LAB_MIGRATION);
-    const char *path = json_string_value(
-        json_object_get(json_array_get(json_object_get(vm, "disks"), 0), "path"));
+    const char *path =
+        json_string_value(json_object_get(json_array_get(json_object_get(vm, "disks"), 0), "path"));
     assert_string_equal(path, sync_lab_dst_disk(lab, 0));
     json_decref(vm);
 }
@@ -224,8 +224,10 @@ static void test_digests_agree_after_pass(void **state)
     for (unsigned n = 0; n < 2; n++) {
         char a[65], b[65], err[256];
         uint64_t sa, sb;
-        assert_int_equal(sync_disk_digest(sync_lab_src_disk(lab, n), MIB, a, &sa, err, sizeof err), 0);
-        assert_int_equal(sync_disk_digest(sync_lab_dst_disk(lab, n), MIB, b, &sb, err, sizeof err), 0);
+        assert_int_equal(sync_disk_digest(sync_lab_src_disk(lab, n), MIB, a, &sa, err, sizeof err),
+                         0);
+        assert_int_equal(sync_disk_digest(sync_lab_dst_disk(lab, n), MIB, b, &sb, err, sizeof err),
+                         0);
         assert_string_equal(a, b);
         assert_int_equal(sa, sb);
     }

@@ -56,8 +56,8 @@ bool sync_auth_check(const char *secret, const uint8_t nonce[SYNC_NONCE_LEN],
     return CRYPTO_memcmp(want, mac, SYNC_HASH_LEN) == 0;
 }
 
-int sync_session_load(const char *root, const char *vm_uuid, char *migration_uuid,
-                      char *secret, char *err, size_t errlen)
+int sync_session_load(const char *root, const char *vm_uuid, char *migration_uuid, char *secret,
+                      char *err, size_t errlen)
 {
     char path[PATH_MAX];
     json_error_t jerr;

@@ -18,7 +18,7 @@
 
 #include "sync_wire.h"
 
-#define SYNC_UUID_LEN 36
+#define SYNC_UUID_LEN   36
 #define SYNC_SECRET_MAX 256
 
 /* true for a lowercase or uppercase 8-4-4-4-12 hex uuid: the only vm_uuid a path is
@@ -35,8 +35,8 @@ int sync_auth_nonce(uint8_t nonce[SYNC_NONCE_LEN]);
 /* Reads <root>/<vm_uuid>/.migration/session.json: its migration_uuid (37 bytes) and
  * secret (SYNC_SECRET_MAX). 0; -ENOENT when there is none; -EINVAL when it is not the
  * right shape. err says which. */
-int sync_session_load(const char *root, const char *vm_uuid, char *migration_uuid,
-                      char *secret, char *err, size_t errlen);
+int sync_session_load(const char *root, const char *vm_uuid, char *migration_uuid, char *secret,
+                      char *err, size_t errlen);
 
 /* Whether the sender's mac is right for this session: computed, then compared in
  * constant time. */

@@ -15,17 +15,16 @@
 
 #include "sync_block.h"
 
-int sync_disk_digest(const char *path, uint32_t block_size, char hex[65], uint64_t *size,
-                     char *err, size_t errlen)
+int sync_disk_digest(const char *path, uint32_t block_size, char hex[65], uint64_t *size, char *err,
+                     size_t errlen)
 {
     int rc = 0;
     uint8_t *buf = NULL;
     EVP_MD_CTX *md = NULL;
     int fd = -1;
-    if (block_size < SYNC_BLOCK_MIN || block_size > SYNC_BLOCK_MAX ||
-        block_size % SYNC_BLOCK_MIN) {
-        snprintf(err, errlen, "digest of %s: block size %u is not a multiple of %u up to %u",
-                 path, block_size, SYNC_BLOCK_MIN, SYNC_BLOCK_MAX);
+    if (block_size < SYNC_BLOCK_MIN || block_size > SYNC_BLOCK_MAX || block_size % SYNC_BLOCK_MIN) {
+        snprintf(err, errlen, "digest of %s: block size %u is not a multiple of %u up to %u", path,
+                 block_size, SYNC_BLOCK_MIN, SYNC_BLOCK_MAX);
         return -EINVAL;
     }
     fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -49,8 +48,8 @@ int sync_disk_digest(const char *path, uint32_t block_size, char hex[65], uint64
         if (rc == 0)
             break;
         if (rc < 0 || (rc = sync_block_read(fd, sz, block_size, idx, buf)) < 0) {
-            snprintf(err, errlen, "digest of %s: block %llu: %s", path,
-                     (unsigned long long)idx, strerror(-rc));
+            snprintf(err, errlen, "digest of %s: block %llu: %s", path, (unsigned long long)idx,
+                     strerror(-rc));
             goto out;
         }
         uint32_t len = sync_block_len(sz, block_size, idx);

@@ -16,7 +16,7 @@
  * block that is not all zero, then u64 LE size: equal for equal contents whatever the
  * holes. Writes 64 lowercase hex digits and their NUL into hex, the file's size into
  * *size. Only data extents are read. 0, or -errno with err naming the file. */
-int sync_disk_digest(const char *path, uint32_t block_size, char hex[65], uint64_t *size,
-                     char *err, size_t errlen);
+int sync_disk_digest(const char *path, uint32_t block_size, char hex[65], uint64_t *size, char *err,
+                     size_t errlen);
 
 #endif

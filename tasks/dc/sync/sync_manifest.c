@@ -14,8 +14,8 @@
 
 #include "sync_block.h"
 
-#define KEY_EMPTY 0
-#define KEY_GONE UINT64_MAX
+#define KEY_EMPTY  0
+#define KEY_GONE   UINT64_MAX
 #define HEADER_LEN 16
 static const char magic[8] = {'T', 'S', 'Y', 'N', 'C', 'M', 'F', '1'};
 
@@ -161,7 +161,8 @@ sync_mdisk_t *sync_manifest_disk(sync_manifest_t *m, unsigned n)
 static void drop_past(sync_mdisk_t *d, uint64_t nblocks)
 {
     for (size_t i = 0; i < d->cap; i++)
-        if (d->tab[i].idx != KEY_EMPTY && d->tab[i].idx != KEY_GONE && d->tab[i].idx - 1 >= nblocks) {
+        if (d->tab[i].idx != KEY_EMPTY && d->tab[i].idx != KEY_GONE &&
+            d->tab[i].idx - 1 >= nblocks) {
             d->tab[i].idx = KEY_GONE;
             d->count--;
         }

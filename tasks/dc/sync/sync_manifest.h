@@ -31,7 +31,7 @@
 
 #include "sync_wire.h"
 
-#define SYNC_DISKS_MAX 64
+#define SYNC_DISKS_MAX      64
 #define SYNC_GENERATION_MAX 96
 
 typedef struct sync_entry {

@@ -28,6 +28,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -40,8 +41,10 @@
 
 /* A sender silent this long is gone (seconds). A pass at the lowest rate still sends a
  * frame far more often. */
-#define IDLE_TIMEOUT_S 600
+#define IDLE_TIMEOUT_S   600
 #define WINDOW_MAX_ITEMS 4096
+/* How long a pass waits for the lock an earlier connection of the instance holds (ms). */
+#define LOCK_WAIT_MS 5000
 /* Longest data root (bytes, with its NUL): every path under it then fits PATH_MAX. */
 #define ROOT_MAX (PATH_MAX - 512)
 /* Largest disk a pass may make (bytes): 64 TiB. */
@@ -220,8 +223,15 @@ static int open_instance(session_t *s)
     s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (s->lock_fd < 0)
         return fail(s, -errno, "%s: %s", lock, strerror(errno));
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0)
-        return fail(s, -EBUSY, "another pass of vm %s is running", s->vm);
+    /* A sender that reconnects at once after a kill finds the connection of its dead
+     * pass still holding the lock until that thread reads the end of its stream: wait
+     * for it a little before refusing. */
+    for (int tries = 0; flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0; tries++) {
+        if (errno != EWOULDBLOCK || tries >= LOCK_WAIT_MS / 50)
+            return fail(s, -EBUSY, "another pass of vm %s is running", s->vm);
+        struct timespec ts = {.tv_nsec = 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     return 0;
 }
 
@@ -446,8 +456,8 @@ static int on_window(session_t *s)
     for (uint32_t i = 0; i < count; i++) {
         uint32_t len = sync_block_len(d->size, s->bs, idxs[i]);
         if (kinds[i] == SYNC_ITEM_PUNCH) {
-            if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                          (off_t)(idxs[i] * s->bs), len) < 0)
+            if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(idxs[i] * s->bs),
+                          len) < 0)
                 return fail(s, -errno, "disk%u.img: punching block %llu: %s", n,
                             (unsigned long long)idxs[i], strerror(errno));
             continue;
@@ -466,8 +476,8 @@ static int on_window(session_t *s)
         if (sync_block_is_zero(data, len)) {
             /* Zeros written since the walk: kept a hole. */
             kinds[i] = SYNC_ITEM_PUNCH;
-            if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                          (off_t)(idxs[i] * s->bs), len) < 0)
+            if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(idxs[i] * s->bs),
+                          len) < 0)
                 return fail(s, -errno, "disk%u.img: punching block %llu: %s", n,
                             (unsigned long long)idxs[i], strerror(errno));
             continue;
@@ -713,7 +723,8 @@ static void *accept_main(void *arg)
 {
     struct sync_listener *l = arg;
     for (;;) {
-        struct pollfd p[2] = {{.fd = l->lfd, .events = POLLIN}, {.fd = l->wake[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = l->lfd, .events = POLLIN},
+                              {.fd = l->wake[0], .events = POLLIN}};
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -792,8 +803,7 @@ int sync_listener_start_logged(const char *listen_addr, const char *data_root, s
     }
     l->port = ntohs(sa.sin_port);
     if ((rc = pthread_create(&l->acceptor, NULL, accept_main, l)) != 0) {
-        snprintf(err, errlen, "migration listener on %s: no thread: %s", listen_addr,
-                 strerror(rc));
+        snprintf(err, errlen, "migration listener on %s: no thread: %s", listen_addr, strerror(rc));
         rc = -rc;
         goto fail;
     }

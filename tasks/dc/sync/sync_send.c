@@ -33,9 +33,9 @@
 #include "sync_rate.h"
 #include "sync_wire.h"
 
-#define IO_TIMEOUT_S 600
+#define IO_TIMEOUT_S     600
 #define WINDOW_MAX_ITEMS 4096
-#define VMJSON_MAX (1u << 20)
+#define VMJSON_MAX       (1u << 20)
 
 typedef struct item {
     uint64_t idx;
@@ -182,8 +182,8 @@ static int read_source(pass_t *p)
         }
         d->on_source = true;
         d->size = (uint64_t)st.st_size;
-        snprintf(d->generation, sizeof d->generation, "%llu-%.60s",
-                 (unsigned long long)st.st_ino, disk_id(vm, (unsigned)n));
+        snprintf(d->generation, sizeof d->generation, "%llu-%.60s", (unsigned long long)st.st_ino,
+                 disk_id(vm, (unsigned)n));
     }
     closedir(dh);
     json_decref(vm);
@@ -280,8 +280,9 @@ static int authenticate(pass_t *p)
         return fail(p, rc, "sending the proof: %s", strerror(-rc));
     if ((rc = read_frame(p, &type, 1024, "waiting for the target's answer")) < 0) {
         /* A target that closes on a proof without a word is refusing it too. */
-        return rc == -ECONNRESET ? fail(p, -EACCES, "TransferRefused: the target closed the "
-                                                    "connection on the proof")
+        return rc == -ECONNRESET ? fail(p, -EACCES,
+                                        "TransferRefused: the target closed the "
+                                        "connection on the proof")
                                  : rc;
     }
     return type == SYNC_AUTH_OK ? 0 : unexpected(p, type, "authenticating");
@@ -536,21 +537,25 @@ int sync_send_pass(const sync_send_opts_t *o, sync_counters_t *c, const atomic_b
     atomic_store(&c->holes, 0);
     memset(r, 0, sizeof *r);
     if (!o || !o->instance_dir || !o->vm_uuid || !o->migration_uuid || !o->secret || !o->addr) {
-        snprintf(err, errlen, "sync pass: instance_dir, vm_uuid, migration_uuid, secret and "
-                              "addr are required");
+        snprintf(err, errlen,
+                 "sync pass: instance_dir, vm_uuid, migration_uuid, secret and "
+                 "addr are required");
         return -EINVAL;
     }
     if (!sync_uuid_ok(o->vm_uuid) || !sync_uuid_ok(o->migration_uuid)) {
-        snprintf(err, errlen, "sync pass: vm_uuid \"%.40s\" or migration_uuid \"%.40s\" is not "
-                 "a uuid", o->vm_uuid, o->migration_uuid);
+        snprintf(err, errlen,
+                 "sync pass: vm_uuid \"%.40s\" or migration_uuid \"%.40s\" is not "
+                 "a uuid",
+                 o->vm_uuid, o->migration_uuid);
         return -EINVAL;
     }
     if (o->block_size < SYNC_BLOCK_MIN || o->block_size > SYNC_BLOCK_MAX ||
         o->block_size % SYNC_BLOCK_MIN || o->window_blocks < 1 ||
         o->window_blocks > WINDOW_MAX_ITEMS) {
-        snprintf(err, errlen, "sync pass: block_size %u (a multiple of %u up to %u) or "
-                 "window_blocks %u (1..%u) out of range", o->block_size, SYNC_BLOCK_MIN,
-                 SYNC_BLOCK_MAX, o->window_blocks, WINDOW_MAX_ITEMS);
+        snprintf(err, errlen,
+                 "sync pass: block_size %u (a multiple of %u up to %u) or "
+                 "window_blocks %u (1..%u) out of range",
+                 o->block_size, SYNC_BLOCK_MIN, SYNC_BLOCK_MAX, o->window_blocks, WINDOW_MAX_ITEMS);
         return -EINVAL;
     }
     pass_t p = {.o = o, .c = c, .r = r, .err = err, .errlen = errlen, .fd = -1};

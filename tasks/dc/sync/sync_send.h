@@ -38,9 +38,9 @@ typedef struct sync_counters {
 } sync_counters_t;
 
 typedef struct sync_send_opts {
-    const char *instance_dir; /* <source root>/<vm uuid> */
+    const char *instance_dir;                             /* <source root>/<vm uuid> */
     const char *vm_uuid, *migration_uuid, *secret, *addr; /* addr: "127.0.0.1:PORT" */
-    uint64_t rate_bytes_s;    /* 0: unlimited */
+    uint64_t rate_bytes_s;                                /* 0: unlimited */
     uint32_t block_size, window_blocks;
     uint32_t connect_timeout_ms; /* retry connecting (a target agent restarting) this long */
 } sync_send_opts_t;

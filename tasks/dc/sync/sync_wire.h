@@ -7,17 +7,15 @@
  * The conversation (S: the sender on the source, R: the receiver on the target):
  *
  *   R: HELLO {nonce[32], u32 version}
- *   S: AUTH {str migration_uuid, str vm_uuid, hmac[32]}       HMAC-SHA256(secret, nonce || migration_uuid)
- *   R: AUTH_OK {}  or  ERROR {text}, then closes
- *   S: MANIFEST_REQ {u32 block_size}
- *   R: MANIFEST_DISK {str name, u64 size, str generation, u64 entries}, then
- *      MANIFEST_ENTRIES {(u64 index, hash[32])...} until that many, per disk; MANIFEST_END {}
- *   S: per disk: DISK {str name, u64 size, str generation, u8 reset}, then windows:
- *      WINDOW {u32 count, (u64 index, u8 kind)...}, then one BLOCK {u64 index, hash[32],
- *      data} per data item of the window, in its order (punches carry no frame)
- *   S: REMOVE {str name} per disk the source no longer has
- *   S: VMJSON {text} (not on a stopped pass), PASS_END {u8 stopped}
- *   R: PASS_DONE {} once everything the pass wrote is durable, or ERROR {text}
+ *   S: AUTH {str migration_uuid, str vm_uuid, hmac[32]}       HMAC-SHA256(secret, nonce ||
+ * migration_uuid) R: AUTH_OK {}  or  ERROR {text}, then closes S: MANIFEST_REQ {u32 block_size} R:
+ * MANIFEST_DISK {str name, u64 size, str generation, u64 entries}, then MANIFEST_ENTRIES {(u64
+ * index, hash[32])...} until that many, per disk; MANIFEST_END {} S: per disk: DISK {str name, u64
+ * size, str generation, u8 reset}, then windows: WINDOW {u32 count, (u64 index, u8 kind)...}, then
+ * one BLOCK {u64 index, hash[32], data} per data item of the window, in its order (punches carry no
+ * frame) S: REMOVE {str name} per disk the source no longer has S: VMJSON {text} (not on a stopped
+ * pass), PASS_END {u8 stopped} R: PASS_DONE {} once everything the pass wrote is durable, or ERROR
+ * {text}
  *
  * `str` is u16 length and bytes (no NUL). Any error on either side ends the
  * connection; the receiver says why in an ERROR frame first when it can.
@@ -33,9 +31,9 @@
 #include <sys/uio.h>
 
 #define SYNC_PROTOCOL_VERSION 1
-#define SYNC_NONCE_LEN 32
-#define SYNC_HASH_LEN 32
-#define SYNC_HEADER_LEN 8
+#define SYNC_NONCE_LEN        32
+#define SYNC_HASH_LEN         32
+#define SYNC_HEADER_LEN       8
 /* What a frame other than BLOCK may hold: a window's list, a chunk of manifest
  * entries, the instance's vm.json. */
 #define SYNC_CONTROL_MAX (4u << 20)
@@ -106,8 +104,7 @@ int sync_frame_write(int fd, uint32_t type, const void *payload, size_t len,
 
 /* Reads one frame into b (its payload; b->len its length) and *type. A length over
  * max: -EMSGSIZE. The peer closing before a whole frame: -ECONNRESET. 0 or -errno. */
-int sync_frame_read(int fd, uint32_t *type, sync_buf_t *b, size_t max,
-                    atomic_uint_fast64_t *wire);
+int sync_frame_read(int fd, uint32_t *type, sync_buf_t *b, size_t max, atomic_uint_fast64_t *wire);
 
 /* Reads exactly n bytes. 0, -ECONNRESET at end of stream, or -errno. */
 int sync_read_full(int fd, void *p, size_t n);
