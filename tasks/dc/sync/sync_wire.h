@@ -7,15 +7,20 @@
  * The conversation (S: the sender on the source, R: the receiver on the target):
  *
  *   R: HELLO {nonce[32], u32 version}
- *   S: AUTH {str migration_uuid, str vm_uuid, hmac[32]}       HMAC-SHA256(secret, nonce ||
- * migration_uuid) R: AUTH_OK {}  or  ERROR {text}, then closes S: MANIFEST_REQ {u32 block_size} R:
- * MANIFEST_DISK {str name, u64 size, str generation, u64 entries}, then MANIFEST_ENTRIES {(u64
- * index, hash[32])...} until that many, per disk; MANIFEST_END {} S: per disk: DISK {str name, u64
- * size, str generation, u8 reset}, then windows: WINDOW {u32 count, (u64 index, u8 kind)...}, then
- * one BLOCK {u64 index, hash[32], data} per data item of the window, in its order (punches carry no
- * frame) S: REMOVE {str name} per disk the source no longer has S: VMJSON {text} (not on a stopped
- * pass), PASS_END {u8 stopped} R: PASS_DONE {} once everything the pass wrote is durable, or ERROR
- * {text}
+ *   S: AUTH {str migration_uuid, str vm_uuid, hmac[32]}
+ *        hmac = HMAC-SHA256(secret, nonce || migration_uuid)
+ *   R: AUTH_OK {}, or ERROR {text} and closes
+ *   S: MANIFEST_REQ {u32 block_size}
+ *   R: per disk: MANIFEST_DISK {str name, u64 size, str generation, u64 entries}
+ *        and MANIFEST_ENTRIES {(u64 index, hash[32])...} until that many;
+ *      then MANIFEST_END {}
+ *   S: per disk: DISK {str name, u64 size, str generation, u8 reset}, then its
+ *        windows: WINDOW {u32 count, (u64 index, u8 kind)...} and one
+ *        BLOCK {u64 index, hash[32], data} per data item, in order (a punch has
+ *        no frame of its own)
+ *   S: REMOVE {str name} per disk the source no longer has
+ *   S: VMJSON {text} (not on a stopped pass), PASS_END {u8 stopped}
+ *   R: PASS_DONE {} once everything the pass wrote is durable, or ERROR {text}
  *
  * `str` is u16 length and bytes (no NUL). Any error on either side ends the
  * connection; the receiver says why in an ERROR frame first when it can.
