@@ -470,25 +470,28 @@ static int on_window(session_t *s)
             continue;
         }
         uint32_t type;
-        rc = sync_frame_read(s->fd, &type, &s->in, (size_t)s->bs + 8 + SYNC_HASH_LEN, NULL);
+        rc = sync_frame_read(s->fd, &type, &s->in, (size_t)s->bs + 8, NULL);
         if (rc < 0)
             return fail(s, rc, "disk%u.img: waiting for block %llu: %s", n,
                         (unsigned long long)idxs[i], strerror(-rc));
-        if (type != SYNC_BLOCK || s->in.len != (size_t)len + 8 + SYNC_HASH_LEN ||
+        if (type != SYNC_BLOCK || (s->in.len != (size_t)len + 8 && s->in.len != 8) ||
             sync_get_le64(s->in.p) != idxs[i])
             return fail(s, -EPROTO, "disk%u.img: expected block %llu of %u bytes", n,
                         (unsigned long long)idxs[i], len);
-        const uint8_t *data = s->in.p + 8 + SYNC_HASH_LEN;
-        memcpy(hashes[i], s->in.p + 8, SYNC_HASH_LEN);
-        if (sync_block_is_zero(data, len)) {
-            /* Zeros written since the walk: kept a hole. */
+        const uint8_t *data = s->in.p + 8;
+        /* No bytes: the block is all zero on the source by now. Zeros written since the
+         * walk count the same. Either way the target keeps a hole. */
+        if (s->in.len == 8 || sync_block_is_zero(data, len)) {
             kinds[i] = SYNC_ITEM_PUNCH;
-            if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(idxs[i] * s->bs),
-                          len) < 0)
+            if (had[i] && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                    (off_t)(idxs[i] * s->bs), len) < 0)
                 return fail(s, -errno, "disk%u.img: punching block %llu: %s", n,
                             (unsigned long long)idxs[i], strerror(errno));
             continue;
         }
+        /* The hash of the block as written here: the manifest's entries never rest on
+         * what the sender says it sent. */
+        sync_block_sha256(data, len, hashes[i]);
         if ((rc = write_block(s, fd, idxs[i], data, len, had[i])) < 0)
             return rc;
     }

@@ -364,19 +364,25 @@ static int plan_disk(pass_t *p, unsigned n, pdisk_t *d)
         const uint8_t *have = j < ne && e[j].idx == idx ? e[j].hash : NULL;
         if (have)
             j++;
+        uint32_t len = sync_block_len(d->size, bs, idx);
+        if (!have) {
+            /* The target has nothing here: no need to read the block now. It is read
+             * once, as it is sent; one found all zero then is sent as such (the
+             * target keeps a hole) and taken off the total. */
+            add_item(d, idx, SYNC_ITEM_DATA);
+            atomic_fetch_add(&p->c->total, len);
+            idx++;
+            continue;
+        }
         if ((rc = sync_block_read(d->fd, d->size, bs, idx, p->block)) < 0)
             return fail(p, rc, "disk%u.img: reading block %llu: %s", n, (unsigned long long)idx,
                         strerror(-rc));
-        uint32_t len = sync_block_len(d->size, bs, idx);
         if (sync_block_is_zero(p->block, len)) {
-            if (have)
-                add_item(d, idx, SYNC_ITEM_PUNCH);
+            add_item(d, idx, SYNC_ITEM_PUNCH);
         } else {
             uint8_t h[SYNC_HASH_LEN];
-            /* Only a block the target has is hashed now; a new one is hashed as it goes. */
-            if (have)
-                sync_block_sha256(p->block, len, h);
-            if (!have || memcmp(h, have, SYNC_HASH_LEN)) {
+            sync_block_sha256(p->block, len, h);
+            if (memcmp(h, have, SYNC_HASH_LEN)) {
                 add_item(d, idx, SYNC_ITEM_DATA);
                 atomic_fetch_add(&p->c->total, len);
             }
@@ -423,15 +429,20 @@ static int send_window(pass_t *p, unsigned n, pdisk_t *d, size_t from, size_t co
         if ((rc = sync_block_read(d->fd, d->size, bs, idx, p->block)) < 0)
             return fail(p, rc, "disk%u.img: reading block %llu: %s", n, (unsigned long long)idx,
                         strerror(-rc));
-        uint8_t head[8 + SYNC_HASH_LEN];
+        uint8_t head[8];
         sync_le64(head, idx);
-        sync_block_sha256(p->block, len, head + 8);
-        sync_rate_take(rate, (uint64_t)len + sizeof head + SYNC_HEADER_LEN);
+        /* A block all zero by now carries no bytes: the target keeps a hole. */
+        bool zero = sync_block_is_zero(p->block, len);
+        sync_rate_take(rate, (zero ? 0 : (uint64_t)len) + sizeof head + SYNC_HEADER_LEN);
         struct iovec v[2] = {{.iov_base = head, .iov_len = sizeof head},
-                             {.iov_base = p->block, .iov_len = len}};
+                             {.iov_base = p->block, .iov_len = zero ? 0 : len}};
         if ((rc = sync_frame_writev(p->fd, SYNC_BLOCK, v, 2, &p->c->wire)) < 0)
             return fail(p, rc, "disk%u.img: sending block %llu: %s", n, (unsigned long long)idx,
                         strerror(-rc));
+        if (zero) {
+            atomic_fetch_sub(&p->c->total, len);
+            continue;
+        }
         atomic_fetch_add(&p->c->sent, len);
         atomic_fetch_add(&p->c->blocks, 1);
     }
