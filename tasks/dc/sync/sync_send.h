@@ -31,8 +31,10 @@
 
 /* What a pass has done so far, updated as it goes: another thread (the task's timer)
  * may read them at any time. total: bytes of data blocks the pass sends (known once
- * the walk is done); sent: of those, sent so far; wire: every byte on the socket, both
- * ways (frames, manifest, vm.json); blocks: data blocks sent; holes: blocks punched. */
+ * the walk is done, before the first block goes; lowered when a block the target
+ * lacks turns out all zero as it is sent); sent: of those, sent so far; wire: every
+ * byte on the socket, both ways (frames, manifest, vm.json); blocks: data blocks
+ * sent; holes: blocks punched. */
 typedef struct sync_counters {
     atomic_uint_fast64_t total, sent, wire, blocks, holes;
 } sync_counters_t;
