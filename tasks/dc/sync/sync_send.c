@@ -429,12 +429,17 @@ static int send_window(pass_t *p, unsigned n, pdisk_t *d, size_t from, size_t co
         if ((rc = sync_block_read(d->fd, d->size, bs, idx, p->block)) < 0)
             return fail(p, rc, "disk%u.img: reading block %llu: %s", n, (unsigned long long)idx,
                         strerror(-rc));
-        uint8_t head[8];
+        uint8_t head[8 + SYNC_HASH_LEN];
         sync_le64(head, idx);
-        /* A block all zero by now carries no bytes: the target keeps a hole. */
+        /* A block all zero by now carries no bytes: the target keeps a hole. Else its
+         * hash goes with it: hashing here, on the side that reads, leaves the target's
+         * one thread only writing (bench_sync's full pass). */
         bool zero = sync_block_is_zero(p->block, len);
-        sync_rate_take(rate, (zero ? 0 : (uint64_t)len) + sizeof head + SYNC_HEADER_LEN);
-        struct iovec v[2] = {{.iov_base = head, .iov_len = sizeof head},
+        if (!zero)
+            sync_block_sha256(p->block, len, head + 8);
+        size_t hlen = zero ? 8 : sizeof head;
+        sync_rate_take(rate, (zero ? 0 : (uint64_t)len) + hlen + SYNC_HEADER_LEN);
+        struct iovec v[2] = {{.iov_base = head, .iov_len = hlen},
                              {.iov_base = p->block, .iov_len = zero ? 0 : len}};
         if ((rc = sync_frame_writev(p->fd, SYNC_BLOCK, v, 2, &p->c->wire)) < 0)
             return fail(p, rc, "disk%u.img: sending block %llu: %s", n, (unsigned long long)idx,

@@ -16,8 +16,8 @@
  *      then MANIFEST_END {}
  *   S: per disk: DISK {str name, u64 size, str generation, u8 reset}, then its
  *        windows: WINDOW {u32 count, (u64 index, u8 kind)...} and one
- *        BLOCK {u64 index, data} per data item, in order (no data: the block is
- *        all zero by now; a punch has no frame of its own)
+ *        BLOCK {u64 index, hash[32], data} per data item, in order ({u64 index}
+ *        alone: the block is all zero by now; a punch has no frame of its own)
  *   S: REMOVE {str name} per disk the source no longer has
  *   S: VMJSON {text} (not on a stopped pass), PASS_END {u8 stopped}
  *   R: PASS_DONE {} once everything the pass wrote is durable, or ERROR {text}
