@@ -3,7 +3,8 @@
  * sparse instance the first time (holes kept holes), then only what changed: blocks
  * written at random, a hole punched, a disk grown or shrunk, a disk added or removed, a
  * disk reprovisioned (its generation changed: sent whole, nothing stale kept); and the
- * target's own vm.json flags kept. A listener on 127.0.0.1:0 over a temporary target
+ * target's own vm.json flags kept; bad options refused, a torn manifest tail ignored.
+ * A listener on 127.0.0.1:0 over a temporary target
  * data root; no Redis, no lab.
  */
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +235,56 @@ static void test_digests_agree_after_pass(void **state)
     }
 }
 
+/* Options a caller got wrong are refused before anything is opened, naming them. */
+static void test_bad_options_refused(void **state)
+{
+    sync_lab_t *lab = *state;
+    sync_counters_t c;
+    sync_pass_result_t r;
+    char err[512];
+    sync_send_opts_t o = lab->o;
+    o.block_size = 1000;
+    assert_int_equal(sync_send_pass(&o, &c, NULL, &r, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "block_size 1000"));
+    o = lab->o;
+    o.window_blocks = 0;
+    assert_int_equal(sync_send_pass(&o, &c, NULL, &r, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "window_blocks 0"));
+    o = lab->o;
+    o.vm_uuid = "../../etc";
+    assert_int_equal(sync_send_pass(&o, &c, NULL, &r, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "../../etc"));
+    o = lab->o;
+    o.addr = "127.0.0.1";
+    assert_int_equal(sync_send_pass(&o, &c, NULL, &r, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "HOST:PORT"));
+    char p[1024];
+    snprintf(p, sizeof p, "%s/.migration/manifest", lab->dst);
+    assert_int_equal(access(p, F_OK), -1);
+}
+
+/* A manifest whose last record was torn (a kill in the middle of an append) is cut
+ * back to its last whole record: the next pass trusts what was whole. */
+static void test_torn_manifest_tail_ignored(void **state)
+{
+    sync_lab_t *lab = *state;
+    two_disks(lab);
+    sync_lab_pass(lab);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/.migration/manifest", lab->dst);
+    struct stat before;
+    assert_int_equal(stat(p, &before), 0);
+    FILE *f = fopen(p, "a");
+    assert_non_null(f);
+    assert_int_equal(fwrite("\x30\0\0\0garbage", 1, 11, f), 11);
+    assert_int_equal(fclose(f), 0);
+    sync_pass_result_t r = sync_lab_pass(lab);
+    assert_int_equal(r.blocks, 0);
+    assert_int_equal(r.holes, 0);
+    sync_lab_assert_same(lab, 0);
+    sync_lab_assert_same(lab, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +296,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_generation_change_resends_whole_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vm_json_keeps_target_flags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_digests_agree_after_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_options_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torn_manifest_tail_ignored, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
