@@ -4,8 +4,7 @@
  * written at random, a hole punched, a disk grown or shrunk, a disk added or removed, a
  * disk reprovisioned (its generation changed: sent whole, nothing stale kept); and the
  * target's own vm.json flags kept; bad options refused, a torn manifest tail ignored.
- * A listener on 127.0.0.1:0 over a temporary target
- * data root; no Redis, no lab.
+ * A listener on 127.0.0.1:0 over a temporary target data root; no Redis, no lab.
  */
 #include <setjmp.h>
 #include <stdarg.h>
