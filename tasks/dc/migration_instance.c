@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dc_state.h"
 #include "instance_dir.h"
@@ -178,6 +179,10 @@ static void cleanup_start(tern_ctx *ctx, const json_t *args)
     int rc = instance_for(ctx, task, s, vm_uuid, mig, &p, &vm);
     if (rc == -1)
         return;
+    if (rc == -ENOENT && access(p.dir, F_OK) != 0) {
+        tern_task_done(ctx, json_pack("{s:b, s:b}", "migration_dir_removed", 1, "removed", 0));
+        return;
+    }
     if (rc == -ENOENT && !remove_instance) {
         /* No instance, or one cut short: its .migration/ goes all the same. */
         if (migration_dir_remove(&p, msg, sizeof msg) != 0) {

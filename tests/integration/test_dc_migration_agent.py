@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""The agent's migration tasks on a real lab of two servers: test workflows of this
+file's own run each task inside a server's agent, and every step is checked on the
+files (vm.json contents, modes, sizes, st_blocks, sha256 of the disks, processes):
+
+* each agent's configuration has a migration_listen of its own, kept by restart-agent;
+* dc.migration_target_create makes a hidden target (do_not_inventory, no autoboot, no
+  NICs, migration_target) with an empty disks/, answers the same when run again,
+  refuses InstanceExists for another migration; dc.instances_scan lists it hidden;
+* dc.migration_recv_open writes session.json 0600 and answers the listener's address;
+* dc.migration_send moves the disks (when the block transfer is built in: else it
+  fails TransferFailed saying so), refuses its final pass InstanceRunning while the
+  workload lives; dc.migration_verify agrees with the source's digests and fails
+  VerifyFailed naming the disk when a block differs;
+* dc.migration_flip and dc.migration_cleanup: a visible instance is never removed
+  (InvalidState), a hidden one is, with its workload stopped;
+* dc.migration_estimate counts the data blocks, not the holes.
+
+The control's dc.migration_progress script is given a record of the test's own in
+Redis (the migration's JSON): the send's progress events land on its stream.
+
+Usage: test_dc_migration_agent.py SOURCE_ROOT BUILD_ROOT [TEST...].
+"""
+import hashlib
+import json
+import os
+import stat
+import sys
+
+from lab_harness import Lab, wait_for, run_tests, pid_alive
+
+SOURCE, BUILD = sys.argv[1], sys.argv[2]
+MIB = 1024 * 1024
+CN1 = "a0000000-0000-4000-8000-000000000001"
+CN2 = "a0000000-0000-4000-8000-000000000002"
+NET = "b0000000-0000-4000-8000-000000000001"
+OS_IMG = "d0000000-0000-4000-8000-000000000001"
+VM = "e0000000-0000-4000-8000-000000000001"
+MIG = "c0000000-0000-4000-8000-000000000001"
+OTHER_MIG = "c0000000-0000-4000-8000-000000000002"
+SECRET = "ab" * 32
+TRANSFER_BUILT = os.path.exists(os.path.join(SOURCE, "tasks", "dc", "sync", "sync_send.c"))
+
+DATACENTER = {
+    "servers": [{"uuid": u, "hostname": h, "rack": "r1", "ram_mib": 65536,
+                 "disk_mib": 2097152, "data_root": "servers/" + h}
+                for u, h in ((CN1, "cn1"), (CN2, "cn2"))],
+    "networks": [{"uuid": NET, "name": "external", "subnet": "203.0.113.0/24",
+                  "gateway": "203.0.113.1", "provision_start_ip": "203.0.113.10",
+                  "provision_end_ip": "203.0.113.250", "vlan_id": 0, "mtu": 1500}],
+    "packages": [],
+    "images": [{"uuid": OS_IMG, "name": "lab-os", "version": "1.0", "size_mib": 64,
+                "data_mib": 4, "file": "images/lab-os.img", "brand": "bhyve"}],
+    "settings": {},
+}
+
+lab = Lab(SOURCE, BUILD, DATACENTER, prefix="tern-migration-agent-")
+TASKS = {
+    "create": ("dc.instance_create", {"vm_uuid": "${params.vm_uuid}",
+                                      "image_uuid": "${params.image_uuid}",
+                                      "disks": "${params.disks}"}),
+    "image": ("dc.image_ensure", {"image_uuid": "${params.image_uuid}"}),
+    "start": ("dc.instance_start", {"vm_uuid": "${params.vm_uuid}"}),
+    "stop": ("dc.instance_stop", {"vm_uuid": "${params.vm_uuid}"}),
+    "scan": ("dc.instances_scan", {}),
+    "target": ("dc.migration_target_create", {"migration_uuid": "${params.migration_uuid}",
+                                              "vm": "${params.vm}"}),
+    "open": ("dc.migration_recv_open", {"migration_uuid": "${params.migration_uuid}",
+                                        "vm_uuid": "${params.vm_uuid}",
+                                        "secret": "${params.secret}"}),
+    "send": ("dc.migration_send", {"migration_uuid": "${params.migration_uuid}",
+                                   "vm_uuid": "${params.vm_uuid}", "addr": "${params.addr}",
+                                   "secret": "${params.secret}", "mode": "${params.mode}",
+                                   "send_mbps_limit": 500, "block_kib": 1024,
+                                   "window_blocks": 16}),
+    "verify": ("dc.migration_verify", {"migration_uuid": "${params.migration_uuid}",
+                                       "vm_uuid": "${params.vm_uuid}",
+                                       "digests": "${params.digests}"}),
+    "flip": ("dc.migration_flip", {"migration_uuid": "${params.migration_uuid}",
+                                   "vm_uuid": "${params.vm_uuid}",
+                                   "do_not_inventory": "${params.hidden}",
+                                   "nics": "${params.nics}"}),
+    "cleanup": ("dc.migration_cleanup", {"migration_uuid": "${params.migration_uuid}",
+                                         "vm_uuid": "${params.vm_uuid}",
+                                         "remove_instance": "${params.remove}"}),
+    "estimate": ("dc.migration_estimate", {"vm_uuid": "${params.vm_uuid}",
+                                           "send_mbps_limit": 500}),
+}
+
+
+def post_workflows():
+    for host, server in (("cn1", CN1), ("cn2", CN2)):
+        for name, (task, args) in TASKS.items():
+            status, body = lab.http("/workflows", "POST", {
+                "name": f"t-{name}-{host}", "version": "1.0.0", "queue": "server:" + server,
+                "chain": [{"name": name, "task": task, "args": args}]})
+            assert status == 201, (name, status, body)
+
+
+def step(name, host, want="succeeded", **params):
+    """Runs the one-step workflow `name` on host's agent: its result (or the job)."""
+    params.setdefault("vm_uuid", VM)
+    job = lab.run_job(f"t-{name}-{host}", f"/t-{name}-{host}-{os.urandom(4).hex()}", params)
+    assert job["execution"] == want, json.dumps(job, indent=1)
+    return job["chain_results"][-1]["result"] if want == "succeeded" else job
+
+
+def error_of(job):
+    r = job["chain_results"][-1]
+    return r.get("error") or {}
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(MIB), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def vm_json(host_uuid):
+    with open(os.path.join(lab.vm_dir(host_uuid, VM), "vm.json")) as f:
+        return json.load(f)
+
+
+def agent_listen(host):
+    with open(os.path.join(lab.dir, "agents", host, "ternd.json")) as f:
+        return json.load(f)["plugins"]["dc"]["migration_listen"]
+
+
+def put_migration(uuid, **fields):
+    rec = {"uuid": uuid, "vm_uuid": VM, "state": "running", "phase": "sync",
+           "pause_requested": False, "abort_requested": False, "send_mbps_limit": 500}
+    rec.update(fields)
+    lab.redis("SET", "tern:p:dc:migration:" + uuid, json.dumps(rec))
+
+
+def record():
+    """The VM's record as the control has it, as the migration's claim hands it on."""
+    doc = vm_json(CN1)
+    return {k: doc.get(k) for k in ("uuid", "image_uuid", "disks", "customer_metadata",
+                                    "alias", "owner_uuid", "brand", "ram", "vcpus")}
+
+
+# ---- tests ----------------------------------------------------------------------------
+
+
+def test_listen_per_agent():
+    a, b = agent_listen("cn1"), agent_listen("cn2")
+    assert a.startswith("127.0.0.1:") and b.startswith("127.0.0.1:") and a != b, (a, b)
+    lab.run("restart-agent", "cn2", "--dir", lab.dir)
+    assert agent_listen("cn2") == b, (agent_listen("cn2"), b)
+
+
+def test_source_instance():
+    post_workflows()
+    step("image", "cn1", image_uuid=OS_IMG)
+    step("create", "cn1", image_uuid=OS_IMG, disks=[{"size": 64}, {"size": 32}])
+    # Data in the middle of the data disk, a hole around it.
+    path = os.path.join(lab.vm_dir(CN1, VM), "disks", "disk1.img")
+    fd = os.open(path, os.O_WRONLY)
+    os.pwrite(fd, os.urandom(3 * MIB), 8 * MIB)
+    os.fsync(fd)
+    os.close(fd)
+    est = step("estimate", "cn1")
+    # 3 MiB written plus the image's 4 MiB of data at most: holes are not counted.
+    assert 3 * MIB <= est["size_bytes"] <= 8 * MIB, est
+    assert est["total_seconds"] >= 10 and est["downtime_seconds"] > 0, est
+
+
+def test_target_create():
+    put_migration(MIG)
+    rec = record()
+    out = step("target", "cn2", migration_uuid=MIG, vm=rec)
+    d = lab.vm_dir(CN2, VM)
+    assert out["dir"] == d, out
+    doc = vm_json(CN2)
+    assert doc["do_not_inventory"] is True and doc["autoboot"] is False, doc
+    assert doc["nics"] == [] and doc["migration_target"] == MIG, doc
+    assert [x["path"] for x in doc["disks"]] == [
+        os.path.join(d, "disks", f"disk{i}.img") for i in range(2)], doc["disks"]
+    assert os.listdir(os.path.join(d, "disks")) == []
+    again = step("target", "cn2", migration_uuid=MIG, vm=rec)
+    assert again == out and vm_json(CN2) == doc
+    job = step("target", "cn2", want="failed", migration_uuid=OTHER_MIG, vm=rec)
+    assert error_of(job).get("code") == "InstanceExists", error_of(job)
+    assert vm_json(CN2) == doc
+    # The agent's scan lists it hidden: the NIC reconcile leaves it alone.
+    scan = step("scan", "cn2")
+    entry = [i for i in scan["instances"] if i["uuid"] == VM]
+    assert entry and entry[0]["do_not_inventory"] is True, scan
+
+
+def test_recv_open():
+    out = step("open", "cn2", migration_uuid=MIG, secret=SECRET)
+    assert out["addr"] == agent_listen("cn2"), out
+    path = os.path.join(lab.vm_dir(CN2, VM), ".migration", "session.json")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    with open(path) as f:
+        assert json.load(f) == {"migration_uuid": MIG, "secret": SECRET}
+    job = step("open", "cn2", want="failed", migration_uuid=MIG, secret="xyz")
+    assert error_of(job).get("code") == "InvalidArgument", error_of(job)
+    job = step("open", "cn2", want="failed", migration_uuid=OTHER_MIG, secret=SECRET)
+    assert error_of(job).get("code") == "InvalidState", error_of(job)
+
+
+def test_send_and_verify():
+    addr = agent_listen("cn2")
+    step("start", "cn1")
+    job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr, secret=SECRET,
+               mode="final")
+    assert error_of(job).get("code") == "InstanceRunning", error_of(job)
+    step("stop", "cn1")
+    if not TRANSFER_BUILT:
+        job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr, secret=SECRET,
+                   mode="pass")
+        assert error_of(job).get("code") == "TransferFailed", error_of(job)
+        assert "not built" in error_of(job).get("message", ""), error_of(job)
+        return
+    out = step("send", "cn1", migration_uuid=MIG, addr=addr, secret=SECRET, mode="pass")
+    assert out["outcome"] == "done" and len(out["passes"]) == 1, out
+    src, dst = lab.vm_dir(CN1, VM), lab.vm_dir(CN2, VM)
+    for name in ("disk0.img", "disk1.img"):
+        a, b = os.path.join(src, "disks", name), os.path.join(dst, "disks", name)
+        assert os.path.getsize(a) == os.path.getsize(b), name
+        assert sha256(a) == sha256(b), name
+        # Sparse on the target too: not more blocks than the source's, give a block.
+        assert os.stat(b).st_blocks <= os.stat(a).st_blocks + 2048, name
+    # The target stays hidden after the pass brought the source's vm.json.
+    doc = vm_json(CN2)
+    assert doc["do_not_inventory"] is True and doc["migration_target"] == MIG, doc
+    events = lab.redis("XRANGE", f"tern:p:dc:migration:{MIG}:events", "-", "+")
+    assert any("pass_done" in e or "progress" in e for e in events), events
+    final = step("send", "cn1", migration_uuid=MIG, addr=addr, secret=SECRET, mode="final")
+    assert final["outcome"] == "done" and len(final["digests"]) == 2, final
+    v = step("verify", "cn2", migration_uuid=MIG, digests=final["digests"])
+    assert [x["digest"] for x in v["disks"]] == [x["digest"] for x in final["digests"]], v
+    # One byte changed on the target: VerifyFailed names the disk and both digests.
+    path = os.path.join(dst, "disks", "disk1.img")
+    fd = os.open(path, os.O_WRONLY)
+    os.pwrite(fd, b"\x01", 8 * MIB)
+    os.close(fd)
+    job = step("verify", "cn2", want="failed", migration_uuid=MIG, digests=final["digests"])
+    err = error_of(job)
+    assert err.get("code") == "VerifyFailed" and "disk1.img" in err.get("message", ""), err
+
+
+def test_flip_and_cleanup():
+    nics = [{"mac": "90:b8:d0:00:00:01", "ip": "203.0.113.10"}]
+    out = step("flip", "cn2", migration_uuid=MIG, hidden=False, nics=nics)
+    assert out["do_not_inventory"] is False, out
+    doc = vm_json(CN2)
+    assert doc["do_not_inventory"] is False and doc["nics"] == nics, doc
+    step("cleanup", "cn2", migration_uuid=MIG, remove=False)
+    assert not os.path.exists(os.path.join(lab.vm_dir(CN2, VM), ".migration"))
+    assert os.path.exists(os.path.join(lab.vm_dir(CN2, VM), "vm.json"))
+    # The source is visible: never removed.
+    job = step("cleanup", "cn1", want="failed", migration_uuid=MIG, remove=True)
+    assert error_of(job).get("code") == "InvalidState", error_of(job)
+    assert os.path.exists(lab.vm_dir(CN1, VM))
+    # Hidden, with its workload running: stopped and removed.
+    step("start", "cn1")
+    with open(os.path.join(lab.vm_dir(CN1, VM), "workload.pid")) as f:
+        pid = int(f.read())
+    step("flip", "cn1", migration_uuid=MIG, hidden=True, nics=None)
+    out = step("cleanup", "cn1", migration_uuid=MIG, remove=True)
+    assert out["removed"] is True, out
+    assert not os.path.exists(lab.vm_dir(CN1, VM))
+    wait_for("the source's workload to end", lambda: not pid_alive(pid), timeout=10)
+    # Run again: nothing left to do.
+    out = step("cleanup", "cn1", migration_uuid=MIG, remove=True)
+    assert out["removed"] is False, out
+
+
+run_tests(lab, [test_listen_per_agent, test_source_instance, test_target_create,
+                test_recv_open, test_send_and_verify, test_flip_and_cleanup],
+          only=sys.argv[3:])
