@@ -71,8 +71,10 @@ TASKS = {
     "send": ("dc.migration_send", {"migration_uuid": "${params.migration_uuid}",
                                    "vm_uuid": "${params.vm_uuid}", "addr": "${params.addr}",
                                    "secret": "${params.secret}", "mode": "${params.mode}",
-                                   "send_mbps_limit": 500, "block_kib": 1024,
-                                   "window_blocks": 16}),
+                                   "send_mbps_limit": "${params.limit}", "block_kib": 1024,
+                                   "window_blocks": 16,
+                                   "converge": {"max_mib": 50, "max_passes": 4,
+                                                "stall_passes": 2, "min_reduction_pct": 10}}),
     "verify": ("dc.migration_verify", {"migration_uuid": "${params.migration_uuid}",
                                        "vm_uuid": "${params.vm_uuid}",
                                        "digests": "${params.digests}"}),
@@ -100,6 +102,7 @@ def post_workflows():
 def step(name, host, want="succeeded", **params):
     """Runs the one-step workflow `name` on host's agent: its result (or the job)."""
     params.setdefault("vm_uuid", VM)
+    params.setdefault("limit", 500)
     job = lab.run_job(f"t-{name}-{host}", f"/t-{name}-{host}-{os.urandom(4).hex()}", params)
     assert job["execution"] == want, json.dumps(job, indent=1)
     return job["chain_results"][-1]["result"] if want == "succeeded" else job
@@ -245,6 +248,57 @@ def test_send_and_verify():
     assert err.get("code") == "VerifyFailed" and "disk1.img" in err.get("message", ""), err
 
 
+def events_of(uuid):
+    """The migration's stream: each entry's event, decoded."""
+    lines = lab.redis("XRANGE", f"tern:p:dc:migration:{uuid}:events", "-", "+")
+    return [json.loads(x) for x in lines if x.startswith("{")]
+
+
+def test_progress_pause_converge():
+    if not TRANSFER_BUILT:
+        return
+    # 40 MiB more data, sent at 80 Mbit/s (10 MB/s): about 4 s, progress each second.
+    path = os.path.join(lab.vm_dir(CN1, VM), "disks", "disk1.img")
+    fd = os.open(path, os.O_WRONLY)
+    os.pwrite(fd, os.urandom(40 * MIB), 16 * MIB)
+    os.fsync(fd)
+    os.close(fd)
+    lab.redis("DEL", f"tern:p:dc:migration:{MIG}:events")
+    params = {"vm_uuid": VM, "migration_uuid": MIG, "addr": agent_listen("cn2"),
+              "secret": SECRET, "mode": "pass", "limit": 80}
+    status, job = lab.create_job("t-send-cn1", "/t-send-pause-" + os.urandom(4).hex(), params)
+    assert status in (200, 201), (status, job)
+
+    def moving():
+        evs = [e for e in events_of(MIG) if e.get("type") == "progress"]
+        return evs if evs and evs[-1]["current_progress"] > 0 else None
+    evs = wait_for("a progress event with bytes sent", moving, timeout=20)
+    e = evs[-1]
+    assert e["phase"] == "sync" and e["state"] == "running", e
+    assert e["total_progress"] >= 40 * MIB and e["current_progress"] <= e["total_progress"], e
+    put_migration(MIG, pause_requested=True)
+    done = lab.wait_job(job["uuid"], timeout=30)
+    assert done["execution"] == "succeeded", json.dumps(done, indent=1)
+    out = done["chain_results"][-1]["result"]
+    assert out["outcome"] == "paused" and out["passes"] == [], out
+    # A rate was measured while bytes moved, and an ETA with it.
+    rated = [x for x in events_of(MIG) if x.get("transfer_bytes_second", 0) > 0]
+    assert rated and rated[-1]["eta_ms"] is not None, events_of(MIG)
+    assert all(x["transfer_bytes_second"] < 20 * 1000 * 1000 for x in rated), rated
+    # Resumed: converge sends what is left, then less than max_mib: switch for size.
+    put_migration(MIG)
+    out = step("send", "cn1", migration_uuid=MIG, addr=agent_listen("cn2"), secret=SECRET,
+               mode="converge", limit=500)
+    assert out["outcome"] == "done" and out["switch_reason"] == "size", out
+    assert out["passes"][0]["bytes"] < 40 * MIB, out
+    # The target's file equals the source's.
+    dst = os.path.join(lab.vm_dir(CN2, VM), "disks", "disk1.img")
+    with open(path, "rb") as a, open(dst, "rb") as b:
+        a.seek(16 * MIB)
+        b.seek(16 * MIB)
+        assert a.read(40 * MIB) == b.read(40 * MIB)
+
+
 def test_flip_and_cleanup():
     nics = [{"mac": "90:b8:d0:00:00:01", "ip": "203.0.113.10"}]
     out = step("flip", "cn2", migration_uuid=MIG, hidden=False, nics=nics)
@@ -273,5 +327,6 @@ def test_flip_and_cleanup():
 
 
 run_tests(lab, [test_listen_per_agent, test_source_instance, test_target_create,
-                test_recv_open, test_send_and_verify, test_flip_and_cleanup],
+                test_recv_open, test_send_and_verify, test_progress_pause_converge,
+                test_flip_and_cleanup],
           only=sys.argv[3:])
