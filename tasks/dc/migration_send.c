@@ -239,6 +239,12 @@ static void on_progress(tern_ctx *ctx, const json_t *ok, const char *code, const
         if (!was_pass_end) {
             tern_log(ctx, TERN_LOG_WARN, "dc.migration_send: progress of migration %s: %s: %s",
                      st->mig, code, message);
+            /* No record any more: nobody wants these bytes. */
+            if (strcmp(code, "MigrationNotFound") == 0) {
+                st->abort = true;
+                if (st->job != NULL)
+                    atomic_store(&st->job->stop_req, true);
+            }
         } else {
             char msg[600];
             snprintf(msg, sizeof msg, "recording the pass's end: %s", message);
@@ -246,8 +252,14 @@ static void on_progress(tern_ctx *ctx, const json_t *ok, const char *code, const
             return;
         }
     } else {
-        st->pause = st->pause || json_is_true(json_object_get(ok, "pause_requested"));
-        st->abort = st->abort || json_is_true(json_object_get(ok, "abort_requested"));
+        /* A migration that stopped running (paused, failed, aborted by the control)
+         * takes no more passes from this send. */
+        const char *state = json_string_value(json_object_get(ok, "state"));
+        bool stopped = state != NULL && strcmp(state, "running") != 0;
+        st->pause = st->pause || json_is_true(json_object_get(ok, "pause_requested")) ||
+                    (stopped && strcmp(state, "paused") == 0);
+        st->abort = st->abort || json_is_true(json_object_get(ok, "abort_requested")) ||
+                    (stopped && strcmp(state, "paused") != 0);
         const json_t *limit = json_object_get(ok, "send_mbps_limit");
         if (json_is_number(limit) && json_number_value(limit) > 0)
             st->rate_bytes_s = (uint64_t)(json_number_value(limit) * 125000.0);

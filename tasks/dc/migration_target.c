@@ -110,12 +110,14 @@ static void target_create_start(tern_ctx *ctx, const json_t *args)
         bad = task_args_object(args, "vm", &rec, msg, sizeof msg);
     if (bad == NULL && rec == NULL)
         bad = "vm: required (the VM's record)";
-    if (bad == NULL)
-        bad = migration_arg_uuid(rec, "uuid", &vm_uuid, msg, sizeof msg);
+    if (bad == NULL && migration_arg_uuid(rec, "uuid", &vm_uuid, msg, sizeof msg) != NULL) {
+        char inner[sizeof msg];
+        snprintf(inner, sizeof inner, "%s", msg);
+        snprintf(msg, sizeof msg, "vm.%.1000s", inner);
+        bad = msg;
+    }
     if (bad != NULL) {
-        tern_task_fail(ctx, "InvalidArgument", "dc.migration_target_create: %s%s",
-                       bad == msg && rec != NULL && vm_uuid == NULL && mig != NULL ? "vm." : "",
-                       bad);
+        tern_task_fail(ctx, "InvalidArgument", "dc.migration_target_create: %s", bad);
         return;
     }
     instance_paths_t p;

@@ -158,7 +158,7 @@ def test_listen_per_agent():
 def test_source_instance():
     post_workflows()
     step("image", "cn1", image_uuid=OS_IMG)
-    step("create", "cn1", image_uuid=OS_IMG, disks=[{"size": 64}, {"size": 32}])
+    step("create", "cn1", image_uuid=OS_IMG, disks=[{"size": 64}, {"size": 128}])
     # Data in the middle of the data disk, a hole around it.
     path = os.path.join(lab.vm_dir(CN1, VM), "disks", "disk1.img")
     fd = os.open(path, os.O_WRONLY)
@@ -205,6 +205,9 @@ def test_recv_open():
     assert error_of(job).get("code") == "InvalidArgument", error_of(job)
     job = step("open", "cn2", want="failed", migration_uuid=OTHER_MIG, secret=SECRET)
     assert error_of(job).get("code") == "InvalidState", error_of(job)
+    job = step("target", "cn2", want="failed", migration_uuid=MIG, vm={"uuid": "x"})
+    err = error_of(job)
+    assert err.get("code") == "InvalidArgument" and "vm.uuid" in err.get("message", ""), err
 
 
 def test_send_and_verify():
@@ -220,6 +223,15 @@ def test_send_and_verify():
         assert error_of(job).get("code") == "TransferFailed", error_of(job)
         assert "not built" in error_of(job).get("message", ""), error_of(job)
         return
+    job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr, secret=SECRET,
+               mode="fast")
+    err = error_of(job)
+    assert err.get("code") == "InvalidArgument" and "mode" in err.get("message", ""), err
+    # A wrong secret: refused before the target's files are touched.
+    job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr, secret="cd" * 32,
+               mode="pass")
+    assert error_of(job).get("code") == "TransferRefused", error_of(job)
+    assert os.listdir(os.path.join(lab.vm_dir(CN2, VM), "disks")) == []
     out = step("send", "cn1", migration_uuid=MIG, addr=addr, secret=SECRET, mode="pass")
     assert out["outcome"] == "done" and len(out["passes"]) == 1, out
     src, dst = lab.vm_dir(CN1, VM), lab.vm_dir(CN2, VM)
@@ -285,18 +297,35 @@ def test_progress_pause_converge():
     rated = [x for x in events_of(MIG) if x.get("transfer_bytes_second", 0) > 0]
     assert rated and rated[-1]["eta_ms"] is not None, events_of(MIG)
     assert all(x["transfer_bytes_second"] < 20 * 1000 * 1000 for x in rated), rated
-    # Resumed: converge sends what is left, then less than max_mib: switch for size.
+    # Cancelled in the middle of a pass (40 MiB more at 10 MB/s): the job ends, the
+    # agent goes on serving.
+    fd = os.open(path, os.O_WRONLY)
+    os.pwrite(fd, os.urandom(40 * MIB), 64 * MIB)
+    os.fsync(fd)
+    os.close(fd)
     put_migration(MIG)
+    status, job = lab.create_job("t-send-cn1", "/t-send-cancel-" + os.urandom(4).hex(), params)
+    assert status in (200, 201), (status, job)
+    seen = len(events_of(MIG))
+    wait_for("the cancelled send's first progress",
+             lambda: len([e for e in events_of(MIG)[seen:] if e.get("current_progress")]) > 0,
+             timeout=20)
+    lab.http(f"/jobs/{job['uuid']}/cancel", "POST", {})
+    done = lab.wait_job(job["uuid"], timeout=30)
+    assert done["execution"] == "canceled", done["execution"]
+    # Resumed: converge sends what is left, then less than max_mib: switch for size.
     out = step("send", "cn1", migration_uuid=MIG, addr=agent_listen("cn2"), secret=SECRET,
                mode="converge", limit=500)
     assert out["outcome"] == "done" and out["switch_reason"] == "size", out
-    assert out["passes"][0]["bytes"] < 40 * MIB, out
+    # What the paused and the cancelled passes had sent is not sent again.
+    assert out["passes"][0]["bytes"] < 80 * MIB, out
+    assert len(out["passes"]) >= 1 and out["passes"][-1]["bytes"] <= 50 * MIB, out
     # The target's file equals the source's.
     dst = os.path.join(lab.vm_dir(CN2, VM), "disks", "disk1.img")
     with open(path, "rb") as a, open(dst, "rb") as b:
         a.seek(16 * MIB)
         b.seek(16 * MIB)
-        assert a.read(40 * MIB) == b.read(40 * MIB)
+        assert a.read(96 * MIB) == b.read(96 * MIB)
 
 
 def test_flip_and_cleanup():
