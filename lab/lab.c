@@ -12,7 +12,9 @@
  * files, then starts one redis-server (unix socket in the lab directory, no TCP
  * port), one control-plane ternd (API and runner, on 127.0.0.1) and one agent per
  * server: a ternd runner serving the queue "server:<uuid>" as runner
- * "agent-<hostname>", whose dc configuration names its server and data root. It
+ * "agent-<hostname>", whose dc configuration names its server and data root and a
+ * free 127.0.0.1 port for the migrations into it (migration_listen; restart-agent
+ * keeps the one the agent's ternd.json holds). It
  * records each pid in DIR/run/, waits (bounded) until Redis answers, the API answers
  * /ping and every agent is alive on its queue in GET /runners, runs a job of the
  * workflow dc-inventory-load (stored first when ternd does not have it) that loads the

@@ -71,3 +71,8 @@ const char *migration_target_of(const json_t *vm)
 {
     return json_string_value(json_object_get(vm, "migration_target"));
 }
+
+const char *migration_hidden_target_of(const json_t *vm)
+{
+    return json_is_true(json_object_get(vm, "do_not_inventory")) ? migration_target_of(vm) : NULL;
+}

@@ -31,8 +31,14 @@ void migration_dir(const instance_paths_t *p, char *out);
  * is done. 0, or -errno with err naming the file. */
 int migration_dir_remove(const instance_paths_t *p, char *err, size_t errlen);
 
-/* The migration a hidden instance is the target of (vm.json "migration_target",
- * borrowed from vm), or NULL. */
+/* The migration an instance is the target of (vm.json "migration_target", borrowed
+ * from vm), or NULL. A promoted target keeps it (an abort after the swap removes the
+ * instance by it) while it is visible, where it is only history: see
+ * migration_hidden_target_of. */
 const char *migration_target_of(const json_t *vm);
+
+/* The migration a hidden (do_not_inventory) instance is the target of, or NULL: the
+ * one that owns it. A visible instance belongs to nobody's migration. */
+const char *migration_hidden_target_of(const json_t *vm);
 
 #endif

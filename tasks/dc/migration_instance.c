@@ -6,9 +6,10 @@
  *     -> {vm_uuid, do_not_inventory, autoboot, nics}
  *     rewrites vm.json's flags (and its nics when given: the target's promotion) as
  *     one file replaced by a rename. A target promoted (do_not_inventory false) gets
- *     its volume mounts made again from the vm.json the passes brought. The instance
- *     must be the source (no migration_target) or this migration's target
- *     (InvalidState otherwise); a flip run again writes the same file.
+ *     its volume mounts made again from the vm.json the passes brought. A hidden
+ *     instance that is another migration's target is InvalidState; a visible one
+ *     (a source, or a target promoted earlier, whose migration_target is history) is
+ *     anybody's. A flip run again writes the same file.
  *
  *   dc.migration_cleanup {migration_uuid, vm_uuid, remove_instance}
  *     removes <vm>/.migration/; with remove_instance, stops the instance's workload if
@@ -47,7 +48,7 @@ static int instance_for(tern_ctx *ctx, const char *task, const dc_state_t *s, co
                        task, msg);
         return -1;
     }
-    const char *of = migration_target_of(*vm);
+    const char *of = migration_hidden_target_of(*vm);
     if (of != NULL && strcmp(of, mig) != 0) {
         tern_task_fail(ctx, "InvalidState",
                        "%s: instance %s here is the target of migration %s, not of %s; nothing "
@@ -77,7 +78,9 @@ static void flip_start(tern_ctx *ctx, const json_t *args)
         bad = "do_not_inventory: required";
     if (bad == NULL)
         bad = task_args_bool(args, "do_not_inventory", &hidden, msg, sizeof msg);
-    if (bad == NULL && json_object_get(args, "autoboot") != NULL)
+    bool set_autoboot = json_object_get(args, "autoboot") != NULL &&
+                        !json_is_null(json_object_get(args, "autoboot"));
+    if (bad == NULL && set_autoboot)
         bad = task_args_bool(args, "autoboot", &autoboot, msg, sizeof msg);
     if (bad == NULL && nics != NULL && !json_is_null(nics) && !json_is_array(nics))
         bad = "nics: expected an array of the VM's NICs";
@@ -100,8 +103,13 @@ static void flip_start(tern_ctx *ctx, const json_t *args)
     }
     if (rc != 0)
         return;
+    /* A promoted target becoming this migration's source: the migration that brought
+     * it is history, and must not claim it once hidden. */
+    const char *of = migration_target_of(vm);
+    if (of != NULL && strcmp(of, mig) != 0)
+        json_object_del(vm, "migration_target");
     json_object_set_new(vm, "do_not_inventory", json_boolean(hidden));
-    if (json_object_get(args, "autoboot") != NULL)
+    if (set_autoboot)
         json_object_set_new(vm, "autoboot", json_boolean(autoboot));
     if (json_is_array(nics))
         json_object_set_new(vm, "nics", json_deep_copy(nics));

@@ -424,9 +424,12 @@ static void start_pass(send_state_t *st)
                               .block_size = st->block_size,
                               .window_blocks = st->window_blocks,
                               .connect_timeout_ms = CONNECT_MS};
-    st->n_samples = 0;
-    st->last_event_sent = 0;
     st->pass_started_ms = now_ms();
+    /* The pass's start is the first sample, so the first tick has a rate. */
+    st->sample_ms[0] = st->pass_started_ms;
+    st->sample_sent[0] = 0;
+    st->n_samples = 1;
+    st->last_event_sent = 0;
     st->last_event_ms = st->pass_started_ms;
     iso_now(st->pass_started_iso, sizeof st->pass_started_iso);
     st->job = j;
@@ -542,8 +545,9 @@ static void send_start(tern_ctx *ctx, const json_t *args)
                        "%s: %s", task, rc == -ENOENT ? p.vm_json : msg);
         return;
     }
-    const char *of = migration_target_of(vm);
-    bool is_target = of != NULL;
+    /* A hidden target is filled by a migration, never the source of one; a target
+     * promoted earlier is an instance like any other. */
+    bool is_target = migration_hidden_target_of(vm) != NULL;
     json_decref(vm);
     if (is_target) {
         tern_task_fail(ctx, "InvalidState",

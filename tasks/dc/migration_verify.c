@@ -316,8 +316,9 @@ static void estimate_start(tern_ctx *ctx, const json_t *args)
                        task, msg);
         return;
     }
-    char key[PATH_MAX];
-    snprintf(key, sizeof key, "%s", e->look.p.dir);
+    /* A key of its own: reading never waits behind a long pass on the instance. */
+    char key[PATH_MAX + 16];
+    snprintf(key, sizeof key, "%s#estimate", e->look.p.dir);
     rc = file_job_start(ctx, s->files, key, estimate_work, e, estimate_free, estimate_done);
     if (rc != 0)
         tern_task_fail(ctx, "EstimateFailed", "%s: cannot queue the work: %s", task, strerror(-rc));

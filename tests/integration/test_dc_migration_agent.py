@@ -334,6 +334,12 @@ def test_flip_and_cleanup():
     assert out["do_not_inventory"] is False, out
     doc = vm_json(CN2)
     assert doc["do_not_inventory"] is False and doc["nics"] == nics, doc
+    # A later migration from the promoted target: it is that one's source now.
+    step("flip", "cn2", migration_uuid=OTHER_MIG, hidden=True, nics=None)
+    doc = vm_json(CN2)
+    assert doc["do_not_inventory"] is True and "migration_target" not in doc, doc
+    step("flip", "cn2", migration_uuid=OTHER_MIG, hidden=False, nics=None)
+    assert vm_json(CN2)["do_not_inventory"] is False and vm_json(CN2)["nics"] == nics
     step("cleanup", "cn2", migration_uuid=MIG, remove=False)
     assert not os.path.exists(os.path.join(lab.vm_dir(CN2, VM), ".migration"))
     assert os.path.exists(os.path.join(lab.vm_dir(CN2, VM), "vm.json"))
