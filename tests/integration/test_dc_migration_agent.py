@@ -24,6 +24,7 @@ Usage: test_dc_migration_agent.py SOURCE_ROOT BUILD_ROOT [TEST...].
 import hashlib
 import json
 import os
+import signal
 import stat
 import sys
 
@@ -328,6 +329,39 @@ def test_progress_pause_converge():
         assert a.read(96 * MIB) == b.read(96 * MIB)
 
 
+def test_target_agent_killed():
+    if not TRANSFER_BUILT:
+        return
+    # 20 MiB more at 10 MB/s; the target's agent killed -9 while they move.
+    path = os.path.join(lab.vm_dir(CN1, VM), "disks", "disk1.img")
+    fd = os.open(path, os.O_WRONLY)
+    os.pwrite(fd, os.urandom(20 * MIB), 105 * MIB)
+    os.fsync(fd)
+    os.close(fd)
+    params = {"vm_uuid": VM, "migration_uuid": MIG, "addr": agent_listen("cn2"),
+              "secret": SECRET, "mode": "pass", "limit": 80}
+    status, job = lab.create_job("t-send-cn1", "/t-send-kill-" + os.urandom(4).hex(), params)
+    assert status in (200, 201), (status, job)
+    seen = len(events_of(MIG))
+    wait_for("the send's first progress",
+             lambda: len([e for e in events_of(MIG)[seen:] if e.get("current_progress")]) > 0,
+             timeout=20)
+    os.kill(lab.pid("agent-cn2"), signal.SIGKILL)
+    done = lab.wait_job(job["uuid"], timeout=60)
+    assert done["execution"] == "failed", done["execution"]
+    assert error_of(done).get("code") == "TransferFailed", error_of(done)
+    lab.run("restart-agent", "cn2", "--dir", lab.dir)
+    # The same address; the next pass completes what the killed one began.
+    out = step("send", "cn1", migration_uuid=MIG, addr=agent_listen("cn2"), secret=SECRET,
+               mode="pass")
+    assert out["outcome"] == "done" and out["passes"][0]["bytes"] <= 20 * MIB, out
+    dst = os.path.join(lab.vm_dir(CN2, VM), "disks", "disk1.img")
+    with open(path, "rb") as a, open(dst, "rb") as b:
+        a.seek(16 * MIB)
+        b.seek(16 * MIB)
+        assert a.read(112 * MIB) == b.read(112 * MIB)
+
+
 def test_flip_and_cleanup():
     nics = [{"mac": "90:b8:d0:00:00:01", "ip": "203.0.113.10"}]
     out = step("flip", "cn2", migration_uuid=MIG, hidden=False, nics=nics)
@@ -363,5 +397,5 @@ def test_flip_and_cleanup():
 
 run_tests(lab, [test_listen_per_agent, test_source_instance, test_target_create,
                 test_recv_open, test_send_and_verify, test_progress_pause_converge,
-                test_flip_and_cleanup],
+                test_target_agent_killed, test_flip_and_cleanup],
           only=sys.argv[3:])
