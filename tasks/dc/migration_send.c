@@ -361,13 +361,9 @@ static void on_pass_done(tern_ctx *ctx, void *arg, int rc, const char *err)
         st->timer = -1;
     }
     if (rc != 0) {
-        /* The transfer says EACCES when the target refused the sender's proof, ESTALE
-         * when a disk changed generation under a pass it cannot resend. */
-        fail(st,
-             rc == -EACCES   ? "TransferRefused"
-             : rc == -ESTALE ? "DiskGenerationChanged"
-                             : "TransferFailed",
-             err);
+        /* The transfer answers EACCES when the target refused the sender's proof of
+         * the secret (sync_send.h): retrying with the same secret cannot help. */
+        fail(st, rc == -EACCES ? "TransferRefused" : "TransferFailed", err);
         return;
     }
     if (j->r.stopped) {
