@@ -158,7 +158,7 @@ static void cleanup_remove(tern_ctx *ctx, const instance_paths_t *p, pid_t pid, 
         tern_task_fail(ctx, "InstanceRemoveFailed", "dc.migration_cleanup: %s", msg);
         return;
     }
-    tern_task_done(ctx, json_pack("{s:b, s:b, s:O}", "migration_dir_removed", 1, "removed", 1,
+    tern_task_done(ctx, json_pack("{s:b, s:b, s:o}", "migration_dir_removed", 1, "removed", 1,
                                   "stopped_pid", pid > 0 ? json_integer(pid) : json_null()));
 }
 
