@@ -12,7 +12,9 @@
  * files, then starts one redis-server (unix socket in the lab directory, no TCP
  * port), one control-plane ternd (API and runner, on 127.0.0.1) and one agent per
  * server: a ternd runner serving the queue "server:<uuid>" as runner
- * "agent-<hostname>", whose dc configuration names its server and data root. It
+ * "agent-<hostname>", whose dc configuration names its server and data root and a
+ * free 127.0.0.1 port for the migrations into it (migration_listen; restart-agent
+ * keeps the one the agent's ternd.json holds). It
  * records each pid in DIR/run/, waits (bounded) until Redis answers, the API answers
  * /ping and every agent is alive on its queue in GET /runners, runs a job of the
  * workflow dc-inventory-load (stored first when ternd does not have it) that loads the
@@ -451,10 +453,12 @@ typedef struct lab {
     char *redis_sock;
     char *redis_url;
     unsigned port;
-    const char *token;       /* $TERN_API_TOKEN, which the ternds read too */
-    char since[32];          /* when this command began, as GET /runners writes times */
-    const dc_server_t *only; /* restart-agent: the one agent to wait for */
-    bool control_only;       /* restart-control: wait for the control runner alone */
+    const char *token;            /* $TERN_API_TOKEN, which the ternds read too */
+    char since[32];               /* when this command began, as GET /runners writes times */
+    const dc_server_t *only;      /* restart-agent: the one agent to wait for */
+    bool control_only;            /* restart-control: wait for the control runner alone */
+    unsigned migration_ports[64]; /* the agents' migration_listen ports this `up` chose */
+    size_t n_migration_ports;
 } lab_t;
 
 /* Now as ISO 8601 UTC with milliseconds, the form of the API's times, so the two
@@ -577,6 +581,39 @@ Done:
 }
 
 /* Writes DIR/<sub>/ternd.json with the dc plugin's section and starts ternd there. */
+/* The agent's "migration_listen" (a new string): at restart-agent the one its
+ * configuration file already holds, so a migration's target keeps the address the
+ * control handed to its source; at `up` a free port on 127.0.0.1 that is neither the
+ * API's nor another agent's. NULL when none is free. */
+static char *migration_listen_for(lab_t *lab, const char *config)
+{
+    if (lab->only != NULL) {
+        json_t *old = json_load_file(config, 0, NULL);
+        const char *v = json_string_value(json_object_get(
+            json_object_get(json_object_get(old, "plugins"), "dc"), "migration_listen"));
+        unsigned port = 0;
+        char *kept = v != NULL && sscanf(v, "127.0.0.1:%u", &port) == 1 && port > 0 && port <= 65535
+                         ? strdup(v)
+                         : NULL;
+        json_decref(old);
+        if (kept != NULL)
+            return kept;
+    }
+    /* Bounded: the kernel hands out ephemeral ports in turn, so a repeat is rare. */
+    for (int tries = 0; tries < 32; tries++) {
+        unsigned port = free_port();
+        bool taken = port == 0 || port == lab->port;
+        for (size_t i = 0; i < lab->n_migration_ports && !taken; i++)
+            taken = lab->migration_ports[i] == port;
+        if (taken)
+            continue;
+        if (lab->n_migration_ports < sizeof lab->migration_ports / sizeof lab->migration_ports[0])
+            lab->migration_ports[lab->n_migration_ports++] = port;
+        return xasprintf("127.0.0.1:%u", port);
+    }
+    return NULL;
+}
+
 static int start_ternd(lab_t *lab, const char *name, const char *sub, const dc_server_t *server)
 {
     const opts_t *o = lab->o;
@@ -617,6 +654,15 @@ static int start_ternd(lab_t *lab, const char *name, const char *sub, const dc_s
         json_object_set_new(dc_conf, "data_root", json_string(server->data_root));
         if (o->workload_bin != NULL)
             json_object_set_new(dc_conf, "workload_bin", json_string(o->workload_bin));
+        char *migration_listen = migration_listen_for(lab, config);
+        if (migration_listen == NULL) {
+            fprintf(stderr, "tern-lab: no free port on 127.0.0.1 for %s's migration_listen\n",
+                    server->hostname);
+            json_decref(dc_conf);
+            goto Done;
+        }
+        json_object_set_new(dc_conf, "migration_listen", json_string(migration_listen));
+        free(migration_listen);
     }
     json_t *conf = json_pack("{s:{s:o}}", "plugins", "dc", dc_conf);
     /* In the file, not on the command line, so that restart-control finds it there

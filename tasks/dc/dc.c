@@ -42,6 +42,10 @@
  *                             still has it (ternd takes it out of its environment
  *                             before plugins load, so a ternd with a token needs the
  *                             file)
+ *   "migration_listen": "127.0.0.1:PORT"  an agent's address for the migrations into
+ *                             its server (migration_listener.h; port 0: a free one);
+ *                             without it the agent is never a migration's target
+ *                             (dc.migration_recv_open fails NotConfigured)
  *
  * The state init builds is dc_state.h's.
  */
@@ -65,23 +69,18 @@
 
 /* Retrying does not help these: the arguments, the configuration or the data root
  * must change first. */
-const char *const dc_fatal_codes[] = {"InvalidArgument",
-                                      "NotAnAgent",
-                                      "NoWorkloadBin",
-                                      "ResourceNotFound",
-                                      "PathOutsideDataRoot",
-                                      "InstanceNotFound",
-                                      "ImageFileMissing",
-                                      "InstanceConflict",
-                                      "DiskFileInvalid",
-                                      "DiskFileMissing",
-                                      "ServerDiskFull",
-                                      "VolumeNotFound",
-                                      "VolumeAlreadyExists",
-                                      "VolumeSizeNotAvailable",
-                                      "VolumeInUse",
-                                      "VolumeNotReady",
-                                      NULL};
+const char *const dc_fatal_codes[] = {"InvalidArgument",       "NotAnAgent",
+                                      "NoWorkloadBin",         "ResourceNotFound",
+                                      "PathOutsideDataRoot",   "InstanceNotFound",
+                                      "ImageFileMissing",      "InstanceConflict",
+                                      "DiskFileInvalid",       "DiskFileMissing",
+                                      "ServerDiskFull",        "VolumeNotFound",
+                                      "VolumeAlreadyExists",   "VolumeSizeNotAvailable",
+                                      "VolumeInUse",           "VolumeNotReady",
+                                      "NotConfigured",         "InstanceExists",
+                                      "InvalidState",          "TransferRefused",
+                                      "VerifyFailed",          "InstanceRunning",
+                                      "DiskGenerationChanged", NULL};
 
 /* ---- configuration ------------------------------------------------------------------- */
 
@@ -104,6 +103,8 @@ static void dc_fini(void *state)
     dc_state_t *s = state;
     if (s == NULL)
         return;
+    /* First: its threads write under the data root until joined. */
+    migration_listener_stop(s->migration);
     file_work_free(s->files);
     attempts_free(s->attempts);
     free(s->workload_bin);
@@ -227,10 +228,11 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
         if (strcmp(key, "datacenter") != 0 && strcmp(key, "lab_dir") != 0 &&
             strcmp(key, "server_uuid") != 0 && strcmp(key, "data_root") != 0 &&
             strcmp(key, "workload_bin") != 0 && strcmp(key, "allow_networks") != 0 &&
-            strcmp(key, "api_url") != 0 && strcmp(key, "api_token_file") != 0) {
+            strcmp(key, "api_url") != 0 && strcmp(key, "api_token_file") != 0 &&
+            strcmp(key, "migration_listen") != 0) {
             snprintf(err, errlen,
                      "%s: unknown setting (expected datacenter, lab_dir, server_uuid, data_root, "
-                     "workload_bin, api_url, api_token_file)",
+                     "workload_bin, api_url, api_token_file, migration_listen)",
                      key);
             return -1;
         }
@@ -244,8 +246,20 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
     const char *api_url = bad ? NULL : config_string(config, "api_url", err, errlen, &bad);
     const char *token_file =
         bad ? NULL : config_string(config, "api_token_file", err, errlen, &bad);
+    const char *migration_listen =
+        bad ? NULL : config_string(config, "migration_listen", err, errlen, &bad);
     if (bad)
         return -1;
+    if (migration_listen != NULL && server == NULL) {
+        snprintf(err, errlen,
+                 "migration_listen: only an agent (with \"server_uuid\") receives migrations");
+        return -1;
+    }
+    if (migration_listen != NULL && migration_listen_fault(migration_listen) != NULL) {
+        snprintf(err, errlen, "migration_listen: %s: %s", migration_listen,
+                 migration_listen_fault(migration_listen));
+        return -1;
+    }
     if (api_url != NULL && strncmp(api_url, "http://", 7) != 0 &&
         strncmp(api_url, "https://", 8) != 0) {
         snprintf(err, errlen, "api_url: %s is not an http:// or https:// URL", api_url);
@@ -323,6 +337,15 @@ static int dc_init(const tern_host *host, const json_t *config, void **state, ch
             return -1;
         }
         rediscover(s);
+        if (migration_listen != NULL &&
+            migration_listener_start(migration_listen, s->server->data_root, &s->migration, err,
+                                     errlen) != 0) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "migration_listen: %s", why);
+            dc_fini(s);
+            return -1;
+        }
     }
     *state = s;
     return 0;
@@ -431,6 +454,13 @@ static const tern_task_def *const tasks[] = {
     &dc_migration_unswitch_task,
     &dc_migration_step_task,
     &dc_migration_request_task,
+    &dc_migration_target_create_task,
+    &dc_migration_recv_open_task,
+    &dc_migration_send_task,
+    &dc_migration_verify_task,
+    &dc_migration_flip_task,
+    &dc_migration_cleanup_task,
+    &dc_migration_estimate_task,
     NULL,
 };
 

@@ -14,17 +14,20 @@
 #include "attempts.h"
 #include "datacenter.h"
 #include "file_work.h"
+#include "migration_listener.h"
 
 typedef struct dc_state {
-    datacenter_t *dc;          /* NULL when no description was configured */
-    const dc_server_t *server; /* this agent's server (in dc), or NULL */
-    char *workload_bin;        /* tern-workload, or NULL when not configured */
-    file_work_t *files;        /* the thread pool's file jobs (agents only) */
-    attempts_t *attempts;      /* start/stop/destroy attempts' data (agents only) */
-    size_t found_at_init;      /* the instances the data root held when init scanned it */
-    char *api_url;             /* the control's API (no trailing "/"), for the volume jobs a
-                                  provision asks for; or NULL */
-    char *api_token;           /* the bearer token of api_url, or NULL */
+    datacenter_t *dc;                /* NULL when no description was configured */
+    const dc_server_t *server;       /* this agent's server (in dc), or NULL */
+    char *workload_bin;              /* tern-workload, or NULL when not configured */
+    file_work_t *files;              /* the thread pool's file jobs (agents only) */
+    attempts_t *attempts;            /* start/stop/destroy attempts' data (agents only) */
+    size_t found_at_init;            /* the instances the data root held when init scanned it */
+    char *api_url;                   /* the control's API (no trailing "/"), for the volume jobs a
+                                        provision asks for; or NULL */
+    char *api_token;                 /* the bearer token of api_url, or NULL */
+    migration_listener_t *migration; /* where migrations into this server arrive (agents with
+                                        "migration_listen"), or NULL */
 } dc_state_t;
 
 /* The agent's state for a task that runs on a server's agent only, or NULL after
@@ -52,5 +55,12 @@ extern const tern_task_def dc_share_probe_task;
 extern const tern_task_def dc_share_restart_task;
 extern const tern_task_def dc_volume_snapshot_agent_task;
 extern const tern_task_def dc_instance_nics_task;
+extern const tern_task_def dc_migration_target_create_task;
+extern const tern_task_def dc_migration_recv_open_task;
+extern const tern_task_def dc_migration_send_task;
+extern const tern_task_def dc_migration_verify_task;
+extern const tern_task_def dc_migration_flip_task;
+extern const tern_task_def dc_migration_cleanup_task;
+extern const tern_task_def dc_migration_estimate_task;
 
 #endif

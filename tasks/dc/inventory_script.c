@@ -12,11 +12,43 @@
 typedef struct script_call {
     bool admission;
     dc_script_ok_fn on_ok;
+    dc_script_answer_fn answer; /* dc_script_call's: then admission and on_ok are unused */
+    void *answer_data;
 } script_call_t;
+
+/* dc_script_call's reply: the answer handed over, the attempt left running. */
+static void on_answer(tern_ctx *ctx, script_call_t *call, const json_t *reply, const char *error)
+{
+    dc_script_answer_fn cb = call->answer;
+    void *data = call->answer_data;
+    free(call);
+    if (error != NULL) {
+        cb(ctx, NULL, "RedisError", error, data);
+        return;
+    }
+    json_error_t jerr;
+    json_t *answer = json_is_string(reply) ? json_loads(json_string_value(reply), 0, &jerr) : NULL;
+    const json_t *err = json_object_get(answer, "error");
+    const json_t *ok = json_object_get(answer, "ok");
+    if (err != NULL) {
+        const char *code = json_string_value(json_object_get(err, "code"));
+        const char *msg = json_string_value(json_object_get(err, "message"));
+        cb(ctx, NULL, code != NULL ? code : "InventoryError", msg != NULL ? msg : "", data);
+    } else if (ok == NULL) {
+        cb(ctx, NULL, "RedisError", "the script answered no result", data);
+    } else {
+        cb(ctx, ok, NULL, NULL, data);
+    }
+    json_decref(answer);
+}
 
 static void on_reply(tern_ctx *ctx, const json_t *reply, const char *error, void *data)
 {
     script_call_t *call = data;
+    if (call->answer != NULL) {
+        on_answer(ctx, call, reply, error);
+        return;
+    }
     bool admission = call->admission;
     dc_script_ok_fn on_ok = call->on_ok;
     free(call);
@@ -77,9 +109,10 @@ static int fresh_uuids(char *out, size_t outlen)
     return 0;
 }
 
-/* See inventory_script.h. */
-void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool admission,
-                   dc_script_ok_fn on_ok)
+/* Evaluates `script` with args and the time and fresh uuids; takes `call`. 0, or -1
+ * with *code and msg saying why (call freed). */
+static int script_eval(tern_ctx *ctx, const char *script, const json_t *args, script_call_t *call,
+                       const char **code, char *msg, size_t msglen)
 {
     char *text = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
     char now[32], now_ms[40];
@@ -92,25 +125,54 @@ void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool a
     char uuids[DC_SCRIPT_UUIDS * 40 + 4];
     if (fresh_uuids(uuids, sizeof uuids) != 0) {
         free(text);
-        tern_task_fail(ctx, "NoRandomness", "%s: the system gave no random bytes for new ids",
-                       tern_step_name(ctx));
-        return;
+        free(call);
+        *code = "NoRandomness";
+        snprintf(msg, msglen, "%s: the system gave no random bytes for new ids",
+                 tern_step_name(ctx));
+        return -1;
     }
-    script_call_t *call = malloc(sizeof *call);
     if (text == NULL || call == NULL) {
         free(text);
         free(call);
-        tern_task_fail(ctx, "OutOfMemory", "%s: out of memory", tern_step_name(ctx));
-        return;
+        *code = "OutOfMemory";
+        snprintf(msg, msglen, "%s: out of memory", tern_step_name(ctx));
+        return -1;
     }
-    *call = (script_call_t){.admission = admission, .on_ok = on_ok};
     const char *keys[] = {""};
     const char *argv[] = {text, now, uuids, now_ms};
     int rc = tern_redis_eval(ctx, script, 1, keys, 4, argv, on_reply, call);
     free(text);
     if (rc != 0) {
         free(call);
-        tern_task_fail(ctx, "RedisUnavailable", "%s: Redis is not reachable from this runner (%d)",
-                       tern_step_name(ctx), rc);
+        *code = "RedisUnavailable";
+        snprintf(msg, msglen, "%s: Redis is not reachable from this runner (%d)",
+                 tern_step_name(ctx), rc);
+        return -1;
     }
+    return 0;
+}
+
+/* See inventory_script.h. */
+void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool admission,
+                   dc_script_ok_fn on_ok)
+{
+    script_call_t *call = malloc(sizeof *call);
+    if (call != NULL)
+        *call = (script_call_t){.admission = admission, .on_ok = on_ok};
+    const char *code = NULL;
+    char msg[256];
+    if (script_eval(ctx, script, args, call, &code, msg, sizeof msg) != 0)
+        tern_task_fail(ctx, code, "%s", msg);
+}
+
+/* See inventory_script.h. */
+int dc_script_call(tern_ctx *ctx, const char *script, const json_t *args, dc_script_answer_fn cb,
+                   void *data)
+{
+    script_call_t *call = malloc(sizeof *call);
+    if (call != NULL)
+        *call = (script_call_t){.answer = cb, .answer_data = data};
+    const char *code = NULL;
+    char msg[256];
+    return script_eval(ctx, script, args, call, &code, msg, sizeof msg);
 }

@@ -27,4 +27,16 @@ typedef json_t *(*dc_script_ok_fn)(tern_ctx *ctx, const json_t *result);
 void dc_script_run(tern_ctx *ctx, const char *script, const json_t *args, bool admission,
                    dc_script_ok_fn on_ok);
 
+/* The answer of a script a task calls on its way (not its outcome): `ok` (borrowed)
+ * the result, or NULL with `code` and `message` (borrowed) saying why. */
+typedef void (*dc_script_answer_fn)(tern_ctx *ctx, const json_t *ok, const char *code,
+                                    const char *message, void *data);
+
+/* Runs `script` as dc_script_run does, but hands the answer to `cb` and leaves the
+ * attempt running. `data` stays the caller's; cb never runs after the attempt was
+ * cancelled or reported. 0, or -1 with nothing called (Redis unreachable, no memory,
+ * no randomness). */
+int dc_script_call(tern_ctx *ctx, const char *script, const json_t *args, dc_script_answer_fn cb,
+                   void *data);
+
 #endif

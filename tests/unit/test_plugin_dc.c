@@ -11,11 +11,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "task_harness.h"
@@ -75,6 +78,33 @@ static void test_config_refusals(void **state)
     expect_refused(config("{\"server_uuid\": \"" CN1 "\", \"data_root\": \"servers/cn1\", "
                           "\"workload_bin\": \"/nonexistent/tern-workload\"}"),
                    "workload_bin: /nonexistent/tern-workload is not an executable");
+    /* migration_listen: an agent's, a numeric IPv4 address and a port. */
+    expect_refused(config("{\"migration_listen\": \"127.0.0.1:7000\"}"),
+                   "migration_listen: only an agent");
+    expect_refused(config("{\"server_uuid\": \"" CN1 "\", \"data_root\": \"servers/cn1\", "
+                          "\"migration_listen\": \"localhost:7000\"}"),
+                   "migration_listen: localhost:7000: the host is not a numeric IPv4 address");
+    expect_refused(config("{\"server_uuid\": \"" CN1 "\", \"data_root\": \"servers/cn1\", "
+                          "\"migration_listen\": \"127.0.0.1:70000\"}"),
+                   "migration_listen: 127.0.0.1:70000: the port is not a number");
+    expect_refused(config("{\"server_uuid\": \"" CN1 "\", \"data_root\": \"servers/cn1\", "
+                          "\"migration_listen\": \"127.0.0.1\"}"),
+                   "migration_listen: 127.0.0.1: expected HOST:PORT");
+    /* A port another socket holds: the agent does not start without its listener. */
+    int busy = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t salen = sizeof sa;
+    assert_int_equal(bind(busy, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(busy, 1), 0);
+    assert_int_equal(getsockname(busy, (struct sockaddr *)&sa, &salen), 0);
+    char busy_conf[256];
+    snprintf(busy_conf, sizeof busy_conf,
+             "{\"server_uuid\": \"" CN1 "\", \"data_root\": \"servers/cn1\", "
+             "\"migration_listen\": \"127.0.0.1:%u\"}",
+             (unsigned)ntohs(sa.sin_port));
+    expect_refused(config(busy_conf), "migration_listen: cannot listen on 127.0.0.1:");
+    close(busy);
     /* A description with faults refuses the plugin with each of them. */
     json_t *c = json_pack("{s:s, s:s}", "datacenter", "/nonexistent/dc.json", "lab_dir", lab_dir);
     expect_refused(c, "datacenter /nonexistent/dc.json: /nonexistent/dc.json:");

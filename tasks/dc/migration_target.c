@@ -1,0 +1,318 @@
+/*
+ * migration_target.c -- the target's first two steps of a migration, on its agent:
+ *
+ *   dc.migration_target_create {migration_uuid, vm: <the VM's record>} -> {dir}
+ *     makes <root>/<vm>/ hidden: vm.json is the record's configuration with
+ *     do_not_inventory true, autoboot false, nics [] and migration_target the
+ *     migration's uuid (the agents' scans list it as do_not_inventory, which the NIC
+ *     reconcile leaves alone); disks/ empty (the passes make the files); the volume
+ *     mounts the record's volumes name with their export (instance_mounts.h). Run
+ *     again for the same migration it answers the same; a directory of anything else
+ *     is InstanceExists, untouched. A directory without vm.json whose disks/ is empty
+ *     is what an attempt cut short left, and is made again.
+ *
+ *   dc.migration_recv_open {migration_uuid, vm_uuid, secret} -> {addr}
+ *     writes <vm>/.migration/session.json (0600) that the listener checks a sender
+ *     against, and answers the listener's address. NotConfigured when the agent has no
+ *     "migration_listen"; the instance must be this migration's target (InvalidState).
+ *
+ * Both are a few small files on the loop: no copy, nothing long.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dc_state.h"
+#include "instance_dir.h"
+#include "instance_mounts.h"
+#include "instance_volumes.h"
+#include "lib/args.h"
+#include "migration_agent.h"
+#include "vm_disks.h"
+
+/* true when the directory `path` holds no entry (or is absent). */
+static bool dir_empty(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return errno == ENOENT;
+    struct dirent *de;
+    bool empty = true;
+    while (empty && (de = readdir(d)) != NULL)
+        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
+/* The target's vm.json from the record (borrowed): a new reference, or NULL with msg. */
+static json_t *target_vm_json(const json_t *rec, const instance_paths_t *p,
+                              const char *migration_uuid, char *msg, size_t msglen)
+{
+    const char *workload =
+        instance_workload_kind(json_object_get(rec, "customer_metadata"), msg, msglen);
+    if (workload == NULL)
+        return NULL;
+    json_t *disks = json_array();
+    size_t i;
+    const json_t *d;
+    json_array_foreach(json_object_get(rec, "disks"), i, d)
+    {
+        const char *slot = json_string_value(json_object_get(d, "pci_slot"));
+        int f = slot != NULL ? vm_disks_slot_function(slot) : (int)i;
+        if (!json_is_object(d) || f < 0) {
+            snprintf(msg, msglen, "vm.disks[%zu].pci_slot: expected 0:4:0 to 0:4:7", i);
+            json_decref(disks);
+            return NULL;
+        }
+        json_t *copy = json_deep_copy(d);
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/disk%d.img", p->disks, f);
+        json_object_set_new(copy, "path", json_string(path));
+        json_array_append_new(disks, copy);
+    }
+    json_t *vm = json_pack("{s:s, s:s, s:o, s:s, s:b, s:b, s:[], s:s}", "uuid",
+                           json_string_value(json_object_get(rec, "uuid")), "state", "stopped",
+                           "disks", disks, "workload", workload, "do_not_inventory", 1, "autoboot",
+                           0, "nics", "migration_target", migration_uuid);
+    static const char *const copied[] = {"image_uuid",
+                                         "alias",
+                                         "owner_uuid",
+                                         "brand",
+                                         "ram",
+                                         "vcpus",
+                                         "volumes",
+                                         "customer_metadata",
+                                         "internal_metadata",
+                                         "create_timestamp",
+                                         NULL};
+    for (size_t k = 0; copied[k] != NULL; k++) {
+        const json_t *v = json_object_get(rec, copied[k]);
+        json_object_set_new(vm, copied[k], v != NULL ? json_deep_copy(v) : json_null());
+    }
+    return vm;
+}
+
+static void target_create_start(tern_ctx *ctx, const json_t *args)
+{
+    const dc_state_t *s = dc_agent_state(ctx, "dc.migration_target_create");
+    if (s == NULL)
+        return;
+    char msg[PATH_MAX + 512];
+    const char *mig = NULL, *vm_uuid = NULL;
+    const json_t *rec = NULL;
+    const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
+    if (bad == NULL)
+        bad = task_args_object(args, "vm", &rec, msg, sizeof msg);
+    if (bad == NULL && rec == NULL)
+        bad = "vm: required (the VM's record)";
+    if (bad == NULL && migration_arg_uuid(rec, "uuid", &vm_uuid, msg, sizeof msg) != NULL) {
+        char inner[sizeof msg];
+        snprintf(inner, sizeof inner, "%s", msg);
+        snprintf(msg, sizeof msg, "vm.%.1000s", inner);
+        bad = msg;
+    }
+    if (bad != NULL) {
+        tern_task_fail(ctx, "InvalidArgument", "dc.migration_target_create: %s", bad);
+        return;
+    }
+    instance_paths_t p;
+    int rc = instance_paths(s->server->data_root, vm_uuid, &p, msg, sizeof msg);
+    if (rc != 0) {
+        tern_task_fail(ctx, rc == -EPERM ? "PathOutsideDataRoot" : "InvalidArgument",
+                       "dc.migration_target_create: %s", msg);
+        return;
+    }
+    json_t *have = NULL;
+    rc = instance_json_read(p.vm_json, &have, msg, sizeof msg);
+    if (rc == 0) {
+        const char *of = migration_target_of(have);
+        bool ours = of != NULL && strcmp(of, mig) == 0;
+        json_decref(have);
+        if (!ours) {
+            tern_task_fail(ctx, "InstanceExists",
+                           "dc.migration_target_create: instance %s is already on this server "
+                           "(%s) and is not the target of migration %s; nothing was changed",
+                           vm_uuid, p.dir, mig);
+            return;
+        }
+    } else if (rc != -ENOENT) {
+        tern_task_fail(ctx, "InstanceUnreadable", "dc.migration_target_create: %s", msg);
+        return;
+    } else if (access(p.dir, F_OK) == 0 && !dir_empty(p.disks)) {
+        tern_task_fail(ctx, "InstanceExists",
+                       "dc.migration_target_create: %s holds disks but no vm.json: not made by "
+                       "migration %s; nothing was changed",
+                       p.dir, mig);
+        return;
+    }
+    json_t *vm = target_vm_json(rec, &p, mig, msg, sizeof msg);
+    json_t *volumes = NULL;
+    if (vm != NULL && json_array_size(json_object_get(rec, "volumes")) > 0 &&
+        json_object_get(json_array_get(json_object_get(rec, "volumes"), 0), "export_path") != NULL)
+        volumes = instance_volumes_plan(json_object_get(rec, "volumes"), msg, sizeof msg);
+    else if (vm != NULL)
+        volumes = json_array();
+    if (vm == NULL || volumes == NULL) {
+        json_decref(vm);
+        tern_task_fail(ctx, "InvalidArgument", "dc.migration_target_create: vm: %s", msg);
+        return;
+    }
+    if (json_array_size(volumes) > 0)
+        json_object_set(vm, "volumes", volumes);
+    const char *failed = NULL;
+    if ((mkdir(p.dir, 0755) != 0 && errno != EEXIST) ||
+        (mkdir(p.disks, 0755) != 0 && errno != EEXIST))
+        failed = strerror(errno);
+    rc = failed == NULL ? instance_mounts_make(&p, volumes, msg, sizeof msg) : -1;
+    if (rc == 0)
+        rc = instance_json_write(p.vm_json, vm, msg, sizeof msg);
+    json_decref(volumes);
+    json_decref(vm);
+    if (failed != NULL || rc != 0) {
+        tern_task_fail(ctx, "InstanceCreateFailed", "dc.migration_target_create: %s: %s", p.dir,
+                       failed != NULL ? failed : msg);
+        return;
+    }
+    tern_task_done(ctx, json_pack("{s:s}", "dir", p.dir));
+}
+
+const tern_task_def dc_migration_target_create_task = {
+    .size = sizeof(tern_task_def),
+    .name = "migration_target_create",
+    .summary = "A migration's hidden target instance on this server: vm.json (do_not_inventory, "
+               "no autoboot, no NICs, migration_target), empty disks/, the volume mounts.",
+    .args_schema = "{\"required\": [\"migration_uuid\", \"vm\"], \"properties\": {"
+                   "\"migration_uuid\": {\"type\": \"string\"}, \"vm\": {\"type\": \"object\"}}, "
+                   "\"additional\": false}",
+    .fatal_codes = dc_fatal_codes,
+    .start = target_create_start,
+    .cancel = dc_agent_cancel,
+};
+
+/* ---- dc.migration_recv_open ------------------------------------------------------- */
+
+/* Writes session.json (0600) through a ".part" file, synced and renamed. */
+static int session_write(const instance_paths_t *p, const char *mig, const char *secret, char *err,
+                         size_t errlen)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 16], part[PATH_MAX + 24];
+    migration_dir(p, dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a directory of its own", dir);
+        return -EPERM;
+    }
+    snprintf(path, sizeof path, "%s/session.json", dir);
+    snprintf(part, sizeof part, "%s.part", path);
+    json_t *doc = json_pack("{s:s, s:s}", "migration_uuid", mig, "secret", secret);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    int fd =
+        text != NULL ? open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+    int rc = 0;
+    if (fd < 0 || fchmod(fd, 0600) != 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
+        fsync(fd) != 0)
+        rc = -(errno != 0 ? errno : EIO);
+    if (fd >= 0 && close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (text != NULL) {
+        volatile char *v = text;
+        for (size_t i = 0; v[i] != '\0'; i++)
+            v[i] = '\0';
+        free(text);
+    }
+    if (rc == 0 && rename(part, path) != 0)
+        rc = -errno;
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+        unlink(part); /* may be absent: the error above is the one to report */
+        return rc;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        rc = fsync(dfd) != 0 ? -errno : 0;
+        close(dfd);
+        if (rc != 0) {
+            snprintf(err, errlen, "%s: %s", dir, strerror(-rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void recv_open_start(tern_ctx *ctx, const json_t *args)
+{
+    const dc_state_t *s = dc_agent_state(ctx, "dc.migration_recv_open");
+    if (s == NULL)
+        return;
+    char msg[PATH_MAX + 512];
+    const char *mig = NULL, *vm_uuid = NULL, *secret = NULL;
+    const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
+    if (bad == NULL)
+        bad = migration_arg_uuid(args, "vm_uuid", &vm_uuid, msg, sizeof msg);
+    if (bad == NULL)
+        bad = task_args_string(args, "secret", &secret, NULL, msg, sizeof msg);
+    if (bad == NULL &&
+        (secret == NULL || strlen(secret) != 64 || strspn(secret, "0123456789abcdef") != 64))
+        bad = "secret: expected 64 lowercase hex digits";
+    if (bad != NULL) {
+        tern_task_fail(ctx, "InvalidArgument", "dc.migration_recv_open: %s", bad);
+        return;
+    }
+    if (s->migration == NULL) {
+        tern_task_fail(ctx, "NotConfigured",
+                       "dc.migration_recv_open: the agent of server %s has no \"migration_listen\" "
+                       "in its dc configuration: it cannot be a migration's target",
+                       s->server->uuid);
+        return;
+    }
+    instance_paths_t p;
+    int rc = instance_paths(s->server->data_root, vm_uuid, &p, msg, sizeof msg);
+    json_t *vm = NULL;
+    if (rc == 0)
+        rc = instance_json_read(p.vm_json, &vm, msg, sizeof msg);
+    if (rc != 0) {
+        tern_task_fail(ctx,
+                       rc == -ENOENT  ? "InstanceNotFound"
+                       : rc == -EPERM ? "PathOutsideDataRoot"
+                                      : "InvalidArgument",
+                       "dc.migration_recv_open: %s", rc == -ENOENT ? p.vm_json : msg);
+        return;
+    }
+    const char *of = migration_target_of(vm);
+    bool ours = of != NULL && strcmp(of, mig) == 0;
+    json_decref(vm);
+    if (!ours) {
+        tern_task_fail(ctx, "InvalidState",
+                       "dc.migration_recv_open: instance %s on this server is not the target of "
+                       "migration %s",
+                       vm_uuid, mig);
+        return;
+    }
+    if (session_write(&p, mig, secret, msg, sizeof msg) != 0) {
+        tern_task_fail(ctx, "SessionWriteFailed", "dc.migration_recv_open: %s", msg);
+        return;
+    }
+    tern_task_done(ctx, json_pack("{s:s}", "addr", migration_listener_addr(s->migration)));
+}
+
+const tern_task_def dc_migration_recv_open_task = {
+    .size = sizeof(tern_task_def),
+    .name = "migration_recv_open",
+    .summary = "Lets a migration's source send into its target here: the session file the "
+               "listener checks, and the listener's address.",
+    .args_schema = "{\"required\": [\"migration_uuid\", \"vm_uuid\", \"secret\"], \"properties\": {"
+                   "\"migration_uuid\": {\"type\": \"string\"}, \"vm_uuid\": {\"type\": "
+                   "\"string\"}, \"secret\": {\"type\": \"string\"}}, \"additional\": false}",
+    .fatal_codes = dc_fatal_codes,
+    .start = recv_open_start,
+};
