@@ -333,6 +333,11 @@ def fill(server, vm_uuid, mib, at_mib=128, disk="disk1.img"):
         os.close(fd)
 
 
+def nic_addrs(vm):
+    """[(mac, ip, network)] of a VM record's NICs: what a move must keep (cn_uuid moves)."""
+    return sorted((n["mac"], n["ip"], n["network_uuid"]) for n in vm["nics"])
+
+
 def vm_ips(vm_uuid):
     """{ip} of the VM's NICs as its record has them."""
     return {n["ip"] for n in lab.vm_of(vm_uuid)["nics"]}
@@ -361,7 +366,7 @@ class ProvisionLoop:
                 self.count += 1
                 if job["execution"] == "succeeded":
                     self.ips |= {n["ip"] for n in lab.vm_of(vm)["nics"]}
-                    lab.run_job("vm-delete", "/vm-delete-" + vm, {"vm_uuid": vm}, timeout=60)
+                    lab.run_job("vm-delete", "/delete-" + vm, {"vm_uuid": vm}, timeout=60)
             except AssertionError as e:  # noted; the test fails on it after stop()
                 self.errors.append(str(e))
                 return

@@ -70,11 +70,11 @@ def test_8_on_demand_begin_sync_sync_switch():
     assert m["created_timestamp"] <= m["started_timestamp"] <= m["finished_timestamp"], m
     phases = [e["phase"] for e in m["progress_history"]]
     assert phases[0] == "begin" and "sync" in phases and phases[-1] == "switch", phases
-    assert all(e["state"] == "successful" for e in m["progress_history"]), m["progress_history"]
+    assert not [e for e in m["progress_history"] if e["state"] in ("running", "failed")], m
     # Tests 1-3: the VM runs on cn2, its disks are the source's final state, holes kept,
     # the same NICs; the source stays hidden and stopped until finalize.
     vm_after = ml.check_on(vm, CN2, running=True)
-    assert vm_after["uuid"] == vm and vm_after["nics"] == before["nics"], (before, vm_after)
+    assert vm_after["uuid"] == vm and ml.nic_addrs(vm_after) == ml.nic_addrs(before), (before, vm_after)
     assert ml.hidden(CN1, vm) and not ml.workload_alive(CN1, vm)
     ml.same_disks(vm, CN1, CN2)
     status, n_source = ml.writer_records(CN1, vm)
@@ -104,7 +104,7 @@ def test_9_switch_right_after_begin():
     holes on the target; a stopped source stays stopped on the target (13's other side)."""
     vm = ml.provision(CN1, "writer")
     ml.fill(CN1, vm, 4)
-    lab.run_job("vm-stop", "/vm-stop-" + vm, {"vm_uuid": vm}, timeout=60)
+    lab.run_job("vm-stop", "/stop-" + vm, {"vm_uuid": vm}, timeout=60)
     wait_for("vm stopped", lambda: not ml.workload_alive(CN1, vm), timeout=15)
     ml.ok_action("begin", vm, target_server_uuid=CN2, send_mbps_limit=FAST)
     ml.ok_action("switch", vm, timeout=90)
@@ -135,7 +135,7 @@ def test_16_17_refusals_while_migrating():
     m = ml.wait_migration(vm, "paused")
     ml.refused("begin", vm, 409, "MigrationInProgress", [m["uuid"]])
     for wf in ("vm-stop", "vm-start", "vm-delete"):
-        status, body = lab.create_job(wf, f"/{wf}-{vm}", {"vm_uuid": vm})
+        status, body = lab.create_job(wf, f"/{wf[3:]}-{vm}", {"vm_uuid": vm})
         assert (status, body.get("code")) == (409, "VmMigrating"), (wf, status, body)
         assert m["uuid"] in body["message"], body
     status, body = lab.create_job("disk-resize", "/disk-resize-" + vm,
@@ -150,7 +150,7 @@ def test_16_17_refusals_while_migrating():
     ml.wait_migration(vm, "aborted")
     ml.check_on(vm, CN1, running=True)
     assert not os.path.exists(ml.vm_dir(CN2, vm))
-    job = lab.run_job("vm-stop", "/vm-stop-" + vm, {"vm_uuid": vm}, timeout=60)
+    job = lab.run_job("vm-stop", "/stop-" + vm, {"vm_uuid": vm}, timeout=60)
     assert job["execution"] == "succeeded", job
     lab.check_inventory()
 
