@@ -159,15 +159,16 @@ def writer_records(server, vm_uuid):
 
 # ---- the data plane ----------------------------------------------------------------
 
-def file_digest(path):
-    """sha256 of the file as a reader sees it (holes read as zeros), reading only its
-    data extents: a 256 MiB sparse disk costs what it holds."""
+def file_digest(path, start=0, end=None):
+    """sha256 of the bytes [start, end) of the file (end: its size) as a reader sees them
+    (holes read as zeros), reading only its data extents: a 256 MiB sparse disk costs
+    what it holds."""
     h = hashlib.sha256()
-    size = os.path.getsize(path)
+    size = os.path.getsize(path) if end is None else min(end, os.path.getsize(path))
     zeros = bytes(MIB)
     fd = os.open(path, os.O_RDONLY)
     try:
-        off = 0
+        off = start
         while off < size:
             try:
                 data = os.lseek(fd, off, os.SEEK_DATA)
@@ -179,7 +180,7 @@ def file_digest(path):
                 off += n
             if off >= size:
                 break
-            hole = os.lseek(fd, off, os.SEEK_HOLE)
+            hole = min(os.lseek(fd, off, os.SEEK_HOLE), size)
             while off < hole:
                 chunk = os.pread(fd, min(MIB, hole - off), off)
                 h.update(chunk)
@@ -203,14 +204,24 @@ def disks(server, vm_uuid):
     return out
 
 
-def same_disks(vm_uuid, source, target):
+def same_disks(vm_uuid, source, target, writer_records=None):
     """Asserts the target's disks are the source's: the same files, sizes and contents,
     and holes kept (the target allocates at most a little more than the source: whole
-    transfer blocks). Answers the target's."""
+    transfer blocks). With a writer that went on on the target after the switch, give
+    the number of records the source holds: the data disk is compared over those
+    records and over what fill() wrote, not over the records written since. Answers the
+    target's."""
     a, b = disks(source, vm_uuid), disks(target, vm_uuid)
     assert sorted(a) == sorted(b) and a, (a, b)
     for n in a:
-        assert (a[n]["size"], a[n]["sha256"]) == (b[n]["size"], b[n]["sha256"]), (n, a[n], b[n])
+        if writer_records is not None and n == "disk1.img":
+            pa, pb = (os.path.join(vm_dir(s, vm_uuid), "disks", n) for s in (source, target))
+            for lo, hi in ((0, writer_records * 512), (FILL_AT_MIB * MIB, None)):
+                assert file_digest(pa, lo, hi) == file_digest(pb, lo, hi), (n, lo, hi)
+            assert a[n]["size"] == b[n]["size"], (n, a[n], b[n])
+        else:
+            assert (a[n]["size"], a[n]["sha256"]) == (b[n]["size"], b[n]["sha256"]), \
+                (n, a[n], b[n])
         # 64 KiB transfer blocks: a partly written block is sent whole.
         assert b[n]["blocks"] <= a[n]["blocks"] + 2 * MIB // 512 + 128, (n, a[n], b[n])
         assert b[n]["blocks"] * 512 < a[n]["size"] // 2, ("not sparse", n, b[n])
@@ -319,7 +330,10 @@ def hidden(server, vm_uuid):
     return j is not None and j.get("do_not_inventory") is True
 
 
-def fill(server, vm_uuid, mib, at_mib=128, disk="disk1.img"):
+FILL_AT_MIB = 128  # where fill() writes: far past the writer's records
+
+
+def fill(server, vm_uuid, mib, at_mib=FILL_AT_MIB, disk="disk1.img"):
     """Writes `mib` MiB of random data into the instance's disk at `at_mib` MiB (past
     the writer's records, which grow 5 KiB a second from offset 0): data a pass must
     move, with holes around it."""

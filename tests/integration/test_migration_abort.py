@@ -12,6 +12,7 @@ build has no migration tasks. TERN_TEST_KEEP_LAB=1 keeps a failed run's lab up.
 import os
 import signal
 import sys
+import time
 
 import migration_lab as ml
 from migration_lab import CN1, CN2
@@ -56,8 +57,13 @@ def test_12_abort_during_sync():
     status, sync = ml.action("sync", vm)
     assert status == 201, sync
     ml.wait_pass_bytes(vm)
+    t0 = time.monotonic()
     ml.ok_action("abort", vm, timeout=60)
-    assert lab.wait_job(sync["uuid"])["execution"] in ("succeeded", "failed")
+    took = time.monotonic() - t0
+    job = lab.wait_job(sync["uuid"])
+    print(f"  abort {took:.2f} s; sync {job['execution']}", flush=True)
+    # The pass stopped at a window boundary: the abort did not wait for its 5 s.
+    assert took < 3.0, took
     aborted_back_on_cn1(vm, True, before)
     assert ml.workload_alive(CN1, vm) == pid           # the same process, never stopped
     n0 = ml.writer_records(CN1, vm)[1]
@@ -98,18 +104,31 @@ def test_14_abort_after_the_nic_swap():
 
 
 def test_15_abort_refused_past_the_point_of_no_return():
-    """Test 15: once the target runs, abort is refused and the migration completes."""
-    vm = begun(mib=2, limit=800)
-    status, switch = ml.action("switch", vm)
-    assert status == 201, switch
-    m = ml.wait_step(vm, 6)
-    if m["state"] == "running":
-        ml.refused("abort", vm, 409, "InvalidState", ["point of no return"])
-    assert lab.wait_job(switch["uuid"], timeout=60)["execution"] == "succeeded"
-    ml.wait_migration(vm, "successful")
-    ml.refused("abort", vm, 409, "InvalidState", ["Abort cannot work on a successful"])
-    ml.check_on(vm, CN2, running=True)
-    ml.ok_action("finalize", vm)
+    """Test 15: once the target runs (switch step 6), abort is refused and the migration
+    completes. The source's agent is held from step 6 to keep the switch at its clean-up
+    while the abort is asked; the switch's last steps are quick, so a step 6 seen too
+    late is tried again on another VM (at most 3)."""
+    for attempt in range(3):
+        vm = begun(mib=2, limit=800)
+        src = ml.agent_pid(CN1)
+        status, switch = ml.action("switch", vm)
+        assert status == 201, switch
+        try:
+            ml.wait_step(vm, 6)
+            os.kill(src, signal.SIGSTOP)
+            held = ml.migration(vm)["state"] == "running"
+            if held:
+                ml.refused("abort", vm, 409, "InvalidState", ["point of no return"])
+        finally:
+            os.kill(src, signal.SIGCONT)
+        assert lab.wait_job(switch["uuid"], timeout=60)["execution"] == "succeeded"
+        ml.wait_migration(vm, "successful")
+        ml.check_on(vm, CN2, running=True)
+        ml.refused("abort", vm, 409, "InvalidState", ["Abort cannot work on a successful"])
+        ml.ok_action("finalize", vm)
+        if held:
+            return
+    raise AssertionError("the switch ended before step 6 was seen, 3 times")
 
 
 def test_10_pause_and_resume():
@@ -131,7 +150,7 @@ def test_10_pause_and_resume():
     assert first + second <= 24 * MIB + 8 * MIB, (first, second)
     ml.ok_action("switch", vm, timeout=90)
     ml.wait_migration(vm, "successful")
-    ml.same_disks(vm, CN1, CN2)
+    ml.same_disks(vm, CN1, CN2, writer_records=ml.writer_records(CN1, vm)[1])
     ml.ok_action("finalize", vm)
 
 
@@ -142,7 +161,10 @@ def kill_agent_mid_pass(server):
     vm = begun()
     status, sync = ml.action("sync", vm)
     assert status == 201, sync
-    ml.wait_pass_bytes(vm)
+    m = wait_for("8 MiB sent", lambda: (lambda m: m if ((m or {}).get("progress") or {})
+                                       .get("current_progress", 0) >= 8 * MIB else None)(
+                                           ml.migration(vm)), timeout=30, every=0.05)
+    sent = m["progress"]["current_progress"]
     pid = ml.agent_pid(server)
     os.kill(pid, signal.SIGKILL)
     wait_for("the agent to die", lambda: not pid_alive(pid), timeout=10)
@@ -150,12 +172,15 @@ def kill_agent_mid_pass(server):
     job = lab.wait_job(sync["uuid"], timeout=90)
     assert job["execution"] == "succeeded", job
     m = ml.wait_migration(vm, "paused")
-    # Resumed, not started over: the target's manifest kept what was durable.
-    assert m["last_sync_size"] <= 24 * MIB + 8 * MIB, m
+    # Resumed, not started over: the target's manifest kept what was durable (all but
+    # the window in flight), so both attempts together sent about the data once.
+    # The data: what fill() wrote, the image's data on the boot disk, the writer's records.
+    data = (24 + ml.IMAGE_DATA_MIB + 1) * MIB
+    assert sent + m["last_sync_size"] <= 1.1 * data, (sent, m["last_sync_size"], data)
     ml.ok_action("switch", vm, timeout=90)
     ml.wait_migration(vm, "successful")
     ml.check_on(vm, CN2, running=True)
-    ml.same_disks(vm, CN1, CN2)
+    ml.same_disks(vm, CN1, CN2, writer_records=ml.writer_records(CN1, vm)[1])
     ml.ok_action("finalize", vm)
 
 

@@ -44,9 +44,9 @@ def test_x4_automatic_with_the_writer_and_a_provision_loop():
     assert m["switch_reason"] in ("size", "max_passes", "stalled"), m
     vm_after = ml.check_on(vm, CN2, running=True)
     assert ml.nic_addrs(vm_after) == ml.nic_addrs(before), (before["nics"], vm_after["nics"])
-    ml.same_disks(vm, CN1, CN2)
     status, n_source = ml.writer_records(CN1, vm)
     assert status == 0 and n_source > 0, (status, n_source)
+    ml.same_disks(vm, CN1, CN2, writer_records=n_source)
     wait_for("the writer to go on on cn2",
              lambda: ml.writer_records(CN2, vm)[1] > n_source + 5, timeout=15)
     status, n_target = ml.writer_records(CN2, vm)
@@ -78,7 +78,8 @@ def test_21_x8_six_migrations_limit_five():
         return all(lab.job_of(j)["execution"] in ("succeeded", "failed", "canceled")
                    for j in jobs)
     most = ml.sample_running(all_done, timeout=120)
-    assert 1 <= most <= 5, most
+    print(f"  at most {most} of 6 running at once", flush=True)
+    assert 2 <= most <= 5, most
     for j in jobs:
         assert lab.job_of(j)["execution"] == "succeeded", lab.job_of(j)
     for vm in vms:

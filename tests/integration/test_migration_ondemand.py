@@ -76,9 +76,9 @@ def test_8_on_demand_begin_sync_sync_switch():
     vm_after = ml.check_on(vm, CN2, running=True)
     assert vm_after["uuid"] == vm and ml.nic_addrs(vm_after) == ml.nic_addrs(before), (before, vm_after)
     assert ml.hidden(CN1, vm) and not ml.workload_alive(CN1, vm)
-    ml.same_disks(vm, CN1, CN2)
     status, n_source = ml.writer_records(CN1, vm)
     assert status == 0 and n_source > 0, (status, n_source)
+    ml.same_disks(vm, CN1, CN2, writer_records=n_source)
     # The writer goes on on cn2 after the last record the source wrote: no gap.
     wait_for("the writer to go on on cn2",
              lambda: ml.writer_records(CN2, vm)[1] > n_source + 5, timeout=15)
