@@ -11,6 +11,7 @@ the build has no migration tasks. TERN_TEST_KEEP_LAB=1 keeps a failed run's lab 
 """
 import os
 import sys
+import time
 
 import migration_lab as ml
 from migration_lab import CN1, CN2, CN3, DATA_MIB
@@ -155,6 +156,29 @@ def test_16_17_refusals_while_migrating():
     lab.check_inventory()
 
 
+def test_25_schedule_begins_and_syncs_now():
+    """Test 25 (its first half): a schedule begins and makes its first pass at once and
+    is then `scheduled`, the target holding the data; a switch of a scheduled migration
+    completes it. A schedule with the scheduler disabled is refused (by the check)."""
+    vm = ml.provision(CN1, "idle")
+    ml.fill(CN1, vm, 4)
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    ml.refused("schedule", vm, 422, "InvalidArgument", ["scheduled_timestamp"],
+               scheduled_timestamp="2001-01-01T00:00:00Z")
+    ml.ok_action("schedule", vm, scheduled_timestamp=at, target_server_uuid=CN2,
+                 send_mbps_limit=FAST)
+    m = ml.wait_migration(vm, "scheduled")
+    assert (m["phase"], m["num_sync_phases"], m["scheduled_timestamp"]) == ("sync", 1, at), m
+    assert m["last_sync_size"] >= 4 * MIB, m
+    assert ml.workload_alive(CN1, vm) and ml.hidden(CN2, vm)
+    ml.ok_action("switch", vm, timeout=90)
+    ml.wait_migration(vm, "successful")
+    ml.check_on(vm, CN2, running=True)
+    ml.same_disks(vm, CN1, CN2)
+    ml.ok_action("finalize", vm)
+    lab.check_inventory()
+
+
 def test_33_estimate():
     """Test 33: the estimate counts the data of the disks, not their sizes."""
     vm = ml.provision(CN1, "idle")
@@ -167,4 +191,5 @@ def test_33_estimate():
 
 
 ml.run([test_8_on_demand_begin_sync_sync_switch, test_9_switch_right_after_begin,
-        test_16_17_refusals_while_migrating, test_33_estimate], only=sys.argv[3:])
+        test_16_17_refusals_while_migrating, test_25_schedule_begins_and_syncs_now,
+        test_33_estimate], only=sys.argv[3:])
