@@ -58,7 +58,14 @@ def test_12_abort_during_sync():
     pid = ml.workload_alive(CN1, vm)
     status, sync = ml.action("sync", vm)
     assert status == 201, sync
-    ml.wait_pass_bytes(vm)
+    m = ml.wait_pass_bytes(vm)
+    # X9 during the pass: a second migration, a stop and a disk resize are refused.
+    ml.refused("begin", vm, 409, "MigrationInProgress", [m["uuid"]])
+    ml.refused("sync", vm, 409, "InvalidState", ["Cannot sync in migration state: running"])
+    for wf, params in (("vm-stop", {}), ("disk-resize", {"pci_slot": "0:4:1", "size": 512})):
+        status, body = lab.create_job(wf, f"/{wf[3:] if wf == 'vm-stop' else wf}-{vm}",
+                                      dict(params, vm_uuid=vm))
+        assert (status, body.get("code")) == (409, "VmMigrating"), (wf, status, body)
     t0 = time.monotonic()
     ml.ok_action("abort", vm, timeout=60)
     took = time.monotonic() - t0
