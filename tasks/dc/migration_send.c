@@ -468,6 +468,18 @@ static void send_start(tern_ctx *ctx, const json_t *args)
     const char *mig = NULL, *vm_uuid = NULL, *addr = NULL, *secret = NULL, *mode = NULL;
     double mbps = 0, block_kib = 1024, window = 16;
     double max_mib = 50, max_passes = 10, stall_passes = 3, min_red = 10;
+    /* What the args leave out comes from the description's settings: a workflow cannot
+     * read them (test_migration_abort's pass at 2 MB/s stops at its 4-block window). */
+    if (s->dc != NULL) {
+        const dc_settings_t *set = &s->dc->set;
+        mbps = (double)set->migration_send_mbps_limit;
+        block_kib = (double)set->migration_block_kib;
+        window = (double)set->migration_window_blocks;
+        max_mib = (double)set->migration_converge_max_mib;
+        max_passes = (double)set->migration_converge_max_passes;
+        stall_passes = (double)set->migration_converge_stall_passes;
+        min_red = (double)set->migration_converge_min_reduction_pct;
+    }
     const json_t *conv = json_object_get(args, "converge");
     const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
     if (bad == NULL)

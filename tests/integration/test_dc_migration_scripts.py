@@ -353,6 +353,11 @@ def a_paused_automatic_migration_resumed_by_sync_pauses_again(inv):
     phase(inv, m, m, 'sync', 'done')
     assert inv.mig(m)['state'] == 'paused'
     assert inv.ends(m) == [{'type': 'end', 'phase': 'sync', 'state': 'paused'}]
+    # The automatic job itself goes no further: its switch is refused, its onerror's
+    # fail changes nothing, and the migration stays paused.
+    phase_refused(inv, m, m, 'switch', 'start', 'Migration was paused')
+    phase(inv, m, m, 'switch', 'fail', error='refused')
+    assert inv.mig(m)['state'] == 'paused', inv.mig(m)
     sync(inv, m, u)
     assert inv.mig(m)['state'] == 'paused' and inv.mig(m)['automatic'] is True
     switch(inv, m, u)

@@ -82,6 +82,12 @@ if a.event == 'start' then
         'Cannot switch in migration state: ' .. st)
     end
     if m.abort_requested == true then return bad('an abort was asked: no ' .. ph .. ' starts') end
+    -- An automatic job whose pass a pause stopped goes no further: the migration waits
+    -- for an operator's sync or switch, each a job of its own.
+    local last = m.progress_history and m.progress_history[#m.progress_history]
+    if st == 'paused' and last and last.state == 'paused' and last.job_uuid == a.job_uuid then
+      return bad('Migration was paused: a sync or a switch resumes it')
+    end
   elseif ph == 'abort' then
     if st == 'successful' or st == 'aborted' then return bad('Abort cannot work on a ' .. st .. ' migration') end
     if (tonumber(m.switch_step) or 0) >= 6 then

@@ -65,6 +65,8 @@ local function mig_public(m)
   for k, v in pairs(m) do
     if k ~= 'secret' then o[k] = v end
   end
+  -- A boolean the workflows pass on to dc.instance_start's autoboot as it is.
+  o.vm_was_running = m.vm_state_before == 'running'
   return o
 end
 
