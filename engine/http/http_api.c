@@ -336,6 +336,7 @@ static const struct {
     {TERN_EUNKNOWN, 503, "OutcomeUnknown"},
     {TERN_EAGAIN, 503, "ServiceUnavailable"},
     {TERN_EREFUSED, 422, "UnprocessableEntity"},
+    {TERN_EPERM, 403, "Forbidden"},
 };
 
 void api_reply_status_code(api_req_t *r, int status, const char *code, const char *message)

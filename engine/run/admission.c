@@ -175,11 +175,13 @@ static void answer_later(admission_run_t *run, int status, const char *code, con
 
 static void check_start(admission_run_t *run);
 
-/* The status of a refusal the task asked for (tern_task_refuse: 404, 409 or 422, as
- * task_ctx.c leaves it; 0 for tern_task_fail, which is a 422 too). */
+/* The status of a refusal the task asked for (tern_task_refuse: 403, 404, 409 or 422,
+ * as task_ctx.c leaves it; 0 for tern_task_fail, which is a 422 too). */
 static int refusal_status(int http_status)
 {
     switch (http_status) {
+    case 403:
+        return TERN_EPERM;
     case 404:
         return TERN_ENOENT;
     case 409:

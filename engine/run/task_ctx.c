@@ -354,7 +354,7 @@ static void host_task_done(tern_ctx *ctx, json_t *result)
     report(ctx);
 }
 
-/* tern_task_fail (refuse_status 0), and tern_task_refuse (404, 409 or 422). */
+/* tern_task_fail (refuse_status 0), and tern_task_refuse (403, 404, 409 or 422). */
 static void task_failed(tern_ctx *ctx, const char *fn, int refuse_status, const char *code,
                         const char *fmt, va_list ap)
 {
@@ -379,13 +379,14 @@ static void host_task_fail(tern_ctx *ctx, const char *code, const char *fmt, va_
     task_failed(ctx, "tern_task_fail", 0, code, fmt, ap);
 }
 
-/* The engine answers a refusal with 404, 409 or 422 only (include/tern/task.h): any
- * other status a task asks for is 422, so that a plugin cannot make a refusal look like
- * a success (2xx), a redirect or a fault of ternd (5xx). */
+/* The engine answers a refusal with 403, 404, 409 or 422 only (include/tern/task.h):
+ * any other status a task asks for is 422, so that a plugin cannot make a refusal look
+ * like a success (2xx), a redirect or a fault of ternd (5xx). 403 is a caller the check
+ * does not allow (an owner migrating where only an operator may). */
 static void host_task_refuse(tern_ctx *ctx, int http_status, const char *code, const char *fmt,
                              va_list ap)
 {
-    if (http_status != 404 && http_status != 409 && http_status != 422)
+    if (http_status != 403 && http_status != 404 && http_status != 409 && http_status != 422)
         http_status = 422;
     task_failed(ctx, "tern_task_refuse", http_status, code, fmt, ap);
 }

@@ -39,7 +39,7 @@ typedef struct task_outcome {
     char *code;            /* TASK_FAILED: "TaskTimeout", "InsufficientSpace", ... */
     char *message;         /* TASK_FAILED */
     int refuse_status;     /* TASK_FAILED by tern_task_refuse: the HTTP status of the
-                            * refusal, 404, 409 or 422; 0 for tern_task_fail and the
+                            * refusal, 403, 404, 409 or 422; 0 for tern_task_fail and the
                             * engine's failures */
     json_t *info;          /* TASK_WAIT/TASK_REQUEUE: may be NULL */
     uint64_t delay_ms;     /* TASK_REQUEUE */

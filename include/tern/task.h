@@ -352,7 +352,7 @@ tern_task_fail(tern_ctx *ctx, const char *code, const char *fmt, ...)
 
 /** Ends the attempt with a refusal (ABI 1.2): in an admission check, the job is not
  *  created and its POST /jobs is answered with `http_status` and {"code": code,
- *  "message": ...}. The engine takes 404, 409 and 422, and answers 422 for any other
+ *  "message": ...}. The engine takes 403, 404, 409 and 422, and answers 422 for any other
  *  value. In a step of a chain it is tern_task_fail(ctx, code, ...): `http_status` is
  *  not used. `code` is copied; the message is formatted printf-style. On an engine
  *  older than 1.2 (which loads no plugin built for it) it would be tern_task_fail. */

@@ -295,7 +295,8 @@ static void test_refusal_stores_nothing(void **state)
     static const struct {
         const char *asked;
         long status;
-    } cases[] = {{"404", 404}, {"409", 409}, {"422", 422}, {"500", 422}, {"200", 422}, {"0", 422}};
+    } cases[] = {{"403", 403}, {"404", 404}, {"409", 409}, {"422", 422},
+                 {"401", 422}, {"500", 422}, {"200", 422}, {"0", 422}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snapshot_t before = snap();
         size_t listed = jobs_listed();
