@@ -27,9 +27,9 @@
 #define TERN_ESTALE   (-ESTALE)   /* this runner no longer owns the job (lease lost) */
 #define TERN_EBUSY    (-EBUSY) /* state does not allow the operation (e.g. cancel a finished job) */
 #define TERN_EAGAIN   (-EAGAIN) /* over a capacity all jobs share: try again once some end */
-#define TERN_EPERM                                                                                 \
-    (-EPERM) /* refused on principle: a plugin outside its directory, a                            \
-                caller an admission check does not allow (HTTP 403) */
+/* Refused on principle: a plugin outside its directory, a caller an admission check does
+ * not allow (HTTP 403). */
+#define TERN_EPERM (-EPERM)
 /* Refused by a rule the request cannot meet as it is (an admission check of the
  * workflow): HTTP 422. */
 #define TERN_EREFUSED (-ENOMSG)
