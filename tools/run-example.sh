@@ -4,8 +4,9 @@
 # fresh directory, provisions two instances (the second running the `writer`
 # workload, with room left in its flexible disk package), shows them, their servers'
 # capacity, their disk files (apparent size against the blocks they use) and their
-# NICs, grows the writer's data disk while it writes and checks its records, deletes
-# one instance, and stops the lab. It exits non-zero when any step fails. Every
+# NICs, grows the writer's data disk while it writes and checks its records, shares a
+# volume between two instances, migrates a third (two disks, a NIC, the volume) to
+# another server while its writer writes, deletes one instance, and stops the lab. It exits non-zero when any step fails. Every
 # process it started is stopped by pid on the way out, whatever happened.
 set -eu
 cd "$(dirname "$0")/.."
@@ -155,6 +156,56 @@ state=$("$tern" vm get "$app1" -o state -H)
 echo "app1 is now $state; its NICs: $("$tern" nic list --vm "$app1" -H | wc -l)"
 [ "$state" = destroyed ] || { echo "run-example: the reconcile left app1 $state" >&2; exit 1; }
 "$tern" volume get shared -o name,state,refs
+
+say "tern vm create --alias mig0: two disks, a NIC, the shared volume, the writer workload"
+"$tern" vm create --alias mig0 --package lab-small --image lab-os --network fabric \
+    --disks '[{}, {"size": 8192}]' -v shared:/shared --metadata lab:workload=writer --watch
+mig0=$("$tern" vm get mig0 -o uuid -H)
+src=$("$tern" vm get mig0 -o server_uuid -H)
+disks_of() { # each disk of mig0: slot, path, sha256 (of its data extents' content: the file)
+    "$tern" vm get mig0 -j | python3 -c '
+import json, sys
+for d in json.load(sys.stdin)["disks"]:
+    print(d["pci_slot"], d["path"])'
+}
+nics_before=$("$tern" nic list --vm mig0 -H -o mac,ip)
+disk=$(disks_of | awk '$1 == "0:4:1" {print $2}')
+wait_records 0
+echo "mig0 runs on $("$tern" server get "$src" -o hostname -H); its writer has written $(records) records"
+echo "its mount of shared reads: $(cat "$(mount_of mig0)/hello.txt")"
+
+say "tern migration automatic mig0 -w: mig0 moves to another server while its writer writes (RFD 34)"
+"$tern" migration automatic mig0 -w
+dst=$("$tern" vm get mig0 -o server_uuid -H)
+[ "$dst" != "$src" ] || { echo "run-example: mig0 is still on its source server" >&2; exit 1; }
+"$tern" migration get mig0
+say "mig0 on $("$tern" server get "$dst" -o hostname -H): its disks, NICs, volume and writer"
+disks_of
+nics_after=$("$tern" nic list --vm mig0 -H -o mac,ip)
+echo "NICs before: $nics_before"
+echo "NICs after:  $nics_after"
+[ "$nics_before" = "$nics_after" ] || { echo "run-example: mig0's NICs changed" >&2; exit 1; }
+echo "its mount of shared reads: $(cat "$(mount_of mig0)/hello.txt")"
+"$tern" volume get shared -o name,state,refs
+disk=$(disks_of | awk '$1 == "0:4:1" {print $2}')
+n=$(records)
+wait_records "$n"
+echo "mig0's writer goes on on the target: $(records) records"
+say "the source's copy, stopped and hidden until finalize: boot disks equal, data disk a prefix"
+src_root=$("$tern" server get "$src" -o data_root -H)
+src_boot="$src_root/$mig0/disks/disk0.img"
+dst_boot=$(disks_of | awk '$1 == "0:4:0" {print $2}')
+sha256sum "$src_boot" "$dst_boot" | sed "s#  # #"
+[ "$(sha256sum < "$src_boot")" = "$(sha256sum < "$dst_boot")" ] || { echo "run-example: mig0's boot disks differ" >&2; exit 1; }
+"$tern" vm stop mig0 --watch >/dev/null
+kept=$(build/lab/tern-workload verify "$src_root/$mig0/disks/disk1.img")
+now=$(build/lab/tern-workload verify "$disk")
+echo "records on the source's copy at the switch: $kept; on the target now: $now, none missing"
+[ "$now" -gt "$kept" ] || { echo "run-example: the target holds no record written after the switch" >&2; exit 1; }
+say "tern migration finalize mig0: the source's copy removed"
+"$tern" migration finalize mig0 -w
+[ ! -e "$src_root/$mig0" ] || { echo "run-example: finalize left $src_root/$mig0" >&2; exit 1; }
+"$tern" server list
 
 say "tern vm delete web0"
 "$tern" vm delete web0 --watch
