@@ -8,13 +8,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "migration_listener.h"
 #include "sync_listener.h"
 
 struct migration_listener {
     sync_listener_t *sync;
-    char addr[64];
+    char addr[64];     /* the address listened on, its port chosen */
+    char log_addr[64]; /* the address as configured: the listener's lines name it; never
+                          written while its threads run */
 };
 
 const char *migration_listen_fault(const char *addr)
@@ -34,6 +40,40 @@ const char *migration_listen_fault(const char *addr)
     return NULL;
 }
 
+/* The listener's lines (a sender refused for its proof, a pass that failed or ended),
+ * from its threads, where no task context exists to log through: one JSON line each,
+ * in the shape of ternd's own, written to standard error (the agent's log) with one
+ * write, so lines of several threads never interleave. */
+static void listener_log(void *data, int level, const char *msg)
+{
+    const char *addr = data;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[80];
+    snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+    json_t *line = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "name", "ternd", "component",
+                             "dc.migration_listener", "level", level, "time", when, "listen", addr,
+                             "msg", msg != NULL ? msg : "");
+    char *text = line != NULL ? json_dumps(line, JSON_COMPACT) : NULL;
+    json_decref(line);
+    if (text == NULL)
+        return;
+    size_t len = strlen(text);
+    char *buf = malloc(len + 2);
+    if (buf != NULL) {
+        memcpy(buf, text, len);
+        buf[len] = '\n';
+        if (write(STDERR_FILENO, buf, len + 1) < 0) {
+            /* A log line that cannot be written has nowhere else to go. */
+        }
+        free(buf);
+    }
+    free(text);
+}
+
 int migration_listener_start(const char *addr, const char *data_root, migration_listener_t **out,
                              char *err, size_t errlen)
 {
@@ -49,7 +89,9 @@ int migration_listener_start(const char *addr, const char *data_root, migration_
         return -1;
     }
     char why[512] = "";
-    if (sync_listener_start(addr, data_root, &l->sync, why, sizeof why) != 0) {
+    snprintf(l->log_addr, sizeof l->log_addr, "%s", addr);
+    if (sync_listener_start_logged(addr, data_root, listener_log, l->log_addr, &l->sync, why,
+                                   sizeof why) != 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", addr, why);
         free(l);
         return -1;

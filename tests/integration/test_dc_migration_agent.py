@@ -233,6 +233,10 @@ def test_send_and_verify():
                mode="pass")
     assert error_of(job).get("code") == "TransferRefused", error_of(job)
     assert os.listdir(os.path.join(lab.vm_dir(CN2, VM), "disks")) == []
+    # ... and the target's agent says so in its log, naming the migration.
+    with open(os.path.join(lab.dir, "agents", "cn2", "ternd.log"), encoding="utf-8") as f:
+        refused = [line for line in f if "dc.migration_listener" in line and MIG in line]
+    assert refused, "the target agent's log has no line of the refused sender"
     out = step("send", "cn1", migration_uuid=MIG, addr=addr, secret=SECRET, mode="pass")
     assert out["outcome"] == "done" and len(out["passes"]) == 1, out
     src, dst = lab.vm_dir(CN1, VM), lab.vm_dir(CN2, VM)
