@@ -9,6 +9,7 @@ VM, the servers' committed capacity).
 Usage: test_migration_ondemand.py SOURCE_ROOT BUILD_ROOT [TEST...]; skipped (77) when
 the build has no migration tasks. TERN_TEST_KEEP_LAB=1 keeps a failed run's lab up.
 """
+import json
 import os
 import sys
 import time
@@ -34,7 +35,7 @@ def test_8_on_demand_begin_sync_sync_switch():
     ml.fill(CN1, vm, 8)
     before = lab.vm_of(vm)
     cap0 = servers()
-    ml.ok_action("begin", vm, target_server_uuid=CN2, send_mbps_limit=FAST)
+    jobs = [ml.ok_action("begin", vm, target_server_uuid=CN2, send_mbps_limit=FAST)]
     m = ml.wait_migration(vm, "paused")
     assert (m["phase"], m["source_server_uuid"], m["target_server_uuid"]) == ("begin", CN1, CN2), m
     assert m["num_sync_phases"] == 0 and m["last_sync_size"] is None, m
@@ -47,7 +48,7 @@ def test_8_on_demand_begin_sync_sync_switch():
     assert cap1[CN2]["ram_committed_mib"] == cap0[CN2]["ram_committed_mib"] + 1024, cap1[CN2]
     assert cap1[CN1]["ram_committed_mib"] == cap0[CN1]["ram_committed_mib"], cap1[CN1]
 
-    ml.ok_action("sync", vm)
+    jobs.append(ml.ok_action("sync", vm))
     m = ml.wait_migration(vm, "paused")
     assert (m["phase"], m["num_sync_phases"]) == ("sync", 1), m
     first = m["last_sync_size"]
@@ -59,9 +60,17 @@ def test_8_on_demand_begin_sync_sync_switch():
     assert m["num_sync_phases"] == 2, m
     assert m["last_sync_size"] < first // 2, m         # only what changed since
 
-    ml.ok_action("switch", vm, timeout=90)
+    jobs.append(ml.ok_action("switch", vm, timeout=90))
     m = ml.wait_migration(vm, "successful")
     assert m["phase"] == "switch" and m["switch_step"] == 7, m
+    # The migration's secret is in its record only: GET /jobs/:uuid (any submit token
+    # reads it) shows no step's args or result carrying it.
+    secret = json.loads("\n".join(lab.redis("GET", "tern:p:dc:migration:" + m["uuid"])))["secret"]
+    assert len(secret) == 64, secret
+    for j in jobs:
+        status, body = lab.http("/jobs/" + j["uuid"])
+        assert status == 200 and body["chain_results"], (status, body)
+        assert secret not in json.dumps(body), (j["uuid"], "shows the secret")
     # Test 4: the record's fields and times.
     for k in ("uuid", "vm_uuid", "source_server_uuid", "target_server_uuid", "automatic",
               "state", "phase", "created_timestamp", "started_timestamp",
