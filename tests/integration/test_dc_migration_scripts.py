@@ -404,7 +404,23 @@ def schedule_waits_scheduled_then_switches(inv):
     rec = inv.mig(m)
     assert rec['state'] == 'scheduled' and rec['num_sync_phases'] == 1, rec
     assert inv.ends(m) == [{'type': 'end', 'phase': 'sync', 'state': 'scheduled'}]
-    # The delayed switch job, at scheduled_timestamp.
+    # The delayed switch job the schedule asks for: at scheduled_timestamp, its uuid the
+    # same each time (a step run again finds its job), another migration's another.
+    snap = inv.snapshot()
+    asked = inv.ok('migration_switch_job', {'migration_uuid': m})
+    assert asked == inv.ok('migration_switch_job', {'migration_uuid': m}), asked
+    post = asked['post']
+    assert asked['state'] == 'scheduled' and post['exec_after'] == future, asked
+    assert (post['workflow'], post['target']) == ('migrate-switch', '/migrate-switch-' + u), post
+    assert post['params'] == {'vm_uuid': u} and post['uuid'] not in (m, u), post
+    assert len(post['uuid']) == 36 and post['uuid'][14] == '5', post
+    assert inv.snapshot() == snap
+    vm2 = make_vm(inv, 2)
+    m2 = begin(inv, vm2['uuid'])
+    inv.error('migration_switch_job', {'migration_uuid': m2}, 'InvalidState', 'is not scheduled',
+              409)
+    inv.error('migration_switch_job', {'migration_uuid': str(uuid.uuid4())}, 'MigrationNotFound',
+              'does not exist', 404)
     switch(inv, m, u)
     assert inv.mig(m)['state'] == 'successful'
 
