@@ -31,7 +31,7 @@
 /* Retrying does not help these: the request, the migration or the configuration must
  * change first. */
 static const char *const fatal_codes[] = {"InvalidArgument", "MigrationNotFound", "InvalidState",
-                                          "NoApiUrl", "SwitchJobRefused", NULL};
+                                          "NoApiUrl",        "SwitchJobRefused",  NULL};
 
 /* What an attempt keeps between its requests (attempts.h). */
 typedef struct switch_post {
