@@ -4,12 +4,16 @@
  * sync_send.h), each on the thread pool (file_work.h), while a timer on the loop
  * reports the progress to the control's record and learns whether to stop.
  *
- *   {migration_uuid, vm_uuid, addr, secret, mode: "pass"|"converge"|"final",
+ *   {migration_uuid, vm_uuid, addr, mode: "pass"|"converge"|"final",
  *    send_mbps_limit, block_kib, window_blocks,
  *    converge: {max_mib, max_passes, stall_passes, min_reduction_pct}}
  *   -> {outcome: "done"|"paused"|"aborted", passes: [{pass, bytes, wire_bytes, total,
  *       blocks, holes, duration_ms}], switch_reason, digests?: [{disk, size, digest,
  *       block_kib}]}
+ *
+ * The migration's secret, which the pass proves to the target's listener, is read from
+ * the control's record (migration_secret.lua) before the first pass: no step's args or
+ * result carry it, as GET /jobs/:uuid shows those.
  *
  * Every second the timer reads the pass's counters and, while bytes move (or every
  * 60 s when none do, to show the send lives), runs the control's dc.migration_progress
@@ -397,6 +401,25 @@ static void on_pass_done(tern_ctx *ctx, void *arg, int rc, const char *err)
     progress_call(st, args);
 }
 
+/* The migration's secret read from its record (migration_secret.lua), so that no step's
+ * args or result carry it; then the first pass. */
+static void on_secret(tern_ctx *ctx, const json_t *ok, const char *code, const char *message,
+                      void *data)
+{
+    (void)ctx;
+    send_state_t *st = data;
+    const char *secret = json_string_value(json_object_get(ok, "secret"));
+    if (ok == NULL || secret == NULL || strlen(secret) != 64 ||
+        strspn(secret, "0123456789abcdef") != 64) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "its secret: %s", ok == NULL ? message : "not 64 hex digits");
+        fail(st, ok == NULL ? code : "InvalidState", msg);
+        return;
+    }
+    snprintf(st->secret, sizeof st->secret, "%s", secret);
+    start_pass(st);
+}
+
 static void start_pass(send_state_t *st)
 {
     const dc_state_t *s = tern_plugin_state(st->ctx);
@@ -465,7 +488,7 @@ static void send_start(tern_ctx *ctx, const json_t *args)
     if (s == NULL)
         return;
     char msg[PATH_MAX + 512];
-    const char *mig = NULL, *vm_uuid = NULL, *addr = NULL, *secret = NULL, *mode = NULL;
+    const char *mig = NULL, *vm_uuid = NULL, *addr = NULL, *mode = NULL;
     double mbps = 0, block_kib = 1024, window = 16;
     double max_mib = 50, max_passes = 10, stall_passes = 3, min_red = 10;
     /* What the args leave out comes from the description's settings: a workflow cannot
@@ -488,11 +511,6 @@ static void send_start(tern_ctx *ctx, const json_t *args)
         bad = task_args_string(args, "addr", &addr, NULL, msg, sizeof msg);
     if (bad == NULL && (addr == NULL || strlen(addr) >= 64 || migration_listen_fault(addr) != NULL))
         bad = "addr: expected HOST:PORT, the target's migration listener (127.0.0.1:PORT)";
-    if (bad == NULL)
-        bad = task_args_string(args, "secret", &secret, NULL, msg, sizeof msg);
-    if (bad == NULL &&
-        (secret == NULL || strlen(secret) != 64 || strspn(secret, "0123456789abcdef") != 64))
-        bad = "secret: expected 64 lowercase hex digits";
     if (bad == NULL)
         bad = task_args_string(args, "mode", &mode, NULL, msg, sizeof msg);
     if (bad == NULL &&
@@ -577,7 +595,6 @@ static void send_start(tern_ctx *ctx, const json_t *args)
     st->p = p;
     snprintf(st->vm, sizeof st->vm, "%s", vm_uuid);
     snprintf(st->mig, sizeof st->mig, "%s", mig);
-    snprintf(st->secret, sizeof st->secret, "%s", secret);
     snprintf(st->addr, sizeof st->addr, "%s", addr);
     st->mode = strcmp(mode, "pass") == 0       ? MODE_PASS
                : strcmp(mode, "converge") == 0 ? MODE_CONVERGE
@@ -592,7 +609,11 @@ static void send_start(tern_ctx *ctx, const json_t *args)
     st->timer = -1;
     st->passes = json_array();
     attempts_add(s->attempts, ctx, st, send_state_free);
-    start_pass(st);
+    json_t *q = json_pack("{s:s}", "migration_uuid", st->mig);
+    int qrc = q != NULL ? dc_script_call(ctx, dc_lua_migration_secret, q, on_secret, st) : -1;
+    json_decref(q);
+    if (qrc != 0)
+        fail(st, "RedisError", "cannot ask the control for the migration's secret");
 }
 
 const tern_task_def dc_migration_send_task = {
@@ -600,10 +621,10 @@ const tern_task_def dc_migration_send_task = {
     .name = "migration_send",
     .summary = "A migration's passes from this source to the target's listener, with progress "
                "each second; stops when a pause or abort is asked.",
-    .args_schema = "{\"required\": [\"migration_uuid\", \"vm_uuid\", \"addr\", \"secret\", "
-                   "\"mode\"], \"properties\": {\"migration_uuid\": {\"type\": \"string\"}, "
+    .args_schema = "{\"required\": [\"migration_uuid\", \"vm_uuid\", \"addr\", \"mode\"], "
+                   "\"properties\": {\"migration_uuid\": {\"type\": \"string\"}, "
                    "\"vm_uuid\": {\"type\": \"string\"}, \"addr\": {\"type\": \"string\"}, "
-                   "\"secret\": {\"type\": \"string\"}, \"mode\": {\"type\": \"string\"}, "
+                   "\"mode\": {\"type\": \"string\"}, "
                    "\"send_mbps_limit\": {\"type\": \"any\"}, \"block_kib\": {\"type\": \"any\"}, "
                    "\"window_blocks\": {\"type\": \"any\"}, \"converge\": {\"type\": \"any\"}}, "
                    "\"additional\": false}",

@@ -11,7 +11,8 @@
  *     is InstanceExists, untouched. A directory without vm.json whose disks/ is empty
  *     is what an attempt cut short left, and is made again.
  *
- *   dc.migration_recv_open {migration_uuid, vm_uuid, secret} -> {addr}
+ *   dc.migration_recv_open {migration_uuid, vm_uuid} -> {addr} (the secret it writes
+ *                          read from the control's record: migration_secret.lua)
  *     writes <vm>/.migration/session.json (0600) that the listener checks a sender
  *     against, and answers the listener's address. NotConfigured when the agent has no
  *     "migration_listen"; the instance must be this migration's target (InvalidState).
@@ -31,7 +32,9 @@
 #include "instance_dir.h"
 #include "instance_mounts.h"
 #include "instance_volumes.h"
+#include "inventory_script.h"
 #include "lib/args.h"
+#include "lua_scripts.h"
 #include "migration_agent.h"
 #include "vm_disks.h"
 
@@ -249,21 +252,50 @@ static int session_write(const instance_paths_t *p, const char *mig, const char 
     return 0;
 }
 
+/* What recv_open keeps while it asks for the secret (attempts.h). */
+typedef struct recv_open {
+    instance_paths_t p;
+    char mig[40];
+} recv_open_t;
+
+/* The migration's secret read from its record (migration_secret.lua), so that no step's
+ * args or result carry it (GET /jobs/:uuid shows those); then the session written. */
+static void on_recv_secret(tern_ctx *ctx, const json_t *ok, const char *code, const char *message,
+                           void *data)
+{
+    recv_open_t *ro = data;
+    const dc_state_t *s = tern_plugin_state(ctx);
+    const char *secret = json_string_value(json_object_get(ok, "secret"));
+    char msg[PATH_MAX + 512];
+    const char *fail_code = NULL;
+    if (ok == NULL) {
+        fail_code = code;
+        snprintf(msg, sizeof msg, "migration %s: its secret: %s", ro->mig, message);
+    } else if (secret == NULL || strlen(secret) != 64 || strspn(secret, "0123456789abcdef") != 64) {
+        fail_code = "InvalidState";
+        snprintf(msg, sizeof msg, "migration %s: its secret is not 64 hex digits", ro->mig);
+    } else if (session_write(&ro->p, ro->mig, secret, msg, sizeof msg) != 0) {
+        fail_code = "SessionWriteFailed";
+    }
+    if (fail_code != NULL) {
+        attempts_end(s->attempts, ctx);
+        tern_task_fail(ctx, fail_code, "dc.migration_recv_open: %s", msg);
+        return;
+    }
+    attempts_end(s->attempts, ctx);
+    tern_task_done(ctx, json_pack("{s:s}", "addr", migration_listener_addr(s->migration)));
+}
+
 static void recv_open_start(tern_ctx *ctx, const json_t *args)
 {
     const dc_state_t *s = dc_agent_state(ctx, "dc.migration_recv_open");
     if (s == NULL)
         return;
     char msg[PATH_MAX + 512];
-    const char *mig = NULL, *vm_uuid = NULL, *secret = NULL;
+    const char *mig = NULL, *vm_uuid = NULL;
     const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
     if (bad == NULL)
         bad = migration_arg_uuid(args, "vm_uuid", &vm_uuid, msg, sizeof msg);
-    if (bad == NULL)
-        bad = task_args_string(args, "secret", &secret, NULL, msg, sizeof msg);
-    if (bad == NULL &&
-        (secret == NULL || strlen(secret) != 64 || strspn(secret, "0123456789abcdef") != 64))
-        bad = "secret: expected 64 lowercase hex digits";
     if (bad != NULL) {
         tern_task_fail(ctx, "InvalidArgument", "dc.migration_recv_open: %s", bad);
         return;
@@ -298,11 +330,23 @@ static void recv_open_start(tern_ctx *ctx, const json_t *args)
                        vm_uuid, mig);
         return;
     }
-    if (session_write(&p, mig, secret, msg, sizeof msg) != 0) {
-        tern_task_fail(ctx, "SessionWriteFailed", "dc.migration_recv_open: %s", msg);
+    recv_open_t *ro = calloc(1, sizeof *ro);
+    if (ro == NULL) {
+        tern_task_fail(ctx, "OutOfMemory", "dc.migration_recv_open: out of memory");
         return;
     }
-    tern_task_done(ctx, json_pack("{s:s}", "addr", migration_listener_addr(s->migration)));
+    ro->p = p;
+    snprintf(ro->mig, sizeof ro->mig, "%s", mig);
+    attempts_add(s->attempts, ctx, ro, free);
+    json_t *q = json_pack("{s:s}", "migration_uuid", mig);
+    int rc2 = q != NULL ? dc_script_call(ctx, dc_lua_migration_secret, q, on_recv_secret, ro) : -1;
+    json_decref(q);
+    if (rc2 != 0) {
+        attempts_end(s->attempts, ctx);
+        tern_task_fail(ctx, "RedisError",
+                       "dc.migration_recv_open: cannot ask the control for migration %s's secret",
+                       mig);
+    }
 }
 
 const tern_task_def dc_migration_recv_open_task = {
@@ -310,9 +354,10 @@ const tern_task_def dc_migration_recv_open_task = {
     .name = "migration_recv_open",
     .summary = "Lets a migration's source send into its target here: the session file the "
                "listener checks, and the listener's address.",
-    .args_schema = "{\"required\": [\"migration_uuid\", \"vm_uuid\", \"secret\"], \"properties\": {"
+    .args_schema = "{\"required\": [\"migration_uuid\", \"vm_uuid\"], \"properties\": {"
                    "\"migration_uuid\": {\"type\": \"string\"}, \"vm_uuid\": {\"type\": "
-                   "\"string\"}, \"secret\": {\"type\": \"string\"}}, \"additional\": false}",
+                   "\"string\"}}, \"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = recv_open_start,
+    .cancel = dc_agent_cancel,
 };

@@ -7,7 +7,9 @@ files (vm.json contents, modes, sizes, st_blocks, sha256 of the disks, processes
 * dc.migration_target_create makes a hidden target (do_not_inventory, no autoboot, no
   NICs, migration_target) with an empty disks/, answers the same when run again,
   refuses InstanceExists for another migration; dc.instances_scan lists it hidden;
-* dc.migration_recv_open writes session.json 0600 and answers the listener's address;
+* dc.migration_recv_open writes session.json 0600 with the secret of the migration's
+  record (no job shows it; an ended migration's is refused InvalidState) and answers
+  the listener's address;
 * dc.migration_send moves the disks (when the block transfer is built in: else it
   fails TransferFailed saying so), refuses its final pass InstanceRunning while the
   workload lives; dc.migration_verify agrees with the source's digests and fails
@@ -16,8 +18,10 @@ files (vm.json contents, modes, sizes, st_blocks, sha256 of the disks, processes
   (InvalidState), a hidden one is, with its workload stopped;
 * dc.migration_estimate counts the data blocks, not the holes.
 
-The control's dc.migration_progress script is given a record of the test's own in
-Redis (the migration's JSON): the send's progress events land on its stream.
+The control's dc.migration_progress and migration_secret scripts are given a record of
+the test's own in Redis (the migration's JSON, with its secret): the send's progress
+events land on its stream, and a record whose secret differs from the target's session
+makes the send fail TransferRefused.
 
 Usage: test_dc_migration_agent.py SOURCE_ROOT BUILD_ROOT [TEST...].
 """
@@ -67,11 +71,10 @@ TASKS = {
     "target": ("dc.migration_target_create", {"migration_uuid": "${params.migration_uuid}",
                                               "vm": "${params.vm}"}),
     "open": ("dc.migration_recv_open", {"migration_uuid": "${params.migration_uuid}",
-                                        "vm_uuid": "${params.vm_uuid}",
-                                        "secret": "${params.secret}"}),
+                                        "vm_uuid": "${params.vm_uuid}"}),
     "send": ("dc.migration_send", {"migration_uuid": "${params.migration_uuid}",
                                    "vm_uuid": "${params.vm_uuid}", "addr": "${params.addr}",
-                                   "secret": "${params.secret}", "mode": "${params.mode}",
+                                   "mode": "${params.mode}",
                                    "send_mbps_limit": "${params.limit}", "block_kib": 1024,
                                    "window_blocks": 16,
                                    "converge": {"max_mib": 50, "max_passes": 4,
@@ -134,7 +137,8 @@ def agent_listen(host):
 
 def put_migration(uuid, **fields):
     rec = {"uuid": uuid, "vm_uuid": VM, "state": "running", "phase": "sync",
-           "pause_requested": False, "abort_requested": False, "send_mbps_limit": 500}
+           "pause_requested": False, "abort_requested": False, "send_mbps_limit": 500,
+           "secret": SECRET}
     rec.update(fields)
     lab.redis("SET", "tern:p:dc:migration:" + uuid, json.dumps(rec))
 
@@ -196,15 +200,23 @@ def test_target_create():
 
 
 def test_recv_open():
-    out = step("open", "cn2", migration_uuid=MIG, secret=SECRET)
+    out = step("open", "cn2", migration_uuid=MIG)
     assert out["addr"] == agent_listen("cn2"), out
     path = os.path.join(lab.vm_dir(CN2, VM), ".migration", "session.json")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     with open(path) as f:
         assert json.load(f) == {"migration_uuid": MIG, "secret": SECRET}
-    job = step("open", "cn2", want="failed", migration_uuid=MIG, secret="xyz")
-    assert error_of(job).get("code") == "InvalidArgument", error_of(job)
-    job = step("open", "cn2", want="failed", migration_uuid=OTHER_MIG, secret=SECRET)
+    # The secret came from the migration's record: no step's args or result show it.
+    job = lab.run_job("t-open-cn2", "/t-open-cn2-" + os.urandom(4).hex(),
+                      {"vm_uuid": VM, "migration_uuid": MIG})
+    assert job["execution"] == "succeeded" and SECRET not in json.dumps(job), job
+    # An ended migration's transfer is not reopened.
+    put_migration(MIG, state="aborted")
+    job = step("open", "cn2", want="failed", migration_uuid=MIG)
+    err = error_of(job)
+    assert err.get("code") == "InvalidState" and "closed" in err.get("message", ""), err
+    put_migration(MIG)
+    job = step("open", "cn2", want="failed", migration_uuid=OTHER_MIG)
     assert error_of(job).get("code") == "InvalidState", error_of(job)
     job = step("target", "cn2", want="failed", migration_uuid=MIG, vm={"uuid": "x"})
     err = error_of(job)
@@ -214,30 +226,32 @@ def test_recv_open():
 def test_send_and_verify():
     addr = agent_listen("cn2")
     step("start", "cn1")
-    job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr, secret=SECRET,
+    job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr,
                mode="final")
     assert error_of(job).get("code") == "InstanceRunning", error_of(job)
     step("stop", "cn1")
     if not TRANSFER_BUILT:
-        job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr, secret=SECRET,
+        job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr,
                    mode="pass")
         assert error_of(job).get("code") == "TransferFailed", error_of(job)
         assert "not built" in error_of(job).get("message", ""), error_of(job)
         return
-    job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr, secret=SECRET,
+    job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr,
                mode="fast")
     err = error_of(job)
     assert err.get("code") == "InvalidArgument" and "mode" in err.get("message", ""), err
-    # A wrong secret: refused before the target's files are touched.
-    job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr, secret="cd" * 32,
-               mode="pass")
+    # A wrong secret (the record's changed after the target's session was written):
+    # refused before the target's files are touched.
+    put_migration(MIG, secret="cd" * 32)
+    job = step("send", "cn1", want="failed", migration_uuid=MIG, addr=addr, mode="pass")
     assert error_of(job).get("code") == "TransferRefused", error_of(job)
     assert os.listdir(os.path.join(lab.vm_dir(CN2, VM), "disks")) == []
     # ... and the target's agent says so in its log, naming the migration.
     with open(os.path.join(lab.dir, "agents", "cn2", "ternd.log"), encoding="utf-8") as f:
         refused = [line for line in f if "dc.migration_listener" in line and MIG in line]
     assert refused, "the target agent's log has no line of the refused sender"
-    out = step("send", "cn1", migration_uuid=MIG, addr=addr, secret=SECRET, mode="pass")
+    put_migration(MIG)
+    out = step("send", "cn1", migration_uuid=MIG, addr=addr, mode="pass")
     assert out["outcome"] == "done" and len(out["passes"]) == 1, out
     src, dst = lab.vm_dir(CN1, VM), lab.vm_dir(CN2, VM)
     for name in ("disk0.img", "disk1.img"):
@@ -251,7 +265,7 @@ def test_send_and_verify():
     assert doc["do_not_inventory"] is True and doc["migration_target"] == MIG, doc
     events = lab.redis("XRANGE", f"tern:p:dc:migration:{MIG}:events", "-", "+")
     assert any("pass_done" in e or "progress" in e for e in events), events
-    final = step("send", "cn1", migration_uuid=MIG, addr=addr, secret=SECRET, mode="final")
+    final = step("send", "cn1", migration_uuid=MIG, addr=addr, mode="final")
     assert final["outcome"] == "done" and len(final["digests"]) == 2, final
     v = step("verify", "cn2", migration_uuid=MIG, digests=final["digests"])
     assert [x["digest"] for x in v["disks"]] == [x["digest"] for x in final["digests"]], v
@@ -282,7 +296,7 @@ def test_progress_pause_converge():
     os.close(fd)
     lab.redis("DEL", f"tern:p:dc:migration:{MIG}:events")
     params = {"vm_uuid": VM, "migration_uuid": MIG, "addr": agent_listen("cn2"),
-              "secret": SECRET, "mode": "pass", "limit": 80}
+              "mode": "pass", "limit": 80}
     status, job = lab.create_job("t-send-cn1", "/t-send-pause-" + os.urandom(4).hex(), params)
     assert status in (200, 201), (status, job)
 
@@ -319,7 +333,7 @@ def test_progress_pause_converge():
     done = lab.wait_job(job["uuid"], timeout=30)
     assert done["execution"] == "canceled", done["execution"]
     # Resumed: converge sends what is left, then less than max_mib: switch for size.
-    out = step("send", "cn1", migration_uuid=MIG, addr=agent_listen("cn2"), secret=SECRET,
+    out = step("send", "cn1", migration_uuid=MIG, addr=agent_listen("cn2"),
                mode="converge", limit=500)
     assert out["outcome"] == "done" and out["switch_reason"] == "size", out
     # What the paused and the cancelled passes had sent is not sent again.
@@ -343,7 +357,7 @@ def test_target_agent_killed():
     os.fsync(fd)
     os.close(fd)
     params = {"vm_uuid": VM, "migration_uuid": MIG, "addr": agent_listen("cn2"),
-              "secret": SECRET, "mode": "pass", "limit": 80}
+              "mode": "pass", "limit": 80}
     status, job = lab.create_job("t-send-cn1", "/t-send-kill-" + os.urandom(4).hex(), params)
     assert status in (200, 201), (status, job)
     seen = len(events_of(MIG))
@@ -356,7 +370,7 @@ def test_target_agent_killed():
     assert error_of(done).get("code") == "TransferFailed", error_of(done)
     lab.run("restart-agent", "cn2", "--dir", lab.dir)
     # The same address; the next pass completes what the killed one began.
-    out = step("send", "cn1", migration_uuid=MIG, addr=agent_listen("cn2"), secret=SECRET,
+    out = step("send", "cn1", migration_uuid=MIG, addr=agent_listen("cn2"),
                mode="pass")
     assert out["outcome"] == "done" and out["passes"][0]["bytes"] <= 20 * MIB, out
     dst = os.path.join(lab.vm_dir(CN2, VM), "disks", "disk1.img")

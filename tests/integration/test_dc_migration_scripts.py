@@ -190,7 +190,7 @@ def begin(inv, vm, action='begin', done=True, **params):
     c = check_ok(inv, action, vm, **params)
     job = str(uuid.uuid4())
     got = inv.ok('migration_claim', claim_args(c, job, action, **params))
-    assert got['migration']['uuid'] == job and 'secret' not in got['migration'], got
+    assert got['migration']['uuid'] == job and 'secret' not in json.dumps(got), got
     phase(inv, job, job, 'begin', 'start')
     if done:
         phase(inv, job, job, 'begin', 'done')
@@ -404,7 +404,23 @@ def schedule_waits_scheduled_then_switches(inv):
     rec = inv.mig(m)
     assert rec['state'] == 'scheduled' and rec['num_sync_phases'] == 1, rec
     assert inv.ends(m) == [{'type': 'end', 'phase': 'sync', 'state': 'scheduled'}]
-    # The delayed switch job, at scheduled_timestamp.
+    # The delayed switch job the schedule asks for: at scheduled_timestamp, its uuid the
+    # same each time (a step run again finds its job), another migration's another.
+    snap = inv.snapshot()
+    asked = inv.ok('migration_switch_job', {'migration_uuid': m})
+    assert asked == inv.ok('migration_switch_job', {'migration_uuid': m}), asked
+    post = asked['post']
+    assert asked['state'] == 'scheduled' and post['exec_after'] == future, asked
+    assert (post['workflow'], post['target']) == ('migrate-switch', '/migrate-switch-' + u), post
+    assert post['params'] == {'vm_uuid': u} and post['uuid'] not in (m, u), post
+    assert len(post['uuid']) == 36 and post['uuid'][14] == '5', post
+    assert inv.snapshot() == snap
+    vm2 = make_vm(inv, 2)
+    m2 = begin(inv, vm2['uuid'])
+    inv.error('migration_switch_job', {'migration_uuid': m2}, 'InvalidState', 'is not scheduled',
+              409)
+    inv.error('migration_switch_job', {'migration_uuid': str(uuid.uuid4())}, 'MigrationNotFound',
+              'does not exist', 404)
     switch(inv, m, u)
     assert inv.mig(m)['state'] == 'successful'
 
@@ -766,7 +782,7 @@ def twenty_racing_claims_make_one_migration(inv):
     assert inv.committed(S2) == (before[0] + 1024, before[1] + 20480)
     # The winner's claim run again answers the same and commits nothing more.
     again = inv.ok('migration_claim', dict(claim_args(c, m)))
-    assert again['migration']['uuid'] == m and again['secret'] == won[0]['secret']
+    assert again['migration']['uuid'] == m and again == won[0]
     assert inv.committed(S2) == (before[0] + 1024, before[1] + 20480)
 
 
@@ -999,6 +1015,30 @@ def migrating_vms_refuse_other_operations_and_show_it(inv):
               'VmMigrating', f'vm {u} is migrating (migration {m}): disk-resize refused', 409)
     inv.ok('vm_check', {'vm_uuid': other['uuid'], 'action': 'stop',
                         'target': f'/stop-{other["uuid"]}'})
+
+
+@case
+def the_secret_only_to_the_agents_while_data_may_move(inv):
+    # The claim stores the secret and never answers it (a step's result shows in GET
+    # /jobs/:uuid); migration_secret answers it while running, paused or scheduled.
+    vm = make_vm(inv, 1)
+    m = begin(inv, vm['uuid'], done=False)
+    secret = inv.mig(m)['secret']
+    assert inv.ok('migration_secret', {'migration_uuid': m}) == {'secret': secret}
+    phase(inv, m, m, 'begin', 'done')
+    assert inv.mig(m)['state'] == 'paused'
+    assert inv.ok('migration_secret', {'migration_uuid': m}) == {'secret': secret}
+    inv.error('migration_secret', {'migration_uuid': str(uuid.uuid4())}, 'MigrationNotFound',
+              'does not exist', 404)
+    inv.error('migration_secret', {'migration_uuid': 'nope'}, 'InvalidArgument',
+              'migration_uuid', 422)
+    aj = str(uuid.uuid4())
+    phase(inv, m, aj, 'abort', 'start')
+    phase(inv, m, aj, 'abort', 'done')
+    snap = inv.snapshot()
+    inv.error('migration_secret', {'migration_uuid': m}, 'InvalidState',
+              'is aborted: its transfer is closed', 409)
+    assert inv.snapshot() == snap
 
 
 @case

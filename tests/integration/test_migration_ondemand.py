@@ -9,6 +9,7 @@ VM, the servers' committed capacity).
 Usage: test_migration_ondemand.py SOURCE_ROOT BUILD_ROOT [TEST...]; skipped (77) when
 the build has no migration tasks. TERN_TEST_KEEP_LAB=1 keeps a failed run's lab up.
 """
+import json
 import os
 import sys
 import time
@@ -34,7 +35,7 @@ def test_8_on_demand_begin_sync_sync_switch():
     ml.fill(CN1, vm, 8)
     before = lab.vm_of(vm)
     cap0 = servers()
-    ml.ok_action("begin", vm, target_server_uuid=CN2, send_mbps_limit=FAST)
+    jobs = [ml.ok_action("begin", vm, target_server_uuid=CN2, send_mbps_limit=FAST)]
     m = ml.wait_migration(vm, "paused")
     assert (m["phase"], m["source_server_uuid"], m["target_server_uuid"]) == ("begin", CN1, CN2), m
     assert m["num_sync_phases"] == 0 and m["last_sync_size"] is None, m
@@ -47,7 +48,7 @@ def test_8_on_demand_begin_sync_sync_switch():
     assert cap1[CN2]["ram_committed_mib"] == cap0[CN2]["ram_committed_mib"] + 1024, cap1[CN2]
     assert cap1[CN1]["ram_committed_mib"] == cap0[CN1]["ram_committed_mib"], cap1[CN1]
 
-    ml.ok_action("sync", vm)
+    jobs.append(ml.ok_action("sync", vm))
     m = ml.wait_migration(vm, "paused")
     assert (m["phase"], m["num_sync_phases"]) == ("sync", 1), m
     first = m["last_sync_size"]
@@ -59,9 +60,17 @@ def test_8_on_demand_begin_sync_sync_switch():
     assert m["num_sync_phases"] == 2, m
     assert m["last_sync_size"] < first // 2, m         # only what changed since
 
-    ml.ok_action("switch", vm, timeout=90)
+    jobs.append(ml.ok_action("switch", vm, timeout=90))
     m = ml.wait_migration(vm, "successful")
     assert m["phase"] == "switch" and m["switch_step"] == 7, m
+    # The migration's secret is in its record only: GET /jobs/:uuid (any submit token
+    # reads it) shows no step's args or result carrying it.
+    secret = json.loads("\n".join(lab.redis("GET", "tern:p:dc:migration:" + m["uuid"])))["secret"]
+    assert len(secret) == 64, secret
+    for j in jobs:
+        status, body = lab.http("/jobs/" + j["uuid"])
+        assert status == 200 and body["chain_results"], (status, body)
+        assert secret not in json.dumps(body), (j["uuid"], "shows the secret")
     # Test 4: the record's fields and times.
     for k in ("uuid", "vm_uuid", "source_server_uuid", "target_server_uuid", "automatic",
               "state", "phase", "created_timestamp", "started_timestamp",
@@ -156,26 +165,89 @@ def test_16_17_refusals_while_migrating():
     lab.check_inventory()
 
 
-def test_25_schedule_begins_and_syncs_now():
-    """Test 25 (its first half): a schedule begins and makes its first pass at once and
-    is then `scheduled`, the target holding the data; a switch of a scheduled migration
-    completes it. A schedule with the scheduler disabled is refused (by the check)."""
+def iso_epoch(text):
+    """Seconds since the epoch of an ISO 8601 UTC time (2026-11-26T12:00:00[.123]Z)."""
+    base, _, frac = text.rstrip("Z").partition(".")
+    t = time.mktime(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    return t + (int(frac) / 10 ** len(frac) if frac else 0)
+
+
+def test_25_schedule_begins_and_syncs_now_then_switches_at_its_time():
+    """Test 25: a schedule for now + 10 s begins and makes its first pass at once: before
+    the 10 s the migration is `scheduled` and the target holds the data; its switch is a
+    migrate-switch job the schedule asked for with exec_after = scheduled_timestamp,
+    which starts no earlier than that and makes the migration successful. Run again,
+    the schedule's last step finds the job it made. A past scheduled_timestamp is
+    refused by the check."""
     vm = ml.provision(CN1, "idle")
     ml.fill(CN1, vm, 4)
-    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
     ml.refused("schedule", vm, 422, "InvalidArgument", ["scheduled_timestamp"],
                scheduled_timestamp="2001-01-01T00:00:00Z")
-    ml.ok_action("schedule", vm, scheduled_timestamp=at, target_server_uuid=CN2,
-                 send_mbps_limit=FAST)
-    m = ml.wait_migration(vm, "scheduled")
+    at_s = int(time.time()) + 11                       # at least 10 s from now
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at_s))
+    job = ml.ok_action("schedule", vm, scheduled_timestamp=at, target_server_uuid=CN2,
+                       send_mbps_limit=FAST, timeout=8)
+    m = ml.migration(vm)
+    assert time.time() < at_s, "the schedule's begin and first pass took until its time"
+    assert m["state"] == "scheduled", m
     assert (m["phase"], m["num_sync_phases"], m["scheduled_timestamp"]) == ("sync", 1, at), m
     assert m["last_sync_size"] >= 4 * MIB, m
     assert ml.workload_alive(CN1, vm) and ml.hidden(CN2, vm)
-    ml.ok_action("switch", vm, timeout=90)
-    ml.wait_migration(vm, "successful")
+    ml.same_disks(vm, CN1, CN2)                        # the idle source wrote nothing since
+    asked = job["chain_results"][-1]["result"]
+    assert asked["exec_after"] == at, asked
+    switch = lab.job_of(asked["job_uuid"])
+    assert switch.get("name") == "migrate-switch", switch
+    assert switch["target"] == "/migrate-switch-" + vm, switch
+    assert iso_epoch(switch["exec_after"]) == at_s, switch
+    assert switch["execution"] == "queued", switch
+    # The step run again (a retried attempt) asks for the same job: no second one.
+    status, _ = lab.http("/workflows", "POST", {
+        "name": "t-schedule-switch", "version": "1.0.0",
+        "chain": [{"name": "ask", "task": "dc.migration_schedule_switch",
+                   "args": {"migration_uuid": "${params.migration_uuid}"}}]})
+    assert status == 201, status
+    n_jobs = lab.user_job_count()
+    again = lab.run_job("t-schedule-switch", "/t-schedule-switch-" + vm,
+                        {"migration_uuid": m["uuid"]}, timeout=20)
+    assert again["execution"] == "succeeded", again
+    assert again["chain_results"][-1]["result"]["job_uuid"] == asked["job_uuid"], again
+    assert lab.user_job_count() == n_jobs + 1          # the t-schedule-switch job only
+    assert ml.migration(vm)["state"] == "scheduled" and time.time() < at_s
+    # At its time the switch runs: successful, the VM on cn2 with the source's data.
+    m = ml.wait_migration(vm, "successful", timeout=max(at_s - time.time(), 0) + 60)
+    started = [e for e in m["progress_history"] if e["phase"] == "switch"]
+    assert started and iso_epoch(started[0]["started_timestamp"]) >= at_s, (at, started)
+    done = lab.wait_job(asked["job_uuid"], timeout=30)
+    assert done["execution"] == "succeeded", done
+    first = done["chain_results"][0]
+    assert iso_epoch(first["started_at"]) >= at_s, (at, first)
     ml.check_on(vm, CN2, running=True)
     ml.same_disks(vm, CN1, CN2)
     ml.ok_action("finalize", vm)
+    lab.check_inventory()
+
+
+def test_25_a_scheduled_migration_aborted_before_its_time():
+    """Aborted while scheduled: the VM is back on cn1 at once; at the scheduled time the
+    delayed switch job finds the migration aborted and fails without changing it."""
+    vm = ml.provision(CN1, "idle")
+    at_s = int(time.time()) + 6
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at_s))
+    job = ml.ok_action("schedule", vm, scheduled_timestamp=at, target_server_uuid=CN2,
+                       send_mbps_limit=FAST, timeout=5)
+    switch_uuid = job["chain_results"][-1]["result"]["job_uuid"]
+    ml.ok_action("abort", vm)
+    m = ml.wait_migration(vm, "aborted")
+    assert time.time() < at_s, "the abort took until the scheduled time"
+    ml.check_on(vm, CN1, running=True)
+    done = lab.wait_job(switch_uuid, timeout=max(at_s - time.time(), 0) + 30)
+    assert done["execution"] == "failed", done
+    assert "Cannot switch in migration state: aborted" in json.dumps(done["chain_results"]), done
+    after = ml.migration(vm)
+    assert (after["uuid"], after["state"], after["phase"]) == (m["uuid"], "aborted", "abort"), after
+    ml.check_on(vm, CN1, running=True)
+    assert not os.path.exists(ml.vm_dir(CN2, vm))
     lab.check_inventory()
 
 
@@ -191,5 +263,7 @@ def test_33_estimate():
 
 
 ml.run([test_8_on_demand_begin_sync_sync_switch, test_9_switch_right_after_begin,
-        test_16_17_refusals_while_migrating, test_25_schedule_begins_and_syncs_now,
+        test_16_17_refusals_while_migrating,
+        test_25_schedule_begins_and_syncs_now_then_switches_at_its_time,
+        test_25_a_scheduled_migration_aborted_before_its_time,
         test_33_estimate], only=sys.argv[3:])

@@ -6,14 +6,15 @@
 -- params (the job's), target_server_uuid (the check's choice), slots, secret (64 hex,
 -- drawn by the task), settings: {migration_send_mbps_limit}}. A record of this uuid
 -- already there is answered unchanged (a step run again). Answers {migration (public),
--- secret, vm, source_server_uuid, target_server_uuid, source_data_root,
--- target_data_root}.
+-- vm, source_server_uuid, target_server_uuid, source_data_root, target_data_root}: never
+-- the secret, as a step's result is shown by GET /jobs/:uuid (the agents' tasks read it
+-- with migration_secret.lua).
 local a = cjson.decode(ARGV[1])
 local now = now_iso_ms()
 
 local function answer(m)
   local vm = get_json('vm:' .. m.vm_uuid)
-  return ok({migration = mig_public(m), secret = m.secret, vm = vm or NULL,
+  return ok({migration = mig_public(m), vm = vm or NULL,
     source_server_uuid = m.source_server_uuid, target_server_uuid = m.target_server_uuid,
     source_data_root = redis.call('HGET', P .. 'server:' .. m.source_server_uuid, 'data_root') or NULL,
     target_data_root = redis.call('HGET', P .. 'server:' .. m.target_server_uuid, 'data_root') or NULL})

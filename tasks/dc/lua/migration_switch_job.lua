@@ -1,0 +1,20 @@
+-- dc.migration_schedule_switch's script: the migrate-switch job a scheduled migration
+-- asks of the control's API, to start at its scheduled_timestamp (the engine's
+-- exec_after). ARGV[1]: {migration_uuid}. Its uuid is made from the migration's
+-- ("migrate-switch:<migration uuid>"), so a step run again asks for the same job and
+-- gets it. Answers {post: {uuid, workflow, target, exec_after, params: {vm_uuid,
+-- owner_uuid?}}, state}; a migration without a scheduled_timestamp is InvalidState.
+-- Reads only.
+local a = cjson.decode(ARGV[1])
+local m, e = mig_for_step(a.migration_uuid)
+if not m then return mig_refuse(e) end
+if not mig_given(m.scheduled_timestamp) then
+  return refuse(409, 'InvalidState', 'migration ' .. m.uuid .. ' is not scheduled: it has no ' ..
+    'scheduled_timestamp')
+end
+local params = {vm_uuid = m.vm_uuid}
+-- A user's schedule gets a user's switch: the same checks of who may migrate.
+if mig_given(m.account_uuid) then params.owner_uuid = m.account_uuid end
+return ok({state = m.state, post = {uuid = uuid_of_text('migrate-switch:' .. m.uuid),
+  workflow = 'migrate-switch', target = '/migrate-switch-' .. m.vm_uuid,
+  exec_after = m.scheduled_timestamp, params = params}})
