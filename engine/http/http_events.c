@@ -38,6 +38,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "events/event_hub.h"
+#include "events/stream_entry.h"
 #include "http/http_request.h"
 #include "http/http_stream_out.h"
 #include "model/job_history.h"
@@ -46,7 +47,6 @@
 #define PAGE_EVENTS      200         /* entries per read of the job's stream */
 #define PENDING_MAX      (64 * 1024) /* bytes waiting before reading pauses */
 #define DEFAULT_HB_MS    15000
-#define STREAM_ID_MAX    40
 #define ROUTE            "/jobs/:uuid/events"
 #define SSE_KEEPALIVE    ": keep-alive\n\n"
 #define NDJSON_KEEPALIVE "\n"
@@ -369,21 +369,6 @@ static void on_heartbeat(uv_timer_t *t)
 
 /* ---- the route ----------------------------------------------------------------- */
 
-/* A stream id as clients give it back: "<ms>" or "<ms>-<seq>". */
-static bool stream_id_ok(const char *id)
-{
-    size_t n = strlen(id), dash = 0;
-    if (n == 0 || n > STREAM_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (id[i] == '-' && i > 0 && i + 1 < n && dash++ == 0)
-            continue;
-        if (id[i] < '0' || id[i] > '9')
-            return false;
-    }
-    return true;
-}
-
 static char *header_value(h2o_req_t *req, const char *name, size_t nlen)
 {
     ssize_t i = h2o_find_header_by_str(&req->headers, name, nlen, -1);
@@ -450,7 +435,7 @@ static void get_events(api_req_t *r)
     char *from = header_value(req, H2O_STRLIT("last-event-id"));
     if (from == NULL)
         from = api_query_get(r, "from");
-    if (from != NULL && !stream_id_ok(from)) {
+    if (from != NULL && !stream_id_valid(from)) {
         api_reply_error(r, 409, "InvalidArgument",
                         "from: \"%.64s\" is not an event id (expected <ms>-<seq>, as sent in "
                         "\"id:\" lines)",

@@ -32,13 +32,13 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "events/event_hub.h"
+#include "events/stream_entry.h"
 #include "http/http_request.h"
 #include "http/http_stream_out.h"
 
 #define PAGE_ENTRIES   200
 #define PENDING_MAX    (64 * 1024)
 #define DEFAULT_HB_MS  15000
-#define STREAM_ID_MAX  40
 #define FOLLOW_KEY_MAX 512
 #define KEEPALIVE      "\n"
 
@@ -235,21 +235,6 @@ static void on_heartbeat(uv_timer_t *t)
 
 /* ---- the script's answer ------------------------------------------------------- */
 
-/* "0", "<ms>" or "<ms>-<seq>". */
-static bool stream_id_ok(const char *id)
-{
-    size_t n = strlen(id), dash = 0;
-    if (n == 0 || n > STREAM_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (id[i] == '-' && i > 0 && i + 1 < n && dash++ == 0)
-            continue;
-        if (id[i] < '0' || id[i] > '9')
-            return false;
-    }
-    return true;
-}
-
 /* What is wrong with the script's answer, or NULL; *lines, *follow and *after are
  * borrowed from `doc`. */
 static const char *answer_fault(json_t *doc, const json_t **lines, const char **follow,
@@ -292,7 +277,7 @@ static const char *answer_fault(json_t *doc, const json_t **lines, const char **
     const json_t *a = json_object_get(doc, "after");
     *after = "0";
     if (a != NULL && !json_is_null(a)) {
-        if (!json_is_string(a) || !stream_id_ok(json_string_value(a)))
+        if (!json_is_string(a) || !stream_id_valid(json_string_value(a)))
             return "after: expected a stream id (\"0\", \"<ms>\" or \"<ms>-<seq>\")";
         *after = json_string_value(a);
     }
