@@ -35,3 +35,18 @@ bool stream_entry_each(const redisReply *fields, stream_entry_cb cb, void *data)
     }
     return true;
 }
+
+/* See stream_entry.h. */
+bool stream_id_valid(const char *id)
+{
+    size_t n = strlen(id), dash = 0;
+    if (n == 0 || n > STREAM_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (id[i] == '-' && i > 0 && i + 1 < n && dash++ == 0)
+            continue;
+        if (id[i] < '0' || id[i] > '9')
+            return false;
+    }
+    return true;
+}

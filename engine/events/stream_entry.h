@@ -10,9 +10,17 @@
 #define TERN_STREAM_ENTRY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <hiredis/hiredis.h>
 #include <jansson.h>
+
+/* The longest stream id taken from a client or a script. */
+#define STREAM_ID_MAX 40
+
+/* Whether id is a stream id as clients give it back: "<ms>" or "<ms>-<seq>" (so "0"
+ * too), decimal, at most STREAM_ID_MAX bytes. */
+bool stream_id_valid(const char *id);
 
 /* Called for each event of an entry, in order; `ev` is borrowed for the call. Returns
  * false to stop. */

@@ -38,22 +38,18 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "events/event_hub.h"
+#include "events/stream_entry.h"
 #include "http/http_request.h"
+#include "http/http_stream_out.h"
 #include "model/job_history.h"
 #include "ops/job_ops.h"
 
 #define PAGE_EVENTS      200         /* entries per read of the job's stream */
 #define PENDING_MAX      (64 * 1024) /* bytes waiting before reading pauses */
 #define DEFAULT_HB_MS    15000
-#define STREAM_ID_MAX    40
 #define ROUTE            "/jobs/:uuid/events"
 #define SSE_KEEPALIVE    ": keep-alive\n\n"
 #define NDJSON_KEEPALIVE "\n"
-
-typedef struct buf {
-    char *s;
-    size_t len, cap;
-} buf_t;
 
 typedef struct ev_stream {
     h2o_generator_t gen; /* first: h2o hands it back to proceed and stop */
@@ -69,8 +65,6 @@ typedef struct ev_stream {
     bool resuming; /* the first read includes last_id's own entry, to learn its type */
     bool sse;
     bool first_read_done; /* the first write waits for the first page (or its failure) */
-    bool wrote;           /* the first h2o_send (which carries the headers) is done */
-    bool sending;         /* an h2o_send awaits proceed */
     bool reading;         /* a read of the job's stream is in flight */
     bool read_wanted;     /* events may be waiting in Redis */
     bool last_finished;   /* the job had ended as of the last event sent (see below) */
@@ -78,37 +72,19 @@ typedef struct ev_stream {
     bool ending;          /* send the final chunk once `pending` is out */
     bool done;            /* final chunk sent or stopped: h2o is not touched again */
     bool timer_open;
-    const char *why; /* why it ended, for the log */
-    buf_t pending, inflight;
+    const char *why;       /* why it ended, for the log */
+    http_stream_out_t out; /* pending and in-flight bytes (http_stream_out.h) */
     uint64_t events;
     uint64_t started_ns;
 } ev_stream_t;
 
 static void pump(ev_stream_t *s);
 
-/* ---- buffers ------------------------------------------------------------------- */
-
-static void buf_add(buf_t *b, const char *p, size_t n)
-{
-    if (b->len + n > b->cap) {
-        b->cap = (b->len + n) * 2;
-        b->s = xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->len, p, n);
-    b->len += n;
-}
-
-static void buf_adds(buf_t *b, const char *s)
-{
-    buf_add(b, s, strlen(s));
-}
-
 /* ---- lifetime ------------------------------------------------------------------ */
 
 static void stream_free(ev_stream_t *s)
 {
-    free(s->pending.s);
-    free(s->inflight.s);
+    http_stream_out_free(&s->out);
     free(s);
 }
 
@@ -157,8 +133,7 @@ static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
 {
     (void)req;
     ev_stream_t *s = (ev_stream_t *)gen;
-    s->sending = false;
-    s->inflight.len = 0; /* h2o is done with these bytes */
+    http_stream_out_proceeded(&s->out);
     pump(s);
 }
 
@@ -166,7 +141,7 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 {
     (void)req;
     ev_stream_t *s = (ev_stream_t *)gen;
-    s->sending = false;
+    s->out.sending = false;
     stream_close(s, "client gone");
 }
 
@@ -175,49 +150,24 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
  * From here on h2o calls stop if the client goes away. */
 static void start_response(ev_stream_t *s)
 {
-    h2o_req_t *req = s->req;
-    req->res.status = 200;
-    req->res.reason = "OK";
-    if (s->sse)
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
-                       H2O_STRLIT("text/event-stream"));
-    else
-        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
-                       H2O_STRLIT("application/x-ndjson"));
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL,
-                   H2O_STRLIT("no-cache"));
-    /* Reverse proxies (nginx) must not hold events back to fill their buffers. */
-    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-accel-buffering"), 0, NULL,
-                          H2O_STRLIT("no"));
     s->gen.proceed = on_proceed;
     s->gen.stop = on_stop;
-    h2o_start_response(req, &s->gen);
+    http_stream_out_start(s->req, &s->gen, s->sse ? "text/event-stream" : "application/x-ndjson");
 }
 
 /* Sends what is pending, or the final chunk when the stream is ending. */
 static void flush(ev_stream_t *s)
 {
-    if (s->done || s->sending || s->req == NULL || !s->first_read_done)
+    if (s->done || s->out.sending || s->req == NULL || !s->first_read_done)
         return;
     /* h2o 2.2 flushes HTTP/1.1 headers only with a non-empty chunk. */
-    if (!s->wrote && s->pending.len == 0 && !s->ending)
-        buf_adds(&s->pending, s->sse ? ": connected\n\n" : NDJSON_KEEPALIVE);
-    if (s->pending.len == 0) {
-        if (s->ending) {
-            h2o_req_t *req = s->req;
-            stream_close(s, s->why != NULL ? s->why : "job finished");
-            h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
-        }
-        return;
+    if (!s->out.wrote && s->out.pending.len == 0 && !s->ending)
+        stream_buf_adds(&s->out.pending, s->sse ? ": connected\n\n" : NDJSON_KEEPALIVE);
+    if (!http_stream_out_send(&s->out, s->req) && s->ending) {
+        h2o_req_t *req = s->req;
+        stream_close(s, s->why != NULL ? s->why : "job finished");
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
     }
-    buf_t t = s->inflight;
-    s->inflight = s->pending;
-    s->pending = t;
-    s->pending.len = 0;
-    s->sending = true;
-    s->wrote = true;
-    h2o_iovec_t iov = h2o_iovec_init(s->inflight.s, s->inflight.len);
-    h2o_send(s->req, &iov, 1, H2O_SEND_STATE_IN_PROGRESS);
 }
 
 /* ---- Redis side ---------------------------------------------------------------- */
@@ -239,14 +189,14 @@ static void append_event(ev_stream_t *s, const event_hub_entry_t *e)
 {
     if (s->sse) {
         /* Event JSON is compact (no raw newline), so one data line carries it. */
-        buf_adds(&s->pending, "id: ");
-        buf_adds(&s->pending, e->id);
-        buf_adds(&s->pending, "\ndata: ");
-        buf_add(&s->pending, e->json, e->len);
-        buf_adds(&s->pending, "\n\n");
+        stream_buf_adds(&s->out.pending, "id: ");
+        stream_buf_adds(&s->out.pending, e->id);
+        stream_buf_adds(&s->out.pending, "\ndata: ");
+        stream_buf_add(&s->out.pending, e->json, e->len);
+        stream_buf_adds(&s->out.pending, "\n\n");
     } else {
-        buf_add(&s->pending, e->json, e->len);
-        buf_adds(&s->pending, "\n");
+        stream_buf_add(&s->out.pending, e->json, e->len);
+        stream_buf_adds(&s->out.pending, "\n");
     }
     s->last_finished = event_leaves_finished(e, s->last_finished);
     snprintf(s->last_id, sizeof s->last_id, "%s", e->id);
@@ -382,7 +332,7 @@ static void pump(ev_stream_t *s)
     if (s->done)
         return;
     if (s->read_wanted && !s->reading && !s->ending && s->hub != NULL &&
-        s->pending.len < PENDING_MAX)
+        s->out.pending.len < PENDING_MAX)
         read_page(s);
     flush(s);
 }
@@ -409,8 +359,8 @@ static void on_heartbeat(uv_timer_t *t)
         return;
     /* A write is what tells h2o an HTTP/1.1 client is gone; a stream that is already
      * writing will learn it from that write. */
-    if (!s->sending && s->pending.len == 0)
-        buf_adds(&s->pending, s->sse ? SSE_KEEPALIVE : NDJSON_KEEPALIVE);
+    if (!s->out.sending && s->out.pending.len == 0)
+        stream_buf_adds(&s->out.pending, s->sse ? SSE_KEEPALIVE : NDJSON_KEEPALIVE);
     /* Also a safety net under the hub's notifications: a read that finds nothing new
      * costs one short XRANGE. */
     s->read_wanted = true;
@@ -418,21 +368,6 @@ static void on_heartbeat(uv_timer_t *t)
 }
 
 /* ---- the route ----------------------------------------------------------------- */
-
-/* A stream id as clients give it back: "<ms>" or "<ms>-<seq>". */
-static bool stream_id_ok(const char *id)
-{
-    size_t n = strlen(id), dash = 0;
-    if (n == 0 || n > STREAM_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (id[i] == '-' && i > 0 && i + 1 < n && dash++ == 0)
-            continue;
-        if (id[i] < '0' || id[i] > '9')
-            return false;
-    }
-    return true;
-}
 
 static char *header_value(h2o_req_t *req, const char *name, size_t nlen)
 {
@@ -500,7 +435,7 @@ static void get_events(api_req_t *r)
     char *from = header_value(req, H2O_STRLIT("last-event-id"));
     if (from == NULL)
         from = api_query_get(r, "from");
-    if (from != NULL && !stream_id_ok(from)) {
+    if (from != NULL && !stream_id_valid(from)) {
         api_reply_error(r, 409, "InvalidArgument",
                         "from: \"%.64s\" is not an event id (expected <ms>-<seq>, as sent in "
                         "\"id:\" lines)",

@@ -12,7 +12,7 @@
  * thousand short XRANGEs per entry (tests/integration/test_view_stream.c measures it,
  * docs/PERFORMANCE.md).
  *
- * Memory per watcher is bounded as GET /jobs/:uuid/events bounds it (http_events.c):
+ * Memory per watcher is bounded as GET /jobs/:uuid/events bounds it (http_stream_out.h):
  * `pending` (lines formatted, not yet handed to h2o) and `inflight` (handed to h2o,
  * untouched until it calls proceed); the stream is read again only while less than
  * PENDING_MAX bytes wait, a page of PAGE_ENTRIES entries at a time. A slow reader
@@ -32,19 +32,15 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "events/event_hub.h"
+#include "events/stream_entry.h"
 #include "http/http_request.h"
+#include "http/http_stream_out.h"
 
 #define PAGE_ENTRIES   200
 #define PENDING_MAX    (64 * 1024)
 #define DEFAULT_HB_MS  15000
-#define STREAM_ID_MAX  40
 #define FOLLOW_KEY_MAX 512
 #define KEEPALIVE      "\n"
-
-typedef struct buf {
-    char *s;
-    size_t len, cap;
-} buf_t;
 
 typedef struct view_stream {
     h2o_generator_t gen; /* first: h2o hands it back to proceed and stop */
@@ -55,8 +51,6 @@ typedef struct view_stream {
     char *key;                 /* the followed stream's whole key (owned), or NULL */
     char last_id[STREAM_ID_MAX + 8];
     uv_timer_t heartbeat;
-    bool wrote;       /* the first h2o_send (which carries the headers) is done */
-    bool sending;     /* an h2o_send awaits proceed */
     bool reading;     /* a read of the stream is in flight */
     bool read_wanted; /* entries may be waiting in Redis */
     bool ending;      /* send the final chunk once `pending` is out */
@@ -64,22 +58,12 @@ typedef struct view_stream {
     bool timer_open;
     bool warned; /* an entry that is no JSON object was logged once */
     const char *why;
-    buf_t pending, inflight;
+    http_stream_out_t out; /* pending and in-flight bytes (http_stream_out.h) */
     uint64_t lines;
     uint64_t started_ns;
 } view_stream_t;
 
 static void pump(view_stream_t *s);
-
-static void buf_add(buf_t *b, const char *p, size_t n)
-{
-    if (b->len + n > b->cap) {
-        b->cap = (b->len + n) * 2;
-        b->s = xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->len, p, n);
-    b->len += n;
-}
 
 /* ---- lifetime ------------------------------------------------------------------ */
 
@@ -87,8 +71,7 @@ static void maybe_free(view_stream_t *s)
 {
     if (!s->done || s->timer_open || s->reading)
         return;
-    free(s->pending.s);
-    free(s->inflight.s);
+    http_stream_out_free(&s->out);
     free(s->key);
     free(s);
 }
@@ -129,8 +112,7 @@ static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
 {
     (void)req;
     view_stream_t *s = (view_stream_t *)gen;
-    s->sending = false;
-    s->inflight.len = 0;
+    http_stream_out_proceeded(&s->out);
     pump(s);
 }
 
@@ -138,33 +120,22 @@ static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
 {
     (void)req;
     view_stream_t *s = (view_stream_t *)gen;
-    s->sending = false;
+    s->out.sending = false;
     stream_close(s, "client gone");
 }
 
 static void flush(view_stream_t *s)
 {
-    if (s->done || s->sending || s->req == NULL)
+    if (s->done || s->out.sending || s->req == NULL)
         return;
     /* h2o flushes HTTP/1.1 headers only with a non-empty chunk. */
-    if (!s->wrote && s->pending.len == 0 && !s->ending)
-        buf_add(&s->pending, KEEPALIVE, 1);
-    if (s->pending.len == 0) {
-        if (s->ending) {
-            h2o_req_t *req = s->req;
-            stream_close(s, s->why != NULL ? s->why : "end line sent");
-            h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
-        }
-        return;
+    if (!s->out.wrote && s->out.pending.len == 0 && !s->ending)
+        stream_buf_adds(&s->out.pending, KEEPALIVE);
+    if (!http_stream_out_send(&s->out, s->req) && s->ending) {
+        h2o_req_t *req = s->req;
+        stream_close(s, s->why != NULL ? s->why : "end line sent");
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
     }
-    buf_t t = s->inflight;
-    s->inflight = s->pending;
-    s->pending = t;
-    s->pending.len = 0;
-    s->sending = true;
-    s->wrote = true;
-    h2o_iovec_t iov = h2o_iovec_init(s->inflight.s, s->inflight.len);
-    h2o_send(s->req, &iov, 1, H2O_SEND_STATE_IN_PROGRESS);
 }
 
 /* ---- lines --------------------------------------------------------------------- */
@@ -174,8 +145,8 @@ static void flush(view_stream_t *s)
 static void append_line(view_stream_t *s, const json_t *line)
 {
     char *text = json_dumps(line, JSON_COMPACT);
-    buf_add(&s->pending, text, strlen(text));
-    buf_add(&s->pending, "\n", 1);
+    stream_buf_adds(&s->out.pending, text);
+    stream_buf_adds(&s->out.pending, "\n");
     free(text);
     s->lines++;
     const char *type = json_string_value(json_object_get(line, "type"));
@@ -227,7 +198,7 @@ static void pump(view_stream_t *s)
     if (s->done)
         return;
     if (s->read_wanted && !s->reading && !s->ending && s->hub != NULL && s->key != NULL &&
-        s->pending.len < PENDING_MAX) {
+        s->out.pending.len < PENDING_MAX) {
         s->read_wanted = false;
         if (event_hub_read_stream(s->hub, s->key, s->last_id, false, PAGE_ENTRIES, on_read, s) == 0)
             s->reading = true;
@@ -256,28 +227,13 @@ static void on_heartbeat(uv_timer_t *t)
     if (s->done)
         return;
     /* A write is what tells h2o an HTTP/1.1 client is gone. */
-    if (!s->sending && s->pending.len == 0)
-        buf_add(&s->pending, KEEPALIVE, 1);
+    if (!s->out.sending && s->out.pending.len == 0)
+        stream_buf_adds(&s->out.pending, KEEPALIVE);
     s->read_wanted = true; /* a safety net under the hub's notifications */
     pump(s);
 }
 
 /* ---- the script's answer ------------------------------------------------------- */
-
-/* "0", "<ms>" or "<ms>-<seq>". */
-static bool stream_id_ok(const char *id)
-{
-    size_t n = strlen(id), dash = 0;
-    if (n == 0 || n > STREAM_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (id[i] == '-' && i > 0 && i + 1 < n && dash++ == 0)
-            continue;
-        if (id[i] < '0' || id[i] > '9')
-            return false;
-    }
-    return true;
-}
 
 /* What is wrong with the script's answer, or NULL; *lines, *follow and *after are
  * borrowed from `doc`. */
@@ -321,7 +277,7 @@ static const char *answer_fault(json_t *doc, const json_t **lines, const char **
     const json_t *a = json_object_get(doc, "after");
     *after = "0";
     if (a != NULL && !json_is_null(a)) {
-        if (!json_is_string(a) || !stream_id_ok(json_string_value(a)))
+        if (!json_is_string(a) || !stream_id_valid(json_string_value(a)))
             return "after: expected a stream id (\"0\", \"<ms>\" or \"<ms>-<seq>\")";
         *after = json_string_value(a);
     }
@@ -367,18 +323,9 @@ void http_view_stream_start(api_req_t *r, const plugin_view_t *v, const char *te
     metrics_http_observe(v->def->path, r->method, 200, (double)(uv_hrtime() - r->started_ns) / 1e9);
     api_req_release(r);
 
-    h2o_req_t *req = s->req;
-    req->res.status = 200;
-    req->res.reason = "OK";
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
-                   H2O_STRLIT("application/x-ndjson"));
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL,
-                   H2O_STRLIT("no-cache"));
-    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-accel-buffering"), 0, NULL,
-                          H2O_STRLIT("no"));
     s->gen.proceed = on_proceed;
     s->gen.stop = on_stop;
-    h2o_start_response(req, &s->gen);
+    http_stream_out_start(s->req, &s->gen, "application/x-ndjson");
     metrics_streams_add(1);
     uv_timer_init(loop, &s->heartbeat);
     s->heartbeat.data = s;

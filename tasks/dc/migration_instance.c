@@ -61,6 +61,23 @@ static int instance_for(tern_ctx *ctx, const char *task, const dc_state_t *s, co
     return 0;
 }
 
+/* The arguments both tasks take: migration_uuid, vm_uuid (borrowed from args) and the
+ * required boolean `flag`. NULL, or what is wrong (static or in msg). */
+static const char *ids_and_flag(const json_t *args, const char *flag, const char **mig,
+                                const char **vm_uuid, bool *value, char *msg, size_t msglen)
+{
+    const char *bad = migration_arg_uuid(args, "migration_uuid", mig, msg, msglen);
+    if (bad == NULL)
+        bad = migration_arg_uuid(args, "vm_uuid", vm_uuid, msg, msglen);
+    if (bad == NULL && json_object_get(args, flag) == NULL) {
+        snprintf(msg, msglen, "%s: required", flag);
+        bad = msg;
+    }
+    if (bad == NULL)
+        bad = task_args_bool(args, flag, value, msg, msglen);
+    return bad;
+}
+
 static void flip_start(tern_ctx *ctx, const json_t *args)
 {
     const char *task = "dc.migration_flip";
@@ -71,13 +88,8 @@ static void flip_start(tern_ctx *ctx, const json_t *args)
     const char *mig = NULL, *vm_uuid = NULL;
     bool hidden = false, autoboot = false;
     const json_t *nics = json_object_get(args, "nics");
-    const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
-    if (bad == NULL)
-        bad = migration_arg_uuid(args, "vm_uuid", &vm_uuid, msg, sizeof msg);
-    if (bad == NULL && json_object_get(args, "do_not_inventory") == NULL)
-        bad = "do_not_inventory: required";
-    if (bad == NULL)
-        bad = task_args_bool(args, "do_not_inventory", &hidden, msg, sizeof msg);
+    const char *bad =
+        ids_and_flag(args, "do_not_inventory", &mig, &vm_uuid, &hidden, msg, sizeof msg);
     bool set_autoboot = json_object_get(args, "autoboot") != NULL &&
                         !json_is_null(json_object_get(args, "autoboot"));
     if (bad == NULL && set_autoboot)
@@ -171,13 +183,8 @@ static void cleanup_start(tern_ctx *ctx, const json_t *args)
     char msg[PATH_MAX + 512];
     const char *mig = NULL, *vm_uuid = NULL;
     bool remove_instance = false;
-    const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
-    if (bad == NULL)
-        bad = migration_arg_uuid(args, "vm_uuid", &vm_uuid, msg, sizeof msg);
-    if (bad == NULL && json_object_get(args, "remove_instance") == NULL)
-        bad = "remove_instance: required";
-    if (bad == NULL)
-        bad = task_args_bool(args, "remove_instance", &remove_instance, msg, sizeof msg);
+    const char *bad =
+        ids_and_flag(args, "remove_instance", &mig, &vm_uuid, &remove_instance, msg, sizeof msg);
     if (bad != NULL) {
         tern_task_fail(ctx, "InvalidArgument", "%s: %s", task, bad);
         return;

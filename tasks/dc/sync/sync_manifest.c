@@ -417,6 +417,24 @@ static int load(sync_manifest_t *m, char *err, size_t errlen)
     return 0;
 }
 
+/* See sync_manifest.h. */
+int sync_disk_number(const char *name)
+{
+    unsigned n = 0;
+    const char *p = name;
+    if (strncmp(p, "disk", 4))
+        return -1;
+    p += 4;
+    if (*p < '0' || *p > '9' || (*p == '0' && p[1] != '.'))
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        n = n * 10 + (unsigned)(*p - '0');
+        if (n >= SYNC_DISKS_MAX)
+            return -1;
+    }
+    return strcmp(p, ".img") ? -1 : (int)n;
+}
+
 int sync_manifest_open(const char *dir, uint32_t block_size, sync_manifest_t **out, char *err,
                        size_t errlen)
 {

@@ -59,6 +59,10 @@ typedef struct sync_manifest {
     uint64_t log_records;
 } sync_manifest_t;
 
+/* The N of a disk's file name "disk<N>.img" (N decimal, < SYNC_DISKS_MAX, no leading
+ * zero), or -1 for any other name. */
+int sync_disk_number(const char *name);
+
 /* Opens (creating dir and the file when missing) the manifest at <dir>/manifest for
  * blocks of block_size. 0 or -errno with err naming the file. Free with
  * sync_manifest_close. */

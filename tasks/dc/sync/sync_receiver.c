@@ -105,24 +105,6 @@ typedef struct session {
     char err[512];
 } session_t;
 
-/* disk<N>.img with N a decimal < SYNC_DISKS_MAX, no leading zero: its N, or -1. */
-static int disk_number(const char *name)
-{
-    unsigned n = 0;
-    const char *p = name;
-    if (strncmp(p, "disk", 4))
-        return -1;
-    p += 4;
-    if (*p < '0' || *p > '9' || (*p == '0' && p[1] != '.'))
-        return -1;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        n = n * 10 + (unsigned)(*p - '0');
-        if (n >= SYNC_DISKS_MAX)
-            return -1;
-    }
-    return strcmp(p, ".img") ? -1 : (int)n;
-}
-
 static void disk_path(const session_t *s, unsigned n, char *out)
 {
     snprintf(out, PATH_MAX, "%s/disk%u.img", s->disks, n);
@@ -347,7 +329,7 @@ static int on_disk(session_t *s)
     uint64_t size = sync_cur_u64(&c);
     sync_cur_str(&c, gen, sizeof gen);
     uint8_t reset = sync_cur_u8(&c);
-    int n = disk_number(name);
+    int n = sync_disk_number(name);
     if (c.bad || n < 0)
         return fail(s, -EPROTO, "bad disk frame (disk name \"%.64s\")", name);
     if (size > DISK_SIZE_MAX)
@@ -516,7 +498,7 @@ static int on_remove(session_t *s)
     sync_cur_t c = {.p = s->in.p, .left = s->in.len};
     char name[64];
     sync_cur_str(&c, name, sizeof name);
-    int n = disk_number(name);
+    int n = sync_disk_number(name);
     if (c.bad || n < 0)
         return fail(s, -EPROTO, "bad remove frame (disk name \"%.64s\")", name);
     char path[PATH_MAX];
@@ -568,7 +550,7 @@ static int write_vmjson(session_t *s)
     {
         const char *p = json_string_value(json_object_get(disk, "path"));
         const char *tail = p ? strrchr(p, '/') : NULL;
-        if (tail && disk_number(tail + 1) >= 0) {
+        if (tail && sync_disk_number(tail + 1) >= 0) {
             char np[PATH_MAX + 64];
             snprintf(np, sizeof np, "%s%s", s->disks, tail);
             json_object_set_new(disk, "path", json_string(np));
@@ -593,7 +575,7 @@ static int remove_strays(session_t *s)
     struct dirent *de;
     int rc = 0;
     while ((de = readdir(dh))) {
-        int n = disk_number(de->d_name);
+        int n = sync_disk_number(de->d_name);
         if (n < 0 || sync_manifest_disk(s->m, (unsigned)n))
             continue;
         char path[PATH_MAX];

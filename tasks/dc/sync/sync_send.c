@@ -92,23 +92,6 @@ static void add_item(pdisk_t *d, uint64_t idx, uint8_t kind)
     d->items[d->n_items++] = (item_t){idx, kind};
 }
 
-static int disk_number(const char *name)
-{
-    unsigned n = 0;
-    const char *p = name;
-    if (strncmp(p, "disk", 4))
-        return -1;
-    p += 4;
-    if (*p < '0' || *p > '9' || (*p == '0' && p[1] != '.'))
-        return -1;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        n = n * 10 + (unsigned)(*p - '0');
-        if (n >= SYNC_DISKS_MAX)
-            return -1;
-    }
-    return strcmp(p, ".img") ? -1 : (int)n;
-}
-
 /* The `id` of disk n in vm.json (by its pci_slot "0:4:n"), or "". */
 static const char *disk_id(json_t *vm, unsigned n)
 {
@@ -168,7 +151,7 @@ static int read_source(pass_t *p)
     struct dirent *de;
     int rc = 0;
     while ((de = readdir(dh))) {
-        int n = disk_number(de->d_name);
+        int n = sync_disk_number(de->d_name);
         if (n < 0)
             continue;
         pdisk_t *d = &p->disks[n];
@@ -310,7 +293,7 @@ static int read_manifest(pass_t *p)
             char gen[SYNC_GENERATION_MAX];
             sync_cur_str(&c, gen, sizeof gen);
             uint64_t k = sync_cur_u64(&c);
-            int n = disk_number(name);
+            int n = sync_disk_number(name);
             if (c.bad || n < 0 || k > sync_block_count(size, p->o->block_size) + 1)
                 return fail(p, -EPROTO, "bad manifest disk \"%.64s\"", name);
             cur = &p->disks[n];
