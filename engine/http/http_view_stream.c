@@ -9,7 +9,7 @@
  * every followed key in its one blocking XREAD and wakes the responses of a key when it
  * grew; each response then reads the entries after the last one it sent, on the hub's
  * read connection. So a thousand watchers of one stream cost one XREAD key and a
- * thousand short XRANGEs per entry (tests/integration/test_view_stream.c measures it,
+ * thousand short XRANGEs per entry (tests/integration/test_stream.c measures it,
  * docs/PERFORMANCE.md).
  *
  * Memory per watcher is bounded as GET /jobs/:uuid/events bounds it (http_stream_out.h):
