@@ -304,6 +304,10 @@ static void check_start(admission_run_t *run)
         .sink = {.on_outcome = on_check_outcome, .owner = run},
     };
     uint64_t ms = c->timeout_ms > 0 ? c->timeout_ms : a->opts.default_timeout_ms;
+    /* The loop's clock is the one of its iteration's start: without a fresh reading the
+     * bound could end a little before `ms` had passed (test_admission's hang test once
+     * saw its 400 ms bound answered in 399 ms under ASan). */
+    uv_update_time(a->opts.loop);
     uv_timer_start(&run->timer, on_timer, ms, 0);
     if (c->isolate || (def->flags & TERN_TASK_ISOLATED)) {
         if (a->opts.helper_exe == NULL) {
