@@ -29,6 +29,7 @@
 #include "args.h"
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/ident.h"
 #include "cli.h"
 #include "client.h"
 #include "dc_api.h"
@@ -99,7 +100,7 @@ static cli_status_t on_mig_opt(cli_t *cli, void *data, int c, const char *arg)
         o->has_limit = true;
         return CLI_OK;
     case OPT_OWNER:
-        if (!migration_is_uuid(arg))
+        if (!uuid_valid(arg))
             return cli_usage(cli, "--owner \"%s\": expected a uuid", arg);
         o->owner = arg;
         return CLI_OK;
@@ -136,7 +137,7 @@ static const char *call_owner(const mig_opts_t *o)
 /* A VM argument the API could know: a uuid, or an alias as Triton allows them. */
 static cli_status_t check_vm_arg(cli_t *cli, const char *vm)
 {
-    if (migration_is_uuid(vm))
+    if (uuid_valid(vm))
         return CLI_OK;
     size_t n = strlen(vm);
     bool ok = n > 0 && n <= 189 && isalnum((unsigned char)vm[0]);
@@ -207,7 +208,7 @@ static cli_status_t newest_of_vm(cli_t *cli, const char *vm_uuid, const char *ow
 static cli_status_t find_migration(cli_t *cli, const char *ref, const char *owner, json_t **rec)
 {
     cli_status_t st;
-    if (migration_is_uuid(ref)) {
+    if (uuid_valid(ref)) {
         st = get_migration(cli, ref, owner, rec);
         if (st != CLI_API || (strcmp(cli->err.code, "MigrationNotFound") != 0 &&
                               strcmp(cli->err.code, "ResourceNotFound") != 0))
@@ -469,7 +470,7 @@ static cli_status_t wait_phase(cli_t *cli, const char *mig, const char *job_uuid
 /* VM `ref` (a uuid, or an alias looked up) into uuid. */
 static cli_status_t vm_uuid_of(cli_t *cli, const char *ref, char uuid[37])
 {
-    if (migration_is_uuid(ref)) {
+    if (uuid_valid(ref)) {
         snprintf(uuid, 37, "%s", ref);
         return CLI_OK;
     }
@@ -497,7 +498,7 @@ static cli_status_t resolve_affinity(cli_t *cli, json_t *affinity)
         json_array_foreach(list, i, item)
         {
             const char *ref = json_string_value(item);
-            if (migration_is_uuid(ref))
+            if (uuid_valid(ref))
                 continue;
             char uuid[37];
             cli_status_t st = check_vm_arg(cli, ref);
@@ -521,7 +522,7 @@ static cli_status_t build_params(cli_t *cli, mig_opts_t *o, const char *vm_uuid,
         json_object_set_new(p, "owner_uuid", json_string(owner));
     if (o->target != NULL) {
         char server[37];
-        if (migration_is_uuid(o->target))
+        if (uuid_valid(o->target))
             snprintf(server, sizeof server, "%s", o->target);
         else
             st = dc_find_uuid(cli, "/servers", "hostname", "server", o->target, server);

@@ -43,23 +43,6 @@ const migration_action_t *migration_action_find(const char *name)
     return NULL;
 }
 
-bool migration_is_uuid(const char *s)
-{
-    static const int dash[] = {8, 13, 18, 23};
-    if (s == NULL || strlen(s) != 36)
-        return false;
-    for (int i = 0, d = 0; i < 36; i++) {
-        if (d < 4 && i == dash[d]) {
-            if (s[i] != '-')
-                return false;
-            d++;
-        } else if (!isxdigit((unsigned char)s[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* True when the ISO time `s` names its zone (Z or an offset), which units_parse_iso
  * does not require. */
 static bool has_zone(const char *s)

@@ -53,8 +53,4 @@ bool migration_parse_limit(const char *s, double *mbps, char *err, size_t errlen
  * empty rule, an unknown key, an empty VM or a rack other than same or other. */
 bool migration_parse_affinity(const char *s, json_t *affinity, char *err, size_t errlen);
 
-/* True when `s` is a migration's or a VM's uuid as the API writes them (36 characters,
- * lower- or upper-case hex). */
-bool migration_is_uuid(const char *s);
-
 #endif /* TERN_CLI_MIGRATION_ARGS_H */

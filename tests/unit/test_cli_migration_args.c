@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/ident.h"
 #include "migration_args.h"
 
 static const char *tern_path;
@@ -153,14 +154,14 @@ static void test_actions_and_uuids(void **state)
     assert_true(migration_action_find("automatic")->new_migration);
     assert_false(migration_action_find("sync")->new_migration);
 
-    assert_true(migration_is_uuid("11111111-2222-4333-8444-555555555555"));
-    assert_true(migration_is_uuid("ABCDEF01-2222-4333-8444-555555555555"));
-    assert_false(migration_is_uuid("11111111-2222-4333-8444-55555555555"));
-    assert_false(migration_is_uuid("11111111-2222-4333-8444-5555555555555"));
-    assert_false(migration_is_uuid("11111111x2222-4333-8444-555555555555"));
-    assert_false(migration_is_uuid("g1111111-2222-4333-8444-555555555555"));
-    assert_false(migration_is_uuid(""));
-    assert_false(migration_is_uuid(NULL));
+    assert_true(uuid_valid("11111111-2222-4333-8444-555555555555"));
+    assert_true(uuid_valid("ABCDEF01-2222-4333-8444-555555555555"));
+    assert_false(uuid_valid("11111111-2222-4333-8444-55555555555"));
+    assert_false(uuid_valid("11111111-2222-4333-8444-5555555555555"));
+    assert_false(uuid_valid("11111111x2222-4333-8444-555555555555"));
+    assert_false(uuid_valid("g1111111-2222-4333-8444-555555555555"));
+    assert_false(uuid_valid(""));
+    assert_false(uuid_valid(NULL));
 }
 
 /* ---- the built client ----------------------------------------------------------- */
