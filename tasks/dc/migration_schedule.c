@@ -8,146 +8,32 @@
  *   {migration_uuid} -> {job_uuid, exec_after, state (the migration's when asked)}
  *
  * migration_switch_job.lua reads the record and answers the job to ask for; its uuid is
- * made from the migration's, so a step run again asks for the same job: the API answers
- * 201 with the job as it is, or a 409 or another refusal (the admission check of a
- * switch already started refuses it), which is taken as success when GET /jobs/<uuid>
- * shows that job with its target. The POST goes to the dc configuration's "api_url"
- * with "Authorization: Bearer <api_token>" when a token is configured, as the volume
- * jobs of a provision do (provision_volumes.c). No answer or a 5xx fails with
- * SwitchJobUnavailable (retried); a refusal with SwitchJobRefused (final), naming the
- * status and the API's body.
+ * made from the migration's, so a step run again asks for the same job and gets it
+ * (api_jobs.h: the admission check of a switch already started refuses a second POST,
+ * and the GET that follows shows the job). A failure to ask is SwitchJobUnavailable
+ * (retried) or SwitchJobRefused (final), naming the status and the API's body.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_jobs.h"
 #include "dc_state.h"
 #include "dc_tasks.h"
 #include "inventory_script.h"
 #include "lua_scripts.h"
-
-#define JOB_POST_MS 10000u /* one POST or GET of the API */
 
 /* Retrying does not help these: the request, the migration or the configuration must
  * change first. */
 static const char *const fatal_codes[] = {"InvalidArgument", "MigrationNotFound", "InvalidState",
                                           "NoApiUrl",        "SwitchJobRefused",  NULL};
 
-/* What an attempt keeps between its requests (attempts.h). */
-typedef struct switch_post {
-    json_t *post;    /* {uuid, workflow, target, exec_after, params} (owned) */
-    json_t *result;  /* the step's result (owned) */
-    char *refused;   /* the body of the refusal a GET checks (owned) */
-    long refused_st; /* its status */
-} switch_post_t;
-
-static void switch_post_free(void *data)
-{
-    switch_post_t *sp = data;
-    json_decref(sp->post);
-    json_decref(sp->result);
-    free(sp->refused);
-    free(sp);
-}
-
-static const char *post_field(const switch_post_t *sp, const char *key)
-{
-    return json_string_value(json_object_get(sp->post, key));
-}
-
-/* Fails the attempt: "<step>: <what> of migrate-switch job <uuid>: <status> <body>". */
-static void post_fail(tern_ctx *ctx, switch_post_t *sp, const char *code, const char *what,
-                      long status, const char *body)
-{
-    const dc_state_t *s = tern_plugin_state(ctx);
-    tern_task_fail(ctx, code, "%s: %s of migrate-switch job %s: %ld %.2000s", tern_step_name(ctx),
-                   what, post_field(sp, "uuid"), status, body != NULL ? body : "");
-    attempts_end(s->attempts, ctx);
-}
-
-static void post_done(tern_ctx *ctx, switch_post_t *sp)
-{
-    const dc_state_t *s = tern_plugin_state(ctx);
-    json_t *result = sp->result;
-    sp->result = NULL;
-    attempts_end(s->attempts, ctx); /* frees sp */
-    tern_task_done(ctx, result);
-}
-
-static void auth_headers(const dc_state_t *s, char *auth, size_t authlen, const char *headers[3])
-{
-    size_t n = 0;
-    headers[n++] = "Content-Type: application/json";
-    if (s->api_token != NULL) {
-        snprintf(auth, authlen, "Authorization: Bearer %s", s->api_token);
-        headers[n++] = auth;
-    }
-    headers[n] = NULL;
-}
-
-/* The GET after a refusal: the job of this uuid with this target is the one asked for,
- * made by an earlier attempt. */
-static void on_job_read(tern_ctx *ctx, const tern_http_res *res, void *data)
-{
-    switch_post_t *sp = data;
-    json_t *job = res->status == 200 ? json_loads(res->body, 0, NULL) : NULL;
-    const char *target = json_string_value(json_object_get(job, "target"));
-    bool same = target != NULL && strcmp(target, post_field(sp, "target")) == 0;
-    json_decref(job);
-    if (!same) {
-        post_fail(ctx, sp, "SwitchJobRefused", "POST /jobs", sp->refused_st, sp->refused);
-        return;
-    }
-    post_done(ctx, sp);
-}
-
-static void on_job_posted(tern_ctx *ctx, const tern_http_res *res, void *data)
-{
-    switch_post_t *sp = data;
-    const dc_state_t *s = tern_plugin_state(ctx);
-    if (res->status == 200 || res->status == 201) {
-        post_done(ctx, sp);
-        return;
-    }
-    if (res->status == 0) {
-        post_fail(ctx, sp, "SwitchJobUnavailable", "no answer to POST /jobs", 0, res->error);
-        return;
-    }
-    if (res->status >= 500) {
-        /* 503 OutcomeUnknown: the job may exist; the same uuid asked again tells. */
-        post_fail(ctx, sp, "SwitchJobUnavailable", "POST /jobs", res->status, res->body);
-        return;
-    }
-    size_t len = res->body_len + 1;
-    sp->refused = malloc(len);
-    if (sp->refused == NULL)
-        abort();
-    snprintf(sp->refused, len, "%s", res->body != NULL ? res->body : "");
-    sp->refused_st = res->status;
-    char url[1024], auth[1024];
-    const char *headers[3];
-    auth_headers(s, auth, sizeof auth, headers);
-    snprintf(url, sizeof url, "%s/jobs/%s", s->api_url, post_field(sp, "uuid"));
-    tern_http_req req = {.size = sizeof req,
-                         .method = "GET",
-                         .url = url,
-                         .headers = headers,
-                         .timeout_ms = JOB_POST_MS};
-    if (tern_http_request(ctx, &req, on_job_read, sp) != 0)
-        post_fail(ctx, sp, "SwitchJobUnavailable", "GET /jobs/:uuid cannot be sent", 0, "");
-}
+static const api_job_codes_t switch_job_codes = {.unavailable = "SwitchJobUnavailable",
+                                                 .refused = "SwitchJobRefused"};
 
 /* The script's answer: the job POSTed. NULL: the outcome is reported later. */
 static json_t *switch_job_asked(tern_ctx *ctx, const json_t *answer)
 {
-    const dc_state_t *s = tern_plugin_state(ctx);
-    if (s == NULL || s->api_url == NULL) {
-        tern_task_fail(ctx, "NoApiUrl",
-                       "%s: this runner's dc configuration has no \"api_url\", the API the "
-                       "migrate-switch job is asked of",
-                       tern_step_name(ctx));
-        return NULL;
-    }
     const json_t *post = json_object_get(answer, "post");
     if (!json_is_object(post) || !json_is_string(json_object_get(post, "uuid"))) {
         tern_task_fail(ctx, "ScriptError",
@@ -155,34 +41,14 @@ static json_t *switch_job_asked(tern_ctx *ctx, const json_t *answer)
                        tern_step_name(ctx), "expected {\"post\": {\"uuid\", ...}}");
         return NULL;
     }
-    switch_post_t *sp = calloc(1, sizeof *sp);
-    if (sp == NULL) /* exhausted memory: the one failure the house lets abort */
+    json_t *result = json_pack("{s:s?, s:s?, s:O?}", "job_uuid",
+                               json_string_value(json_object_get(post, "uuid")), "exec_after",
+                               json_string_value(json_object_get(post, "exec_after")), "state",
+                               json_object_get(answer, "state"));
+    json_t *posts = json_pack("[O]", post);
+    if (result == NULL || posts == NULL) /* exhausted memory (post is an object) */
         abort();
-    sp->post = json_deep_copy(post);
-    sp->result = json_pack("{s:s?, s:s?, s:O?}", "job_uuid",
-                           json_string_value(json_object_get(post, "uuid")), "exec_after",
-                           json_string_value(json_object_get(post, "exec_after")), "state",
-                           json_object_get(answer, "state"));
-    char *body = sp->post != NULL ? json_dumps(sp->post, JSON_COMPACT) : NULL;
-    if (body == NULL || sp->result == NULL) /* exhausted memory (post is an object) */
-        abort();
-    attempts_add(s->attempts, ctx, sp, switch_post_free);
-    char url[1024], auth[1024];
-    const char *headers[3];
-    auth_headers(s, auth, sizeof auth, headers);
-    snprintf(url, sizeof url, "%s/jobs", s->api_url);
-    tern_http_req req = {.size = sizeof req,
-                         .method = "POST",
-                         .url = url,
-                         .headers = headers,
-                         .body = body,
-                         .body_len = strlen(body),
-                         .timeout_ms = JOB_POST_MS};
-    int rc = tern_http_request(ctx, &req, on_job_posted, sp);
-    free(body);
-    if (rc != 0)
-        post_fail(ctx, sp, "SwitchJobUnavailable", "POST /jobs cannot be sent", 0, "");
-    return NULL;
+    return api_jobs_post(ctx, posts, result, 0, &switch_job_codes);
 }
 
 static void schedule_switch_start(tern_ctx *ctx, const json_t *args)

@@ -25,32 +25,28 @@
  * Given "volumes": [] (the admission check's answer for a provision that mounts none),
  * reserve, wait and reference answer at once without a script.
  *
- * The jobs go to POST <api_url>/jobs (the dc configuration's "api_url", with
- * "Authorization: Bearer <token>" when a token is configured) under a uuid that does
- * not change when the step runs again: a volume-create job's is the volume's uuid, a
+ * The jobs are asked of the control's API (api_jobs.h) under a uuid that does not
+ * change when the step runs again: a volume-create job's is the volume's uuid, a
  * volume-delete job's the name-based uuid of "volume-delete:<volume uuid>"
- * (volume_rules.lua, volume_delete_job_uuid). So a step run again gets the job it made
- * (201 with the job as it is), and a 409 for that uuid is taken as success when GET
- * /jobs/<uuid> shows the job with this target. Any other answer fails the step naming
- * its status and body: VolumeJobUnavailable (retried) for no answer or a 5xx,
- * VolumeJobRefused (final) for a 4xx.
+ * (volume_rules.lua, volume_delete_job_uuid). A failure to ask is VolumeJobUnavailable
+ * (retried) or VolumeJobRefused (final).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "api_jobs.h"
 #include "dc_state.h"
 #include "dc_tasks.h"
 #include "inventory_script.h"
 #include "lib/args.h"
 #include "lua_scripts.h"
 
-#define WAIT_POLL_MS      500    /* volumes_wait: how often a creating volume is looked at */
-#define UNRESERVE_POLL_MS 1000   /* volumes_unreserve: a volume still creating */
-#define WAIT_DEFAULT_S    300    /* the longest a volume is waited for */
-#define ABANDON_S         60     /* a volume no volume-create job took after this never will */
-#define JOB_POST_MS       10000u /* one POST or GET of the API */
+#define WAIT_POLL_MS      500  /* volumes_wait: how often a creating volume is looked at */
+#define UNRESERVE_POLL_MS 1000 /* volumes_unreserve: a volume still creating */
+#define WAIT_DEFAULT_S    300  /* the longest a volume is waited for */
+#define ABANDON_S         60   /* a volume no volume-create job took after this never will */
 
 /* Retrying does not help these: the volume, the request or the configuration must
  * change first. */
@@ -58,189 +54,8 @@ static const char *const fatal_codes[] = {
     "InvalidArgument",    "ResourceNotFound", "InvalidState",     "VolumeNotReady",
     "VolumeNotReachable", "NoApiUrl",         "VolumeJobRefused", NULL};
 
-/* ---- the volume jobs, POSTed one after the other ------------------------------------ */
-
-typedef struct volume_jobs {
-    json_t *posts;       /* [{"uuid", "workflow", "target", "params"}] (owned) */
-    size_t next;         /* the post being answered */
-    json_t *result;      /* the step's result once all are answered (owned) */
-    char *refused;       /* the body of the 409 being checked by a GET (owned) */
-    uint64_t requeue_ms; /* > 0: after the posts, run the step again after this */
-} volume_jobs_t;
-
-static void volume_jobs_free(void *data)
-{
-    volume_jobs_t *j = data;
-    json_decref(j->posts);
-    json_decref(j->result);
-    free(j->refused);
-    free(j);
-}
-
-static void post_next(tern_ctx *ctx, volume_jobs_t *j);
-
-/* The attempt's outcome reported, what it kept is freed. */
-static void jobs_finish(tern_ctx *ctx, volume_jobs_t *j)
-{
-    const dc_state_t *s = tern_plugin_state(ctx);
-    json_t *result = j->result;
-    uint64_t requeue_ms = j->requeue_ms;
-    j->result = NULL;
-    attempts_end(s->attempts, ctx); /* frees j */
-    if (requeue_ms > 0)
-        tern_task_requeue(ctx, requeue_ms, result);
-    else
-        tern_task_done(ctx, result);
-}
-
-/* Fails the attempt with `code`: "<step>: <what> <workflow> <uuid>: <status> <body>". */
-static void jobs_fail(tern_ctx *ctx, const char *code, const char *what, const char *workflow,
-                      const char *uuid, long status, const char *body)
-{
-    const dc_state_t *s = tern_plugin_state(ctx);
-    tern_task_fail(ctx, code, "%s: %s of %s job %s: %ld %.2000s", tern_step_name(ctx), what,
-                   workflow != NULL ? workflow : "?", uuid != NULL ? uuid : "?", status,
-                   body != NULL ? body : "");
-    attempts_end(s->attempts, ctx);
-}
-
-static const char *post_field(const volume_jobs_t *j, const char *key)
-{
-    return json_string_value(json_object_get(json_array_get(j->posts, j->next), key));
-}
-
-/* The GET after a 409: the job of this uuid with this target is the one asked for. */
-static void on_job_read(tern_ctx *ctx, const tern_http_res *res, void *data)
-{
-    volume_jobs_t *j = data;
-    json_t *job = res->status == 200 ? json_loads(res->body, 0, NULL) : NULL;
-    const char *target = json_string_value(json_object_get(job, "target"));
-    bool same = target != NULL && strcmp(target, post_field(j, "target")) == 0;
-    json_decref(job);
-    if (!same) {
-        jobs_fail(ctx, "VolumeJobRefused", "POST /jobs", post_field(j, "workflow"),
-                  post_field(j, "uuid"), 409, j->refused);
-        return;
-    }
-    free(j->refused);
-    j->refused = NULL;
-    j->next++;
-    post_next(ctx, j);
-}
-
-static void auth_headers(const dc_state_t *s, char *auth, size_t authlen, const char *headers[3])
-{
-    size_t n = 0;
-    headers[n++] = "Content-Type: application/json";
-    if (s->api_token != NULL) {
-        snprintf(auth, authlen, "Authorization: Bearer %s", s->api_token);
-        headers[n++] = auth;
-    }
-    headers[n] = NULL;
-}
-
-static void on_job_posted(tern_ctx *ctx, const tern_http_res *res, void *data)
-{
-    volume_jobs_t *j = data;
-    const dc_state_t *s = tern_plugin_state(ctx);
-    if (res->status == 200 || res->status == 201) {
-        j->next++;
-        post_next(ctx, j);
-        return;
-    }
-    if (res->status == 0) {
-        /* No answer: worth another attempt (the step's retry policy). */
-        jobs_fail(ctx, "VolumeJobUnavailable", "no answer to POST /jobs", post_field(j, "workflow"),
-                  post_field(j, "uuid"), 0, res->error);
-        return;
-    }
-    if (res->status != 409) {
-        /* A server error may pass (503 OutcomeUnknown: the job may exist, and the same
-         * uuid asked again tells); a refusal stays one. */
-        jobs_fail(ctx, res->status >= 500 ? "VolumeJobUnavailable" : "VolumeJobRefused",
-                  "POST /jobs", post_field(j, "workflow"), post_field(j, "uuid"), res->status,
-                  res->body);
-        return;
-    }
-    /* 409: the uuid may be this job's, made by an earlier attempt under a workflow
-     * version since replaced: the job itself tells. */
-    size_t len = res->body_len + 8;
-    j->refused = malloc(len);
-    if (j->refused == NULL)
-        abort();
-    snprintf(j->refused, len, "%s", res->body);
-    char url[1024], auth[1024];
-    const char *headers[3];
-    auth_headers(s, auth, sizeof auth, headers);
-    snprintf(url, sizeof url, "%s/jobs/%s", s->api_url, post_field(j, "uuid"));
-    tern_http_req req = {.size = sizeof req,
-                         .method = "GET",
-                         .url = url,
-                         .headers = headers,
-                         .timeout_ms = JOB_POST_MS};
-    if (tern_http_request(ctx, &req, on_job_read, j) != 0)
-        jobs_fail(ctx, "VolumeJobUnavailable", "GET /jobs/:uuid cannot be sent",
-                  post_field(j, "workflow"), post_field(j, "uuid"), 0, "");
-}
-
-static void post_next(tern_ctx *ctx, volume_jobs_t *j)
-{
-    const dc_state_t *s = tern_plugin_state(ctx);
-    if (j->next >= json_array_size(j->posts)) {
-        jobs_finish(ctx, j);
-        return;
-    }
-    char *body = json_dumps(json_array_get(j->posts, j->next), JSON_COMPACT);
-    if (body == NULL)
-        abort();
-    char url[1024], auth[1024];
-    const char *headers[3];
-    auth_headers(s, auth, sizeof auth, headers);
-    snprintf(url, sizeof url, "%s/jobs", s->api_url);
-    tern_http_req req = {.size = sizeof req,
-                         .method = "POST",
-                         .url = url,
-                         .headers = headers,
-                         .body = body,
-                         .body_len = strlen(body),
-                         .timeout_ms = JOB_POST_MS};
-    int rc = tern_http_request(ctx, &req, on_job_posted, j);
-    free(body);
-    if (rc != 0)
-        jobs_fail(ctx, "VolumeJobUnavailable", "POST /jobs cannot be sent",
-                  post_field(j, "workflow"), post_field(j, "uuid"), 0, "");
-}
-
-/* POSTs `posts` (stolen), then reports `result` (stolen): done, or re-queued after
- * requeue_ms when > 0. NULL (the outcome is reported later), as dc_script_ok_fn says. */
-static json_t *post_jobs(tern_ctx *ctx, json_t *posts, json_t *result, uint64_t requeue_ms)
-{
-    const dc_state_t *s = tern_plugin_state(ctx);
-    if (json_array_size(posts) > 0 && (s == NULL || s->api_url == NULL)) {
-        json_decref(posts);
-        json_decref(result);
-        tern_task_fail(ctx, "NoApiUrl",
-                       "%s: this runner's dc configuration has no \"api_url\", the API the "
-                       "volume jobs are asked of",
-                       tern_step_name(ctx));
-        return NULL;
-    }
-    if (json_array_size(posts) == 0) {
-        json_decref(posts);
-        if (requeue_ms > 0) {
-            tern_task_requeue(ctx, requeue_ms, result);
-            return NULL;
-        }
-        return result;
-    }
-    volume_jobs_t *j = calloc(1, sizeof *j);
-    if (j == NULL)
-        abort();
-    *j = (volume_jobs_t){.posts = posts, .result = result, .requeue_ms = requeue_ms};
-    attempts_add(s->attempts, ctx, j, volume_jobs_free);
-    post_next(ctx, j);
-    return NULL;
-}
+static const api_job_codes_t volume_job_codes = {.unavailable = "VolumeJobUnavailable",
+                                                 .refused = "VolumeJobRefused"};
 
 static json_t *job_post(const char *workflow, const char *uuid, json_t *params)
 {
@@ -297,7 +112,7 @@ static json_t *reserved(tern_ctx *ctx, const json_t *result)
         }
         json_array_append_new(posts, job_post("volume-create", uuid, params));
     }
-    return post_jobs(ctx, posts, json_deep_copy(result), 0);
+    return api_jobs_post(ctx, posts, json_deep_copy(result), 0, &volume_job_codes);
 }
 
 /* true when the step says the provision mounts no volume ("volumes": [], the admission
@@ -427,7 +242,7 @@ static json_t *unreserved(tern_ctx *ctx, const json_t *result)
                  text != NULL ? text : "?");
         free(text);
     }
-    return post_jobs(ctx, posts, json_deep_copy(result), requeue_ms);
+    return api_jobs_post(ctx, posts, json_deep_copy(result), requeue_ms, &volume_job_codes);
 }
 
 static void volumes_unreserve_start(tern_ctx *ctx, const json_t *args)
