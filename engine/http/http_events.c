@@ -39,8 +39,8 @@
 #include "base/metrics.h"
 #include "events/event_hub.h"
 #include "events/stream_entry.h"
+#include "http/http_follow.h"
 #include "http/http_request.h"
-#include "http/http_stream_out.h"
 #include "model/job_history.h"
 #include "ops/job_ops.h"
 
@@ -52,123 +52,66 @@
 #define NDJSON_KEEPALIVE "\n"
 
 typedef struct ev_stream {
-    h2o_generator_t gen; /* first: h2o hands it back to proceed and stop */
-    api_req_t *r;        /* until the response starts (or the request is refused) */
-    h2o_req_t *req;      /* NULL once stopped or after the final chunk */
-    event_hub_t *hub;    /* NULL after the hub's SHUTDOWN */
-    event_hub_watch_t *watch;
-    job_ops_t *ops; /* for the record of a job whose stream is gone */
-    uv_timer_t heartbeat;
+    http_follow_t f; /* first: the response's life (http_follow.h) */
+    api_req_t *r;    /* until the response starts (or the request is refused) */
+    job_ops_t *ops;  /* for the record of a job whose stream is gone */
     uint32_t heartbeat_ms;
     char uuid[40];
     char last_id[STREAM_ID_MAX + 8];
     bool resuming; /* the first read includes last_id's own entry, to learn its type */
     bool sse;
     bool first_read_done; /* the first write waits for the first page (or its failure) */
-    bool reading;         /* a read of the job's stream is in flight */
-    bool read_wanted;     /* events may be waiting in Redis */
     bool last_finished;   /* the job had ended as of the last event sent (see below) */
     bool from_record;     /* the job's stream is gone: its record tells its events */
-    bool ending;          /* send the final chunk once `pending` is out */
-    bool done;            /* final chunk sent or stopped: h2o is not touched again */
-    bool timer_open;
-    const char *why;       /* why it ended, for the log */
-    http_stream_out_t out; /* pending and in-flight bytes (http_stream_out.h) */
     uint64_t events;
-    uint64_t started_ns;
 } ev_stream_t;
 
-static void pump(ev_stream_t *s);
+static void pump(http_follow_t *f);
 
-/* ---- lifetime ------------------------------------------------------------------ */
-
-static void stream_free(ev_stream_t *s)
+/* The request's one log line, written when it ends (its start was counted in the
+ * metrics when the response began). */
+static void stream_log_end(http_follow_t *f, const char *why)
 {
-    http_stream_out_free(&s->out);
-    free(s);
-}
-
-static void maybe_free(ev_stream_t *s)
-{
-    if (s->done && !s->timer_open && !s->reading)
-        stream_free(s);
-}
-
-static void on_timer_closed(uv_handle_t *h)
-{
-    ev_stream_t *s = h->data;
-    s->timer_open = false;
-    metrics_streams_add(-1);
-    maybe_free(s);
-}
-
-/* Ends the stream's own resources; h2o is not touched here (the caller has sent the
- * final chunk or h2o has stopped the response). */
-static void stream_close(ev_stream_t *s, const char *why)
-{
-    if (s->done)
+    ev_stream_t *s = (ev_stream_t *)f;
+    if (!log_enabled(TERN_LOG_INFO))
         return;
-    s->done = true;
-    s->req = NULL;
-    s->why = why;
-    event_hub_unwatch(s->watch);
-    s->watch = NULL;
-    /* The request's one log line, written when it ends (its start was counted in the
-     * metrics when the response began). */
-    if (log_enabled(TERN_LOG_INFO)) {
-        json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:s, s:I, s:f}", "method", "GET", "route",
-                              ROUTE, "job", s->uuid, "status", 200, "format",
-                              s->sse ? "sse" : "ndjson", "events", (json_int_t)s->events, "seconds",
-                              (double)(uv_hrtime() - s->started_ns) / 1e9);
-        log_msg(TERN_LOG_INFO, "api", f, "event stream of job %s ended: %s", s->uuid, why);
-        json_decref(f);
-    }
-    uv_timer_stop(&s->heartbeat);
-    uv_close((uv_handle_t *)&s->heartbeat, on_timer_closed);
+    json_t *fields =
+        json_pack("{s:s, s:s, s:s, s:i, s:s, s:I, s:f}", "method", "GET", "route", ROUTE, "job",
+                  s->uuid, "status", 200, "format", s->sse ? "sse" : "ndjson", "events",
+                  (json_int_t)s->events, "seconds", (double)(uv_hrtime() - f->started_ns) / 1e9);
+    log_msg(TERN_LOG_INFO, "api", fields, "event stream of job %s ended: %s", s->uuid, why);
+    json_decref(fields);
 }
 
-/* ---- h2o side ------------------------------------------------------------------ */
-
-static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
+static void stream_free(http_follow_t *f)
 {
-    (void)req;
-    ev_stream_t *s = (ev_stream_t *)gen;
-    http_stream_out_proceeded(&s->out);
-    pump(s);
+    free(f); /* ev_stream_t owns nothing else */
 }
 
-static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
+static bool stream_ready(const http_follow_t *f)
 {
-    (void)req;
-    ev_stream_t *s = (ev_stream_t *)gen;
-    s->out.sending = false;
-    stream_close(s, "client gone");
+    return ((const ev_stream_t *)f)->first_read_done;
 }
 
-/* Registers the generator and the headers; nothing is written until the first page
- * of history is formatted (so an ND-JSON body starts with an event, not a blank line).
- * From here on h2o calls stop if the client goes away. */
-static void start_response(ev_stream_t *s)
-{
-    s->gen.proceed = on_proceed;
-    s->gen.stop = on_stop;
-    http_stream_out_start(s->req, &s->gen, s->sse ? "text/event-stream" : "application/x-ndjson");
-}
+static const http_follow_ops_t ndjson_ops = {
+    .pump = pump,
+    .ready = stream_ready,
+    .log_end = stream_log_end,
+    .free = stream_free,
+    .first_chunk = NDJSON_KEEPALIVE,
+    .keepalive = NDJSON_KEEPALIVE,
+    .ended_why = "job finished",
+};
 
-/* Sends what is pending, or the final chunk when the stream is ending. */
-static void flush(ev_stream_t *s)
-{
-    if (s->done || s->out.sending || s->req == NULL || !s->first_read_done)
-        return;
-    /* h2o 2.2 flushes HTTP/1.1 headers only with a non-empty chunk. */
-    if (!s->out.wrote && s->out.pending.len == 0 && !s->ending)
-        stream_buf_adds(&s->out.pending, s->sse ? ": connected\n\n" : NDJSON_KEEPALIVE);
-    if (!http_stream_out_send(&s->out, s->req) && s->ending) {
-        h2o_req_t *req = s->req;
-        stream_close(s, s->why != NULL ? s->why : "job finished");
-        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
-    }
-}
+static const http_follow_ops_t sse_ops = {
+    .pump = pump,
+    .ready = stream_ready,
+    .log_end = stream_log_end,
+    .free = stream_free,
+    .first_chunk = ": connected\n\n",
+    .keepalive = SSE_KEEPALIVE,
+    .ended_why = "job finished",
+};
 
 /* ---- Redis side ---------------------------------------------------------------- */
 
@@ -189,14 +132,14 @@ static void append_event(ev_stream_t *s, const event_hub_entry_t *e)
 {
     if (s->sse) {
         /* Event JSON is compact (no raw newline), so one data line carries it. */
-        stream_buf_adds(&s->out.pending, "id: ");
-        stream_buf_adds(&s->out.pending, e->id);
-        stream_buf_adds(&s->out.pending, "\ndata: ");
-        stream_buf_add(&s->out.pending, e->json, e->len);
-        stream_buf_adds(&s->out.pending, "\n\n");
+        stream_buf_adds(&s->f.out.pending, "id: ");
+        stream_buf_adds(&s->f.out.pending, e->id);
+        stream_buf_adds(&s->f.out.pending, "\ndata: ");
+        stream_buf_add(&s->f.out.pending, e->json, e->len);
+        stream_buf_adds(&s->f.out.pending, "\n\n");
     } else {
-        stream_buf_add(&s->out.pending, e->json, e->len);
-        stream_buf_adds(&s->out.pending, "\n");
+        stream_buf_add(&s->f.out.pending, e->json, e->len);
+        stream_buf_adds(&s->f.out.pending, "\n");
     }
     s->last_finished = event_leaves_finished(e, s->last_finished);
     snprintf(s->last_id, sizeof s->last_id, "%s", e->id);
@@ -206,11 +149,8 @@ static void append_event(ev_stream_t *s, const event_hub_entry_t *e)
 static void on_read(void *data, int status, const event_hub_entry_t *entries, size_t n)
 {
     ev_stream_t *s = data;
-    s->reading = false;
-    if (s->done) {
-        maybe_free(s);
+    if (!http_follow_read_done(&s->f))
         return;
-    }
     bool first = !s->first_read_done;
     s->first_read_done = true;
     if (status == 0 && n == 0 && first) {
@@ -218,14 +158,14 @@ static void on_read(void *data, int status, const event_hub_entry_t *entries, si
          * "created" event (and, when resuming, the entry resumed after): it expired
          * since (a success keeps its stream a while only); tell it from the record. */
         s->from_record = true;
-        s->read_wanted = true;
-        pump(s);
+        s->f.read_wanted = true;
+        pump(&s->f);
         return;
     }
     if (status != 0) {
         /* Redis went away mid-read: the hub's RESYNC or the next heartbeat reads again. */
-        s->read_wanted = false;
-        pump(s);
+        s->f.read_wanted = false;
+        pump(&s->f);
         return;
     }
     size_t i = 0;
@@ -241,10 +181,10 @@ static void on_read(void *data, int status, const event_hub_entry_t *entries, si
     for (; i < n; i++)
         append_event(s, &entries[i]);
     if (n == PAGE_EVENTS)
-        s->read_wanted = true; /* more history right behind this page */
+        s->f.read_wanted = true; /* more history right behind this page */
     else if (s->last_finished)
-        s->ending = true; /* caught up, and the job's last word was "finished" */
-    pump(s);
+        s->f.ending = true; /* caught up, and the job's last word was "finished" */
+    pump(&s->f);
 }
 
 /* A stream id as two numbers, for ordering ("5" is 5-0); false when it is not one. */
@@ -264,29 +204,26 @@ static bool stream_id_parse(const char *id, unsigned long long *ms, unsigned lon
 static void on_record(void *data, int status, const json_t *view, const char *message)
 {
     ev_stream_t *s = data;
-    s->reading = false;
-    if (s->done) {
-        maybe_free(s);
+    if (!http_follow_read_done(&s->f))
         return;
-    }
     s->first_read_done = true;
     if (status != 0) {
         log_msg(TERN_LOG_WARN, "api", NULL, "event stream of job %s: reading its record: %s",
                 s->uuid, message ? message : "?");
-        s->ending = true;
-        s->why = "job record unreadable";
-        pump(s);
+        s->f.ending = true;
+        s->f.why = "job record unreadable";
+        pump(&s->f);
         return;
     }
     /* Only a finished job's stream expires. A live one with none (a client resuming
      * after the stream's last entry reads nothing) goes on reading its stream. */
     if (json_is_null(json_object_get(view, "finished_at"))) {
         s->from_record = false;
-        s->read_wanted = true;
-        pump(s);
+        s->f.read_wanted = true;
+        pump(&s->f);
         return;
     }
-    s->ending = true;
+    s->f.ending = true;
     unsigned long long from_ms = 0, from_seq = 0;
     bool skip = strcmp(s->last_id, "0") != 0 && stream_id_parse(s->last_id, &from_ms, &from_seq);
     json_t *history = job_history_from_view(view);
@@ -305,20 +242,20 @@ static void on_record(void *data, int status, const json_t *view, const char *me
         free(text);
     }
     json_decref(history);
-    pump(s);
+    pump(&s->f);
 }
 
 static void read_page(ev_stream_t *s)
 {
     if (s->from_record) {
-        s->read_wanted = false;
-        s->reading = true;
+        s->f.read_wanted = false;
+        s->f.reading = true;
         job_ops_get(s->ops, s->uuid, on_record, s);
         return;
     }
-    s->read_wanted = false;
-    if (event_hub_read(s->hub, s->uuid, s->last_id, s->resuming, PAGE_EVENTS, on_read, s) == 0) {
-        s->reading = true;
+    s->f.read_wanted = false;
+    if (event_hub_read(s->f.hub, s->uuid, s->last_id, s->resuming, PAGE_EVENTS, on_read, s) == 0) {
+        s->f.reading = true;
         return;
     }
     /* Not sent (Redis unreachable): start the response anyway, so the client gets its
@@ -327,44 +264,14 @@ static void read_page(ev_stream_t *s)
 }
 
 /* Reads when there is reason to and room for it, then sends what is pending. */
-static void pump(ev_stream_t *s)
+static void pump(http_follow_t *f)
 {
-    if (s->done)
+    if (f->done)
         return;
-    if (s->read_wanted && !s->reading && !s->ending && s->hub != NULL &&
-        s->out.pending.len < PENDING_MAX)
-        read_page(s);
-    flush(s);
-}
-
-static void on_note(void *data, event_hub_note_t note)
-{
-    ev_stream_t *s = data;
-    if (note == EVENT_HUB_SHUTDOWN) {
-        event_hub_unwatch(s->watch);
-        s->watch = NULL;
-        s->hub = NULL;
-        s->ending = true;
-        s->why = "server shutting down";
-    } else {
-        s->read_wanted = true;
-    }
-    pump(s);
-}
-
-static void on_heartbeat(uv_timer_t *t)
-{
-    ev_stream_t *s = t->data;
-    if (s->done)
-        return;
-    /* A write is what tells h2o an HTTP/1.1 client is gone; a stream that is already
-     * writing will learn it from that write. */
-    if (!s->out.sending && s->out.pending.len == 0)
-        stream_buf_adds(&s->out.pending, s->sse ? SSE_KEEPALIVE : NDJSON_KEEPALIVE);
-    /* Also a safety net under the hub's notifications: a read that finds nothing new
-     * costs one short XRANGE. */
-    s->read_wanted = true;
-    pump(s);
+    if (f->read_wanted && !f->reading && !f->ending && f->hub != NULL &&
+        f->out.pending.len < PENDING_MAX)
+        read_page((ev_stream_t *)f);
+    http_follow_flush(f);
 }
 
 /* ---- the route ----------------------------------------------------------------- */
@@ -387,36 +294,34 @@ static void on_opened(void *data, int status, const json_t *res, const char *mes
     s->r = NULL;
     if (r->req == NULL) {
         api_req_release(r); /* the client left before the answer */
-        stream_free(s);
+        free(s);            /* nothing started: it owns nothing */
         return;
     }
     if (status == TERN_ENOENT) {
         api_reply_error(r, 404, "ResourceNotFound", "job %s does not exist", s->uuid);
-        stream_free(s);
+        free(s); /* nothing started: it owns nothing */
         return;
     }
     if (status != 0) {
         api_reply_error(r, 503, "ServiceUnavailable", "Redis is not reachable");
-        stream_free(s);
+        free(s); /* nothing started: it owns nothing */
         return;
     }
     /* The job's stream exists now (a finished job's may still expire before the first
      * read, which then tells the job from its record: see on_read). */
     /* From here on h2o's request is driven by the generator. */
-    s->req = r->req;
-    s->hub = api_event_hub(r);
+    h2o_req_t *req = r->req;
+    s->f.hub = api_event_hub(r);
     uv_loop_t *loop = api_loop(r);
     metrics_http_observe(ROUTE, r->method, 200, (double)(uv_hrtime() - r->started_ns) / 1e9);
     api_req_release(r);
-    metrics_streams_add(1);
-    start_response(s);
-    uv_timer_init(loop, &s->heartbeat);
-    s->heartbeat.data = s;
-    s->timer_open = true;
-    uv_timer_start(&s->heartbeat, on_heartbeat, s->heartbeat_ms, s->heartbeat_ms);
-    s->watch = event_hub_watch(s->hub, s->uuid, on_note, s);
-    s->read_wanted = true;
-    pump(s);
+    /* Nothing is written until the first page of history is formatted (stream_ready),
+     * so an ND-JSON body starts with an event, not a blank line. */
+    http_follow_start(&s->f, req, loop, s->sse ? "text/event-stream" : "application/x-ndjson",
+                      s->heartbeat_ms);
+    s->f.watch = event_hub_watch(s->f.hub, s->uuid, http_follow_on_note, &s->f);
+    s->f.read_wanted = true;
+    pump(&s->f);
 }
 
 static void get_events(api_req_t *r)
@@ -446,7 +351,7 @@ static void get_events(api_req_t *r)
     ev_stream_t *s = xcalloc(1, sizeof *s);
     s->r = r;
     s->ops = api_ops(r);
-    s->started_ns = r->started_ns;
+    s->f.started_ns = r->started_ns;
     snprintf(s->uuid, sizeof s->uuid, "%s", uuid);
     snprintf(s->last_id, sizeof s->last_id, "%s", from != NULL ? from : "0");
     s->resuming = from != NULL && strcmp(from, "0") != 0;
@@ -456,6 +361,7 @@ static void get_events(api_req_t *r)
     free(accept);
     uint32_t hb = api_opts(r)->stream_heartbeat_ms;
     s->heartbeat_ms = hb > 0 ? hb : DEFAULT_HB_MS;
+    s->f.ops = s->sse ? &sse_ops : &ndjson_ops;
     job_ops_events_open(s->ops, uuid, on_opened, s);
 }
 

@@ -20,8 +20,9 @@
  * Redis stream, not in ternd; should it fall further behind than the stream's own cap
  * (its MAXLEN), it goes on from the oldest entry Redis still has.
  *
- * Lifetime: as http_events.c: the struct is freed once the final chunk was sent or h2o
- * stopped the response, its heartbeat timer is closed and no read is in flight.
+ * Lifetime: http_follow.h's, as GET /jobs/:uuid/events': the struct is freed once the
+ * final chunk was sent or h2o stopped the response, its heartbeat timer is closed and
+ * no read is in flight.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +34,8 @@
 #include "base/metrics.h"
 #include "events/event_hub.h"
 #include "events/stream_entry.h"
+#include "http/http_follow.h"
 #include "http/http_request.h"
-#include "http/http_stream_out.h"
 
 #define PAGE_ENTRIES   200
 #define PENDING_MAX    (64 * 1024)
@@ -43,100 +44,45 @@
 #define KEEPALIVE      "\n"
 
 typedef struct view_stream {
-    h2o_generator_t gen; /* first: h2o hands it back to proceed and stop */
-    h2o_req_t *req;      /* NULL once stopped or after the final chunk */
-    event_hub_t *hub;    /* NULL when not following, or after the hub's SHUTDOWN */
-    event_hub_watch_t *watch;
+    http_follow_t f;           /* first: the response's life (http_follow.h) */
     const plugin_view_t *view; /* the registry's, valid while ternd runs */
     char *key;                 /* the followed stream's whole key (owned), or NULL */
     char last_id[STREAM_ID_MAX + 8];
-    uv_timer_t heartbeat;
-    bool reading;     /* a read of the stream is in flight */
-    bool read_wanted; /* entries may be waiting in Redis */
-    bool ending;      /* send the final chunk once `pending` is out */
-    bool done;        /* final chunk sent or stopped: h2o is not touched again */
-    bool timer_open;
     bool warned; /* an entry that is no JSON object was logged once */
-    const char *why;
-    http_stream_out_t out; /* pending and in-flight bytes (http_stream_out.h) */
     uint64_t lines;
-    uint64_t started_ns;
 } view_stream_t;
 
-static void pump(view_stream_t *s);
+static void pump(http_follow_t *f);
 
-/* ---- lifetime ------------------------------------------------------------------ */
-
-static void maybe_free(view_stream_t *s)
+static void stream_log_end(http_follow_t *f, const char *why)
 {
-    if (!s->done || s->timer_open || s->reading)
+    view_stream_t *s = (view_stream_t *)f;
+    if (!log_enabled(TERN_LOG_INFO))
         return;
-    http_stream_out_free(&s->out);
+    json_t *fields =
+        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:f}", "method", "GET", "route", s->view->def->path,
+                  "plugin", s->view->plugin->name, "follow", s->key, "lines", (json_int_t)s->lines,
+                  "seconds", (double)(uv_hrtime() - f->started_ns) / 1e9);
+    log_msg(TERN_LOG_INFO, "api", fields, "stream of view \"%s\" ended: %s", s->view->def->path,
+            why);
+    json_decref(fields);
+}
+
+static void stream_free(http_follow_t *f)
+{
+    view_stream_t *s = (view_stream_t *)f;
     free(s->key);
     free(s);
 }
 
-static void on_timer_closed(uv_handle_t *h)
-{
-    view_stream_t *s = h->data;
-    s->timer_open = false;
-    metrics_streams_add(-1);
-    maybe_free(s);
-}
-
-/* Ends the stream's own resources; h2o is not touched here. */
-static void stream_close(view_stream_t *s, const char *why)
-{
-    if (s->done)
-        return;
-    s->done = true;
-    s->req = NULL;
-    event_hub_unwatch(s->watch);
-    s->watch = NULL;
-    if (log_enabled(TERN_LOG_INFO)) {
-        json_t *f = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:f}", "method", "GET", "route",
-                              s->view->def->path, "plugin", s->view->plugin->name, "follow", s->key,
-                              "lines", (json_int_t)s->lines, "seconds",
-                              (double)(uv_hrtime() - s->started_ns) / 1e9);
-        log_msg(TERN_LOG_INFO, "api", f, "stream of view \"%s\" ended: %s", s->view->def->path,
-                why);
-        json_decref(f);
-    }
-    uv_timer_stop(&s->heartbeat);
-    uv_close((uv_handle_t *)&s->heartbeat, on_timer_closed);
-}
-
-/* ---- h2o side ------------------------------------------------------------------ */
-
-static void on_proceed(h2o_generator_t *gen, h2o_req_t *req)
-{
-    (void)req;
-    view_stream_t *s = (view_stream_t *)gen;
-    http_stream_out_proceeded(&s->out);
-    pump(s);
-}
-
-static void on_stop(h2o_generator_t *gen, h2o_req_t *req)
-{
-    (void)req;
-    view_stream_t *s = (view_stream_t *)gen;
-    s->out.sending = false;
-    stream_close(s, "client gone");
-}
-
-static void flush(view_stream_t *s)
-{
-    if (s->done || s->out.sending || s->req == NULL)
-        return;
-    /* h2o flushes HTTP/1.1 headers only with a non-empty chunk. */
-    if (!s->out.wrote && s->out.pending.len == 0 && !s->ending)
-        stream_buf_adds(&s->out.pending, KEEPALIVE);
-    if (!http_stream_out_send(&s->out, s->req) && s->ending) {
-        h2o_req_t *req = s->req;
-        stream_close(s, s->why != NULL ? s->why : "end line sent");
-        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
-    }
-}
+static const http_follow_ops_t view_stream_ops = {
+    .pump = pump,
+    .log_end = stream_log_end,
+    .free = stream_free,
+    .first_chunk = KEEPALIVE,
+    .keepalive = KEEPALIVE,
+    .ended_why = "end line sent",
+};
 
 /* ---- lines --------------------------------------------------------------------- */
 
@@ -145,33 +91,30 @@ static void flush(view_stream_t *s)
 static void append_line(view_stream_t *s, const json_t *line)
 {
     char *text = json_dumps(line, JSON_COMPACT);
-    stream_buf_adds(&s->out.pending, text);
-    stream_buf_adds(&s->out.pending, "\n");
+    stream_buf_adds(&s->f.out.pending, text);
+    stream_buf_adds(&s->f.out.pending, "\n");
     free(text);
     s->lines++;
     const char *type = json_string_value(json_object_get(line, "type"));
     if (type != NULL && strcmp(type, "end") == 0) {
-        s->ending = true;
-        s->why = "end line sent";
-        event_hub_unwatch(s->watch);
-        s->watch = NULL;
+        s->f.ending = true;
+        s->f.why = "end line sent";
+        event_hub_unwatch(s->f.watch);
+        s->f.watch = NULL;
     }
 }
 
 static void on_read(void *data, int status, const event_hub_entry_t *entries, size_t n)
 {
     view_stream_t *s = data;
-    s->reading = false;
-    if (s->done) {
-        maybe_free(s);
+    if (!http_follow_read_done(&s->f))
         return;
-    }
     if (status != 0) {
         /* Redis went away mid-read: the hub's RESYNC or the next heartbeat reads again. */
-        pump(s);
+        pump(&s->f);
         return;
     }
-    for (size_t i = 0; i < n && !s->ending; i++) {
+    for (size_t i = 0; i < n && !s->f.ending; i++) {
         snprintf(s->last_id, sizeof s->last_id, "%s", entries[i].id);
         json_t *line = json_loadb(entries[i].json, entries[i].len, 0, NULL);
         if (!json_is_object(line)) {
@@ -189,48 +132,22 @@ static void on_read(void *data, int status, const event_hub_entry_t *entries, si
         json_decref(line);
     }
     if (n == PAGE_ENTRIES)
-        s->read_wanted = true; /* more right behind this page */
-    pump(s);
+        s->f.read_wanted = true; /* more right behind this page */
+    pump(&s->f);
 }
 
-static void pump(view_stream_t *s)
+static void pump(http_follow_t *f)
 {
-    if (s->done)
+    view_stream_t *s = (view_stream_t *)f;
+    if (f->done)
         return;
-    if (s->read_wanted && !s->reading && !s->ending && s->hub != NULL && s->key != NULL &&
-        s->out.pending.len < PENDING_MAX) {
-        s->read_wanted = false;
-        if (event_hub_read_stream(s->hub, s->key, s->last_id, false, PAGE_ENTRIES, on_read, s) == 0)
-            s->reading = true;
+    if (f->read_wanted && !f->reading && !f->ending && f->hub != NULL && s->key != NULL &&
+        f->out.pending.len < PENDING_MAX) {
+        f->read_wanted = false;
+        if (event_hub_read_stream(f->hub, s->key, s->last_id, false, PAGE_ENTRIES, on_read, s) == 0)
+            f->reading = true;
     }
-    flush(s);
-}
-
-static void on_note(void *data, event_hub_note_t note)
-{
-    view_stream_t *s = data;
-    if (note == EVENT_HUB_SHUTDOWN) {
-        event_hub_unwatch(s->watch);
-        s->watch = NULL;
-        s->hub = NULL;
-        s->ending = true;
-        s->why = "server shutting down";
-    } else {
-        s->read_wanted = true;
-    }
-    pump(s);
-}
-
-static void on_heartbeat(uv_timer_t *t)
-{
-    view_stream_t *s = t->data;
-    if (s->done)
-        return;
-    /* A write is what tells h2o an HTTP/1.1 client is gone. */
-    if (!s->out.sending && s->out.pending.len == 0)
-        stream_buf_adds(&s->out.pending, KEEPALIVE);
-    s->read_wanted = true; /* a safety net under the hub's notifications */
-    pump(s);
+    http_follow_flush(f);
 }
 
 /* ---- the script's answer ------------------------------------------------------- */
@@ -314,45 +231,37 @@ void http_view_stream_start(api_req_t *r, const plugin_view_t *v, const char *te
         return;
     }
     view_stream_t *s = xcalloc(1, sizeof *s);
+    s->f.ops = &view_stream_ops;
     s->view = v;
-    s->req = r->req;
-    s->started_ns = r->started_ns;
+    s->f.started_ns = r->started_ns;
     snprintf(s->last_id, sizeof s->last_id, "%s", after);
     uint32_t hb = api_opts(r)->stream_heartbeat_ms;
     uv_loop_t *loop = api_loop(r);
+    h2o_req_t *req = r->req;
     metrics_http_observe(v->def->path, r->method, 200, (double)(uv_hrtime() - r->started_ns) / 1e9);
     api_req_release(r);
-
-    s->gen.proceed = on_proceed;
-    s->gen.stop = on_stop;
-    http_stream_out_start(s->req, &s->gen, "application/x-ndjson");
-    metrics_streams_add(1);
-    uv_timer_init(loop, &s->heartbeat);
-    s->heartbeat.data = s;
-    s->timer_open = true;
-    uint32_t every = hb > 0 ? hb : DEFAULT_HB_MS;
-    uv_timer_start(&s->heartbeat, on_heartbeat, every, every);
+    http_follow_start(&s->f, req, loop, "application/x-ndjson", hb > 0 ? hb : DEFAULT_HB_MS);
 
     size_t i;
     const json_t *line;
     json_array_foreach(lines, i, line)
     {
         append_line(s, line);
-        if (s->ending)
+        if (s->f.ending)
             break;
     }
-    if (!s->ending && follow == NULL) {
-        s->ending = true;
-        s->why = "no stream to follow";
+    if (!s->f.ending && follow == NULL) {
+        s->f.ending = true;
+        s->f.why = "no stream to follow";
     }
-    if (!s->ending) {
+    if (!s->f.ending) {
         size_t klen = strlen("tern:p:") + strlen(v->plugin->name) + 1 + strlen(follow) + 1;
         s->key = xmalloc(klen);
         snprintf(s->key, klen, "tern:p:%s:%s", v->plugin->name, follow);
-        s->hub = hub;
-        s->watch = event_hub_watch_stream(hub, s->key, after, on_note, s);
-        s->read_wanted = true;
+        s->f.hub = hub;
+        s->f.watch = event_hub_watch_stream(hub, s->key, after, http_follow_on_note, &s->f);
+        s->f.read_wanted = true;
     }
     json_decref(doc);
-    pump(s);
+    pump(&s->f);
 }

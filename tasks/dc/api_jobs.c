@@ -56,8 +56,8 @@ static void jobs_finish(tern_ctx *ctx, api_jobs_t *j)
 
 /* Fails the attempt with `code`: "<step>: <what> of <workflow> job <uuid>: <status>
  * <body>". */
-static void jobs_fail(tern_ctx *ctx, api_jobs_t *j, const char *code, const char *what,
-                      long status, const char *body)
+static void jobs_fail(tern_ctx *ctx, api_jobs_t *j, const char *code, const char *what, long status,
+                      const char *body)
 {
     const dc_state_t *s = tern_plugin_state(ctx);
     const char *workflow = post_field(j, "workflow"), *uuid = post_field(j, "uuid");
