@@ -2,13 +2,18 @@
  * instance_update.c -- the agent's half of vm-update (docs/DATACENTER.md "Updates"):
  *
  *   dc.instance_update {vm_uuid, alias, tags, customer_metadata}
- *     -> {vm_uuid, alias, tags, customer_metadata}
+ *     -> {vm_uuid, updated, alias, tags, customer_metadata}
  *     writes the VM record's values (the control's step answered them) into the
  *     instance's vm.json, as one file replaced by a rename: the file is the old one or
  *     the new one, whole. The values are whole (tags replaced, not merged), so a run
  *     again writes the same file. Only a visible instance is updated: a hidden one (a
  *     migration's target, or a source kept after a switch) is InvalidState, since the
  *     record no longer describes it. No instance: InstanceNotFound.
+ *
+ *   with "kept_copy": true, the same values go to the copy a successful migration keeps
+ *     hidden on its source until finalize (do_not_inventory, not a migration's target),
+ *     which a rollback makes the VM again; no such copy here is done ({"updated":
+ *     false}). "kept_copy": false is done at once: the VM has no kept copy.
  */
 #include <errno.h>
 #include <limits.h>
@@ -41,6 +46,15 @@ static void update_start(tern_ctx *ctx, const json_t *args)
         tern_task_fail(ctx, "InvalidArgument", "%s: %s", task, bad);
         return;
     }
+    const json_t *kept = json_object_get(args, "kept_copy");
+    if (kept != NULL && !json_is_boolean(kept)) {
+        tern_task_fail(ctx, "InvalidArgument", "%s: kept_copy: expected a boolean", task);
+        return;
+    }
+    if (json_is_false(kept)) {
+        tern_task_done(ctx, json_pack("{s:s, s:b}", "vm_uuid", vm_uuid, "updated", 0));
+        return;
+    }
     char msg[PATH_MAX + 512];
     if (instance_workload_kind(md, msg, sizeof msg) == NULL) {
         tern_task_fail(ctx, "InvalidArgument", "%s: customer_metadata: %s", task, msg);
@@ -51,6 +65,10 @@ static void update_start(tern_ctx *ctx, const json_t *args)
     int rc = instance_paths(s->server->data_root, vm_uuid, &p, msg, sizeof msg);
     if (rc == 0)
         rc = instance_json_read(p.vm_json, &vm, msg, sizeof msg);
+    if (rc == -ENOENT && json_is_true(kept)) {
+        tern_task_done(ctx, json_pack("{s:s, s:b}", "vm_uuid", vm_uuid, "updated", 0));
+        return;
+    }
     if (rc == -ENOENT) {
         tern_task_fail(ctx, "InstanceNotFound", "%s: instance %s has no %s on this server", task,
                        vm_uuid, p.vm_json);
@@ -61,7 +79,13 @@ static void update_start(tern_ctx *ctx, const json_t *args)
                        task, msg);
         return;
     }
-    if (json_is_true(json_object_get(vm, "do_not_inventory"))) {
+    bool hidden = json_is_true(json_object_get(vm, "do_not_inventory"));
+    if (json_is_true(kept) && (!hidden || json_object_get(vm, "migration_target") != NULL)) {
+        json_decref(vm);
+        tern_task_done(ctx, json_pack("{s:s, s:b}", "vm_uuid", vm_uuid, "updated", 0));
+        return;
+    }
+    if (hidden && !json_is_true(kept)) {
         tern_task_fail(ctx, "InvalidState",
                        "%s: instance %s here is hidden (do_not_inventory): the record describes "
                        "another copy; nothing was changed",
@@ -78,8 +102,8 @@ static void update_start(tern_ctx *ctx, const json_t *args)
         tern_task_fail(ctx, "InstanceWriteFailed", "%s: %s", task, msg);
         return;
     }
-    tern_task_done(ctx, json_pack("{s:s, s:O, s:O, s:O}", "vm_uuid", vm_uuid, "alias", alias,
-                                  "tags", tags, "customer_metadata", md));
+    tern_task_done(ctx, json_pack("{s:s, s:b, s:O, s:O, s:O}", "vm_uuid", vm_uuid, "updated", 1,
+                                  "alias", alias, "tags", tags, "customer_metadata", md));
 }
 
 const tern_task_def dc_instance_update_task = {
@@ -90,7 +114,7 @@ const tern_task_def dc_instance_update_task = {
     .args_schema = "{\"required\": [\"vm_uuid\", \"alias\", \"tags\", \"customer_metadata\"], "
                    "\"properties\": {\"vm_uuid\": {\"type\": \"string\"}, \"alias\": {\"type\": "
                    "\"any\"}, \"tags\": {\"type\": \"any\"}, \"customer_metadata\": {\"type\": "
-                   "\"any\"}}, \"additional\": false}",
+                   "\"any\"}, \"kept_copy\": {\"type\": \"any\"}}, \"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = update_start,
 };

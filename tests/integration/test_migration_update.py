@@ -34,7 +34,7 @@ def test_18_update_during_sync_reaches_the_target():
     once the pass has ended (the update holds the VM as every migration job does), and
     after the switch the VM's record and the target's vm.json show them; the source's
     kept copy is hidden (not inventoried); an update after the switch goes to the
-    target's server."""
+    target's server and to the kept copy, so a rollback brings the VM back with it."""
     vm = ml.provision(CN1, "writer")
     ml.ok_action("begin", vm, target_server_uuid=CN2, send_mbps_limit=SLOW)
     ml.wait_migration(vm, "paused")
@@ -68,13 +68,21 @@ def test_18_update_during_sync_reaches_the_target():
     listed = lab.list_all("/vms?alias=moved-1")
     assert [(v["uuid"], v["server_uuid"]) for v in listed] == [(vm, CN2)], listed
 
-    # After the switch the record names cn2: the update writes there, not to the copy.
+    # After the switch the record names cn2: the update writes there, and into the copy
+    # kept on cn1 (still hidden), which a rollback makes the VM again.
     kept = ml.vm_json(CN1, vm)
     job = lab.run_job("vm-update", "/update-" + vm, {"vm_uuid": vm, "add_tags": {"after": True}},
                       timeout=60)
     assert job["execution"] == "succeeded", job
-    assert ml.vm_json(CN2, vm)["tags"] == {"role": "db", "gen": 2, "after": True}
-    assert ml.vm_json(CN1, vm) == kept
+    tags = {"role": "db", "gen": 2, "after": True}
+    assert ml.vm_json(CN2, vm)["tags"] == tags
+    assert ml.vm_json(CN1, vm) == dict(kept, tags=tags) and ml.hidden(CN1, vm)
+    lab.check_inventory()
+    ml.ok_action("rollback", vm, timeout=90)
+    ml.wait_migration(vm, "aborted")
+    rec = ml.check_on(vm, CN1, running=True)
+    assert metadata(rec)[:2] == ("moved-1", tags), rec
+    assert metadata(ml.vm_json(CN1, vm)) == metadata(rec)
     lab.check_inventory()
 
 

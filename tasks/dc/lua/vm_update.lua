@@ -4,8 +4,8 @@
 -- ARGV[1]: {"mode": "check"|"apply"|"revert", "vm_uuid", "owner_uuid"?, "job_uuid"?,
 --   "update"?: {"alias"?, "tags"?, "add_tags"?, "customer_metadata"?} (shapes checked by
 --   the task), "resize"?: [the size or placement fields asked, which vm-update refuses]}.
--- check reads only; apply changes the record and answers {vm_uuid, server_uuid, before,
--- after}; revert puts back what the job's apply changed.
+-- check reads only; apply changes the record and answers {vm_uuid, server_uuid,
+-- kept_server_uuid, kept, before, after}; revert puts back what the job's apply changed.
 local a = cjson.decode(ARGV[1])
 local vm = get_json('vm:' .. a.vm_uuid)
 if not vm or vm_system_role(vm) then
@@ -53,9 +53,24 @@ if vm.state == 'destroyed' then
   return refuse(404, 'ResourceNotFound', 'vm ' .. a.vm_uuid .. ' was destroyed')
 end
 
+-- The server of the VM's copy kept hidden by a successful migration not yet finalized
+-- (its source): a rollback makes that copy the VM again, so the update is written there
+-- too. The VM's own server when there is none (the agent's step then changes nothing).
+local function kept_server()
+  local mid = redis.call('GET', P .. 'migration_active:' .. vm.uuid)
+  local m = mid and get_json('migration:' .. mid)
+  if m and m.state == 'successful' and (m.finalized_timestamp == nil or m.finalized_timestamp == NULL) and
+    type(m.source_server_uuid) == 'string' then
+    return m.source_server_uuid, true
+  end
+  return vm.server_uuid, false
+end
+
 -- A step run again by its job answers what its first run did.
 if a.mode == 'apply' and type(vm.last_update) == 'table' and vm.last_update.job_uuid == a.job_uuid then
-  return ok({vm_uuid = a.vm_uuid, server_uuid = vm.server_uuid, before = vm.last_update.before,
+  local ks, kept = kept_server()
+  return ok({vm_uuid = a.vm_uuid, server_uuid = vm.server_uuid, kept_server_uuid = ks, kept = kept,
+    before = vm.last_update.before,
     after = {alias = vm.alias or NULL, tags = vm.tags or {}, customer_metadata = vm.customer_metadata or {}}})
 end
 
@@ -136,4 +151,6 @@ vm.tags = after.tags
 vm.customer_metadata = after.customer_metadata
 vm.last_update = {job_uuid = a.job_uuid, before = before, timestamp = ARGV[4]}
 redis.call('SET', P .. 'vm:' .. vm.uuid, enc(vm))
-return ok({vm_uuid = a.vm_uuid, server_uuid = vm.server_uuid, before = before, after = after})
+local ks, kept = kept_server()
+return ok({vm_uuid = a.vm_uuid, server_uuid = vm.server_uuid, kept_server_uuid = ks, kept = kept,
+  before = before, after = after})
