@@ -1,5 +1,5 @@
 /*
- * cmd_vm.c -- `tern vm list|get|create|start|stop|delete`: the datacenter's instances.
+ * cmd_vm.c -- `tern vm list|get|create|start|stop|delete|update`: the datacenter's instances.
  *
  * list and get read the dc plugin's views (GET /vms, /vms/:uuid); create, start, stop
  * and delete create jobs of the workflows provision, vm-start, vm-stop and vm-delete
@@ -572,6 +572,95 @@ static cli_status_t vm_delete(cli_t *cli, int argc, char **argv)
     return vm_action(cli, argc, argv, "vm-delete", "delete", "Deleting");
 }
 
+/* ---- update -------------------------------------------------------------------- */
+
+/* A tag's value as `tern vm update` reads it: a number, true or false keeps its JSON
+ * type (tags are strings, numbers or booleans), anything else is the string as given.
+ * A new reference. */
+static json_t *tag_value(const char *text)
+{
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    if (v != NULL && (json_is_number(v) || json_is_boolean(v)))
+        return v;
+    json_decref(v);
+    return json_string(text);
+}
+
+/* The params of one `tern vm update` assignment, set into `params` (modified). */
+static cli_status_t update_assignment(cli_t *cli, json_t *params, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg)
+        return cli_usage(cli, "\"%s\": expected alias=A, tag.K=V, tags=JSON or metadata=JSON", arg);
+    size_t klen = (size_t)(eq - arg);
+    const char *value = eq + 1;
+    if (klen == 5 && strncmp(arg, "alias", 5) == 0) {
+        json_object_set_new(params, "alias", json_string(value));
+        return CLI_OK;
+    }
+    if (klen > 4 && strncmp(arg, "tag.", 4) == 0) {
+        char key[256];
+        if (klen - 4 >= sizeof key)
+            return cli_usage(cli, "\"%s\": a tag name of at most %zu characters", arg,
+                             sizeof key - 1);
+        memcpy(key, arg + 4, klen - 4);
+        key[klen - 4] = '\0';
+        json_t *add = json_object_get(params, "add_tags");
+        if (add == NULL) {
+            add = json_object();
+            json_object_set_new(params, "add_tags", add);
+        }
+        json_object_set_new(add, key, tag_value(value));
+        return CLI_OK;
+    }
+    if ((klen == 4 && strncmp(arg, "tags", 4) == 0) ||
+        (klen == 8 && strncmp(arg, "metadata", 8) == 0)) {
+        json_error_t jerr;
+        json_t *obj = json_loads(value, 0, &jerr);
+        if (!json_is_object(obj)) {
+            json_decref(obj);
+            return cli_usage(cli, "\"%.*s\": expected a JSON object", (int)klen, arg);
+        }
+        json_object_set_new(params, klen == 4 ? "tags" : "customer_metadata", obj);
+        return CLI_OK;
+    }
+    return cli_usage(cli, "\"%.*s\": expected alias, tag.K, tags or metadata", (int)klen, arg);
+}
+
+static cli_status_t vm_update(cli_t *cli, int argc, char **argv)
+{
+    bool watch = false;
+    int first;
+    cli_status_t st;
+    if (!args_parse(cli, argc, argv, "w", dc_watch_long, dc_watch_option, &watch, &first, &st))
+        return st;
+    if (first >= argc)
+        return cli_usage(cli, "missing VM (its uuid or alias)");
+    if (first + 1 >= argc)
+        return cli_usage(cli, "nothing to update: give alias=A, tag.K=V, tags=JSON or "
+                              "metadata=JSON");
+    json_t *params = json_object();
+    for (int i = first + 1; i < argc; i++) {
+        if ((st = update_assignment(cli, params, argv[i])) != CLI_OK) {
+            json_decref(params);
+            return st;
+        }
+    }
+    if (json_object_get(params, "tags") != NULL && json_object_get(params, "add_tags") != NULL) {
+        json_decref(params);
+        return cli_usage(cli, "tags=JSON replaces every tag: give it or tag.K=V, not both");
+    }
+    json_t *vm;
+    if ((st = dc_find_vm(cli, argv[first], &vm)) != CLI_OK) {
+        json_decref(params);
+        return st;
+    }
+    st = dc_submit_vm(cli, vm, "vm-update", "update", params, watch, "Updating");
+    json_decref(vm);
+    json_decref(params);
+    return st;
+}
+
 #define ACTION_HELP                                                                                \
     "  VM           the instance's uuid or alias\n"                                                \
     "  -w, --watch  follow the job to its end (exit status 0 when it succeeded, 1 when\n"          \
@@ -631,5 +720,19 @@ const cli_command_t cmd_vm_commands[] = {
      ACTION_HELP},
     {"vm", "delete", vm_delete, "vm delete VM [--watch]",
      "Delete an instance, its files and its NICs and IPs (a job of vm-delete).", ACTION_HELP},
+    {"vm", "update", vm_update,
+     "vm update VM [alias=A] [tag.K=V]... [tags=JSON] [metadata=JSON] [--watch]",
+     "Change an instance's alias, tags or customer metadata (a job of vm-update).",
+     "  VM              the instance's uuid or alias\n"
+     "  alias=A         the new alias (unique among the owner's live instances)\n"
+     "  tag.K=V         set tag K (other tags stay); V a number, true or false keeps\n"
+     "                  that type, anything else is a string\n"
+     "  tags=JSON       replace every tag with this object\n"
+     "  metadata=JSON   replace the customer metadata with this object\n"
+     "  -w, --watch     follow the job to its end\n"
+     "\nThe record and the instance's vm.json change together: a failure on the server\n"
+     "puts the record back. During a migration the update is allowed until the switch\n"
+     "begins, and reaches the target (refused VmMigrating after). A bad value is refused\n"
+     "before anything is stored (exit status 3).\n"},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };

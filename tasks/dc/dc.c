@@ -462,6 +462,10 @@ static const tern_task_def *const tasks[] = {
     &dc_migration_flip_task,
     &dc_migration_cleanup_task,
     &dc_migration_estimate_task,
+    &dc_vm_update_check_task,
+    &dc_vm_update_task,
+    &dc_vm_update_revert_task,
+    &dc_instance_update_task,
     NULL,
 };
 

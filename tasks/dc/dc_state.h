@@ -62,5 +62,6 @@ extern const tern_task_def dc_migration_verify_task;
 extern const tern_task_def dc_migration_flip_task;
 extern const tern_task_def dc_migration_cleanup_task;
 extern const tern_task_def dc_migration_estimate_task;
+extern const tern_task_def dc_instance_update_task;
 
 #endif

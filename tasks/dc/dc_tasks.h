@@ -16,6 +16,11 @@ extern const tern_task_def dc_nics_provision_task;
 extern const tern_task_def dc_vm_set_state_task;
 extern const tern_task_def dc_release_task;
 
+/* vm_update_tasks.c */
+extern const tern_task_def dc_vm_update_check_task;
+extern const tern_task_def dc_vm_update_task;
+extern const tern_task_def dc_vm_update_revert_task;
+
 /* disk_tasks.c */
 extern const tern_task_def dc_disk_check_task;
 extern const tern_task_def dc_disk_reserve_task;
