@@ -197,6 +197,86 @@ static void schedule_switch_cancel(tern_ctx *ctx)
         attempts_end(s->attempts, ctx);
 }
 
+/* The cancel's answer: {job_uuid, canceled} once nothing of that job is left to run. */
+static void on_switch_canceled(tern_ctx *ctx, const tern_http_res *res, void *data)
+{
+    switch_post_t *sp = data;
+    if (res->status == 0) {
+        post_fail(ctx, sp, "SwitchJobUnavailable", "no answer to the cancel", 0, res->error);
+        return;
+    }
+    if (res->status >= 500) {
+        post_fail(ctx, sp, "SwitchJobUnavailable", "the cancel", res->status, res->body);
+        return;
+    }
+    if (res->status != 200 && res->status != 404 && res->status != 409) {
+        post_fail(ctx, sp, "SwitchJobRefused", "the cancel", res->status, res->body);
+        return;
+    }
+    if (json_object_set_new(sp->result, "canceled", json_boolean(res->status == 200)) != 0)
+        abort(); /* exhausted memory */
+    post_done(ctx, sp);
+}
+
+/* The script's answer: the switch job to cancel, or none. NULL: reported later. */
+static json_t *switch_job_to_cancel(tern_ctx *ctx, const json_t *answer)
+{
+    const json_t *job = json_object_get(answer, "cancel");
+    if (!json_is_string(job))
+        return json_pack("{s:n, s:b}", "job_uuid", "canceled", false);
+    const dc_state_t *s = tern_plugin_state(ctx);
+    if (s == NULL || s->api_url == NULL) {
+        tern_task_fail(ctx, "NoApiUrl",
+                       "%s: this runner's dc configuration has no \"api_url\", the API the "
+                       "migrate-switch job %s is canceled through",
+                       tern_step_name(ctx), json_string_value(job));
+        return NULL;
+    }
+    switch_post_t *sp = calloc(1, sizeof *sp);
+    if (sp == NULL) /* exhausted memory */
+        abort();
+    sp->post = json_pack("{s:O}", "uuid", job);
+    sp->result = json_pack("{s:O}", "job_uuid", job);
+    if (sp->post == NULL || sp->result == NULL) /* exhausted memory */
+        abort();
+    attempts_add(s->attempts, ctx, sp, switch_post_free);
+    char url[1024], auth[1024];
+    const char *headers[3];
+    auth_headers(s, auth, sizeof auth, headers);
+    snprintf(url, sizeof url, "%s/jobs/%s/cancel", s->api_url, json_string_value(job));
+    tern_http_req req = {.size = sizeof req,
+                         .method = "POST",
+                         .url = url,
+                         .headers = headers,
+                         .body = "{}",
+                         .body_len = 2,
+                         .timeout_ms = JOB_POST_MS};
+    if (tern_http_request(ctx, &req, on_switch_canceled, sp) != 0)
+        post_fail(ctx, sp, "SwitchJobUnavailable", "the cancel cannot be sent", 0, "");
+    return NULL;
+}
+
+static void cancel_switch_start(tern_ctx *ctx, const json_t *args)
+{
+    json_t *ask = json_pack("{s:O?, s:b}", "migration_uuid",
+                            json_object_get(args, "migration_uuid"), "cancel", true);
+    if (ask == NULL) /* exhausted memory */
+        abort();
+    dc_script_run(ctx, dc_lua_migration_switch_job, ask, false, switch_job_to_cancel);
+    json_decref(ask);
+}
+
+const tern_task_def dc_migration_cancel_switch_task = {
+    .size = sizeof(tern_task_def),
+    .name = "migration_cancel_switch",
+    .summary = "Cancels the migrate-switch job a scheduled migration asked for, if any.",
+    .args_schema = "{\"required\": [\"migration_uuid\"], \"properties\": {\"migration_uuid\": "
+                   "{\"type\": \"any\"}}, \"additional\": false}",
+    .fatal_codes = fatal_codes,
+    .start = cancel_switch_start,
+    .cancel = schedule_switch_cancel,
+};
+
 const tern_task_def dc_migration_schedule_switch_task = {
     .size = sizeof(tern_task_def),
     .name = "migration_schedule_switch",
