@@ -16,6 +16,18 @@
  * jobs of a provision do (provision_volumes.c). No answer or a 5xx fails with
  * SwitchJobUnavailable (retried); a refusal with SwitchJobRefused (final), naming the
  * status and the API's body.
+ *
+ * dc.migration_cancel_switch, on the control: a step of migrate-abort and
+ * migrate-switch. An aborted migration's switch job, or that of a migration switched by
+ * hand, must not run at its time (it would only fail), so the step cancels it through
+ * the same API (POST /jobs/<uuid>/cancel, the engine's job cancel).
+ *
+ *   {migration_uuid, job_uuid?} -> {job_uuid (null: never scheduled, or the job asking
+ *   is that job), canceled}
+ *
+ * 200 is canceled; 404 (the schedule never got to ask for it) and 409 (it already
+ * ended) leave nothing to cancel. No answer or a 5xx fails SwitchJobUnavailable
+ * (retried); another answer SwitchJobRefused.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,8 +270,9 @@ static json_t *switch_job_to_cancel(tern_ctx *ctx, const json_t *answer)
 
 static void cancel_switch_start(tern_ctx *ctx, const json_t *args)
 {
-    json_t *ask = json_pack("{s:O?, s:b}", "migration_uuid",
-                            json_object_get(args, "migration_uuid"), "cancel", true);
+    json_t *ask =
+        json_pack("{s:O?, s:O?, s:b}", "migration_uuid", json_object_get(args, "migration_uuid"),
+                  "job_uuid", json_object_get(args, "job_uuid"), "cancel", true);
     if (ask == NULL) /* exhausted memory */
         abort();
     dc_script_run(ctx, dc_lua_migration_switch_job, ask, false, switch_job_to_cancel);
@@ -269,9 +282,11 @@ static void cancel_switch_start(tern_ctx *ctx, const json_t *args)
 const tern_task_def dc_migration_cancel_switch_task = {
     .size = sizeof(tern_task_def),
     .name = "migration_cancel_switch",
-    .summary = "Cancels the migrate-switch job a scheduled migration asked for, if any.",
+    .summary = "Cancels the migrate-switch job a scheduled migration asked for, if any "
+               "and if it is not job_uuid.",
     .args_schema = "{\"required\": [\"migration_uuid\"], \"properties\": {\"migration_uuid\": "
-                   "{\"type\": \"any\"}}, \"additional\": false}",
+                   "{\"type\": \"any\"}, \"job_uuid\": {\"type\": \"string\"}}, "
+                   "\"additional\": false}",
     .fatal_codes = fatal_codes,
     .start = cancel_switch_start,
     .cancel = schedule_switch_cancel,

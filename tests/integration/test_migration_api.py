@@ -217,6 +217,38 @@ def test_an_aborted_schedule_cancels_its_switch_job():
     lab().check_inventory()
 
 
+def test_a_switch_by_hand_cancels_the_scheduled_one():
+    """A user's scheduled migration switched by the operator before its time: that
+    switch cancels the delayed migrate-switch job, which past its time is still canceled
+    and never ran; the migration stays successful, the VM on cn2. (The same switch
+    asked with the delayed job's very params, an operator's for an operator's schedule,
+    is refused 409 Conflict naming that job: the engine's one unfinished job per
+    target and params.)"""
+    vm = provision_for(OWNER)
+    set_user_migration_allowed(vm, True)
+    at_s = int(time.time()) + 12
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at_s))
+    job = ml.ok_action("schedule", vm, owner_uuid=OWNER, scheduled_timestamp=at,
+                       target_server_uuid=CN2, send_mbps_limit=FAST, timeout=10)
+    delayed = job["chain_results"][-1]["result"]["job_uuid"]
+    status, body = ml.action("switch", vm, owner_uuid=OWNER)
+    assert (status, body.get("code")) == (409, "Conflict") and delayed in body["message"], body
+    switch = ml.ok_action("switch", vm, timeout=60)
+    assert time.time() < at_s, "the switch by hand took until the scheduled time"
+    cancel = [r for r in switch["chain_results"] if r["name"] == "cancel_switch"]
+    assert cancel and cancel[0]["result"] == {"job_uuid": delayed, "canceled": True}, cancel
+    m = ml.wait_migration(vm, "successful")
+    wait_for("the scheduled time to pass", lambda: time.time() > at_s + 2,
+             timeout=at_s - time.time() + 5, every=0.2)
+    sw = lab().job_of(delayed)
+    assert sw["execution"] == "canceled" and not sw["chain_results"], sw
+    after = ml.migration(vm)
+    assert (after["uuid"], after["state"]) == (m["uuid"], "successful"), after
+    ml.check_on(vm, CN2, running=True)
+    ml.ok_action("finalize", vm)
+    lab().check_inventory()
+
+
 def references(volume_uuid):
     status, rows = lab().http(f"/volumes/{volume_uuid}/references")
     assert status == 200, (status, rows)
@@ -307,6 +339,7 @@ FIRST = [test_22_user_needs_leave_the_operator_does_not,
          test_23_a_user_cannot_abort_the_operators_migration,
          test_24_a_user_lists_only_their_migrations,
          test_an_aborted_schedule_cancels_its_switch_job,
+         test_a_switch_by_hand_cancels_the_scheduled_one,
          test_35_a_vm_mounting_a_volume_migrates]
 SECOND = [test_22_global_true_per_vm_false]
 only = sys.argv[3:]
