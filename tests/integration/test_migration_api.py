@@ -142,7 +142,7 @@ def test_23_a_user_cannot_abort_the_operators_migration():
     # The operator's abort: and no switch job was ever asked for (never scheduled).
     job = ml.ok_action("abort", vm)
     cancel = [r for r in job["chain_results"] if r["name"] == "cancel_switch"]
-    assert cancel and cancel[0]["result"] == {"job_uuid": None, "canceled": False}, cancel
+    assert cancel and cancel[0]["result"] == {"job_uuid": None, "canceled": False, "others": []}, cancel
     ml.wait_migration(vm, "aborted")
     ml.check_on(vm, CN1, running=True)
     assert target_dirs(vm) == [CN1]
@@ -201,7 +201,8 @@ def test_an_aborted_schedule_cancels_its_switch_job():
     m = ml.wait_migration(vm, "aborted")
     assert time.time() < at_s, "the abort took until the scheduled time"
     cancel = [r for r in abort["chain_results"] if r["name"] == "cancel_switch"]
-    assert cancel and cancel[0]["result"] == {"job_uuid": switch_uuid, "canceled": True}, cancel
+    assert cancel and cancel[0]["result"] == {"job_uuid": switch_uuid, "canceled": True, "others": []}, \
+        cancel
     sw = lab().job_of(switch_uuid)
     assert sw["execution"] == "canceled" and not sw["chain_results"], sw
     ml.check_on(vm, CN1, running=True)
@@ -236,7 +237,7 @@ def test_a_switch_by_hand_cancels_the_scheduled_one():
     switch = ml.ok_action("switch", vm, timeout=60)
     assert time.time() < at_s, "the switch by hand took until the scheduled time"
     cancel = [r for r in switch["chain_results"] if r["name"] == "cancel_switch"]
-    assert cancel and cancel[0]["result"] == {"job_uuid": delayed, "canceled": True}, cancel
+    assert cancel and cancel[0]["result"] == {"job_uuid": delayed, "canceled": True, "others": []}, cancel
     m = ml.wait_migration(vm, "successful")
     wait_for("the scheduled time to pass", lambda: time.time() > at_s + 2,
              timeout=at_s - time.time() + 5, every=0.2)
@@ -246,6 +247,43 @@ def test_a_switch_by_hand_cancels_the_scheduled_one():
     assert (after["uuid"], after["state"]) == (m["uuid"], "successful"), after
     ml.check_on(vm, CN2, running=True)
     ml.ok_action("finalize", vm)
+    lab().check_inventory()
+
+
+def test_an_abort_cancels_a_sync_waiting_for_a_slot():
+    """One slot per server: A's sync runs (slowly), B's sync off the same server waits
+    for the slot (queued, parked on migration-slot:cn1). Aborting B cancels that sync
+    job: it never starts once A's pass frees the slot, so it never fails; A's sync ends
+    paused as asked."""
+    a, b = ml.provision(CN1, "idle"), ml.provision(CN1, "idle")
+    ml.fill(CN1, a, 8)
+    for vm in (a, b):
+        ml.ok_action("begin", vm, target_server_uuid=CN2, send_mbps_limit=SLOW)
+        ml.wait_migration(vm, "paused")
+    status, sync_a = ml.action("sync", a)
+    assert status == 201, (status, sync_a)
+    ml.wait_pass_bytes(a)
+    status, sync_b = ml.action("sync", b)
+    assert status == 201, (status, sync_b)
+    wait_for("b's sync to wait for a slot",
+             lambda: lab().job_of(sync_b["uuid"]).get("blocked_on") == "migration-slot:" + CN1,
+             timeout=10)
+    abort = ml.ok_action("abort", b)
+    cancel = [r for r in abort["chain_results"] if r["name"] == "cancel_switch"]
+    assert cancel and cancel[0]["result"] == {"job_uuid": None, "canceled": False,
+                                              "others": [sync_b["uuid"]]}, cancel
+    ml.wait_migration(b, "aborted")
+    assert ml.migration(a)["state"] == "running", ml.migration(a)
+    done = lab().wait_job(sync_a["uuid"], timeout=60)
+    assert done["execution"] == "succeeded", done
+    ml.wait_migration(a, "paused")
+    sb = lab().job_of(sync_b["uuid"])
+    assert sb["execution"] == "canceled" and not sb["chain_results"], sb
+    m = ml.migration(b)
+    assert m["state"] == "aborted" and m["num_sync_phases"] == 0, m
+    ml.check_on(b, CN1, running=True)
+    ml.ok_action("abort", a)
+    ml.wait_migration(a, "aborted")
     lab().check_inventory()
 
 
@@ -340,6 +378,7 @@ FIRST = [test_22_user_needs_leave_the_operator_does_not,
          test_24_a_user_lists_only_their_migrations,
          test_an_aborted_schedule_cancels_its_switch_job,
          test_a_switch_by_hand_cancels_the_scheduled_one,
+         test_an_abort_cancels_a_sync_waiting_for_a_slot,
          test_35_a_vm_mounting_a_volume_migrates]
 SECOND = [test_22_global_true_per_vm_false]
 only = sys.argv[3:]

@@ -5,17 +5,17 @@
 -- gets it. Answers {post: {uuid, workflow, target, exec_after, params: {vm_uuid,
 -- owner_uuid?}}, state}; a migration without a scheduled_timestamp is InvalidState.
 -- With cancel (dc.migration_cancel_switch, a step of the abort and of the switch)
--- answers {cancel: the job's uuid, or null when the migration was never scheduled, so
--- no such job exists, or when that job is job_uuid, the one asking}.
+-- answers {vm_uuid, cancel: the job's uuid, or null when the migration was never
+-- scheduled, so no such job exists, or when that job is job_uuid, the one asking}.
 -- Reads only.
 local a = cjson.decode(ARGV[1])
 local m, e = mig_for_step(a.migration_uuid)
 if not m then return mig_refuse(e) end
 if a.cancel == true then
-  if not mig_given(m.scheduled_timestamp) then return ok({state = m.state, cancel = NULL}) end
-  local job = uuid_of_text('migrate-switch:' .. m.uuid)
-  if job == a.job_uuid then return ok({state = m.state, cancel = NULL}) end
-  return ok({state = m.state, cancel = job})
+  local job = NULL
+  if mig_given(m.scheduled_timestamp) then job = uuid_of_text('migrate-switch:' .. m.uuid) end
+  if job == a.job_uuid then job = NULL end
+  return ok({state = m.state, vm_uuid = m.vm_uuid, cancel = job})
 end
 if not mig_given(m.scheduled_timestamp) then
   return refuse(409, 'InvalidState', 'migration ' .. m.uuid .. ' is not scheduled: it has no ' ..
