@@ -305,11 +305,19 @@ static void on_queued_listed(tern_ctx *ctx, const tern_http_res *res, void *data
 {
     switch_cancel_t *sc = data;
     if (res->status != 200) {
-        cancel_fail(ctx, "SwitchJobUnavailable", "GET /jobs?execution=queued", res->status,
+        bool later = res->status == 0 || res->status >= 500; /* retried */
+        cancel_fail(ctx, later ? "SwitchJobUnavailable" : "SwitchJobRefused",
+                    "GET /jobs?execution=queued", res->status,
                     res->status == 0 ? res->error : res->body);
         return;
     }
     json_t *rows = json_loads(res->body, 0, NULL);
+    if (!json_is_array(rows)) {
+        json_decref(rows);
+        cancel_fail(ctx, "SwitchJobUnavailable", "GET /jobs?execution=queued answered no list",
+                    res->status, res->body);
+        return;
+    }
     const char *self = tern_job_uuid(ctx);
     size_t i;
     json_t *row;
