@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Migrations through the API as users and the operator, on labs of three servers
 (migration_lab.py): who may migrate (DOMAIN 5.6 tests 22, 23), what a user lists (24),
-an aborted schedule's switch job canceled, and a VM mounting an RFD 26 volume
-migrated (35).
+the queued jobs an abort or a switch by hand cancels (a schedule's switch job, a sync
+waiting for a migration slot), and a VM mounting an RFD 26 volume migrated (35).
 
 A user's request is one that names its `owner_uuid` (docs/API.md, docs/MIGRATION.md
 "Who may migrate"); the operator's names none. Every refusal is checked to have
