@@ -11,8 +11,6 @@
 
 #include "dc_state.h"
 
-#define JOB_REQUEST_MS 10000u /* one POST or GET of the API */
-
 /* What an attempt keeps between its requests (attempts.h). */
 typedef struct api_jobs {
     json_t *posts;       /* [{"uuid", "workflow", "target", "params"}] (owned) */
@@ -67,7 +65,7 @@ static void jobs_fail(tern_ctx *ctx, api_jobs_t *j, const char *code, const char
     attempts_end(s->attempts, ctx); /* frees j */
 }
 
-static void auth_headers(const dc_state_t *s, char *auth, size_t authlen, const char *headers[3])
+void api_headers(const dc_state_t *s, char *auth, size_t authlen, const char *headers[3])
 {
     size_t n = 0;
     headers[n++] = "Content-Type: application/json";
@@ -123,13 +121,13 @@ static void on_job_posted(tern_ctx *ctx, const tern_http_res *res, void *data)
     j->refused_status = res->status;
     char url[1024], auth[1024];
     const char *headers[3];
-    auth_headers(s, auth, sizeof auth, headers);
+    api_headers(s, auth, sizeof auth, headers);
     snprintf(url, sizeof url, "%s/jobs/%s", s->api_url, post_field(j, "uuid"));
     tern_http_req req = {.size = sizeof req,
                          .method = "GET",
                          .url = url,
                          .headers = headers,
-                         .timeout_ms = JOB_REQUEST_MS};
+                         .timeout_ms = API_REQUEST_MS};
     if (tern_http_request(ctx, &req, on_job_read, j) != 0)
         jobs_fail(ctx, j, j->codes.unavailable, "GET /jobs/:uuid cannot be sent", 0, "");
 }
@@ -146,7 +144,7 @@ static void post_next(tern_ctx *ctx, api_jobs_t *j)
         abort();
     char url[1024], auth[1024];
     const char *headers[3];
-    auth_headers(s, auth, sizeof auth, headers);
+    api_headers(s, auth, sizeof auth, headers);
     snprintf(url, sizeof url, "%s/jobs", s->api_url);
     tern_http_req req = {.size = sizeof req,
                          .method = "POST",
@@ -154,7 +152,7 @@ static void post_next(tern_ctx *ctx, api_jobs_t *j)
                          .headers = headers,
                          .body = body,
                          .body_len = strlen(body),
-                         .timeout_ms = JOB_REQUEST_MS};
+                         .timeout_ms = API_REQUEST_MS};
     int rc = tern_http_request(ctx, &req, on_job_posted, j);
     free(body);
     if (rc != 0)

@@ -20,6 +20,14 @@
 #include <jansson.h>
 #include <tern/task.h>
 
+#define API_REQUEST_MS 10000u /* one request to the control's API */
+
+struct dc_state;
+
+/* The headers of a request to the control's API: JSON, and the bearer token when the
+ * dc configuration has one (written into `auth`, which must outlive the request). */
+void api_headers(const struct dc_state *s, char *auth, size_t authlen, const char *headers[3]);
+
 typedef struct api_job_codes {
     const char *unavailable; /* no answer, or a 5xx */
     const char *refused;     /* a refusal the job itself does not explain */

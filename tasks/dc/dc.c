@@ -449,6 +449,7 @@ static const tern_task_def *const tasks[] = {
     &dc_migration_check_task,
     &dc_migration_claim_task,
     &dc_migration_schedule_switch_task,
+    &dc_migration_cancel_switch_task,
     &dc_migration_phase_task,
     &dc_migration_progress_task,
     &dc_migration_switch_task,

@@ -60,6 +60,7 @@ extern const tern_task_def dc_reservations_clean_task;
 extern const tern_task_def dc_migration_check_task;
 extern const tern_task_def dc_migration_claim_task;
 extern const tern_task_def dc_migration_schedule_switch_task;
+extern const tern_task_def dc_migration_cancel_switch_task;
 extern const tern_task_def dc_migration_phase_task;
 extern const tern_task_def dc_migration_progress_task;
 extern const tern_task_def dc_migration_switch_task;
