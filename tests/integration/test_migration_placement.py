@@ -65,6 +65,49 @@ def begin_target(vm_uuid, **params):
     return m["target_server_uuid"]
 
 
+def test_28_same_rack_and_actual_sizes():
+    """Test 28: the source's rack first (cn2, not cn4 with more free RAM); never the
+    source; rack "other" takes cn4 for a VM of the package's size; a VM whose data disk
+    holds more than cn4's room is never placed there and a begin pinned there is
+    refused."""
+    vm = ml.provision(CN1, "idle")
+    assert begin_target(vm) == CN2
+    ml.ok_action("abort", vm, timeout=90)
+    ml.wait_migration(vm, "aborted")
+    # Another rack when asked: cn4 has room for the package's 320 MiB.
+    assert begin_target(vm, affinity={"rack": "other"}) == CN4
+    ml.ok_action("abort", vm, timeout=90)
+    ml.wait_migration(vm, "aborted")
+    # The source pinned: refused, naming it.
+    ml.refused("begin", vm, 422, "InvalidArgument", ["target_server_uuid", "source server"],
+               target_server_uuid=CN1)
+
+    big = ml.provision(CN1, "idle")
+    # A flexible VM's disks live inside its package's space (docs/DISKS.md), so no disk
+    # operation of this lab grows what it commits: the record is made to hold what an
+    # in-place resize of its package would leave (allocation.disk, and the source's
+    # committed disk with it), as the placement reads them.
+    grown = 832
+    key = "tern:p:dc:vm:" + big
+    rec = json.loads("\n".join(lab.redis("GET", key)))
+    was = rec["allocation"]["disk"]
+    assert was <= 600 < grown, rec["allocation"]
+    rec["allocation"]["disk"] = grown
+    lab.redis("SET", key, json.dumps(rec))
+    lab.redis("HINCRBY", "tern:p:dc:server:" + CN1, "disk_committed_mib", str(grown - was))
+    disk = lab.vm_of(big)["allocation"]["disk"]
+    assert disk == grown, lab.vm_of(big)["allocation"]
+    # cn4 lacks room for what the VM has now (cn3 for its RAM): nowhere in rack r2.
+    ml.refused("begin", big, 409, "NoAllocatableServersError", [f"{disk} MiB of disk"],
+                      affinity={"rack": "other"})
+    ml.refused("begin", big, 409, "NoAllocatableServersError",
+               [CN4, "no room", f"{disk} MiB of disk"], target_server_uuid=CN4)
+    # Without a pin or an affinity: cn2, never cn4 nor the source.
+    assert begin_target(big) == CN2
+    ml.ok_action("abort", big, timeout=90)
+    ml.wait_migration(big, "aborted")
+
+
 def test_27_image_missing_from_store():
     """Test 27: the lab's image file removed: the begin copies cn1's copy to cn2 (which
     never had it), the copy's sha256 is the source's, one warning names the image and
@@ -120,5 +163,5 @@ def image_missing_from_store(vm, second, src):
 
 
 if __name__ == "__main__":
-    ml.run([test_27_image_missing_from_store],
+    ml.run([test_27_image_missing_from_store, test_28_same_rack_and_actual_sizes],
            only=sys.argv[3:])
