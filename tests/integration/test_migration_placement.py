@@ -162,6 +162,33 @@ def image_missing_from_store(vm, second, src):
     lab.check_inventory()
 
 
+def test_27_image_nowhere():
+    """The store lacks the image and the source server has no copy either: the begin
+    fails naming the source's missing file (nothing to copy from, nothing invented),
+    the VM runs on its source as before, and an abort gives the target back."""
+    vm = ml.provision(CN1, "idle")
+    store = os.path.join(lab.dir, "images", "lab-mig.img")
+    target = CN4 if not os.path.exists(image_path(CN4)) else None
+    assert target, "cn4 was expected not to hold the image yet"
+    os.rename(store, store + ".away")
+    os.rename(image_path(CN1), image_path(CN1) + ".away")
+    try:
+        job = ml.run_action("begin", vm, target_server_uuid=CN4, send_mbps_limit=FAST)
+        m = ml.wait_migration(vm, "failed")
+    finally:
+        os.rename(image_path(CN1) + ".away", image_path(CN1))
+        os.rename(store + ".away", store)
+    assert job["execution"] == "failed", job
+    assert "ImageFileMissing" in m["error"] and image_path(CN1) in m["error"], m
+    assert not os.path.exists(image_path(CN4))
+    assert ml.workload_alive(CN1, vm) and lab.vm_of(vm)["server_uuid"] == CN1
+    ml.ok_action("abort", vm, timeout=90)
+    ml.wait_migration(vm, "aborted")
+    assert not os.path.exists(ml.vm_dir(CN4, vm))
+    ml.check_on(vm, CN1, running=True)
+
+
 if __name__ == "__main__":
-    ml.run([test_27_image_missing_from_store, test_28_same_rack_and_actual_sizes],
+    ml.run([test_27_image_missing_from_store, test_27_image_nowhere,
+            test_28_same_rack_and_actual_sizes],
            only=sys.argv[3:])
