@@ -12,7 +12,8 @@
  *   -> {image_uuid, copied: bool, bytes, source_server_uuid}
  *
  * target_has true (the store had it, or the target had its copy): nothing to do,
- * copied false. The source without its copy: ImageFileMissing naming the file (the
+ * copied false. bytes: what this attempt sent (0 when an earlier attempt of the step
+ * had sent it all). The source without its copy: ImageFileMissing naming the file (the
  * image is then nowhere the migration can take it from). Re-run: the target answers
  * that it has the digest already, and nothing is sent again.
  */
@@ -117,16 +118,15 @@ static void on_sent(tern_ctx *ctx, void *arg, int rc, const char *err)
         fail(st, rc == -EACCES ? "TransferRefused" : "TransferFailed", err);
         return;
     }
-    if (j->r.image_present) {
-        finish(st, false);
-        return;
-    }
+    /* The target had no copy when the begin looked (target_has false): whatever this
+     * attempt sent, the copy there is this step's, so the warning is recorded even when
+     * an earlier attempt sent the bytes and lost its answer (image_present now). */
     st->bytes = j->r.sent;
     char text[512];
     snprintf(text, sizeof text,
-             "image %s is not in the image store: copied from the source server %s (%llu "
-             "bytes of data, digest checked on the target)",
-             st->image, st->server, (unsigned long long)st->bytes);
+             "image %s is not in the image store: copied from the source server %s, its "
+             "digest checked on the target",
+             st->image, st->server);
     json_t *args = json_pack("{s:s, s:{s:s, s:s, s:s, s:s}}", "migration_uuid", st->mig, "warning",
                              "message", text, "image_uuid", st->image, "image_source", "source",
                              "source_server_uuid", st->server);
