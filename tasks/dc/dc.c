@@ -460,6 +460,7 @@ static const tern_task_def *const tasks[] = {
     &dc_migration_recv_open_task,
     &dc_migration_send_task,
     &dc_migration_verify_task,
+    &dc_migration_image_send_task,
     &dc_migration_flip_task,
     &dc_migration_cleanup_task,
     &dc_migration_estimate_task,

@@ -59,6 +59,7 @@ extern const tern_task_def dc_migration_target_create_task;
 extern const tern_task_def dc_migration_recv_open_task;
 extern const tern_task_def dc_migration_send_task;
 extern const tern_task_def dc_migration_verify_task;
+extern const tern_task_def dc_migration_image_send_task;
 extern const tern_task_def dc_migration_flip_task;
 extern const tern_task_def dc_migration_cleanup_task;
 extern const tern_task_def dc_migration_estimate_task;

@@ -5,10 +5,14 @@
  * made on the thread pool as "<file>.part" and renamed, so a file that is there is
  * whole; one that is there with the lab file's size is done.
  *
- *   {"image_uuid"} -> {"path", "size" (MiB), "copied": bool}
+ *   {"image_uuid", "missing_ok"?} -> {"path", "size" (MiB), "copied": bool,
+ *                                     "present": bool}
  *
  * Fails ResourceNotFound for an image the description does not list, and
- * ImageFileMissing naming the lab's file when it is gone.
+ * ImageFileMissing naming the lab's file when it is gone. With missing_ok (a
+ * migration's begin, which can get the image from the source server instead) neither
+ * fails: the answer is present false, or present true when the server has its copy
+ * already ("store" names why in both: "gone" or "unlisted").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +34,8 @@ typedef struct ensure_arg {
     char dst[PATH_MAX];
     uint64_t size_mib;
     bool copied;
-    const char *code; /* the failure's code, a literal */
+    bool missing_ok, missing; /* missing: the store lacks the image (missing_ok only) */
+    const char *code;         /* the failure's code, a literal */
 } ensure_arg_t;
 
 static int mkdir_one(const char *path)
@@ -42,6 +47,10 @@ static int ensure_work(void *data, const atomic_bool *stop, char *err, size_t er
 {
     ensure_arg_t *a = data;
     struct stat src, dst;
+    if (stat(a->src, &src) != 0 && a->missing_ok && errno == ENOENT) {
+        a->missing = true;
+        return 0;
+    }
     if (stat(a->src, &src) != 0) {
         a->code = "ImageFileMissing";
         int e = errno;
@@ -83,8 +92,16 @@ static void ensure_done(tern_ctx *ctx, void *data, int rc, const char *err)
                        err);
         return;
     }
-    tern_task_done(ctx, json_pack("{s:s, s:I, s:b}", "path", a->dst, "size",
-                                  (json_int_t)a->size_mib, "copied", a->copied));
+    bool present = true;
+    if (a->missing) {
+        struct stat st;
+        present = lstat(a->dst, &st) == 0 && S_ISREG(st.st_mode);
+    }
+    json_t *r = json_pack("{s:s, s:I, s:b, s:b}", "path", a->dst, "size", (json_int_t)a->size_mib,
+                          "copied", a->copied, "present", present);
+    if (a->missing)
+        json_object_set_new(r, "store", json_string(a->size_mib == 0 ? "unlisted" : "gone"));
+    tern_task_done(ctx, r);
 }
 
 static void ensure_start(tern_ctx *ctx, const json_t *args)
@@ -95,6 +112,9 @@ static void ensure_start(tern_ctx *ctx, const json_t *args)
     char msg[512];
     const char *uuid = NULL;
     const char *bad = task_args_string(args, "image_uuid", &uuid, NULL, msg, sizeof msg);
+    const json_t *missing_ok = json_object_get(args, "missing_ok");
+    if (bad == NULL && missing_ok != NULL && !json_is_boolean(missing_ok))
+        bad = "missing_ok: expected a boolean";
     if (bad != NULL || uuid == NULL) {
         tern_task_fail(ctx, "InvalidArgument", "dc.image_ensure: %s",
                        bad != NULL ? bad : "image_uuid: required");
@@ -104,7 +124,7 @@ static void ensure_start(tern_ctx *ctx, const json_t *args)
     for (size_t i = 0; i < s->dc->n_images && img == NULL; i++)
         if (strcmp(s->dc->images[i].uuid, uuid) == 0)
             img = &s->dc->images[i];
-    if (img == NULL) {
+    if (img == NULL && !json_is_true(missing_ok)) {
         tern_task_fail(ctx, "ResourceNotFound",
                        "dc.image_ensure: image_uuid: %.64s is not an image of the datacenter",
                        uuid);
@@ -113,14 +133,22 @@ static void ensure_start(tern_ctx *ctx, const json_t *args)
     ensure_arg_t *a = calloc(1, sizeof *a);
     if (a == NULL)
         abort();
-    a->size_mib = img->size_mib;
-    snprintf(a->src, sizeof a->src, "%s", img->file);
+    a->missing_ok = json_is_true(missing_ok);
     if (instance_image_path(s->server->data_root, uuid, a->dst, sizeof a->dst, msg, sizeof msg) !=
         0) {
         free(a);
         tern_task_fail(ctx, "InvalidArgument", "dc.image_ensure: %s", msg);
         return;
     }
+    if (img == NULL) {
+        /* Not in the store: only what this server has (size 0 says "unlisted"). */
+        a->missing = true;
+        ensure_done(ctx, a, 0, "");
+        free(a);
+        return;
+    }
+    a->size_mib = img->size_mib;
+    snprintf(a->src, sizeof a->src, "%s", img->file);
     char key[PATH_MAX];
     snprintf(key, sizeof key, "%s", a->dst);
     int rc = file_job_start(ctx, s->files, key, ensure_work, a, free, ensure_done);
@@ -135,7 +163,8 @@ const tern_task_def dc_image_ensure_task = {
     .summary = "The server's sparse copy of an image (data_root/images/<uuid>.img), made "
                "from the lab's image file unless whole already.",
     .args_schema = "{\"required\": [\"image_uuid\"], \"properties\": {\"image_uuid\": "
-                   "{\"type\": \"string\"}}, \"additional\": false}",
+                   "{\"type\": \"string\"}, \"missing_ok\": {\"type\": \"boolean\"}}, "
+                   "\"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = ensure_start,
     .cancel = dc_agent_cancel,

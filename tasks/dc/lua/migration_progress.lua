@@ -3,8 +3,11 @@
 -- back. ARGV[1]: {migration_uuid, event?: {progress fields}, pass_done?: {pass, bytes,
 -- total, duration_ms, started_timestamp}, switch_reason?}. The event goes onto the
 -- stream and becomes `progress`; a pass done counts a sync (num_sync_phases,
--- last_sync_size) and ends in a history entry, once per (job, pass). Answers
--- {pause_requested, abort_requested, send_mbps_limit, state}.
+-- last_sync_size) and ends in a history entry, once per (job, pass). A warning
+-- ({message, ...fields}: dc.migration_image_send's image copied from the source) is a
+-- history entry of its own, `level` "warning", finished at once, placed before the
+-- phase's entry still running; once per (job, message). Answers {pause_requested,
+-- abort_requested, send_mbps_limit, state}.
 local a = cjson.decode(ARGV[1])
 local now = now_iso_ms()
 local m, e = mig_for_step(a.migration_uuid)
@@ -22,6 +25,11 @@ if pd ~= nil and pd ~= NULL and (type(pd) ~= 'table' or type(pd.pass) ~= 'number
   type(pd.bytes) ~= 'number') then
   return refuse(0, 'InvalidArgument', 'pass_done: expected {pass, bytes, total, duration_ms, ' ..
     'started_timestamp} with numbers, got ' .. cjson.encode(pd))
+end
+local warn = a.warning
+if warn ~= nil and warn ~= NULL and (type(warn) ~= 'table' or type(warn.message) ~= 'string') then
+  return refuse(0, 'InvalidArgument', 'warning: expected {message, ...} with a string message, got ' ..
+    cjson.encode(warn))
 end
 if mig_given(a.switch_reason) and a.switch_reason ~= 'size' and a.switch_reason ~= 'max_passes' and
   a.switch_reason ~= 'stalled' then
@@ -64,6 +72,23 @@ if pd ~= nil and pd ~= NULL then
     entry.duration_ms = type(pd.duration_ms) == 'number' and pd.duration_ms or
       mig_ms_between(started, now)
     mig_event(m, entry)
+  end
+  changed = true
+end
+if warn ~= nil and warn ~= NULL then
+  local job = mig_given(m.job_uuid) and m.job_uuid or 'none'
+  if mig_mark_once(m.uuid, job .. '|warning|' .. warn.message) then
+    local e = {}
+    for k, v in pairs(warn) do e[k] = v end
+    e.type, e.level, e.phase, e.state = 'progress', 'warning', m.phase, 'successful'
+    e.started_timestamp, e.finished_timestamp, e.duration_ms = now, now, 0
+    e.current_progress, e.total_progress = 1, 1
+    e.job_uuid = m.job_uuid or NULL
+    m.progress_history = m.progress_history or {}
+    local h = m.progress_history
+    -- The phase's running entry stays the last one: the phase's own steps close it.
+    if mig_open_entry(m) then table.insert(h, #h, e) else h[#h + 1] = e end
+    mig_event(m, e)
   end
   changed = true
 end

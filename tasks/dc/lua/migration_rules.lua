@@ -188,7 +188,9 @@ end
 -- server with room for the VM's actual allocation (ram, disk: never the package's, a
 -- resized VM commits what it has), never the source, a platform not older than the
 -- source's, within the affinity ({near: [vm], far: [vm], rack: "same"|"other"}: near
--- the servers of those VMs, far none of them, rack the source's or another); then
+-- the servers of those VMs, far none of them, rack the source's or another); first a
+-- server in the source's rack (DOMAIN 5.2: a VM's networks and storage are the rack's,
+-- so a move within it changes least; test_migration_placement's test 28), then
 -- placement's rule (docs/DATACENTER.md "Placement"): the most free RAM, the rack with
 -- fewer of the owner's instances, the lowest uuid. A pinned server is the only
 -- candidate (the operator's choice bypasses affinity, not room). Returns the server
@@ -237,7 +239,7 @@ local function mig_choose_target(vm, pinned, affinity)
   local spread = redis.call('HGETALL', P .. 'owner_racks:' .. tostring(vm.owner_uuid))
   local in_rack = {}
   for i = 1, #spread, 2 do in_rack[spread[i]] = tonumber(spread[i + 1]) end
-  local chosen, best_ram, best_owned
+  local chosen, best_near, best_ram, best_owned
   for _, u in ipairs(redis.call('ZRANGE', P .. 'servers', 0, -1)) do
     local f = u ~= source and mig_server_free(u)
     local fits = f and f.ram >= ram and f.disk >= disk and
@@ -247,8 +249,10 @@ local function mig_choose_target(vm, pinned, affinity)
         (affinity.rack == 'same') == (f.rack == src.rack))
     if fits then
       local owned = in_rack[f.rack] or 0
-      if not chosen or f.ram > best_ram or (f.ram == best_ram and owned < best_owned) then
-        chosen, best_ram, best_owned = u, f.ram, owned
+      local near_src = (src.rack ~= nil and f.rack == src.rack) and 1 or 0
+      if not chosen or near_src > best_near or (near_src == best_near and (f.ram > best_ram or
+        (f.ram == best_ram and owned < best_owned))) then
+        chosen, best_near, best_ram, best_owned = u, near_src, f.ram, owned
       end
     end
   end

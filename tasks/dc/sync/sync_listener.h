@@ -13,6 +13,8 @@
  *   .migration/manifest   what the disks hold (sync_manifest.h)
  *   .migration/lock       flock'ed by the one pass of an instance at a time (a second
  *                         one is refused)
+ * and an image pass (sync_image.h) <data_root>/images/<image uuid>.img, nothing else
+ * outside the instance.
  *
  * Thread-safe; no loop, no task context: the agent starts it at init and stops it at
  * fini (sync_listener_stop ends every connection and joins every thread).

@@ -36,6 +36,7 @@
 #include "sync_addr.h"
 #include "sync_auth.h"
 #include "sync_block.h"
+#include "sync_image.h"
 #include "sync_manifest.h"
 #include "sync_wire.h"
 
@@ -102,6 +103,7 @@ typedef struct session {
     sync_buf_t in, out;
     char *vmjson;
     size_t vmjson_len;
+    bool image; /* an image pass (sync_image.h): no manifest, no frames after it */
     char err[512];
 } session_t;
 
@@ -275,9 +277,13 @@ static int reconcile(session_t *s)
 static int send_manifest(session_t *s)
 {
     uint32_t type;
-    int rc = sync_frame_read(s->fd, &type, &s->in, 64, NULL);
+    int rc = sync_frame_read(s->fd, &type, &s->in, 1024, NULL);
     if (rc < 0)
         return fail(s, rc, "waiting for the manifest request: %s", strerror(-rc));
+    if (type == SYNC_IMAGE) {
+        s->image = true;
+        return sync_image_receive(s->fd, s->l->root, &s->in, s->err, sizeof s->err);
+    }
     sync_cur_t c = {.p = s->in.p, .left = s->in.len};
     uint32_t bs = sync_cur_u32(&c);
     if (type != SYNC_MANIFEST_REQ || c.bad)
@@ -661,7 +667,7 @@ static void run_session(conn_slot_t *slot)
         rc = open_instance(&s);
     if (rc == 0)
         rc = send_manifest(&s);
-    if (rc == 0)
+    if (rc == 0 && !s.image)
         rc = run_frames(&s);
     if (rc < 0 && rc != -ECONNRESET) {
         say(s.l, SYNC_LOG_ERROR, "migration transfer failed: peer %s, migration %s, vm %s: %s",

@@ -29,6 +29,7 @@
 #include "sync_addr.h"
 #include "sync_auth.h"
 #include "sync_block.h"
+#include "sync_digest.h"
 #include "sync_manifest.h"
 #include "sync_rate.h"
 #include "sync_wire.h"
@@ -449,8 +450,76 @@ static int why_closed(pass_t *p, int rc)
     return rc;
 }
 
+/* An image pass (sync_wire.h): the image's digest announced, its data blocks sent
+ * unless the target has that digest already, then the target's PASS_DONE once its
+ * copy is whole and checked. */
+static int send_image(pass_t *p, const atomic_bool *stop)
+{
+    const sync_send_opts_t *o = p->o;
+    char digest[65];
+    uint64_t size = 0;
+    int rc = sync_disk_digest(o->image_path, o->block_size, digest, &size, p->err, p->errlen);
+    if (rc < 0)
+        return rc;
+    int file = open(o->image_path, O_RDONLY | O_CLOEXEC);
+    if (file < 0)
+        return fail(p, -errno, "%s: %s", o->image_path, strerror(errno));
+    p->disks[0].fd = file; /* closed with the pass */
+    if ((rc = connect_retrying(p)) < 0)
+        return rc;
+    p->fd = rc;
+    if ((rc = authenticate(p)) < 0)
+        return rc;
+    sync_buf_reset(&p->out);
+    sync_buf_str(&p->out, o->image_uuid);
+    sync_buf_u64(&p->out, size);
+    sync_buf_str(&p->out, digest);
+    sync_buf_u32(&p->out, o->block_size);
+    if ((rc = sync_frame_write(p->fd, SYNC_IMAGE, p->out.p, p->out.len, &p->c->wire)) < 0)
+        return fail(p, rc, "announcing the image: %s", strerror(-rc));
+    uint32_t type;
+    if ((rc = read_frame(p, &type, 1024, "waiting for the target's answer on the image")) < 0)
+        return rc;
+    if (type != SYNC_IMAGE_HAVE || p->in.len != 1)
+        return unexpected(p, type, "waiting for the target's answer on the image");
+    p->r->image_present = p->in.p[0] != 0;
+    if (!p->r->image_present) {
+        atomic_store(&p->c->total, size);
+        uint8_t head[8];
+        for (uint64_t idx = 0;;) {
+            if (stop && atomic_load(stop))
+                return fail(p, -ECANCELED, "the image pass was stopped");
+            rc = sync_block_next_data(file, size, o->block_size, &idx);
+            if (rc < 0)
+                return fail(p, rc, "%s: finding its data: %s", o->image_path, strerror(-rc));
+            if (rc == 0)
+                break;
+            uint32_t len = sync_block_len(size, o->block_size, idx);
+            if ((rc = sync_block_read(file, size, o->block_size, idx, p->block)) < 0)
+                return fail(p, rc, "%s: reading block %llu: %s", o->image_path,
+                            (unsigned long long)idx, strerror(-rc));
+            if (!sync_block_is_zero(p->block, len)) {
+                sync_le64(head, idx);
+                struct iovec iov[2] = {{head, sizeof head}, {p->block, len}};
+                if ((rc = sync_frame_writev(p->fd, SYNC_IMAGE_DATA, iov, 2, &p->c->wire)) < 0)
+                    return why_closed(p, fail(p, rc, "sending the image: %s", strerror(-rc)));
+                atomic_fetch_add(&p->c->sent, len);
+                atomic_fetch_add(&p->c->blocks, 1);
+            }
+            idx++;
+        }
+        if ((rc = sync_frame_write(p->fd, SYNC_IMAGE_END, NULL, 0, &p->c->wire)) < 0)
+            return why_closed(p, fail(p, rc, "ending the image: %s", strerror(-rc)));
+    }
+    if ((rc = read_frame(p, &type, SYNC_CONTROL_MAX, "waiting for the target's image check")) < 0)
+        return rc;
+    return type == SYNC_PASS_DONE ? 0 : unexpected(p, type, "waiting for the target's image check");
+}
+
 static int run_pass(pass_t *p, const atomic_bool *stop)
 {
+    if (p->o->image_uuid)
+        return send_image(p, stop);
     const sync_send_opts_t *o = p->o;
     int rc;
     if ((rc = read_source(p)) < 0)
@@ -535,17 +604,19 @@ int sync_send_pass(const sync_send_opts_t *o, sync_counters_t *c, const atomic_b
     atomic_store(&c->blocks, 0);
     atomic_store(&c->holes, 0);
     memset(r, 0, sizeof *r);
-    if (!o || !o->instance_dir || !o->vm_uuid || !o->migration_uuid || !o->secret || !o->addr) {
+    if (!o || !(o->image_uuid ? o->image_path : o->instance_dir) || !o->vm_uuid ||
+        !o->migration_uuid || !o->secret || !o->addr) {
         snprintf(err, errlen,
                  "sync pass: instance_dir, vm_uuid, migration_uuid, secret and "
                  "addr are required");
         return -EINVAL;
     }
-    if (!sync_uuid_ok(o->vm_uuid) || !sync_uuid_ok(o->migration_uuid)) {
+    if (!sync_uuid_ok(o->vm_uuid) || !sync_uuid_ok(o->migration_uuid) ||
+        (o->image_uuid && !sync_uuid_ok(o->image_uuid))) {
         snprintf(err, errlen,
-                 "sync pass: vm_uuid \"%.40s\" or migration_uuid \"%.40s\" is not "
-                 "a uuid",
-                 o->vm_uuid, o->migration_uuid);
+                 "sync pass: vm_uuid \"%.40s\", migration_uuid \"%.40s\" or image_uuid "
+                 "\"%.40s\" is not a uuid",
+                 o->vm_uuid, o->migration_uuid, o->image_uuid ? o->image_uuid : "");
         return -EINVAL;
     }
     if (o->block_size < SYNC_BLOCK_MIN || o->block_size > SYNC_BLOCK_MAX ||

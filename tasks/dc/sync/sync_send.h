@@ -45,6 +45,10 @@ typedef struct sync_send_opts {
     uint64_t rate_bytes_s;                                /* 0: unlimited */
     uint32_t block_size, window_blocks;
     uint32_t connect_timeout_ms; /* retry connecting (a target agent restarting) this long */
+    /* An image pass (sync_image.h) instead of the instance's disks: the source's copy
+     * of the image (its data blocks sent, its digest announced) and its uuid, the name
+     * of the target's <root>/images/<uuid>.img. instance_dir is then not read. */
+    const char *image_path, *image_uuid;
 } sync_send_opts_t;
 
 typedef struct sync_pass_result {
@@ -53,6 +57,7 @@ typedef struct sync_pass_result {
     /* Disks the pass made new on the target, removed from it, and sent whole because
      * their generation changed. */
     uint32_t disks_created, disks_removed, disks_reset;
+    bool image_present; /* an image pass: the target had the image already, nothing sent */
 } sync_pass_result_t;
 
 /* Runs one pass. c (may be NULL) is zeroed first and updated as the pass goes; stop

@@ -22,6 +22,13 @@
  *   S: VMJSON {text} (not on a stopped pass), PASS_END {u8 stopped}
  *   R: PASS_DONE {} once everything the pass wrote is durable, or ERROR {text}
  *
+ * An image pass (sync_image.h) sends, after AUTH_OK, instead of MANIFEST_REQ:
+ *
+ *   S: IMAGE {str image_uuid, u64 size, str digest, u32 block_size}
+ *   R: IMAGE_HAVE {u8 have}: 1 when <root>/images/<uuid>.img has that digest already
+ *   S: (have 0) IMAGE_DATA {u64 index, data} per data block, then IMAGE_END {}
+ *   R: PASS_DONE {} once the file is whole, its digest checked and renamed into place
+ *
  * `str` is u16 length and bytes (no NUL). Any error on either side ends the
  * connection; the receiver says why in an ERROR frame first when it can.
  *
@@ -59,6 +66,10 @@ enum sync_frame_type {
     SYNC_VMJSON = 13,
     SYNC_PASS_END = 14,
     SYNC_PASS_DONE = 15,
+    SYNC_IMAGE = 16,
+    SYNC_IMAGE_HAVE = 17,
+    SYNC_IMAGE_DATA = 18,
+    SYNC_IMAGE_END = 19,
 };
 
 /* Kinds of a window's items. */
