@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sync_manifest.h" /* SYNC_DISKS_MAX */
+
 /* What a pass has done so far, updated as it goes: another thread (the task's timer)
  * may read them at any time. total: bytes of data blocks the pass sends (known once
  * the walk is done, before the first block goes; lowered when a block the target
@@ -45,6 +47,9 @@ typedef struct sync_send_opts {
     uint64_t rate_bytes_s;                                /* 0: unlimited */
     uint32_t block_size, window_blocks;
     uint32_t connect_timeout_ms; /* retry connecting (a target agent restarting) this long */
+    /* Also compute each disk's digest (sync_digest.h) from the block hashes the pass
+     * takes anyway, so a final pass need not read the disks again: r->digests. */
+    bool digests;
 } sync_send_opts_t;
 
 typedef struct sync_pass_result {
@@ -53,6 +58,11 @@ typedef struct sync_pass_result {
     /* Disks the pass made new on the target, removed from it, and sent whole because
      * their generation changed. */
     uint32_t disks_created, disks_removed, disks_reset;
+    /* With o->digests and a pass not stopped: disk n's digest and size, as
+     * sync_disk_digest computes them from the file, when digested[n]. */
+    bool digested[SYNC_DISKS_MAX];
+    char digest[SYNC_DISKS_MAX][65];
+    uint64_t digest_size[SYNC_DISKS_MAX];
 } sync_pass_result_t;
 
 /* Runs one pass. c (may be NULL) is zeroed first and updated as the pass goes; stop
