@@ -273,6 +273,9 @@ def one_run(lab, args, n):
     records = writer_log(dst_disk)
     last_src, first_dst = guest_gap(records, src_pid)
     guest_ms = first_dst - last_src
+    # The load the guest put on the disk: the source's writer's records over its life.
+    mine = [ms for _, ms, pid in records if pid == src_pid]
+    write_mibps = (len(mine) - 1) * RECORD / MIB / ((max(mine) - min(mine)) / 1000.0)
     phases, span, steps = breakdown(job)
     proc_ms = (watch.target_seen_ms - watch.source_gone_ms
                if watch.target_seen_ms and watch.source_gone_ms else None)
@@ -287,7 +290,7 @@ def one_run(lab, args, n):
         "final_pass_bytes": m.get("last_sync_size"), "passes": m.get("num_sync_phases"),
         "switch_reason": m.get("switch_reason"), "migration_s": total_s,
         "sha256_ms": sha_ms, "cp_ms": cp_ms, "ratio": guest_ms / sha_ms,
-        "target_pid": dst_pid,
+        "target_pid": dst_pid, "write_mibps": write_mibps,
     }
     # Leave nothing behind for the next run: the source's copy, then the instance.
     run_job(lab, "migrate-finalize", "/migrate-finalize-" + vm, {"vm_uuid": vm}, timeout=120)
@@ -300,7 +303,8 @@ def show(r):
           f"processes {r['process_ms'] or float('nan'):.0f} ms, switch steps "
           f"{r['switch_span_ms']:.0f} ms; final pass {r['final_pass_bytes']} B after "
           f"{r['passes']} passes ({r['switch_reason']}); migration {r['migration_s']:.1f} s; "
-          f"sha256 {r['sha256_ms']:.0f} ms, cp {r['cp_ms']:.0f} ms; ratio {r['ratio']:.2f}",
+          f"sha256 {r['sha256_ms']:.0f} ms, cp {r['cp_ms']:.0f} ms; ratio {r['ratio']:.2f}; "
+          f"the writer wrote {r['write_mibps']:.2f} MiB/s",
           flush=True)
     for k, v in r["phases"].items():
         print(f"    {k:<11} own {v['own_ms']:7.0f} ms   wait {v['wait_ms']:6.0f} ms", flush=True)
@@ -338,7 +342,7 @@ def main():
         return statistics.median(vals) if vals else None
     summary = {
         "runs": len(runs), "disk_mib": args.disk_mib, "data_mib": args.data_mib,
-        "rate_mibps": args.rate_mibps,
+        "rate_mibps": args.rate_mibps, "write_mibps": med(lambda r: r["write_mibps"]),
         "downtime_ms": med(lambda r: r["downtime_ms"]),
         "process_ms": med(lambda r: r["process_ms"]),
         "switch_span_ms": med(lambda r: r["switch_span_ms"]),
