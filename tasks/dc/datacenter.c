@@ -938,6 +938,7 @@ static void read_settings(reader_t *r, const json_t *settings, dc_settings_t *se
 {
     static const char *const known[] = {"share_health_ms",
                                         "share_watch_every_s",
+                                        "writer_records_per_s",
                                         "net_reconcile_every_s",
                                         "net_reconcile_start_delay_s",
                                         "reservation_max_age_s",
@@ -956,6 +957,8 @@ static void read_settings(reader_t *r, const json_t *settings, dc_settings_t *se
     check_known(r, settings, "settings", known);
     get_setting(r, settings, "share_health_ms", 50, 600000, 5000, &set->share_health_ms);
     get_setting(r, settings, "share_watch_every_s", 1, 3600, 5, &set->share_watch_every_s);
+    /* tern-workload's own bounds (its --rate): 2048 is 1 MiB/s, the downtime bench's load. */
+    get_setting(r, settings, "writer_records_per_s", 1, 100000, 10, &set->writer_records_per_s);
     get_setting(r, settings, "net_reconcile_every_s", 1, 86400, 300, &set->net_reconcile_every_s);
     get_setting(r, settings, "reservation_max_age_s", 1, 86400, 900, &set->reservation_max_age_s);
     get_setting(r, settings, "max_snapshots_per_volume", 1, 1024, 16,

@@ -120,6 +120,7 @@ typedef struct dc_image {
 typedef struct dc_settings {
     uint64_t share_health_ms;           /* a share process checks its export this often: 5000 */
     uint64_t share_watch_every_s;       /* the lab's share-watch schedule per server: 5 */
+    uint64_t writer_records_per_s;      /* the writer workload's rate, 512 B records: 10 */
     uint64_t net_reconcile_every_s;     /* the lab's net-reconcile schedule per server: 300 */
     uint64_t net_reconcile_delay_min_s; /* an agent's first reconcile, drawn in [min, max]: */
     uint64_t net_reconcile_delay_max_s; /* 120 and 600, as net-agent's start-up delay */

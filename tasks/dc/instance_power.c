@@ -5,10 +5,10 @@
  *                     (autoboot false: nothing started, the instance left "stopped")
  *   dc.instance_stop  {"vm_uuid"} -> {"pid": the workload's pid, or null when none ran}
  *
- * The workload is `<workload_bin> <kind> --dir <dir> [--file <dir>/disks/disk1.img]
- * --daemonize --pidfile <dir>/workload.pid`, kind being vm.json's "workload" (what
- * customer_metadata["lab:workload"] chose at create: idle or writer, the writer on the
- * data disk; or "share", which dc.storage_create gives a storage instance, run as
+ * The workload is `<workload_bin> <kind> --dir <dir> [--file <dir>/disks/disk1.img --rate
+ * <the settings' writer_records_per_s>] --daemonize --pidfile <dir>/workload.pid`, kind being
+ * vm.json's "workload" (what customer_metadata["lab:workload"] chose at create: idle or writer, the
+ * writer on the data disk; or "share", which dc.storage_create gives a storage instance, run as
  * `share --dir <dir> --health-ms <the settings' share_health_ms>`, no --file). The command line is
  * the agent's: a caller names a kind, never a program or an argument. --daemonize makes the
  * workload the child of init, never the agent's, so an agent that restarts or is killed takes no
@@ -171,11 +171,13 @@ void instance_start_workload(tern_ctx *ctx, const char *task, const instance_pat
         return;
     }
     bool writer = strcmp(kind, "writer") == 0, share = strcmp(kind, "share") == 0;
-    char disk1[PATH_MAX + 32], health_ms[32];
+    char disk1[PATH_MAX + 32], health_ms[32], rate[32];
     snprintf(disk1, sizeof disk1, "%s/disk1.img", p->disks);
     snprintf(health_ms, sizeof health_ms, "%llu",
              (unsigned long long)(s->dc != NULL ? s->dc->set.share_health_ms : 5000));
-    const char *argv[12];
+    snprintf(rate, sizeof rate, "%llu",
+             (unsigned long long)(s->dc != NULL ? s->dc->set.writer_records_per_s : 10));
+    const char *argv[14];
     size_t n = 0;
     argv[n++] = s->workload_bin;
     argv[n++] = writer ? "writer" : share ? "share" : "idle";
@@ -184,6 +186,8 @@ void instance_start_workload(tern_ctx *ctx, const char *task, const instance_pat
     if (writer) {
         argv[n++] = "--file";
         argv[n++] = disk1;
+        argv[n++] = "--rate";
+        argv[n++] = rate;
     }
     if (share) {
         argv[n++] = "--health-ms";

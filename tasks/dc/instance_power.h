@@ -29,7 +29,8 @@ typedef void (*instance_started_cb)(tern_ctx *ctx, const instance_paths_t *p, pi
                                     const char *code, const char *msg, void *data);
 
 /* Starts the workload `kind` (idle, writer or share) of the instance at p, detached:
- * `<workload_bin> <kind> --dir <dir> [--file <dir>/disks/disk1.img (writer)]
+ * `<workload_bin> <kind> --dir <dir> [--file <dir>/disks/disk1.img --rate
+ * <writer_records_per_s> (writer)]
  * [--health-ms <share_health_ms> (share)] --daemonize --pidfile <dir>/workload.pid`,
  * then waits, bounded, until the pid file names a live workload of the instance, and
  * calls `then`. Keeps its data through attempts.h (the cancel hook frees it); one

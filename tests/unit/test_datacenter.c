@@ -225,6 +225,7 @@ static void test_base_reads(void **state)
     assert_int_equal(dc->set.net_reconcile_delay_min_s, 1);
     assert_int_equal(dc->set.net_reconcile_delay_max_s, 3);
     assert_int_equal(dc->set.share_watch_every_s, 5); /* the defaults of the others */
+    assert_int_equal(dc->set.writer_records_per_s, 10);
     assert_int_equal(dc->set.max_snapshots_per_volume, 16);
 
     assert_ptr_equal(datacenter_server_find(dc, "00000000-0000-4000-8000-000000000002"),
@@ -294,11 +295,14 @@ static void test_wrong_types(void **state)
      * taken for the default. */
     expect_faults(EDITS("networks[0].fabric=1", "networks[1].owner_uuids=[\"nope\"]",
                         "settings.share_health_ms=0", "settings.share_watch_every=5",
+                        "settings.writer_records_per_s=100001",
                         "settings.net_reconcile_start_delay_s=[9, 3]"),
                   WANT("networks[0].fabric: expected a boolean, got an integer",
                        "networks[1].owner_uuids[0]: expected a lowercase uuid, got nope",
                        "settings.share_watch_every: unknown field",
                        "settings.share_health_ms: expected an integer from 50 to 600000, got 0",
+                       "settings.writer_records_per_s: expected an integer from 1 to 100000, "
+                       "got 100001",
                        "settings.net_reconcile_start_delay_s: expected [min, max]"));
 }
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "sync_addr.h"
 #include "sync_auth.h"
@@ -41,7 +42,20 @@
 typedef struct item {
     uint64_t idx;
     uint8_t kind;
+    size_t rec; /* a data item's entry in its disk's recs (with o->digests), else NO_REC */
 } item_t;
+
+#define NO_REC SIZE_MAX
+
+/* A data block's hash for the disk's digest, in block order: known from the walk, or
+ * pending until the block is read to be sent (and then zero when it was all zeros). */
+typedef struct digest_rec {
+    uint64_t idx;
+    uint8_t hash[SYNC_HASH_LEN];
+    uint8_t state;
+} digest_rec_t;
+
+enum { REC_KNOWN, REC_PENDING, REC_ZERO };
 
 /* A disk on either side: the source's file, the target's manifest, the plan. */
 typedef struct pdisk {
@@ -56,6 +70,8 @@ typedef struct pdisk {
     bool reset;
     item_t *items;
     size_t n_items, cap_items;
+    digest_rec_t *recs; /* with o->digests: every data block not all zero, by index */
+    size_t n_recs, cap_recs;
 } pdisk_t;
 
 typedef struct pass {
@@ -82,7 +98,7 @@ static int fail(pass_t *p, int rc, const char *fmt, ...)
     return rc;
 }
 
-static void add_item(pdisk_t *d, uint64_t idx, uint8_t kind)
+static void add_item(pdisk_t *d, uint64_t idx, uint8_t kind, size_t rec)
 {
     if (d->n_items == d->cap_items) {
         d->cap_items = d->cap_items ? d->cap_items * 2 : 256;
@@ -90,7 +106,55 @@ static void add_item(pdisk_t *d, uint64_t idx, uint8_t kind)
         if (!d->items)
             abort(); /* out of memory */
     }
-    d->items[d->n_items++] = (item_t){idx, kind};
+    d->items[d->n_items++] = (item_t){idx, kind, rec};
+}
+
+/* A new digest entry of block idx (hash NULL: pending), its position; NO_REC when the
+ * pass takes no digests. */
+static size_t add_rec(const pass_t *p, pdisk_t *d, uint64_t idx, const uint8_t *hash)
+{
+    if (!p->o->digests)
+        return NO_REC;
+    if (d->n_recs == d->cap_recs) {
+        d->cap_recs = d->cap_recs ? d->cap_recs * 2 : 256;
+        d->recs = realloc(d->recs, d->cap_recs * sizeof *d->recs);
+        if (!d->recs)
+            abort(); /* out of memory */
+    }
+    digest_rec_t *r = &d->recs[d->n_recs];
+    r->idx = idx;
+    r->state = hash ? REC_KNOWN : REC_PENDING;
+    if (hash)
+        memcpy(r->hash, hash, SYNC_HASH_LEN);
+    return d->n_recs++;
+}
+
+/* Disk n's digest from its entries, as sync_disk_digest computes it from the file:
+ * SHA-256 over (u64 LE index, block SHA-256) of each block not all zero, then u64 LE
+ * size. */
+static void finish_digest(pass_t *p, unsigned n, const pdisk_t *d)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+        abort(); /* out of memory */
+    for (size_t i = 0; i < d->n_recs; i++) {
+        if (d->recs[i].state != REC_KNOWN)
+            continue;
+        uint8_t rec[8 + SYNC_HASH_LEN];
+        sync_le64(rec, d->recs[i].idx);
+        memcpy(rec + 8, d->recs[i].hash, SYNC_HASH_LEN);
+        EVP_DigestUpdate(md, rec, sizeof rec);
+    }
+    uint8_t tail[8], out[SYNC_HASH_LEN];
+    unsigned int len = sizeof out;
+    sync_le64(tail, d->size);
+    EVP_DigestUpdate(md, tail, sizeof tail);
+    EVP_DigestFinal_ex(md, out, &len);
+    EVP_MD_CTX_free(md);
+    for (int i = 0; i < SYNC_HASH_LEN; i++)
+        snprintf(p->r->digest[n] + 2 * i, 3, "%02x", out[i]);
+    p->r->digest_size[n] = d->size;
+    p->r->digested[n] = true;
 }
 
 /* The `id` of disk n in vm.json (by its pci_slot "0:4:n"), or "". */
@@ -342,7 +406,7 @@ static int plan_disk(pass_t *p, unsigned n, pdisk_t *d)
         uint64_t upto = rc ? idx : nblocks;
         /* The target's data blocks in the source's holes: punch. */
         for (; j < ne && e[j].idx < upto; j++)
-            add_item(d, e[j].idx, SYNC_ITEM_PUNCH);
+            add_item(d, e[j].idx, SYNC_ITEM_PUNCH, NO_REC);
         if (!rc)
             break;
         const uint8_t *have = j < ne && e[j].idx == idx ? e[j].hash : NULL;
@@ -353,7 +417,7 @@ static int plan_disk(pass_t *p, unsigned n, pdisk_t *d)
             /* The target has nothing here: no need to read the block now. It is read
              * once, as it is sent; one found all zero then is sent as such (the
              * target keeps a hole) and taken off the total. */
-            add_item(d, idx, SYNC_ITEM_DATA);
+            add_item(d, idx, SYNC_ITEM_DATA, add_rec(p, d, idx, NULL));
             atomic_fetch_add(&p->c->total, len);
             idx++;
             continue;
@@ -362,12 +426,13 @@ static int plan_disk(pass_t *p, unsigned n, pdisk_t *d)
             return fail(p, rc, "disk%u.img: reading block %llu: %s", n, (unsigned long long)idx,
                         strerror(-rc));
         if (sync_block_is_zero(p->block, len)) {
-            add_item(d, idx, SYNC_ITEM_PUNCH);
+            add_item(d, idx, SYNC_ITEM_PUNCH, NO_REC);
         } else {
             uint8_t h[SYNC_HASH_LEN];
             sync_block_sha256(p->block, len, h);
+            size_t rec = add_rec(p, d, idx, h);
             if (memcmp(h, have, SYNC_HASH_LEN)) {
-                add_item(d, idx, SYNC_ITEM_DATA);
+                add_item(d, idx, SYNC_ITEM_DATA, rec);
                 atomic_fetch_add(&p->c->total, len);
             }
         }
@@ -421,6 +486,13 @@ static int send_window(pass_t *p, unsigned n, pdisk_t *d, size_t from, size_t co
         bool zero = sync_block_is_zero(p->block, len);
         if (!zero)
             sync_block_sha256(p->block, len, head + 8);
+        /* The digest takes what was sent: the bytes the target now holds. */
+        if (d->items[i].rec != NO_REC) {
+            digest_rec_t *r = &d->recs[d->items[i].rec];
+            r->state = zero ? REC_ZERO : REC_KNOWN;
+            if (!zero)
+                memcpy(r->hash, head + 8, SYNC_HASH_LEN);
+        }
         size_t hlen = zero ? 8 : sizeof head;
         sync_rate_take(rate, (zero ? 0 : (uint64_t)len) + hlen + SYNC_HEADER_LEN);
         struct iovec v[2] = {{.iov_base = head, .iov_len = hlen},
@@ -562,6 +634,8 @@ static int run_pass(pass_t *p, const atomic_bool *stop)
             if ((rc = send_window(p, n, d, i, k, &rate)) < 0)
                 return why_closed(p, rc);
         }
+        if (!stopped && o->digests)
+            finish_digest(p, n, d);
     }
     if (!stopped) {
         for (unsigned n = 0; n < SYNC_DISKS_MAX; n++) {
@@ -649,6 +723,7 @@ int sync_send_pass(const sync_send_opts_t *o, sync_counters_t *c, const atomic_b
             close(p.disks[n].fd);
         free(p.disks[n].entries);
         free(p.disks[n].items);
+        free(p.disks[n].recs);
     }
     sync_buf_free(&p.in);
     sync_buf_free(&p.out);

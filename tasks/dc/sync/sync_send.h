@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sync_manifest.h" /* SYNC_DISKS_MAX */
+
 /* What a pass has done so far, updated as it goes: another thread (the task's timer)
  * may read them at any time. total: bytes of data blocks the pass sends (known once
  * the walk is done, before the first block goes; lowered when a block the target
@@ -49,6 +51,9 @@ typedef struct sync_send_opts {
      * of the image (its data blocks sent, its digest announced) and its uuid, the name
      * of the target's <root>/images/<uuid>.img. instance_dir is then not read. */
     const char *image_path, *image_uuid;
+    /* Also compute each disk's digest (sync_digest.h) from the block hashes the pass
+     * takes anyway, so a final pass need not read the disks again: r->digests. */
+    bool digests;
 } sync_send_opts_t;
 
 typedef struct sync_pass_result {
@@ -58,6 +63,11 @@ typedef struct sync_pass_result {
      * their generation changed. */
     uint32_t disks_created, disks_removed, disks_reset;
     bool image_present; /* an image pass: the target had the image already, nothing sent */
+    /* With o->digests and a pass not stopped: disk n's digest and size, as
+     * sync_disk_digest computes them from the file, when digested[n]. */
+    bool digested[SYNC_DISKS_MAX];
+    char digest[SYNC_DISKS_MAX][65];
+    uint64_t digest_size[SYNC_DISKS_MAX];
 } sync_pass_result_t;
 
 /* Runs one pass. c (may be NULL) is zeroed first and updated as the pass goes; stop
