@@ -206,7 +206,8 @@ def test_31_resized_disk_migrates_grown():
     assert os.stat(data).st_size == 256 * MIB
     ml.fill(CN1, vm, 8, at_mib=200)                           # past the old end
     alloc = ml.lab.vm_of(vm)["allocation"]
-    total = sum(d["size"] for d in ml.lab.vm_of(vm)["disks"])
+    sizes = [d["size"] for d in ml.lab.vm_of(vm)["disks"]]
+    total = sum(sizes)
     assert alloc["disk"] >= total >= 64 + 256, (alloc, ml.lab.vm_of(vm)["disks"])
     cap0 = servers()
     ml.ok_action("automatic", vm, target_server_uuid=CN2, send_mbps_limit=FAST, timeout=120)
@@ -215,6 +216,7 @@ def test_31_resized_disk_migrates_grown():
     b = ml.disks(CN2, vm)["disk1.img"]
     assert b["size"] == 256 * MIB, b
     assert b["blocks"] * 512 < 64 * MIB, ("holes not kept", b)
+    assert [d["size"] for d in ml.lab.vm_of(vm)["disks"]] == sizes == [64, 256], sizes
     cap1 = servers()
     for when, cap in (("success", cap1), ("finalize", None)):
         if cap is None:
