@@ -16,14 +16,14 @@
  * result carry it, as GET /jobs/:uuid shows those.
  *
  * Every second the timer reads the pass's counters and, while bytes move (or every
- * 60 s when none do, to show the send lives), runs the control's dc.migration_progress
- * script with {migration_uuid, event: {type, phase ("sync", or "switch" for the final
- * pass), state "running", current_progress, total_progress, transfer_bytes_second
- * (over the last 2 s), eta_ms, message}}; each pass's end is reported with pass_done
- * (and switch_reason when converge decided). An answer with pause_requested or
- * abort_requested stops the pass at its next window boundary: outcome "paused" or
- * "aborted" (a pass cut short is not counted). Its send_mbps_limit applies from the
- * next pass (a pass keeps its rate).
+ * 60 s when none do, to show the send lives and learn of a pause: send_pace.h), runs
+ * the control's dc.migration_progress script with {migration_uuid, event: {type, phase
+ * ("sync", or "switch" for the final pass), state "running", current_progress,
+ * total_progress, transfer_bytes_second (over the last 2 s), eta_ms, message}}; each
+ * pass's end is reported with pass_done (and switch_reason when converge decided). An
+ * answer with pause_requested or abort_requested stops the pass at its next window
+ * boundary: outcome "paused" or "aborted" (a pass cut short is not counted). Its
+ * send_mbps_limit applies from the next pass (a pass keeps its rate).
  *
  * mode pass: one pass. converge: passes until converge_decide says why to switch
  * (size, max_passes, stalled), at most 100. final: refused InstanceRunning while the
@@ -48,11 +48,11 @@
 #include "lib/args.h"
 #include "lua_scripts.h"
 #include "migration_agent.h"
+#include "send_pace.h"
 #include "sync_digest.h"
 #include "sync_send.h"
 
 #define TICK_MS      1000u
-#define KEEPALIVE_MS 60000u
 #define MAX_PASSES   100u /* converge's own bound, whatever max_passes says */
 #define CONNECT_MS   30000u
 #define RATE_SAMPLES 3u /* the ticks of the last 2 s */
@@ -93,7 +93,7 @@ typedef struct send_state {
     const char *switch_reason;
     uint64_t sample_ms[RATE_SAMPLES], sample_sent[RATE_SAMPLES];
     size_t n_samples;
-    uint64_t last_event_ms, last_event_sent;
+    send_pace_t pace;
     uint64_t pass_started_ms;
     char pass_started_iso[40];
 } send_state_t;
@@ -329,8 +329,7 @@ static void on_tick(tern_ctx *ctx, void *data)
     st->sample_ms[at] = t;
     st->sample_sent[at] = sent;
     st->n_samples++;
-    bool moved = sent != st->last_event_sent;
-    if (!st->calling && (moved || t - st->last_event_ms >= KEEPALIVE_MS)) {
+    if (!st->calling && send_pace_due(&st->pace, t, sent)) {
         uint64_t rate = recent_rate(st);
         char message[160];
         snprintf(message, sizeof message, "pass %zu: %.1f of %.1f MiB", st->n_passes + 1,
@@ -343,8 +342,7 @@ static void on_tick(tern_ctx *ctx, void *data)
                       st->mode == MODE_FINAL ? "switch" : "sync", "state", "running",
                       "current_progress", (json_int_t)sent, "total_progress", (json_int_t)total,
                       "transfer_bytes_second", (json_int_t)rate, "eta_ms", eta, "message", message);
-        st->last_event_ms = t;
-        st->last_event_sent = sent;
+        send_pace_reported(&st->pace, t, sent);
         progress_call(st, json_pack("{s:s, s:o}", "migration_uuid", st->mig, "event", event));
     }
     st->timer = tern_timer_start(ctx, TICK_MS, on_tick, st);
@@ -456,8 +454,7 @@ static void start_pass(send_state_t *st)
     st->sample_ms[0] = st->pass_started_ms;
     st->sample_sent[0] = 0;
     st->n_samples = 1;
-    st->last_event_sent = 0;
-    st->last_event_ms = st->pass_started_ms;
+    send_pace_start(&st->pace, SEND_PACE_KEEPALIVE_MS, st->pass_started_ms);
     iso_now(st->pass_started_iso, sizeof st->pass_started_iso);
     st->job = j;
     int rc =

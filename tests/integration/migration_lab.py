@@ -112,13 +112,13 @@ def run(tests, only=()):
 
 # ---- instances ---------------------------------------------------------------------
 
-def provision(server=CN1, workload="writer", autoboot=True):
-    """A new instance on `server` with a boot disk (the image) and a data disk, running
-    `workload` (or stopped with autoboot False): its uuid."""
+def provision(server=CN1, workload="writer", autoboot=True, data_mib=DATA_MIB):
+    """A new instance on `server` with a boot disk (the image) and a data disk of
+    `data_mib` MiB, running `workload` (or stopped with autoboot False): its uuid."""
     vm_uuid = str(uuidlib.uuid4())
     params = {"vm_uuid": vm_uuid, "owner_uuid": OWNER, "package": PKG, "image_uuid": IMG,
               "networks": [{"uuid": EXTERNAL, "primary": True}], "server_uuid": server,
-              "autoboot": autoboot, "disks": [{}, {"size": DATA_MIB}]}
+              "autoboot": autoboot, "disks": [{}, {"size": data_mib}]}
     if workload:
         params["customer_metadata"] = {"lab:workload": workload}
     job = lab.run_job("provision", "/provision-" + vm_uuid, params, timeout=60)
