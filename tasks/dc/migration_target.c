@@ -304,8 +304,9 @@ static void recv_open_start(tern_ctx *ctx, const json_t *args)
         return;
     }
     if (swapped) {
-        /* A failed switch finished forward: the target has its data and may run. */
-        tern_task_done(ctx, json_pack("{s:n, s:b}", "addr", "skipped", 1));
+        /* A failed switch finished forward: the target has its data and may run. The
+         * empty addr is never dialled: the send given the same switch_step skips too. */
+        tern_task_done(ctx, json_pack("{s:s, s:b}", "addr", "", "skipped", 1));
         return;
     }
     if (s->migration == NULL) {
