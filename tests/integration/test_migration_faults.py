@@ -121,6 +121,9 @@ def test_26_target_lost_mid_sync():
     assert lab.job_of(abort["uuid"])["execution"] in ("queued", "running")
     assert ml.hidden(CN2, vm), "the target went away while its server was down"
     assert ml.workload_alive(CN1, vm) and lab.vm_of(vm)["server_uuid"] == CN1
+    # The source's own steps ran before it: its migration state is gone already.
+    assert not os.path.exists(os.path.join(ml.vm_dir(CN1, vm), ".migration"))
+    records_grow(CN1, vm)
     # cn2 back: the abort removes the target and ends.
     lab.run("restart-agent", "cn2", "--dir", lab.dir)
     end = lab.wait_job(abort["uuid"], timeout=90)
