@@ -512,7 +512,7 @@ static void send_start(tern_ctx *ctx, const json_t *args)
         bad = msg;
     if (bad == NULL && swapped) {
         /* A failed switch finished forward: its final pass was made before the swap,
-         * and the target may run since (docs/MIGRATION.md "Failure"). */
+         * and the target may run since (docs/MIGRATION.md "After a failure"). */
         tern_task_done(ctx, json_pack("{s:[], s:b}", "digests", "skipped", 1));
         return;
     }
