@@ -29,6 +29,18 @@ const char *migration_arg_uuid(const json_t *args, const char *name, const char 
     return NULL;
 }
 
+int migration_arg_swapped(const json_t *args, char *msg, size_t msglen)
+{
+    const json_t *v = json_object_get(args, "switch_step");
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 7) {
+        snprintf(msg, msglen, "switch_step: expected an integer 0 to 7");
+        return -1;
+    }
+    return json_integer_value(v) >= 5 ? 1 : 0;
+}
+
 void migration_dir(const instance_paths_t *p, char *out)
 {
     /* p->dir was checked to lie under the data root, far shorter than PATH_MAX. */

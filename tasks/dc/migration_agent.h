@@ -24,6 +24,13 @@
 const char *migration_arg_uuid(const json_t *args, const char *name, const char **out, char *msg,
                                size_t msglen);
 
+/* Whether the switch these args belong to resumes one that already swapped the VM
+ * (optional integer arg "switch_step", the record's when the switch job started, >= 5):
+ * a failed switch finished forward, whose final pass, verify and receiving side are done
+ * and must not run again over a target that may already run. 1 swapped, 0 not (absent
+ * or null is 0), or -1 with msg naming the argument. */
+int migration_arg_swapped(const json_t *args, char *msg, size_t msglen);
+
 /* <instance dir>/.migration into out (PATH_MAX). */
 void migration_dir(const instance_paths_t *p, char *out);
 

@@ -512,6 +512,15 @@ static void send_start(tern_ctx *ctx, const json_t *args)
     const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
     if (bad == NULL)
         bad = migration_arg_uuid(args, "vm_uuid", &vm_uuid, msg, sizeof msg);
+    int swapped = bad == NULL ? migration_arg_swapped(args, msg, sizeof msg) : 0;
+    if (swapped < 0)
+        bad = msg;
+    if (bad == NULL && swapped) {
+        /* A failed switch finished forward: its final pass was made before the swap,
+         * and the target may run since (docs/MIGRATION.md "After a failure"). */
+        tern_task_done(ctx, json_pack("{s:[], s:b}", "digests", "skipped", 1));
+        return;
+    }
     if (bad == NULL)
         bad = task_args_string(args, "addr", &addr, NULL, msg, sizeof msg);
     if (bad == NULL && (addr == NULL || strlen(addr) >= 64 || migration_listen_fault(addr) != NULL))
@@ -631,7 +640,8 @@ const tern_task_def dc_migration_send_task = {
                    "\"vm_uuid\": {\"type\": \"string\"}, \"addr\": {\"type\": \"string\"}, "
                    "\"mode\": {\"type\": \"string\"}, "
                    "\"send_mbps_limit\": {\"type\": \"any\"}, \"block_kib\": {\"type\": \"any\"}, "
-                   "\"window_blocks\": {\"type\": \"any\"}, \"converge\": {\"type\": \"any\"}}, "
+                   "\"window_blocks\": {\"type\": \"any\"}, \"converge\": {\"type\": \"any\"}, "
+                   "\"switch_step\": {\"type\": \"any\"}}, "
                    "\"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = send_start,

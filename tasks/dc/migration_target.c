@@ -296,8 +296,17 @@ static void recv_open_start(tern_ctx *ctx, const json_t *args)
     const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
     if (bad == NULL)
         bad = migration_arg_uuid(args, "vm_uuid", &vm_uuid, msg, sizeof msg);
+    int swapped = bad == NULL ? migration_arg_swapped(args, msg, sizeof msg) : 0;
+    if (swapped < 0)
+        bad = msg;
     if (bad != NULL) {
         tern_task_fail(ctx, "InvalidArgument", "dc.migration_recv_open: %s", bad);
+        return;
+    }
+    if (swapped) {
+        /* A failed switch finished forward: the target has its data and may run. The
+         * empty addr is never dialled: the send given the same switch_step skips too. */
+        tern_task_done(ctx, json_pack("{s:s, s:b}", "addr", "", "skipped", 1));
         return;
     }
     if (s->migration == NULL) {
@@ -356,7 +365,7 @@ const tern_task_def dc_migration_recv_open_task = {
                "listener checks, and the listener's address.",
     .args_schema = "{\"required\": [\"migration_uuid\", \"vm_uuid\"], \"properties\": {"
                    "\"migration_uuid\": {\"type\": \"string\"}, \"vm_uuid\": {\"type\": "
-                   "\"string\"}}, \"additional\": false}",
+                   "\"string\"}, \"switch_step\": {\"type\": \"any\"}}, \"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = recv_open_start,
     .cancel = dc_agent_cancel,

@@ -149,6 +149,14 @@ static void verify_start(tern_ctx *ctx, const json_t *args)
     const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
     if (bad == NULL)
         bad = migration_arg_uuid(args, "vm_uuid", &vm_uuid, msg, sizeof msg);
+    int swapped = bad == NULL ? migration_arg_swapped(args, msg, sizeof msg) : 0;
+    if (swapped < 0)
+        bad = msg;
+    if (bad == NULL && swapped) {
+        /* Verified before the swap (switch step 3); the target may run since. */
+        tern_task_done(ctx, json_pack("{s:[], s:b}", "disks", "skipped", 1));
+        return;
+    }
     if (bad == NULL && (!json_is_array(digests) || json_array_size(digests) == 0))
         bad = "digests: expected the source's [{disk, size, digest}], at least one";
     size_t i;
@@ -197,7 +205,8 @@ const tern_task_def dc_migration_verify_task = {
                "a disk that differs and both digests.",
     .args_schema = "{\"required\": [\"migration_uuid\", \"vm_uuid\", \"digests\"], \"properties\": "
                    "{\"migration_uuid\": {\"type\": \"string\"}, \"vm_uuid\": {\"type\": "
-                   "\"string\"}, \"digests\": {\"type\": \"array\"}}, \"additional\": false}",
+                   "\"string\"}, \"digests\": {\"type\": \"array\"}, "
+                   "\"switch_step\": {\"type\": \"any\"}}, \"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = verify_start,
     .cancel = dc_agent_cancel,

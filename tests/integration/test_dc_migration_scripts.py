@@ -1169,4 +1169,166 @@ def the_watch_starts_from_the_history_and_the_stream(inv):
         assert str(e).startswith('REFUSED 404 MigrationNotFound'), e
 
 
+# ---- The way forward from a failed migration (docs/MIGRATION.md "Failure"): a switch
+# that failed once it had swapped is switched forward by a new migrate-switch job; one
+# that failed before the swap, and a failed begin or sync, are aborted, after which a
+# new begin (to another target) works.
+
+
+def fail_switch_at(inv, m, u, step):
+    """A switch job that fails once it reached `step` (3, 5 or 6): its onerror's fail.
+    Returns the job's uuid."""
+    check_ok(inv, 'switch', u)
+    job = str(uuid.uuid4())
+    phase(inv, m, job, 'switch', 'start')
+    inv.ok('migration_step', {'migration_uuid': m, 'switch_step': 1, 'vm_state_before': 'running'})
+    inv.ok('migration_step', {'migration_uuid': m, 'switch_step': 2})
+    inv.ok('migration_step', {'migration_uuid': m, 'switch_step': 3})
+    if step >= 5:
+        inv.ok('migration_switch', {'migration_uuid': m})
+    if step >= 6:
+        inv.ok('migration_step', {'migration_uuid': m, 'switch_step': 6})
+    phase(inv, m, job, 'switch', 'fail', error='CleanupFailed: the source agent is gone')
+    rec = inv.mig(m)
+    assert (rec['state'], rec['phase'], rec['switch_step']) == ('failed', 'switch', step), rec
+    assert rec['error'] == 'CleanupFailed: the source agent is gone' and rec['finished_timestamp']
+    return job
+
+
+def addresses(inv, u):
+    """The VM's NICs (mac, ip, cn_uuid) and their ip: records, sorted by MAC."""
+    out = []
+    for n in sorted(inv.vm(u)['nics'], key=lambda n: n['mac']):
+        ip = inv.hash(f'ip:{NET}:{n["ip"]}')
+        out.append((n['mac'], n['ip'], n['cn_uuid'], ip['state'], ip['belongs_to_uuid']))
+    return out
+
+
+@case
+def a_switch_failed_after_the_target_started_is_switched_forward(inv):
+    vm = make_vm(inv, 1)
+    u = vm['uuid']
+    c1, c2 = inv.committed(S1), inv.committed(S2)
+    m = begin(inv, u)
+    sync(inv, m, u)
+    old = fail_switch_at(inv, m, u, 6)
+    swapped = addresses(inv, u)
+    assert [a[2] for a in swapped] == [S2, S2] and all(a[3:] == ('taken', u) for a in swapped)
+    # The target runs: abort is refused; a sync too; a switch is admitted.
+    refused(inv, 'abort', u, 'InvalidState', 'point of no return', 409)
+    refused(inv, 'sync', u, 'InvalidState', 'Cannot sync in migration state: failed', 409)
+    c = check_ok(inv, 'switch', u)
+    assert c['migration_uuid'] == m and c['target_server_uuid'] == S2, c
+    job = str(uuid.uuid4())
+    rec = phase(inv, m, job, 'switch', 'start')
+    assert (rec['state'], rec['phase'], rec['job_uuid']) == ('running', 'switch', job), rec
+    assert rec['error'] is None and rec['finished_timestamp'] is None, rec
+    assert rec['switch_step'] == 6, rec
+    # The new job's steps before the target's start change nothing: the steps at or
+    # below switch_step are answered as they are, the swap once made is answered again.
+    snap = inv.snapshot()
+    for n in (1, 2, 3):
+        inv.ok('migration_step', {'migration_uuid': m, 'switch_step': n,
+                                  'vm_state_before': 'running'} if n == 1 else
+               {'migration_uuid': m, 'switch_step': n})
+    again = inv.ok('migration_switch', {'migration_uuid': m})
+    inv.ok('migration_step', {'migration_uuid': m, 'switch_step': 6})
+    assert inv.snapshot() == snap, 'the resumed switch changed the record before step 7'
+    assert again['vm']['server_uuid'] == S2 and addresses(inv, u) == swapped
+    inv.ok('migration_step', {'migration_uuid': m, 'switch_step': 7})
+    # The failed job's onerror run late changes nothing: it is not the job in flight.
+    snap = inv.snapshot()
+    phase(inv, m, old, 'switch', 'fail', error='late')
+    assert inv.snapshot() == snap
+    phase(inv, m, job, 'switch', 'done')
+    rec = inv.mig(m)
+    assert (rec['state'], rec['phase'], rec['switch_step']) == ('successful', 'switch', 7), rec
+    assert rec['error'] is None and rec['finished_timestamp'], rec
+    assert [e['state'] for e in inv.ends(m)][-2:] == ['failed', 'successful'], inv.ends(m)
+    # One swap: the same NICs and addresses, capacity moved once.
+    assert addresses(inv, u) == swapped
+    assert inv.committed(S1) == (c1[0] - 1024, c1[1] - 20480)
+    assert inv.committed(S2) == (c2[0] + 1024, c2[1] + 20480)
+    assert inv.hash('server:' + S1)['instances'] == '0'
+    assert inv.hash('server:' + S2)['instances'] == '1'
+    v = inv.vm(u)
+    assert v['migrating'] is False and v['server_uuid'] == S2, v
+    # A successful migration is not switched again.
+    refused(inv, 'switch', u, 'InvalidState', 'Cannot switch in migration state: successful', 409)
+
+
+@case
+def a_switch_failed_at_the_swap_is_switched_forward_or_aborted(inv):
+    vm = make_vm(inv, 1)
+    u = vm['uuid']
+    c1, c2 = inv.committed(S1), inv.committed(S2)
+    m = begin(inv, u)
+    fail_switch_at(inv, m, u, 5)
+    # Both ways are open: the target has not started.
+    check_ok(inv, 'switch', u)
+    check_ok(inv, 'abort', u)
+    aj = str(uuid.uuid4())
+    inv.ok('migration_request', {'migration_uuid': m, 'what': 'abort'})
+    phase(inv, m, aj, 'abort', 'start')
+    # An abort taking over: a switch no longer starts.
+    phase_refused(inv, m, str(uuid.uuid4()), 'switch', 'start', 'Cannot switch')
+    inv.ok('migration_unswitch', {'migration_uuid': m})
+    phase(inv, m, aj, 'abort', 'done')
+    rec = inv.mig(m)
+    assert (rec['state'], rec['phase']) == ('aborted', 'abort'), rec
+    v = inv.vm(u)
+    assert v['server_uuid'] == S1 and v['nics'] == vm['nics'] and v['migrating'] is False, v
+    assert inv.committed(S1) == c1 and inv.committed(S2) == c2
+
+
+@case
+def a_switch_failed_before_the_swap_is_not_switched_forward(inv):
+    vm = make_vm(inv, 1)
+    u = vm['uuid']
+    m = begin(inv, u)
+    fail_switch_at(inv, m, u, 3)
+    err = refused(inv, 'switch', u, 'InvalidState', 'Cannot switch in migration state: failed', 409)
+    assert 'switch step 3' in err['message'] and 'abort this one' in err['message'], err
+    snap = inv.snapshot()
+    phase_refused(inv, m, str(uuid.uuid4()), 'switch', 'start',
+                  'Cannot switch in migration state: failed')
+    assert inv.snapshot() == snap
+    check_ok(inv, 'abort', u)
+
+
+@case
+def a_failed_begin_is_aborted_and_begun_again_elsewhere(inv):
+    vm = make_vm(inv, 1)
+    u = vm['uuid']
+    c1, c2, c3 = inv.committed(S1), inv.committed(S2), inv.committed(S3)
+    m = begin(inv, u, done=False)
+    phase(inv, m, m, 'begin', 'fail', error='AgentUnavailable: server cn2 did not answer')
+    rec = inv.mig(m)
+    assert (rec['state'], rec['phase']) == ('failed', 'begin'), rec
+    assert inv.ends(m)[-1] == {'type': 'end', 'phase': 'begin', 'state': 'failed',
+                               'message': 'AgentUnavailable: server cn2 did not answer'}
+    # Not retried in place: a sync or switch is refused, a new begin too (it holds the VM).
+    refused(inv, 'sync', u, 'InvalidState', 'Cannot sync in migration state: failed', 409)
+    refused(inv, 'switch', u, 'InvalidState', 'Cannot switch in migration state: failed', 409)
+    refused(inv, 'begin', u, 'MigrationInProgress', 'An active migration already exists', 409)
+    assert inv.committed(S2) == (c2[0] + 1024, c2[1] + 20480)
+    check_ok(inv, 'abort', u)
+    aj = str(uuid.uuid4())
+    inv.ok('migration_request', {'migration_uuid': m, 'what': 'abort'})
+    phase(inv, m, aj, 'abort', 'start')
+    assert inv.mig(m)['finished_timestamp'] is None
+    inv.ok('migration_unswitch', {'migration_uuid': m})
+    phase(inv, m, aj, 'abort', 'done')
+    rec = inv.mig(m)
+    assert (rec['state'], rec['phase']) == ('aborted', 'abort') and rec['finished_timestamp'], rec
+    assert inv.committed(S2) == c2, 'the failed target still committed'
+    assert inv.vm(u)['migrating'] is False
+    assert inv.r.cmd('GET', NS + 'migration_active:' + u) is None
+    # A new begin to another server.
+    m2 = begin(inv, u, target_server_uuid=S3)
+    rec = inv.mig(m2)
+    assert (rec['state'], rec['target_server_uuid']) == ('paused', S3), rec
+    assert inv.committed(S3) == (c3[0] + 1024, c3[1] + 20480) and inv.committed(S1) == c1
+
+
 case.exit()

@@ -203,7 +203,13 @@ if act == 'sync' then
     bad = 'Cannot sync when in migration phase: ' .. m.phase
   end
 elseif act == 'switch' then
-  if st ~= 'paused' and st ~= 'scheduled' then
+  if mig_switch_resumes(m) then
+    bad = nil
+  elseif st == 'failed' then
+    bad = 'Cannot switch in migration state: failed (phase ' .. m.phase .. ', switch step ' ..
+      tostring(m.switch_step) .. '): only a switch that failed after the swap (step 5) is ' ..
+      'switched forward; abort this one'
+  elseif st ~= 'paused' and st ~= 'scheduled' then
     bad = 'Cannot switch in migration state: ' .. st
   elseif m.phase ~= 'begin' and m.phase ~= 'sync' then
     bad = 'Cannot switch in migration phase: ' .. m.phase

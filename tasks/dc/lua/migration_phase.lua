@@ -77,7 +77,8 @@ if a.event == 'start' then
     -- or scheduled migration in the same job.
     local chained = st == 'running' and (m.job_uuid == a.job_uuid or not mig_given(m.job_uuid)) and
       (m.phase == 'begin' or m.phase == 'sync')
-    if st ~= 'paused' and st ~= 'scheduled' and not chained then
+    local resumes = ph == 'switch' and mig_switch_resumes(m)
+    if st ~= 'paused' and st ~= 'scheduled' and not chained and not resumes then
       return bad(ph == 'sync' and 'Cannot sync in migration state: ' .. st or
         'Cannot switch in migration state: ' .. st)
     end
@@ -120,6 +121,8 @@ if a.event == 'start' then
   if ph == 'sync' then m.pause_requested = false end
   if not mig_given(m.started_timestamp) then m.started_timestamp = now end
   m.error, m.errorDetail = NULL, NULL
+  -- A failed migration aborted, rolled back or switched forward has not ended yet.
+  if st == 'failed' then m.finished_timestamp = NULL end
   return commit()
 end
 

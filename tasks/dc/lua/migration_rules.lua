@@ -264,6 +264,18 @@ local function mig_choose_target(vm, pinned, affinity)
   return chosen
 end
 
+-- Whether a switch job may start on a migration that failed: the one rule of the way
+-- forward from a failed switch (docs/MIGRATION.md "After a failure"). Only a switch
+-- that failed once it had swapped (switch_step >= 5: the VM's record, NICs and
+-- allocation are the target's, its disks verified at step 3) is finished forward: the
+-- new switch job makes no pass and no verify (the target may already run, from step
+-- 6), and runs the swap and what follows again, each idempotent. A switch that failed
+-- before the swap, and a failed begin or sync, are aborted instead (the source still
+-- has the VM).
+local function mig_switch_resumes(m)
+  return m.state == 'failed' and m.phase == 'switch' and (tonumber(m.switch_step) or 0) >= 5
+end
+
 -- The refusal of a new migration of a VM whose migration_active names `active`.
 local function mig_active_refusal(vm_uuid, active)
   local m = mig_get(active)
