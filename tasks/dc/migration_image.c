@@ -31,6 +31,7 @@
 #include "lua_scripts.h"
 #include "migration_agent.h"
 #include "migration_listener.h"
+#include "sync_auth.h"
 #include "sync_send.h"
 
 #define CONNECT_MS 30000u
@@ -54,17 +55,10 @@ typedef struct image_state {
     uint64_t bytes;
 } image_state_t;
 
-static void wipe(char *s, size_t n)
-{
-    volatile char *v = s;
-    for (size_t i = 0; i < n; i++)
-        v[i] = '\0';
-}
-
 static void image_job_free(void *data)
 {
     image_job_t *j = data;
-    wipe(j->secret, sizeof j->secret);
+    sync_secret_wipe(j->secret, sizeof j->secret);
     free(j);
 }
 

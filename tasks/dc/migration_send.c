@@ -49,6 +49,7 @@
 #include "lua_scripts.h"
 #include "migration_agent.h"
 #include "send_pace.h"
+#include "sync_auth.h"
 #include "sync_digest.h"
 #include "sync_send.h"
 
@@ -105,17 +106,10 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void wipe(char *s, size_t n)
-{
-    volatile char *v = s;
-    for (size_t i = 0; i < n; i++)
-        v[i] = '\0';
-}
-
 static void pass_job_free(void *data)
 {
     pass_job_t *j = data;
-    wipe(j->secret, sizeof j->secret);
+    sync_secret_wipe(j->secret, sizeof j->secret);
     json_decref(j->digests);
     free(j);
 }
@@ -127,7 +121,7 @@ static void send_state_free(void *data)
     send_state_t *st = data;
     if (st->job != NULL)
         atomic_store(&st->job->stop_req, true);
-    wipe(st->secret, sizeof st->secret);
+    sync_secret_wipe(st->secret, sizeof st->secret);
     json_decref(st->pass_done_args);
     json_decref(st->passes);
     json_decref(st->digests);

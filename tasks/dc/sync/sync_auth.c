@@ -84,3 +84,10 @@ int sync_session_load(const char *root, const char *vm_uuid, char *migration_uui
     json_decref(doc);
     return rc;
 }
+
+void sync_secret_wipe(char *secret, size_t n)
+{
+    volatile char *v = secret;
+    for (size_t i = 0; i < n; i++)
+        v[i] = '\0';
+}

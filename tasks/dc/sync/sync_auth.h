@@ -29,6 +29,11 @@ bool sync_uuid_ok(const char *s);
 int sync_auth_mac(const char *secret, const uint8_t nonce[SYNC_NONCE_LEN],
                   const char *migration_uuid, uint8_t mac[SYNC_HASH_LEN]);
 
+/* Overwrites a secret's n bytes with zeros in a way the compiler keeps (a volatile
+ * write per byte), so a freed buffer does not hold it. OpenSSL_cleanse would do too;
+ * this keeps the callers free of OpenSSL's headers. */
+void sync_secret_wipe(char *secret, size_t n);
+
 /* Fills nonce with random bytes. 0 or -EIO. */
 int sync_auth_nonce(uint8_t nonce[SYNC_NONCE_LEN]);
 
