@@ -412,7 +412,8 @@ static int plan_disk(pass_t *p, unsigned n, pdisk_t *d, const atomic_bool *stop)
         if (!rc)
             break;
         /* A disk the target mostly has is read and hashed whole before anything is
-         * sent: a pause or abort must not wait for that (DOMAIN 5.6 test 10). */
+         * sent: a pause or abort must not wait for that (test_sync_resume's
+         * test_stopped_during_walk_then_resumed). */
         uint64_t walked = atomic_fetch_add(&p->c->walked, 1);
         if (stop && walked % SYNC_WALK_STOP_BLOCKS == 0 && atomic_load(stop))
             return 1;
