@@ -15,15 +15,17 @@
  * the control's record (migration_secret.lua) before the first pass: no step's args or
  * result carry it, as GET /jobs/:uuid shows those.
  *
- * Every second the timer reads the pass's counters and, while bytes move (or every
- * 60 s when none do, to show the send lives and learn of a pause: send_pace.h), runs
- * the control's dc.migration_progress script with {migration_uuid, event: {type, phase
- * ("sync", or "switch" for the final pass), state "running", current_progress,
- * total_progress, transfer_bytes_second (over the last 2 s), eta_ms, message}}; each
- * pass's end is reported with pass_done (and switch_reason when converge decided). An
- * answer with pause_requested or abort_requested stops the pass at its next window
- * boundary: outcome "paused" or "aborted" (a pass cut short is not counted). Its
- * send_mbps_limit applies from the next pass (a pass keeps its rate).
+ * Every second the timer reads the pass's counters and, while bytes move or the walk
+ * compares blocks (or every 60 s when neither, to show the send lives and learn of a
+ * pause: send_pace.h), runs the control's dc.migration_progress script with
+ * {migration_uuid, event: {type, phase ("sync", or "switch" for the final pass), state
+ * "running", current_progress, total_progress, transfer_bytes_second (over the last
+ * 2 s), eta_ms, message}}; each pass's end is reported with pass_done (and
+ * switch_reason when converge decided). An answer with pause_requested or
+ * abort_requested stops the pass at its next window boundary, or within
+ * SYNC_WALK_STOP_BLOCKS blocks when it is walking (sync_send.h): outcome "paused" or
+ * "aborted" (a pass cut short is not counted). Its send_mbps_limit applies from the
+ * next pass (a pass keeps its rate).
  *
  * mode pass: one pass. converge: passes until converge_decide says why to switch
  * (size, max_passes, stalled), at most 100. final: refused InstanceRunning while the
@@ -319,15 +321,23 @@ static void on_tick(tern_ctx *ctx, void *data)
         return;
     uint64_t t = now_ms();
     uint64_t sent = atomic_load(&j->c.sent), total = atomic_load(&j->c.total);
+    uint64_t walked = atomic_load(&j->c.walked);
     size_t at = st->n_samples % RATE_SAMPLES;
     st->sample_ms[at] = t;
     st->sample_sent[at] = sent;
     st->n_samples++;
-    if (!st->calling && send_pace_due(&st->pace, t, sent)) {
+    if (!st->calling && send_pace_due(&st->pace, t, sent, walked)) {
         uint64_t rate = recent_rate(st);
         char message[160];
-        snprintf(message, sizeof message, "pass %zu: %.1f of %.1f MiB", st->n_passes + 1,
-                 (double)sent / 1048576.0, (double)total / 1048576.0);
+        /* Before the first byte goes, the pass walks: what it compared so far is all
+         * the progress there is to show. */
+        if (sent == 0 && walked > 0)
+            snprintf(message, sizeof message,
+                     "pass %zu: comparing with the target, %llu blocks so far", st->n_passes + 1,
+                     (unsigned long long)walked);
+        else
+            snprintf(message, sizeof message, "pass %zu: %.1f of %.1f MiB", st->n_passes + 1,
+                     (double)sent / 1048576.0, (double)total / 1048576.0);
         json_t *eta = rate > 0 && total >= sent
                           ? json_integer((json_int_t)((total - sent) * 1000u / rate))
                           : json_null();
@@ -336,7 +346,7 @@ static void on_tick(tern_ctx *ctx, void *data)
                       st->mode == MODE_FINAL ? "switch" : "sync", "state", "running",
                       "current_progress", (json_int_t)sent, "total_progress", (json_int_t)total,
                       "transfer_bytes_second", (json_int_t)rate, "eta_ms", eta, "message", message);
-        send_pace_reported(&st->pace, t, sent);
+        send_pace_reported(&st->pace, t, sent, walked);
         progress_call(st, json_pack("{s:s, s:o}", "migration_uuid", st->mig, "event", event));
     }
     st->timer = tern_timer_start(ctx, TICK_MS, on_tick, st);

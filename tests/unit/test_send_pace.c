@@ -1,7 +1,8 @@
 /*
  * test_send_pace.c -- when dc.migration_send's timer reports a pass's progress
- * (tasks/dc/sync/send_pace.c): every tick that moved bytes, and the keep-alive every
- * 60 s while none move, run on a clock the test advances a tick (1 s) at a time.
+ * (tasks/dc/sync/send_pace.c): every tick that moved bytes or walked blocks, and the
+ * keep-alive every 60 s while it does neither, run on a clock the test advances a tick
+ * (1 s) at a time.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,22 +19,31 @@
 #define T0           123456789u
 
 /* The ticks in (start, start + n ticks] at which a report goes out, as the task's timer
- * runs them: sent_at(i) is the byte count the tick i reads. Writes the tick numbers
- * into at[] (up to max) and answers how many. */
-static size_t run_ticks(send_pace_t *p, uint64_t start, size_t n, uint64_t (*sent_at)(size_t),
-                        size_t *at, size_t max)
+ * runs them: sent_at(i) and walked_at(i) are the byte and walked block counts the tick
+ * i reads. Writes the tick numbers into at[] (up to max) and answers how many. */
+static size_t run_walk_ticks(send_pace_t *p, uint64_t start, size_t n, uint64_t (*sent_at)(size_t),
+                             uint64_t (*walked_at)(size_t), size_t *at, size_t max)
 {
     size_t k = 0;
     for (size_t i = 1; i <= n; i++) {
-        uint64_t t = start + i * TICK_MS, sent = sent_at(i);
-        if (send_pace_due(p, t, sent)) {
+        uint64_t t = start + i * TICK_MS, sent = sent_at(i), walked = walked_at(i);
+        if (send_pace_due(p, t, sent, walked)) {
             if (k < max)
                 at[k] = i;
             k++;
-            send_pace_reported(p, t, sent);
+            send_pace_reported(p, t, sent, walked);
         }
     }
     return k;
+}
+
+static uint64_t stuck(size_t i);
+
+/* A pass that does not walk. */
+static size_t run_ticks(send_pace_t *p, uint64_t start, size_t n, uint64_t (*sent_at)(size_t),
+                        size_t *at, size_t max)
+{
+    return run_walk_ticks(p, start, n, sent_at, stuck, at, max);
 }
 
 static uint64_t stuck(size_t i)
@@ -95,26 +105,50 @@ static void test_keepalive_counts_from_the_last_report(void **state)
     assert_int_equal(at[12], 190);
 }
 
+/* Walking for 30 ticks (the walk compares 16 blocks a tick), then stuck at what tick
+ * 30 walked. */
+static uint64_t walking_then_stuck(size_t i)
+{
+    return (uint64_t)(i < 30 ? i : 30) * 16u;
+}
+
+/* A walk moves no byte, yet reports every tick: the pass learns of a pause or abort
+ * within a tick, not at the keep-alive; once the walk stops growing, the keep-alive
+ * rule holds again. */
+static void test_walking_pass_reports_every_tick(void **state)
+{
+    (void)state;
+    send_pace_t p;
+    send_pace_start(&p, KEEPALIVE_MS, T0);
+    size_t at[64];
+    size_t n = run_walk_ticks(&p, T0, 100, stuck, walking_then_stuck, at, 64);
+    assert_int_equal(n, 30 + 1);
+    for (size_t i = 0; i < 30; i++)
+        assert_int_equal(at[i], i + 1);
+    assert_int_equal(at[30], 90);
+}
+
 static void test_boundaries(void **state)
 {
     (void)state;
     send_pace_t p;
     send_pace_start(&p, KEEPALIVE_MS, T0);
-    assert_false(send_pace_due(&p, T0, 0));
-    assert_false(send_pace_due(&p, T0 + KEEPALIVE_MS - 1, 0));
-    assert_true(send_pace_due(&p, T0 + KEEPALIVE_MS, 0));
-    assert_true(send_pace_due(&p, T0 + 1, 1)); /* one byte moved: at once */
+    assert_false(send_pace_due(&p, T0, 0, 0));
+    assert_false(send_pace_due(&p, T0 + KEEPALIVE_MS - 1, 0, 0));
+    assert_true(send_pace_due(&p, T0 + KEEPALIVE_MS, 0, 0));
+    assert_true(send_pace_due(&p, T0 + 1, 1, 0)); /* one byte moved: at once */
+    assert_true(send_pace_due(&p, T0 + 1, 0, 1)); /* one block walked: at once */
     /* A clock behind the last report is not 2^64 ms later. */
-    assert_false(send_pace_due(&p, T0 - 1, 0));
+    assert_false(send_pace_due(&p, T0 - 1, 0, 0));
     /* A new pass starts over: nothing sent, its start the last report. */
-    send_pace_reported(&p, T0 + 5000, 4096);
+    send_pace_reported(&p, T0 + 5000, 4096, 32);
     send_pace_start(&p, KEEPALIVE_MS, T0 + 9000);
-    assert_false(send_pace_due(&p, T0 + 9000 + KEEPALIVE_MS - 1, 0));
-    assert_true(send_pace_due(&p, T0 + 9001, 4096));
+    assert_false(send_pace_due(&p, T0 + 9000 + KEEPALIVE_MS - 1, 0, 0));
+    assert_true(send_pace_due(&p, T0 + 9001, 4096, 0));
     /* An interval of 0 is taken as 1 ms: it never stops reporting. */
     send_pace_start(&p, 0, T0);
-    assert_false(send_pace_due(&p, T0, 0));
-    assert_true(send_pace_due(&p, T0 + 1, 0));
+    assert_false(send_pace_due(&p, T0, 0, 0));
+    assert_true(send_pace_due(&p, T0 + 1, 0, 0));
 }
 
 int main(void)
@@ -123,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_stuck_pass_reports_every_60_s),
         cmocka_unit_test(test_moving_pass_reports_every_tick),
         cmocka_unit_test(test_keepalive_counts_from_the_last_report),
+        cmocka_unit_test(test_walking_pass_reports_every_tick),
         cmocka_unit_test(test_boundaries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,8 +2,9 @@
  * test_sync_resume.c -- a pass of the block transfer that does not finish loses at most
  * one window (tasks/dc/sync): stopped by its `stop` flag, its sender killed -9 (a child
  * process), its receiver stopped and started again on the same port; and a sender that
- * finds no listener yet keeps trying until one comes. Each time the next pass sends
- * what was left (plus at most one window) and the disks end equal.
+ * finds no listener yet keeps trying until one comes; stopped during its walk (before
+ * any block went), within SYNC_WALK_STOP_BLOCKS blocks compared. Each time the next
+ * pass sends what was left (plus at most one window) and the disks end equal.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,6 +204,84 @@ static void test_connect_retried_until_listener_back(void **state)
     assert_non_null(strstr(err, addr));
 }
 
+/* The walk of a disk the target already has reads and hashes every block before the
+ * first one goes: 48 MiB in 4 KiB blocks is 12288 blocks to compare. */
+enum { WALK_BLOCK = 4096, WALK_BLOCKS = BLOCKS * (MIB / WALK_BLOCK) };
+
+/* A first pass in 4 KiB blocks, then the disk's last MiB and first block written anew:
+ * the next pass walks all 12288 blocks and sends 257. */
+static void walk_prepare(sync_lab_t *lab)
+{
+    lab->o.rate_bytes_s = 0;
+    lab->o.block_size = WALK_BLOCK;
+    sync_pass_result_t r = sync_lab_pass(lab);
+    assert_int_equal(r.blocks, WALK_BLOCKS);
+    sync_lab_write(lab, 0, 100 * MIB, WALK_BLOCK, 6);
+    sync_lab_write(lab, 0, 100 * MIB + (BLOCKS - 1) * MIB, MIB, 7);
+}
+
+/* After a pass stopped in its walk: nothing was sent and the target's resume point is
+ * as it was; the next pass sends the 257 changed blocks and the disks end equal. */
+static void walk_resume(sync_lab_t *lab, const pass_thread_t *p)
+{
+    assert_true(p->r.stopped);
+    assert_int_equal(p->r.blocks, 0);
+    assert_int_equal(p->r.sent, 0);
+    assert_int_equal(sync_lab_manifest_blocks(lab), WALK_BLOCKS);
+    sync_pass_result_t r = sync_lab_pass(lab);
+    assert_false(r.stopped);
+    assert_int_equal(r.blocks, 1 + MIB / WALK_BLOCK);
+    char a[65], b[65];
+    sync_lab_sha256(sync_lab_src_disk(lab, 0), a);
+    sync_lab_sha256(sync_lab_dst_disk(lab, 0), b);
+    assert_string_equal(a, b);
+    sync_lab_assert_same(lab, 0);
+}
+
+/* A stop during the walk ends the pass within SYNC_WALK_STOP_BLOCKS more blocks
+ * compared, not after the whole walk. */
+static void test_stopped_during_walk_then_resumed(void **state)
+{
+    sync_lab_t *lab = *state;
+    walk_prepare(lab);
+    pass_thread_t p;
+    pass_start(&p, lab);
+    uint64_t deadline = now_ms() + 10000;
+    while (atomic_load(&p.c.walked) < 2 * SYNC_WALK_STOP_BLOCKS) {
+        if (now_ms() > deadline)
+            fail_msg("the pass walked %llu blocks in 10 s",
+                     (unsigned long long)atomic_load(&p.c.walked));
+        struct timespec ts = {.tv_nsec = 100000L}; /* 0.1 ms: well inside the walk */
+        nanosleep(&ts, NULL);
+    }
+    atomic_store(&p.stop, true);
+    /* Read after the stop: the walk had compared at most this many when it was set. */
+    uint64_t seen = atomic_load(&p.c.walked);
+    pthread_join(p.t, NULL);
+    if (p.rc)
+        fail_msg("stopped pass: %s", p.err);
+    uint64_t walked = atomic_load(&p.c.walked);
+    assert_true(seen < WALK_BLOCKS); /* the stop came during the walk */
+    assert_true(walked <= seen + SYNC_WALK_STOP_BLOCKS);
+    walk_resume(lab, &p);
+}
+
+/* A pause asked before the pass began: the walk stops at its first check. */
+static void test_stopped_before_walk(void **state)
+{
+    sync_lab_t *lab = *state;
+    walk_prepare(lab);
+    pass_thread_t p;
+    memset(&p, 0, sizeof p);
+    p.lab = lab;
+    atomic_init(&p.stop, true);
+    run_pass(&p);
+    if (p.rc)
+        fail_msg("stopped pass: %s", p.err);
+    assert_int_equal(atomic_load(&p.c.walked), 1);
+    walk_resume(lab, &p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +289,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_killed_sender_resends_one_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_receiver_stopped_mid_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connect_retried_until_listener_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_during_walk_then_resumed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_before_walk, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -390,8 +390,10 @@ static int read_manifest(pass_t *p)
     return 0;
 }
 
-/* Walks one source disk against the target's entries: what to send, what to punch. */
-static int plan_disk(pass_t *p, unsigned n, pdisk_t *d)
+/* Walks one source disk against the target's entries: what to send, what to punch.
+ * Returns 0, 1 when *stop became true during the walk (the plan left unfinished), or a
+ * negative errno. */
+static int plan_disk(pass_t *p, unsigned n, pdisk_t *d, const atomic_bool *stop)
 {
     uint32_t bs = p->o->block_size;
     uint64_t nblocks = sync_block_count(d->size, bs);
@@ -409,6 +411,12 @@ static int plan_disk(pass_t *p, unsigned n, pdisk_t *d)
             add_item(d, e[j].idx, SYNC_ITEM_PUNCH, NO_REC);
         if (!rc)
             break;
+        /* A disk the target mostly has is read and hashed whole before anything is
+         * sent: a pause or abort must not wait for that (test_sync_resume's
+         * test_stopped_during_walk_then_resumed). */
+        uint64_t walked = atomic_fetch_add(&p->c->walked, 1);
+        if (stop && walked % SYNC_WALK_STOP_BLOCKS == 0 && atomic_load(stop))
+            return 1;
         const uint8_t *have = j < ne && e[j].idx == idx ? e[j].hash : NULL;
         if (have)
             j++;
@@ -601,14 +609,17 @@ static int run_pass(pass_t *p, const atomic_bool *stop)
     p->fd = rc;
     if ((rc = authenticate(p)) < 0 || (rc = read_manifest(p)) < 0)
         return rc;
-    for (unsigned n = 0; n < SYNC_DISKS_MAX; n++) {
+    bool stopped = false;
+    for (unsigned n = 0; n < SYNC_DISKS_MAX && !stopped; n++) {
         pdisk_t *d = &p->disks[n];
-        if (d->on_source && (rc = plan_disk(p, n, d)) < 0)
+        if (!d->on_source)
+            continue;
+        if ((rc = plan_disk(p, n, d, stop)) < 0)
             return rc;
+        stopped = rc == 1;
     }
     sync_rate_t rate;
     sync_rate_init(&rate, o->rate_bytes_s, (uint64_t)o->block_size * o->window_blocks);
-    bool stopped = false;
     for (unsigned n = 0; n < SYNC_DISKS_MAX && !stopped; n++) {
         pdisk_t *d = &p->disks[n];
         if (!d->on_source)
@@ -677,6 +688,7 @@ int sync_send_pass(const sync_send_opts_t *o, sync_counters_t *c, const atomic_b
     atomic_store(&c->wire, 0);
     atomic_store(&c->blocks, 0);
     atomic_store(&c->holes, 0);
+    atomic_store(&c->walked, 0);
     memset(r, 0, sizeof *r);
     if (!o || !(o->image_uuid ? o->image_path : o->instance_dir) || !o->vm_uuid ||
         !o->migration_uuid || !o->secret || !o->addr) {

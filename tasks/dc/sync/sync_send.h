@@ -31,14 +31,22 @@
 
 #include "sync_manifest.h" /* SYNC_DISKS_MAX */
 
+/* The walk reads `*stop` before every this many source data blocks it compares, so
+ * after a stop it reads and hashes at most this many blocks: as many as the default
+ * window (migration_window_blocks 16), so a stop during the walk waits no longer than
+ * one during the sending, 16 MiB at the default 1 MiB blocks. The check costs one
+ * atomic load per this many block reads and SHA-256s: nothing next to them. */
+#define SYNC_WALK_STOP_BLOCKS 16u
+
 /* What a pass has done so far, updated as it goes: another thread (the task's timer)
  * may read them at any time. total: bytes of data blocks the pass sends (known once
  * the walk is done, before the first block goes; lowered when a block the target
  * lacks turns out all zero as it is sent); sent: of those, sent so far; wire: every
  * byte on the socket, both ways (frames, manifest, vm.json); blocks: data blocks
- * sent; holes: blocks punched. */
+ * sent; holes: blocks punched; walked: source data blocks the walk compared with the
+ * target's manifest so far (it grows while no byte moves: send_pace.h). */
 typedef struct sync_counters {
-    atomic_uint_fast64_t total, sent, wire, blocks, holes;
+    atomic_uint_fast64_t total, sent, wire, blocks, holes, walked;
 } sync_counters_t;
 
 typedef struct sync_send_opts {
@@ -58,7 +66,7 @@ typedef struct sync_send_opts {
 
 typedef struct sync_pass_result {
     uint64_t total, sent, wire, blocks, holes, truncates, duration_ms;
-    bool stopped; /* *stop became true: ended at a window boundary */
+    bool stopped; /* *stop became true: ended at a window boundary or during the walk */
     /* Disks the pass made new on the target, removed from it, and sent whole because
      * their generation changed. */
     uint32_t disks_created, disks_removed, disks_reset;
