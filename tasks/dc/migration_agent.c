@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lib/args.h"
+#include "lua_scripts.h"
 #include "migration_agent.h"
 
 const char *migration_arg_uuid(const json_t *args, const char *name, const char **out, char *msg,
@@ -87,4 +88,12 @@ const char *migration_target_of(const json_t *vm)
 const char *migration_hidden_target_of(const json_t *vm)
 {
     return json_is_true(json_object_get(vm, "do_not_inventory")) ? migration_target_of(vm) : NULL;
+}
+
+int migration_secret_ask(tern_ctx *ctx, const char *mig, dc_script_answer_fn cb, void *data)
+{
+    json_t *q = json_pack("{s:s}", "migration_uuid", mig);
+    int rc = q != NULL ? dc_script_call(ctx, dc_lua_migration_secret, q, cb, data) : -1;
+    json_decref(q);
+    return rc != 0 ? -1 : 0;
 }

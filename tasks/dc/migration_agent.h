@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "instance_dir.h"
+#include "inventory_script.h"
 
 /* Reads the lowercase UUIDs `name` (required) of args into *out (borrowed). NULL, or
  * msg naming the argument. */
@@ -47,5 +48,10 @@ const char *migration_target_of(const json_t *vm);
 /* The migration a hidden (do_not_inventory) instance is the target of, or NULL: the
  * one that owns it. A visible instance belongs to nobody's migration. */
 const char *migration_hidden_target_of(const json_t *vm);
+
+/* Asks the control for migration `mig`'s secret (migration_secret.lua: no job's args or
+ * results carry it); `cb` gets the answer. 0, or -1 when the call could not be sent
+ * (cb is then never called). */
+int migration_secret_ask(tern_ctx *ctx, const char *mig, dc_script_answer_fn cb, void *data);
 
 #endif

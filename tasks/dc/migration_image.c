@@ -224,10 +224,7 @@ static void image_send_start(tern_ctx *ctx, const json_t *args)
         fail(st, "ImageFileMissing", msg);
         return;
     }
-    json_t *q = json_pack("{s:s}", "migration_uuid", st->mig);
-    int qrc = q != NULL ? dc_script_call(ctx, dc_lua_migration_secret, q, on_secret, st) : -1;
-    json_decref(q);
-    if (qrc != 0)
+    if (migration_secret_ask(ctx, st->mig, on_secret, st) != 0)
         fail(st, "RedisError", "cannot ask the control for the migration's secret");
 }
 

@@ -627,10 +627,7 @@ static void send_start(tern_ctx *ctx, const json_t *args)
     st->timer = -1;
     st->passes = json_array();
     attempts_add(s->attempts, ctx, st, send_state_free);
-    json_t *q = json_pack("{s:s}", "migration_uuid", st->mig);
-    int qrc = q != NULL ? dc_script_call(ctx, dc_lua_migration_secret, q, on_secret, st) : -1;
-    json_decref(q);
-    if (qrc != 0)
+    if (migration_secret_ask(ctx, st->mig, on_secret, st) != 0)
         fail(st, "RedisError", "cannot ask the control for the migration's secret");
 }
 

@@ -347,10 +347,7 @@ static void recv_open_start(tern_ctx *ctx, const json_t *args)
     ro->p = p;
     snprintf(ro->mig, sizeof ro->mig, "%s", mig);
     attempts_add(s->attempts, ctx, ro, free);
-    json_t *q = json_pack("{s:s}", "migration_uuid", mig);
-    int rc2 = q != NULL ? dc_script_call(ctx, dc_lua_migration_secret, q, on_recv_secret, ro) : -1;
-    json_decref(q);
-    if (rc2 != 0) {
+    if (migration_secret_ask(ctx, mig, on_recv_secret, ro) != 0) {
         attempts_end(s->attempts, ctx);
         tern_task_fail(ctx, "RedisError",
                        "dc.migration_recv_open: cannot ask the control for migration %s's secret",
