@@ -200,6 +200,36 @@ int instance_json_read(const char *path, json_t **out, char *err, size_t errlen)
     return 0;
 }
 
+int instance_read(const char *root, const char *vm_uuid, instance_paths_t *p, json_t **vm,
+                  char *err, size_t errlen)
+{
+    *vm = NULL;
+    int rc = instance_paths(root, vm_uuid, p, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = instance_json_read(p->vm_json, vm, err, errlen);
+    if (rc == -ENOENT)
+        return dc_fail(err, errlen, rc, "instance %s has no %s on this server", vm_uuid,
+                       p->vm_json);
+    /* instance_json_read's -EINVAL is a file that is not a JSON object: unreadable, not
+     * a bad argument. */
+    return rc == -EINVAL ? -EIO : rc;
+}
+
+const char *instance_read_code(int rc)
+{
+    switch (rc) {
+    case -EINVAL:
+        return "InvalidArgument";
+    case -EPERM:
+        return "PathOutsideDataRoot";
+    case -ENOENT:
+        return "InstanceNotFound";
+    default:
+        return "InstanceUnreadable";
+    }
+}
+
 const char *instance_workload_kind(const json_t *customer_metadata, char *err, size_t errlen)
 {
     const json_t *v = json_is_object(customer_metadata)

@@ -57,6 +57,18 @@ int instance_json_write(const char *path, const json_t *doc, char *err, size_t e
 /* Reads the JSON object at path into *out (new reference). -ENOENT when absent. */
 int instance_json_read(const char *path, json_t **out, char *err, size_t errlen);
 
+/* Reads instance vm_uuid's vm.json under root: 0 with *p and *vm (new reference).
+ * Otherwise *vm is NULL, err says why and the value is -EINVAL (vm_uuid is not a
+ * UUID), -EPERM (its directory is not its own: instance_paths), -ENOENT (no vm.json:
+ * err names the file; *p is filled) or another negative errno (unreadable, or not a
+ * JSON object: -EIO). instance_read_code names each for a task's failure. */
+int instance_read(const char *root, const char *vm_uuid, instance_paths_t *p, json_t **vm,
+                  char *err, size_t errlen);
+
+/* The error code of an instance_read failure: InvalidArgument, PathOutsideDataRoot,
+ * InstanceNotFound or InstanceUnreadable (a static string). */
+const char *instance_read_code(int rc);
+
 /* The workload customer_metadata (borrowed, may be NULL) asks for under
  * "lab:workload": "idle" when absent. NULL with err naming the value and the allowed
  * ones when it is not a workload the lab has. */

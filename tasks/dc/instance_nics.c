@@ -66,17 +66,10 @@ static void nics_start(tern_ctx *ctx, const json_t *args)
         return;
     }
     instance_paths_t p;
-    int rc = instance_paths(s->server->data_root, vm_uuid, &p, msg, sizeof msg);
-    if (rc != 0) {
-        tern_task_fail(ctx, rc == -EPERM ? "PathOutsideDataRoot" : "InvalidArgument",
-                       "dc.instance_nics: %s", msg);
-        return;
-    }
     json_t *vm = NULL;
-    rc = instance_json_read(p.vm_json, &vm, msg, sizeof msg);
+    int rc = instance_read(s->server->data_root, vm_uuid, &p, &vm, msg, sizeof msg);
     if (rc != 0) {
-        tern_task_fail(ctx, rc == -ENOENT ? "InstanceNotFound" : "InstanceBroken",
-                       "dc.instance_nics: instance %s: %s", vm_uuid, msg);
+        tern_task_fail(ctx, instance_read_code(rc), "dc.instance_nics: %s", msg);
         return;
     }
     if (!json_equal(json_object_get(vm, "nics"), nics)) {

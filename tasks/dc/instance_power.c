@@ -51,8 +51,8 @@ static uint64_t now_ms(void)
 }
 
 /* The instance's paths and vm.json for task `task`, or false after failing the
- * attempt (InvalidArgument, PathOutsideDataRoot, InstanceNotFound). *vm is a new
- * reference when wanted. */
+ * attempt (instance_read_code: InvalidArgument, PathOutsideDataRoot, InstanceNotFound,
+ * InstanceUnreadable). *vm is a new reference when wanted. */
 static bool instance_open(tern_ctx *ctx, const char *task, const dc_state_t *s, const json_t *args,
                           instance_paths_t *p, json_t **vm)
 {
@@ -64,18 +64,10 @@ static bool instance_open(tern_ctx *ctx, const char *task, const dc_state_t *s, 
                        bad != NULL ? bad : "vm_uuid: required");
         return false;
     }
-    int rc = instance_paths(s->server->data_root, vm_uuid, p, msg, sizeof msg);
+    int rc = vm == NULL ? instance_paths(s->server->data_root, vm_uuid, p, msg, sizeof msg)
+                        : instance_read(s->server->data_root, vm_uuid, p, vm, msg, sizeof msg);
     if (rc != 0) {
-        tern_task_fail(ctx, rc == -EPERM ? "PathOutsideDataRoot" : "InvalidArgument", "%s: %s",
-                       task, msg);
-        return false;
-    }
-    if (vm == NULL)
-        return true;
-    rc = instance_json_read(p->vm_json, vm, msg, sizeof msg);
-    if (rc != 0) {
-        tern_task_fail(ctx, rc == -ENOENT ? "InstanceNotFound" : "InstanceBroken",
-                       "%s: instance %s: %s", task, vm_uuid, msg);
+        tern_task_fail(ctx, instance_read_code(rc), "%s: %s", task, msg);
         return false;
     }
     return true;

@@ -62,21 +62,13 @@ static void update_start(tern_ctx *ctx, const json_t *args)
     }
     instance_paths_t p;
     json_t *vm = NULL;
-    int rc = instance_paths(s->server->data_root, vm_uuid, &p, msg, sizeof msg);
-    if (rc == 0)
-        rc = instance_json_read(p.vm_json, &vm, msg, sizeof msg);
+    int rc = instance_read(s->server->data_root, vm_uuid, &p, &vm, msg, sizeof msg);
     if (rc == -ENOENT && json_is_true(kept)) {
         tern_task_done(ctx, json_pack("{s:s, s:b}", "vm_uuid", vm_uuid, "updated", 0));
         return;
     }
-    if (rc == -ENOENT) {
-        tern_task_fail(ctx, "InstanceNotFound", "%s: instance %s has no %s on this server", task,
-                       vm_uuid, p.vm_json);
-        return;
-    }
     if (rc != 0) {
-        tern_task_fail(ctx, rc == -EPERM ? "PathOutsideDataRoot" : "InstanceUnreadable", "%s: %s",
-                       task, msg);
+        tern_task_fail(ctx, instance_read_code(rc), "%s: %s", task, msg);
         return;
     }
     bool hidden = json_is_true(json_object_get(vm, "do_not_inventory"));

@@ -37,15 +37,11 @@ static int instance_for(tern_ctx *ctx, const char *task, const dc_state_t *s, co
                         const char *mig, instance_paths_t *p, json_t **vm)
 {
     char msg[PATH_MAX + 512];
-    *vm = NULL;
-    int rc = instance_paths(s->server->data_root, vm_uuid, p, msg, sizeof msg);
-    if (rc == 0)
-        rc = instance_json_read(p->vm_json, vm, msg, sizeof msg);
+    int rc = instance_read(s->server->data_root, vm_uuid, p, vm, msg, sizeof msg);
     if (rc == -ENOENT)
         return rc;
     if (rc != 0) {
-        tern_task_fail(ctx, rc == -EPERM ? "PathOutsideDataRoot" : "InstanceUnreadable", "%s: %s",
-                       task, msg);
+        tern_task_fail(ctx, instance_read_code(rc), "%s: %s", task, msg);
         return -1;
     }
     const char *of = migration_hidden_target_of(*vm);

@@ -578,15 +578,9 @@ static void send_start(tern_ctx *ctx, const json_t *args)
     }
     instance_paths_t p;
     json_t *vm = NULL;
-    int rc = instance_paths(s->server->data_root, vm_uuid, &p, msg, sizeof msg);
-    if (rc == 0)
-        rc = instance_json_read(p.vm_json, &vm, msg, sizeof msg);
+    int rc = instance_read(s->server->data_root, vm_uuid, &p, &vm, msg, sizeof msg);
     if (rc != 0) {
-        tern_task_fail(ctx,
-                       rc == -ENOENT  ? "InstanceNotFound"
-                       : rc == -EPERM ? "PathOutsideDataRoot"
-                                      : "InstanceUnreadable",
-                       "%s: %s", task, rc == -ENOENT ? p.vm_json : msg);
+        tern_task_fail(ctx, instance_read_code(rc), "%s: %s", task, msg);
         return;
     }
     /* A hidden target is filled by a migration, never the source of one; a target

@@ -124,14 +124,8 @@ static void target_create_start(tern_ctx *ctx, const json_t *args)
         return;
     }
     instance_paths_t p;
-    int rc = instance_paths(s->server->data_root, vm_uuid, &p, msg, sizeof msg);
-    if (rc != 0) {
-        tern_task_fail(ctx, rc == -EPERM ? "PathOutsideDataRoot" : "InvalidArgument",
-                       "dc.migration_target_create: %s", msg);
-        return;
-    }
     json_t *have = NULL;
-    rc = instance_json_read(p.vm_json, &have, msg, sizeof msg);
+    int rc = instance_read(s->server->data_root, vm_uuid, &p, &have, msg, sizeof msg);
     if (rc == 0) {
         const char *of = migration_target_of(have);
         bool ours = of != NULL && strcmp(of, mig) == 0;
@@ -144,7 +138,7 @@ static void target_create_start(tern_ctx *ctx, const json_t *args)
             return;
         }
     } else if (rc != -ENOENT) {
-        tern_task_fail(ctx, "InstanceUnreadable", "dc.migration_target_create: %s", msg);
+        tern_task_fail(ctx, instance_read_code(rc), "dc.migration_target_create: %s", msg);
         return;
     } else if (access(p.dir, F_OK) == 0 && !dir_empty(p.disks)) {
         tern_task_fail(ctx, "InstanceExists",
@@ -317,16 +311,10 @@ static void recv_open_start(tern_ctx *ctx, const json_t *args)
         return;
     }
     instance_paths_t p;
-    int rc = instance_paths(s->server->data_root, vm_uuid, &p, msg, sizeof msg);
     json_t *vm = NULL;
-    if (rc == 0)
-        rc = instance_json_read(p.vm_json, &vm, msg, sizeof msg);
+    int rc = instance_read(s->server->data_root, vm_uuid, &p, &vm, msg, sizeof msg);
     if (rc != 0) {
-        tern_task_fail(ctx,
-                       rc == -ENOENT  ? "InstanceNotFound"
-                       : rc == -EPERM ? "PathOutsideDataRoot"
-                                      : "InvalidArgument",
-                       "dc.migration_recv_open: %s", rc == -ENOENT ? p.vm_json : msg);
+        tern_task_fail(ctx, instance_read_code(rc), "dc.migration_recv_open: %s", msg);
         return;
     }
     const char *of = migration_target_of(vm);

@@ -412,7 +412,16 @@ def schedule_waits_scheduled_then_switches(inv):
     post = asked['post']
     assert asked['state'] == 'scheduled' and post['exec_after'] == future, asked
     assert (post['workflow'], post['target']) == ('migrate-switch', '/migrate-switch-' + u), post
-    assert post['params'] == {'vm_uuid': u} and post['uuid'] not in (m, u), post
+    assert post['params'] == {'vm_uuid': u, 'scheduled_timestamp': future}, post
+    assert post['uuid'] not in (m, u), post
+    # That job is admitted; one naming another time is refused, naming both; a switch by
+    # hand (no scheduled_timestamp) is admitted too, its params not the delayed job's.
+    check_ok(inv, 'switch', u, scheduled_timestamp=future)
+    other = iso(BASE + timedelta(days=2))
+    refused(inv, 'switch', u, 'InvalidState',
+            f'params.scheduled_timestamp: migration {m} is scheduled for {future}, not "{other}"',
+            409, scheduled_timestamp=other)
+    check_ok(inv, 'switch', u)
     assert len(post['uuid']) == 36 and post['uuid'][14] == '5', post
     assert inv.snapshot() == snap
     vm2 = make_vm(inv, 2)

@@ -219,21 +219,21 @@ def test_an_aborted_schedule_cancels_its_switch_job():
 
 
 def test_a_switch_by_hand_cancels_the_scheduled_one():
-    """A user's scheduled migration switched by the operator before its time: that
-    switch cancels the delayed migrate-switch job, which past its time is still canceled
-    and never ran; the migration stays successful, the VM on cn2. (The same switch
-    asked with the delayed job's very params, an operator's for an operator's schedule,
-    is refused 409 Conflict naming that job: the engine's one unfinished job per
-    target and params.)"""
-    vm = provision_for(OWNER)
-    set_user_migration_allowed(vm, True)
+    """An operator's scheduled migration switched by the operator before its time: that
+    switch is admitted (its params are not the delayed job's, which name the scheduled
+    time) and cancels the delayed migrate-switch job, which past its time is still
+    canceled and never ran; the migration stays successful, the VM on cn2. A switch
+    naming another scheduled time is refused, naming both."""
+    vm = ml.provision(CN1, "idle")
     at_s = int(time.time()) + 12
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at_s))
-    job = ml.ok_action("schedule", vm, owner_uuid=OWNER, scheduled_timestamp=at,
-                       target_server_uuid=CN2, send_mbps_limit=FAST, timeout=10)
+    job = ml.ok_action("schedule", vm, scheduled_timestamp=at, target_server_uuid=CN2,
+                       send_mbps_limit=FAST, timeout=10)
     delayed = job["chain_results"][-1]["result"]["job_uuid"]
-    status, body = ml.action("switch", vm, owner_uuid=OWNER)
-    assert (status, body.get("code")) == (409, "Conflict") and delayed in body["message"], body
+    assert lab().job_of(delayed)["params"]["scheduled_timestamp"] == at
+    status, body = ml.action("switch", vm, scheduled_timestamp="2030-01-01T00:00:00Z")
+    assert (status, body.get("code")) == (409, "InvalidState"), body
+    assert f"is scheduled for {at}" in body["message"], body
     switch = ml.ok_action("switch", vm, timeout=60)
     assert time.time() < at_s, "the switch by hand took until the scheduled time"
     cancel = [r for r in switch["chain_results"] if r["name"] == "cancel_switch"]

@@ -480,6 +480,36 @@ static void test_stop_kills_a_stuck_workload(void **state)
     task_harness_free(h);
 }
 
+/* A vm.json that is not JSON, or that is gone: every task that reads it names the
+ * fault and the file the same way (instance_read), and changes nothing. */
+static void test_unreadable_instance(void **state)
+{
+    (void)state;
+    task_harness_t *h = new_agent();
+    const char *vm = "47474747-4747-4747-8747-474747474747";
+    json_decref(task_harness_run_ok(h, "image_ensure", "{\"image_uuid\": \"" IMG "\"}", BOUND));
+    json_decref(task_harness_run_ok(h, "instance_create", create_args(vm, IMG, NULL), BOUND));
+    const char *vm_json = test_path("%s/%s/vm.json", lab.root, vm);
+    char saved[PATH_MAX + 16];
+    snprintf(saved, sizeof saved, "%s.saved", vm_json);
+    assert_int_equal(rename(vm_json, saved), 0);
+    FILE *f = fopen(vm_json, "w");
+    assert_non_null(f);
+    fputs("{\"uuid\": ", f); /* cut short, as a disk that filled would leave it */
+    fclose(f);
+    task_harness_run_fails(h, "instance_start", vm_args(vm), BOUND, "InstanceUnreadable",
+                           "not a JSON object");
+    task_harness_run_fails(h, "instance_nics",
+                           "{\"vm_uuid\": \"47474747-4747-4747-8747-474747474747\", \"nics\": []}",
+                           BOUND, "InstanceUnreadable", "vm.json: not a JSON object");
+    assert_false(test_file_exists(test_path("%s/%s/workload.pid", lab.root, vm)));
+    assert_int_equal(unlink(vm_json), 0);
+    task_harness_run_fails(h, "instance_start", vm_args(vm), BOUND, "InstanceNotFound", "has no");
+    assert_int_equal(rename(saved, vm_json), 0);
+    json_decref(task_harness_run_ok(h, "instance_destroy", vm_args(vm), BOUND));
+    task_harness_free(h);
+}
+
 static void test_start_refusals(void **state)
 {
     (void)state;
@@ -583,6 +613,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_start_stop_restart_destroy),
         cmocka_unit_test(test_stop_kills_a_stuck_workload),
         cmocka_unit_test(test_start_refusals),
+        cmocka_unit_test(test_unreadable_instance),
         cmocka_unit_test(test_create_cancelled),
         cmocka_unit_test(test_init_removes_cut_copies),
         cmocka_unit_test(test_create_time),

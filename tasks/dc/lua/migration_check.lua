@@ -27,7 +27,7 @@ local TAKES = {vm_uuid = false, owner_uuid = false,
   target_server_uuid = STARTS, affinity = STARTS, automatic = {begin = true, automatic = true},
   send_mbps_limit = {begin = true, automatic = true, schedule = true, sync = true, switch = true,
     estimate = true},
-  scheduled_timestamp = {schedule = true}}
+  scheduled_timestamp = {schedule = true, switch = true}}
 local names = {}
 for k in pairs(p) do names[#names + 1] = k end
 table.sort(names)
@@ -234,6 +234,15 @@ elseif act == 'finalize' then
   if st ~= 'successful' then bad = 'Finalize only works on a successful migration' end
 end
 if bad then return refuse(409, 'InvalidState', bad) end
+-- A switch naming a scheduled_timestamp is the one a schedule asked for: it must name the
+-- migration's own. The param also sets it apart from a switch by hand, which the engine's
+-- one unfinished job per target and params would otherwise refuse as its duplicate.
+if act == 'switch' and mig_given(p.scheduled_timestamp) and
+    p.scheduled_timestamp ~= m.scheduled_timestamp then
+  return refuse(409, 'InvalidState', 'params.scheduled_timestamp: migration ' .. m.uuid ..
+    (mig_given(m.scheduled_timestamp) and (' is scheduled for ' .. m.scheduled_timestamp)
+      or ' is not scheduled') .. ', not ' .. cjson.encode(p.scheduled_timestamp))
+end
 if not mig_given(p.send_mbps_limit) and mig_given(m.send_mbps_limit) then limit = m.send_mbps_limit end
 return ok({vm_uuid = vm_uuid, migration_uuid = m.uuid, source_server_uuid = m.source_server_uuid,
   target_server_uuid = m.target_server_uuid, slots = slots, vm_state = vm.state,

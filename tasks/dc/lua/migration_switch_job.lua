@@ -3,7 +3,7 @@
 -- exec_after). ARGV[1]: {migration_uuid, cancel?, job_uuid?}. Its uuid is made from the migration's
 -- ("migrate-switch:<migration uuid>"), so a step run again asks for the same job and
 -- gets it. Answers {post: {uuid, workflow, target, exec_after, params: {vm_uuid,
--- owner_uuid?}}, state}; a migration without a scheduled_timestamp is InvalidState.
+-- scheduled_timestamp, owner_uuid?}}, state}; a migration without a scheduled_timestamp is InvalidState.
 -- With cancel (dc.migration_cancel_switch, a step of the abort and of the switch)
 -- answers {vm_uuid, cancel: the job's uuid, or null when the migration was never
 -- scheduled, so no such job exists, or when that job is job_uuid, the one asking}.
@@ -21,7 +21,10 @@ if not mig_given(m.scheduled_timestamp) then
   return refuse(409, 'InvalidState', 'migration ' .. m.uuid .. ' is not scheduled: it has no ' ..
     'scheduled_timestamp')
 end
-local params = {vm_uuid = m.vm_uuid}
+-- The scheduled time in the params sets this job apart from a switch by hand (which the
+-- engine would otherwise refuse as an unfinished job of the same target and params) and
+-- is checked against the record when the job is admitted.
+local params = {vm_uuid = m.vm_uuid, scheduled_timestamp = m.scheduled_timestamp}
 -- A user's schedule gets a user's switch: the same checks of who may migrate.
 if mig_given(m.account_uuid) then params.owner_uuid = m.account_uuid end
 return ok({state = m.state, post = {uuid = uuid_of_text('migrate-switch:' .. m.uuid),
