@@ -64,9 +64,9 @@ def lose_target_mid_sync(vm):
     return m
 
 
-def abort_target_lost(vm):
-    """The abort with target_lost, cn2 down: it ends within ABORT_BOUND_S. The
-    migration record."""
+def abort_target_lost(vm, waiting=None):
+    """The abort with target_lost, cn2 down: it ends within ABORT_BOUND_S (taking over
+    `waiting`, an abort waiting on cn2's queue, when given). The migration record."""
     t0 = time.monotonic()
     status, abort = ml.action("abort", vm, target_lost=True)
     assert status in (200, 201), (status, abort)
@@ -79,6 +79,10 @@ def abort_target_lost(vm):
     m = ml.migration(vm)
     assert (m["state"], m["phase"]) == ("aborted", "abort"), m
     assert m["target_cleanup"] == "pending", m
+    if waiting is not None:
+        # The abort waiting on cn2 still waits there: the server is down.
+        old = lab.job_of(waiting)
+        assert old["execution"] == "queued" and old["step_queue"] == "server:" + CN2, old
     warn = [h for h in m["progress_history"] if h.get("level") == "warning"]
     assert len(warn) == 1 and CN2 in warn[0]["message"], m["progress_history"]
     assert warn[0]["target_cleanup_job"] == m["target_cleanup_job"], (warn, m)
@@ -91,7 +95,14 @@ def test_lost_target_abort_ends_and_cleans_later():
     before = lab.vm_of(vm)
     cn2_before = committed(CN2)
     lose_target_mid_sync(vm)
-    m = abort_target_lost(vm)
+    # The operator's first abort waits on cn2's queue (bounded by 900 s, as before);
+    # one with target_lost takes over and ends at once.
+    status, waiting = ml.action("abort", vm)
+    assert status in (200, 201), (status, waiting)
+    wait_for("the abort to wait on cn2's queue",
+             lambda: lab.job_of(waiting["uuid"]).get("step_queue") == "server:" + CN2,
+             timeout=30, every=0.1)
+    m = abort_target_lost(vm, waiting["uuid"])
     # The VM as it was, on cn1, free: not migrating, visible, running, same NICs.
     ml.check_on(vm, CN1, running=True)
     now = lab.vm_of(vm)
@@ -122,12 +133,21 @@ def test_lost_target_abort_ends_and_cleans_later():
     lab.run("restart-agent", "cn2", "--dir", lab.dir)
     end = lab.wait_job(m["target_cleanup_job"], timeout=60)
     assert end["execution"] == "succeeded", end
-    assert end["chain_results"][0]["result"]["removed"] is True, end["chain_results"]
+    # The waiting abort ran its remove_target there too (each holds the VM in turn):
+    # whichever came first removed the copy, and the other found it gone.
+    old = lab.wait_job(waiting["uuid"], timeout=60)
+    assert old["execution"] == "succeeded", old
+    removed = [end["chain_results"][0]["result"]["removed"],
+               [r for r in old["chain_results"] if r["name"] == "remove_target"][-1]
+               ["result"]["removed"]]
+    assert sorted(removed) == [False, True], removed
     assert not os.path.exists(ml.vm_dir(CN2, vm)), "the copy is left on cn2"
     m = ml.migration(vm)
+    assert (m["state"], m["phase"]) == ("aborted", "abort"), m
     assert m["target_cleanup"] == "done" and m["target_cleanup_timestamp"], m
     assert m["target_allocation"]["released"] is True, m
-    assert "is removed" in m["progress_history"][-1]["message"], m["progress_history"][-1]
+    last = m["progress_history"][-1]["message"]
+    assert ("is removed" if removed[0] else "already gone") in last, m["progress_history"][-1]
     assert committed(CN2) == cn2_before, (committed(CN2), cn2_before)
     # The VM never moved, and the start reconcile of cn2 took nothing from it.
     ml.check_on(vm, CN1, running=True)
@@ -203,6 +223,20 @@ def test_target_lost_refusals():
     ml.refused("abort", vm, 422, "InvalidArgument", ["params.target_lost"], target_lost="yes")
     ml.refused("sync", vm, 422, "InvalidArgument", ["params.target_lost"], target_lost=True)
     assert ml.migration(vm) == before
+    # The clean-up job is only for a migration whose copy is left: bad input named,
+    # a migration with nothing left refused; no job stored.
+    jobs = lab.user_job_count()
+    mig = before["uuid"]
+    for params, target, want, words in (
+            ({"migration_uuid": mig, "bogus": 1}, mig, 422, "params.bogus"),
+            ({"migration_uuid": "nope"}, "nope", 422, "params.migration_uuid"),
+            ({"migration_uuid": mig}, vm, 422, "target"),
+            ({"migration_uuid": vm}, vm, 404, vm),
+            ({"migration_uuid": mig}, mig, 409, "no target copy left")):
+        status, body = lab.create_job("migrate-target-clean", "/migrate-target-clean-" + target,
+                                      params)
+        assert status == want and words in body.get("message", ""), (params, status, body)
+    assert lab.user_job_count() == jobs and ml.migration(vm) == before
     # cn2 is up: an abort with target_lost still ends at once, and the clean-up job
     # then removes the copy on its own.
     status, abort = ml.action("abort", vm, target_lost=True)
