@@ -23,6 +23,7 @@ build has no migration tasks. TERN_TEST_KEEP_LAB=1 keeps a failed run's lab up.
 """
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -237,12 +238,17 @@ def test_target_lost_refusals():
                                       params)
         assert status == want and words in body.get("message", ""), (params, status, body)
     assert lab.user_job_count() == jobs and ml.migration(vm) == before
-    # cn2 is up: an abort with target_lost still ends at once, and the clean-up job
-    # then removes the copy on its own.
-    status, abort = ml.action("abort", vm, target_lost=True)
-    assert status in (200, 201), (status, abort)
-    assert lab.wait_job(abort["uuid"], timeout=ABORT_BOUND_S)["execution"] == "succeeded"
+    # The CLI refuses the option elsewhere, before any request.
+    p = subprocess.run([lab.tern_bin, "migration", "sync", vm, "--target-lost"],
+                       capture_output=True, text=True, timeout=30, env=lab.env)
+    assert p.returncode == 2 and "--target-lost is an option of abort only" in p.stderr, p
+    # cn2 is up: `tern migration abort --target-lost -w` still ends at once (exit 0:
+    # aborted as asked), and the clean-up job then removes the copy on its own.
+    p = subprocess.run([lab.tern_bin, "migration", "abort", vm, "--target-lost", "-w"],
+                       capture_output=True, text=True, timeout=ABORT_BOUND_S, env=lab.env)
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
     m = ml.migration(vm)
+    assert (m["state"], m["phase"]) == ("aborted", "abort"), m
     end = lab.wait_job(m["target_cleanup_job"], timeout=60)
     assert end["execution"] == "succeeded", end
     assert not os.path.exists(ml.vm_dir(CN2, vm))
