@@ -4,7 +4,8 @@
 --
 --   op "leave" {migration_uuid, job_uuid, target_lost}: the abort's step after the
 --     source was put right. target_lost false: {left: false, queue: "server:<target>"},
---     the abort removes the target itself. true: the record gets target_cleanup
+--     the abort removes the target itself (and a target_cleanup an earlier abort of the
+--     migration left pending is cleared: this one's end gives the allocation back). true: the record gets target_cleanup
 --     "pending" and a warning history entry, the migration's index of leftovers on the
 --     target (`migrations:target_cleanup:<server>`) lists it, and the answer is {left:
 --     true, queue: "default", post: the migrate-target-clean job}; the target's
@@ -81,6 +82,14 @@ if not m then return mig_refuse(e) end
 
 if a.op == 'leave' then
   if a.target_lost ~= true then
+    -- An abort with target_lost that failed after leaving the target (its clean-up job
+    -- could not be asked for), aborted again without it: this abort removes the target
+    -- itself and gives its allocation back at its end.
+    if m.target_cleanup == 'pending' then
+      m.target_cleanup = nil
+      redis.call('ZREM', index_key(m), m.uuid)
+      mig_put(m)
+    end
     return ok({left = false, queue = 'server:' .. m.target_server_uuid})
   end
   local post = {uuid = uuid_of_text(WORKFLOW .. ':' .. m.uuid), workflow = WORKFLOW,
