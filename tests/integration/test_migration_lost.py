@@ -22,6 +22,7 @@ Usage: test_migration_lost.py SOURCE_ROOT BUILD_ROOT [TEST...]; skipped (77) whe
 build has no migration tasks. TERN_TEST_KEEP_LAB=1 keeps a failed run's lab up.
 """
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -131,7 +132,10 @@ def test_lost_target_abort_ends_and_cleans_later():
     ml.check_on(vm, CN1, running=True)
     assert ml.hidden(CN2, vm)
     # cn2 back: its agent serves its queue again and the clean-up job removes the copy.
-    lab.run("restart-agent", "cn2", "--dir", lab.dir)
+    p = lab.run("restart-agent", "cn2", "--dir", lab.dir)
+    start_reconcile = re.search(r"net-reconcile of cn2 in [0-9.]+ s \(job ([0-9a-f-]{36})\)",
+                                p.stdout)
+    assert start_reconcile, p.stdout
     end = lab.wait_job(m["target_cleanup_job"], timeout=60)
     assert end["execution"] == "succeeded", end
     # The waiting abort ran its remove_target there too (each holds the VM in turn):
@@ -150,7 +154,12 @@ def test_lost_target_abort_ends_and_cleans_later():
     last = m["progress_history"][-1]["message"]
     assert ("is removed" if removed[0] else "already gone") in last, m["progress_history"][-1]
     assert committed(CN2) == cn2_before, (committed(CN2), cn2_before)
-    # The VM never moved, and the start reconcile of cn2 took nothing from it.
+    # The VM never moved, and the start reconcile of cn2 (run before or after the
+    # removal) took nothing from it: no NIC reaped, nothing vanished.
+    rec = lab.wait_job(start_reconcile.group(1), timeout=60)
+    assert rec["execution"] == "succeeded", rec
+    result = [r["result"] for r in rec["chain_results"] if r["name"] == "reconcile"][-1]
+    assert result["reaped"] == [] and result["vanished"] == [], result
     ml.check_on(vm, CN1, running=True)
     assert ml.nic_addrs(lab.vm_of(vm)) == ml.nic_addrs(before)
     lab.check_inventory()
