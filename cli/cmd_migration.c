@@ -50,6 +50,7 @@ enum {
     OPT_LIMIT,
     OPT_OWNER,
     OPT_STATE,
+    OPT_TARGET_LOST,
 };
 
 typedef struct mig_opts {
@@ -58,7 +59,7 @@ typedef struct mig_opts {
     json_t *affinity; /* ours, or NULL */
     char at[32];      /* --at as the API takes it, "" when not given */
     double limit_mbps;
-    bool has_limit, wait;
+    bool has_limit, wait, target_lost;
 } mig_opts_t;
 
 static const char *const states[] = {"scheduled", "running",    "paused", "aborted",
@@ -98,6 +99,11 @@ static cli_status_t on_mig_opt(cli_t *cli, void *data, int c, const char *arg)
         if (!migration_parse_limit(arg, &o->limit_mbps, err, sizeof err))
             return cli_usage(cli, "%s", err);
         o->has_limit = true;
+        return CLI_OK;
+    case OPT_TARGET_LOST:
+        if (!(takes & MIGRATION_TAKES_TARGET_LOST))
+            return cli_usage(cli, "--target-lost is an option of abort only");
+        o->target_lost = true;
         return CLI_OK;
     case OPT_OWNER:
         if (!uuid_valid(arg))
@@ -538,6 +544,8 @@ static cli_status_t build_params(cli_t *cli, mig_opts_t *o, const char *vm_uuid,
                                 : json_real(o->limit_mbps));
     if (o->at[0] != '\0')
         json_object_set_new(p, "scheduled_timestamp", json_string(o->at));
+    if (o->target_lost)
+        json_object_set_new(p, "target_lost", json_true());
     if (st != CLI_OK) {
         json_decref(p);
         p = NULL;
@@ -595,6 +603,7 @@ static const struct option action_long[] = {
     {"at", required_argument, NULL, OPT_AT},
     {"limit-mbps", required_argument, NULL, OPT_LIMIT},
     {"owner", required_argument, NULL, OPT_OWNER},
+    {"target-lost", no_argument, NULL, OPT_TARGET_LOST},
     {"wait", no_argument, NULL, 'w'},
     {"watch", no_argument, NULL, 'w'},
     {NULL, 0, NULL, 0},
@@ -1014,8 +1023,11 @@ const cli_command_t cmd_migration_commands[] = {
      LIMIT_HELP COMMON_HELP},
     {"migration", "pause", migration_action, ACTION_USAGE("pause", ""),
      "Pause a running sync at its next safe point (migrate-pause).", COMMON_HELP},
-    {"migration", "abort", migration_action, ACTION_USAGE("abort", ""),
-     "Abort a migration and put the instance back as it was (migrate-abort).", COMMON_HELP},
+    {"migration", "abort", migration_action, ACTION_USAGE("abort", " [--target-lost]"),
+     "Abort a migration and put the instance back as it was (migrate-abort).",
+     "  --target-lost     the target server is lost: end without removing the target's\n"
+     "                    copy, which is removed when that server is back\n"
+     "                    (migrate-target-clean)\n" COMMON_HELP},
     {"migration", "rollback", migration_action, ACTION_USAGE("rollback", ""),
      "Move a successful migration's instance back to its source (migrate-rollback).", COMMON_HELP},
     {"migration", "finalize", migration_action, ACTION_USAGE("finalize", ""),

@@ -17,10 +17,11 @@
 
 /* What an action takes on the command line. */
 enum {
-    MIGRATION_TAKES_PLACEMENT = 1 << 0, /* --target, --affinity */
-    MIGRATION_TAKES_LIMIT = 1 << 1,     /* --limit-mbps */
-    MIGRATION_TAKES_AT = 1 << 2,        /* --at (required) */
-    MIGRATION_HAS_PHASE = 1 << 3,       /* its job runs a phase that -w follows */
+    MIGRATION_TAKES_PLACEMENT = 1 << 0,   /* --target, --affinity */
+    MIGRATION_TAKES_LIMIT = 1 << 1,       /* --limit-mbps */
+    MIGRATION_TAKES_AT = 1 << 2,          /* --at (required) */
+    MIGRATION_HAS_PHASE = 1 << 3,         /* its job runs a phase that -w follows */
+    MIGRATION_TAKES_TARGET_LOST = 1 << 4, /* --target-lost (abort) */
 };
 
 typedef struct migration_action {

@@ -68,6 +68,11 @@ extern const tern_task_def dc_migration_unswitch_task;
 extern const tern_task_def dc_migration_step_task;
 extern const tern_task_def dc_migration_request_task;
 
+/* migration_leftover.c */
+extern const tern_task_def dc_migration_target_leave_task;
+extern const tern_task_def dc_migration_leftover_check_task;
+extern const tern_task_def dc_migration_leftover_done_task;
+
 /* views.c: NULL-terminated */
 extern const tern_view_def *const dc_views[];
 

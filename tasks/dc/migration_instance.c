@@ -11,12 +11,15 @@
  *     (a source, or a target promoted earlier, whose migration_target is history) is
  *     anybody's. A flip run again writes the same file.
  *
- *   dc.migration_cleanup {migration_uuid, vm_uuid, remove_instance}
+ *   dc.migration_cleanup {migration_uuid, vm_uuid, remove_instance, left?, leftover?}
  *     removes <vm>/.migration/; with remove_instance, stops the instance's workload if
  *     its pid file names a live one of it (instance_power.h) and removes the instance
  *     directory. Only an instance that is this migration's target or hidden
  *     (do_not_inventory) is removed: else InvalidState, nothing touched. An absent
- *     instance is done ({"removed": false}).
+ *     instance is done ({"removed": false}). With leftover (migrate-target-clean), only
+ *     this migration's own hidden target is removed, and a newer migration's target
+ *     there is left as it is ({"removed": false, "other_migration"}). With left (an
+ *     abort whose target server is lost) it changes nothing, on any runner.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -170,22 +173,77 @@ static void cleanup_remove(tern_ctx *ctx, const instance_paths_t *p, pid_t pid, 
                                   "stopped_pid", pid > 0 ? json_integer(pid) : json_null()));
 }
 
+/* A left target's removal (leftover): only the hidden instance this migration made, or
+ * a directory without vm.json (a create cut short, which the step's hold on the VM keeps
+ * from being a newer migration's at work). Anything else here -- the target of a newer
+ * migration of the VM, a visible instance -- is no longer this migration's copy and is
+ * not touched: done, with other_migration naming the newer migration when there is one.
+ * 1 when the caller goes on to remove the instance, 0 when reported, -1 on failure. */
+static int leftover_ours(tern_ctx *ctx, const char *task, const dc_state_t *s, const char *mig,
+                         const char *vm_uuid, instance_paths_t *p)
+{
+    char msg[PATH_MAX + 512];
+    json_t *vm = NULL;
+    int rc = instance_paths(s->server->data_root, vm_uuid, p, msg, sizeof msg);
+    if (rc == 0)
+        rc = instance_json_read(p->vm_json, &vm, msg, sizeof msg);
+    if (rc == -ENOENT)
+        return 1;
+    if (rc != 0) {
+        tern_task_fail(ctx, rc == -EPERM ? "PathOutsideDataRoot" : "InstanceUnreadable", "%s: %s",
+                       task, msg);
+        return -1;
+    }
+    const char *of = migration_hidden_target_of(vm);
+    if (of != NULL && strcmp(of, mig) == 0) {
+        json_decref(vm);
+        return 1;
+    }
+    tern_task_done(ctx, json_pack("{s:b, s:b, s:s?}", "migration_dir_removed", 0, "removed", 0,
+                                  "other_migration", of));
+    json_decref(vm);
+    return 0;
+}
+
 static void cleanup_start(tern_ctx *ctx, const json_t *args)
 {
     const char *task = "dc.migration_cleanup";
+    char msg[PATH_MAX + 512];
+    bool left = false, leftover = false;
+    const char *bad = task_args_bool(args, "left", &left, msg, sizeof msg);
+    if (bad == NULL)
+        bad = task_args_bool(args, "leftover", &leftover, msg, sizeof msg);
+    if (bad != NULL) {
+        tern_task_fail(ctx, "InvalidArgument", "%s: %s", task, bad);
+        return;
+    }
+    /* The abort's remove_target of a target left on its lost server: that server's
+     * clean-up job removes it, and this step runs on the control, changing nothing. */
+    if (left) {
+        tern_task_done(
+            ctx, json_pack("{s:b, s:b, s:b}", "migration_dir_removed", 0, "removed", 0, "left", 1));
+        return;
+    }
     const dc_state_t *s = dc_agent_state(ctx, task);
     if (s == NULL)
         return;
-    char msg[PATH_MAX + 512];
     const char *mig = NULL, *vm_uuid = NULL;
     bool remove_instance = false;
-    const char *bad =
-        ids_and_flag(args, "remove_instance", &mig, &vm_uuid, &remove_instance, msg, sizeof msg);
+    bad = ids_and_flag(args, "remove_instance", &mig, &vm_uuid, &remove_instance, msg, sizeof msg);
     if (bad != NULL) {
         tern_task_fail(ctx, "InvalidArgument", "%s: %s", task, bad);
         return;
     }
     instance_paths_t p;
+    if (leftover) {
+        if (!remove_instance) {
+            tern_task_fail(ctx, "InvalidArgument", "%s: leftover: only with remove_instance true",
+                           task);
+            return;
+        }
+        if (leftover_ours(ctx, task, s, mig, vm_uuid, &p) != 1)
+            return;
+    }
     json_t *vm = NULL;
     int rc = instance_for(ctx, task, s, vm_uuid, mig, &p, &vm);
     if (rc == -1)
@@ -244,7 +302,8 @@ const tern_task_def dc_migration_cleanup_task = {
                "and removes the hidden instance itself.",
     .args_schema = "{\"required\": [\"migration_uuid\", \"vm_uuid\", \"remove_instance\"], "
                    "\"properties\": {\"migration_uuid\": {\"type\": \"string\"}, \"vm_uuid\": "
-                   "{\"type\": \"string\"}, \"remove_instance\": {\"type\": \"boolean\"}}, "
+                   "{\"type\": \"string\"}, \"remove_instance\": {\"type\": \"boolean\"}, "
+                   "\"left\": {\"type\": \"boolean\"}, \"leftover\": {\"type\": \"boolean\"}}, "
                    "\"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = cleanup_start,

@@ -8,8 +8,10 @@
  *     reconcile leaves alone); disks/ empty (the passes make the files); the volume
  *     mounts the record's volumes name with their export (instance_mounts.h). Run
  *     again for the same migration it answers the same; a directory of anything else
- *     is InstanceExists, untouched. A directory without vm.json whose disks/ is empty
- *     is what an attempt cut short left, and is made again.
+ *     is InstanceExists, untouched, but for the hidden target an aborted migration of
+ *     the VM left on a lost server (the control says so: migration_leftover.lua
+ *     "stale"), which is removed and made anew. A directory without vm.json whose
+ *     disks/ is empty is what an attempt cut short left, and is made again.
  *
  *   dc.migration_recv_open {migration_uuid, vm_uuid} -> {addr} (the secret it writes
  *                          read from the control's record: migration_secret.lua)
@@ -100,6 +102,135 @@ static json_t *target_vm_json(const json_t *rec, const instance_paths_t *p,
     return vm;
 }
 
+/* Makes the migration's hidden target at p from rec (the VM's record), reporting the
+ * outcome. */
+static void target_make(tern_ctx *ctx, const instance_paths_t *p, const char *mig,
+                        const json_t *rec)
+{
+    char msg[PATH_MAX + 512];
+    json_t *vm = target_vm_json(rec, p, mig, msg, sizeof msg);
+    json_t *volumes = NULL;
+    if (vm != NULL && json_array_size(json_object_get(rec, "volumes")) > 0 &&
+        json_object_get(json_array_get(json_object_get(rec, "volumes"), 0), "export_path") != NULL)
+        volumes = instance_volumes_plan(json_object_get(rec, "volumes"), msg, sizeof msg);
+    else if (vm != NULL)
+        volumes = json_array();
+    if (vm == NULL || volumes == NULL) {
+        json_decref(vm);
+        tern_task_fail(ctx, "InvalidArgument", "dc.migration_target_create: vm: %s", msg);
+        return;
+    }
+    if (json_array_size(volumes) > 0)
+        json_object_set(vm, "volumes", volumes);
+    const char *failed = NULL;
+    if ((mkdir(p->dir, 0755) != 0 && errno != EEXIST) ||
+        (mkdir(p->disks, 0755) != 0 && errno != EEXIST))
+        failed = strerror(errno);
+    int rc = failed == NULL ? instance_mounts_make(p, volumes, msg, sizeof msg) : -1;
+    if (rc == 0)
+        rc = instance_json_write(p->vm_json, vm, msg, sizeof msg);
+    json_decref(volumes);
+    json_decref(vm);
+    if (failed != NULL || rc != 0) {
+        tern_task_fail(ctx, "InstanceCreateFailed", "dc.migration_target_create: %s: %s", p->dir,
+                       failed != NULL ? failed : msg);
+        return;
+    }
+    tern_task_done(ctx, json_pack("{s:s}", "dir", p->dir));
+}
+
+/* A hidden target of another migration of the VM in the way, while the control is
+ * asked whether it is stale (attempts.h keeps it). */
+typedef struct stale_ask {
+    instance_paths_t p;
+    char mig[40];   /* this migration */
+    char stale[40]; /* the migration whose target is in the way */
+    json_t *rec;    /* the VM's record (owned) */
+} stale_ask_t;
+
+static void stale_ask_free(void *data)
+{
+    stale_ask_t *sa = data;
+    json_decref(sa->rec);
+    free(sa);
+}
+
+/* The control's answer (migration_leftover.lua "stale"). The hidden target an earlier
+ * migration of the VM left here (an abort whose target server was lost: docs/MIGRATION.md
+ * "A lost target") is removed before this migration's is made, so that its stale disks
+ * are never taken for this one's; its own clean-up job, finding this migration's target
+ * here, leaves it alone. Any other migration's target is InstanceExists, untouched, as
+ * is one whose workload runs (none ever runs in a hidden target). */
+static void on_stale_answer(tern_ctx *ctx, const json_t *ok, const char *code, const char *message,
+                            void *data)
+{
+    stale_ask_t *sa = data;
+    const dc_state_t *s = tern_plugin_state(ctx);
+    instance_paths_t p = sa->p;
+    char mig[40], stale[40];
+    snprintf(mig, sizeof mig, "%s", sa->mig);
+    snprintf(stale, sizeof stale, "%s", sa->stale);
+    json_t *rec = json_incref(sa->rec);
+    attempts_end(s->attempts, ctx);
+    char msg[PATH_MAX + 512];
+    pid_t pid = 0;
+    if (ok == NULL) {
+        tern_task_fail(ctx, code,
+                       "dc.migration_target_create: migration %s, whose target is "
+                       "in %s: %s",
+                       stale, p.dir, message);
+    } else if (!json_is_true(json_object_get(ok, "stale"))) {
+        const char *state = json_string_value(json_object_get(ok, "state"));
+        tern_task_fail(ctx, "InstanceExists",
+                       "dc.migration_target_create: instance %s is already on this server (%s), "
+                       "the target of migration %s (%s), not of %s; nothing was changed",
+                       json_string_value(json_object_get(rec, "uuid")), p.dir, stale,
+                       state != NULL ? state : "no record", mig);
+    } else if ((pid = instance_workload_pid(&p)) > 0) {
+        tern_task_fail(ctx, "InstanceExists",
+                       "dc.migration_target_create: %s is the hidden target migration %s left "
+                       "and its workload runs (pid %ld); nothing was changed",
+                       p.dir, stale, (long)pid);
+    } else if (instance_tree_remove(s->server->data_root, p.dir, msg, sizeof msg) != 0) {
+        tern_task_fail(ctx, "InstanceRemoveFailed",
+                       "dc.migration_target_create: the target migration %s left: %s", stale, msg);
+    } else {
+        tern_log(ctx, TERN_LOG_WARN,
+                 "dc.migration_target_create: removed %s, the hidden target aborted migration "
+                 "%s left here, to make migration %s's",
+                 p.dir, stale, mig);
+        target_make(ctx, &p, mig, rec);
+    }
+    json_decref(rec);
+}
+
+/* Asks the control whether `stale`'s target at p is left over (see on_stale_answer). */
+static void stale_ask(tern_ctx *ctx, const dc_state_t *s, const instance_paths_t *p,
+                      const char *mig, const char *stale, const json_t *rec)
+{
+    stale_ask_t *sa = calloc(1, sizeof *sa);
+    json_t *q = json_pack("{s:s, s:s, s:s}", "op", "stale", "migration_uuid", stale, "vm_uuid",
+                          json_string_value(json_object_get(rec, "uuid")));
+    if (sa == NULL || q == NULL || (sa->rec = json_deep_copy(rec)) == NULL) {
+        json_decref(q);
+        if (sa != NULL)
+            stale_ask_free(sa);
+        tern_task_fail(ctx, "OutOfMemory", "dc.migration_target_create: out of memory");
+        return;
+    }
+    sa->p = *p;
+    snprintf(sa->mig, sizeof sa->mig, "%s", mig);
+    snprintf(sa->stale, sizeof sa->stale, "%s", stale);
+    attempts_add(s->attempts, ctx, sa, stale_ask_free);
+    if (dc_script_call(ctx, dc_lua_migration_leftover, q, on_stale_answer, sa) != 0) {
+        attempts_end(s->attempts, ctx);
+        tern_task_fail(ctx, "RedisError",
+                       "dc.migration_target_create: cannot ask the control about migration %s",
+                       stale);
+    }
+    json_decref(q);
+}
+
 static void target_create_start(tern_ctx *ctx, const json_t *args)
 {
     const dc_state_t *s = dc_agent_state(ctx, "dc.migration_target_create");
@@ -128,6 +259,12 @@ static void target_create_start(tern_ctx *ctx, const json_t *args)
     int rc = instance_read(s->server->data_root, vm_uuid, &p, &have, msg, sizeof msg);
     if (rc == 0) {
         const char *of = migration_target_of(have);
+        const char *hidden_of = migration_hidden_target_of(have);
+        if (hidden_of != NULL && strcmp(hidden_of, mig) != 0) {
+            stale_ask(ctx, s, &p, mig, hidden_of, rec);
+            json_decref(have);
+            return;
+        }
         bool ours = of != NULL && strcmp(of, mig) == 0;
         json_decref(have);
         if (!ours) {
@@ -147,35 +284,7 @@ static void target_create_start(tern_ctx *ctx, const json_t *args)
                        p.dir, mig);
         return;
     }
-    json_t *vm = target_vm_json(rec, &p, mig, msg, sizeof msg);
-    json_t *volumes = NULL;
-    if (vm != NULL && json_array_size(json_object_get(rec, "volumes")) > 0 &&
-        json_object_get(json_array_get(json_object_get(rec, "volumes"), 0), "export_path") != NULL)
-        volumes = instance_volumes_plan(json_object_get(rec, "volumes"), msg, sizeof msg);
-    else if (vm != NULL)
-        volumes = json_array();
-    if (vm == NULL || volumes == NULL) {
-        json_decref(vm);
-        tern_task_fail(ctx, "InvalidArgument", "dc.migration_target_create: vm: %s", msg);
-        return;
-    }
-    if (json_array_size(volumes) > 0)
-        json_object_set(vm, "volumes", volumes);
-    const char *failed = NULL;
-    if ((mkdir(p.dir, 0755) != 0 && errno != EEXIST) ||
-        (mkdir(p.disks, 0755) != 0 && errno != EEXIST))
-        failed = strerror(errno);
-    rc = failed == NULL ? instance_mounts_make(&p, volumes, msg, sizeof msg) : -1;
-    if (rc == 0)
-        rc = instance_json_write(p.vm_json, vm, msg, sizeof msg);
-    json_decref(volumes);
-    json_decref(vm);
-    if (failed != NULL || rc != 0) {
-        tern_task_fail(ctx, "InstanceCreateFailed", "dc.migration_target_create: %s: %s", p.dir,
-                       failed != NULL ? failed : msg);
-        return;
-    }
-    tern_task_done(ctx, json_pack("{s:s}", "dir", p.dir));
+    target_make(ctx, &p, mig, rec);
 }
 
 const tern_task_def dc_migration_target_create_task = {

@@ -5,7 +5,7 @@
 -- calls (owner_uuid given: a user), the migration's state for the action, and for
 -- begin, automatic and schedule the target (read-only: the claim commits it). Answers
 -- {vm_uuid, migration_uuid, source_server_uuid, target_server_uuid, slots, vm_state,
--- automatic, send_mbps_limit}.
+-- automatic, send_mbps_limit, target_lost (an abort's: its target server is lost)}.
 local a = cjson.decode(ARGV[1])
 local set = type(a.settings) == 'table' and a.settings or {}
 local p = a.params
@@ -27,7 +27,7 @@ local TAKES = {vm_uuid = false, owner_uuid = false,
   target_server_uuid = STARTS, affinity = STARTS, automatic = {begin = true, automatic = true},
   send_mbps_limit = {begin = true, automatic = true, schedule = true, sync = true, switch = true,
     estimate = true},
-  scheduled_timestamp = {schedule = true, switch = true}}
+  scheduled_timestamp = {schedule = true, switch = true}, target_lost = {abort = true}}
 local names = {}
 for k in pairs(p) do names[#names + 1] = k end
 table.sort(names)
@@ -107,6 +107,11 @@ if mig_given(p.send_mbps_limit) and (type(p.send_mbps_limit) ~= 'number' or
   return refuse(422, 'InvalidArgument', 'params.send_mbps_limit: expected a positive number of ' ..
     'megabits per second (at most 1000000), got ' .. cjson.encode(p.send_mbps_limit))
 end
+if mig_given(p.target_lost) and type(p.target_lost) ~= 'boolean' then
+  return refuse(422, 'InvalidArgument', 'params.target_lost: expected a boolean, got ' ..
+    cjson.encode(p.target_lost))
+end
+local target_lost = p.target_lost == true
 if act == 'schedule' then
   if set.migration_scheduler == false then
     return refuse(409, 'SchedulerDisabled', 'migration schedule: the scheduler is disabled ' ..
@@ -221,7 +226,12 @@ elseif act == 'abort' then
     bad = 'Abort cannot work on a ' .. st .. ' migration'
   elseif (tonumber(m.switch_step) or 0) >= 6 then
     bad = 'Abort is refused after the point of no return: the target runs'
-  elseif st == 'running' and m.phase == 'abort' then
+  elseif target_lost and (tonumber(m.switch_step) or 0) >= 5 then
+    bad = 'params.target_lost: refused once the swap was made (switch step ' ..
+      tostring(m.switch_step) .. '): the target may show the VM with its NICs; abort ' ..
+      'without it once server ' .. m.target_server_uuid .. ' is back'
+  elseif st == 'running' and m.phase == 'abort' and not target_lost then
+    -- An abort waiting on its lost target's queue is taken over by one that leaves it.
     bad = 'Abort cannot work on a migration that is aborting'
   end
 elseif act == 'rollback' then
@@ -246,4 +256,4 @@ end
 if not mig_given(p.send_mbps_limit) and mig_given(m.send_mbps_limit) then limit = m.send_mbps_limit end
 return ok({vm_uuid = vm_uuid, migration_uuid = m.uuid, source_server_uuid = m.source_server_uuid,
   target_server_uuid = m.target_server_uuid, slots = slots, vm_state = vm.state,
-  automatic = m.automatic == true, send_mbps_limit = limit})
+  automatic = m.automatic == true, send_mbps_limit = limit, target_lost = target_lost})

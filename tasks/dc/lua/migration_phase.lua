@@ -136,6 +136,9 @@ if ph == 'finalize' then
   end
   return commit()
 end
+-- An abort waiting on its lost target's queue that an abort with target_lost took over
+-- finds the migration aborted already when that server comes back: nothing to do.
+if ph == 'abort' and st == 'aborted' and m.phase == 'abort' then return ok(mig_public(m)) end
 if st ~= 'running' or m.phase ~= ph then
   return bad('the ' .. ph .. ' phase is not running (state ' .. st .. ', phase ' .. m.phase .. ')')
 end
@@ -183,8 +186,9 @@ elseif ph == 'abort' or ph == 'rollback' then
   end
   m.state = 'aborted'
   m.finished_timestamp = now
-  if ph == 'abort' then
+  if ph == 'abort' and m.target_cleanup ~= 'pending' then
     -- What the migration committed on the target (unswitch released it after a swap).
+    -- A copy left on a lost target keeps it until migration_leftover.lua's done.
     mig_alloc_release(m.target_allocation)
   end
   mig_vm_release(m)
