@@ -5,6 +5,38 @@
 -- Resource tickets. tern:hold:<res>:h is the set of holders, :w the FIFO of waiters,
 -- :cap the capacity each waiter asked for. A waiter is granted in order when a holder
 -- releases, so tickets are first come first served.
+-- Plugin streams told of waits for holds (the job's field hold_events: Redis keys, one
+-- a line, from the workflow's hold_events). Each gets one entry per event, field 'e'
+-- the JSON a streaming view sends as it is. Trimmed near HOLD_EVENTS_MAXLEN, above
+-- what a plugin keeps of a stream it writes too (its own trim then rules). Only a wait,
+-- a grant or a job leaving the line reads the field: a job that takes its tickets at
+-- once, and every job without holds, never does.
+local HOLD_EVENTS_MAXLEN = 10000
+local function hold_tell(uuid, ev, now)
+    local f = redis.call('HMGET', jkey(uuid), 'hold_events', 'name', 'target')
+    if not f[1] or f[1] == '' then
+        return
+    end
+    ev.job_uuid = uuid
+    ev.workflow = f[2]
+    if f[3] then
+        ev.target = f[3]
+    end
+    ev.timestamp = now
+    local s = cjson.encode(ev)
+    for key in string.gmatch(f[1], '[^\n]+') do
+        redis.call('XADD', key, 'MAXLEN', '~', HOLD_EVENTS_MAXLEN, '*', 'e', s)
+    end
+end
+
+-- The event of a job that has just been put in line for resource res.
+local function hold_wait_event(uuid, res, cap)
+    local hk = P .. 'hold:' .. res
+    return {type = 'hold_wait', resource = res, capacity = cap,
+            holders = redis.call('SCARD', hk .. ':h'),
+            ahead = redis.call('LPOS', hk .. ':w', uuid) or 0}
+end
+
 local function hold_try(uuid, res, cap)
     local hk = P .. 'hold:' .. res
     if redis.call('SISMEMBER', hk .. ':h', uuid) == 1 then
@@ -52,6 +84,7 @@ local function hold_release(uuid, res, now)
             redis.call('HDEL', wk, 'blocked_on')
             push_front(w)
             event(w, {type = 'hold_granted', resource = res}, now)
+            hold_tell(w, {type = 'hold_granted', resource = res, capacity = cap}, now)
         else
             break
         end
@@ -73,10 +106,12 @@ local function release_step_holds(uuid, now)
     end
 end
 
--- Takes the job out of the line for the resource it waits for, if any.
-local function drop_hold_wait(uuid)
+-- Takes the job out of the line for the resource it waits for, if any (canceled, timed
+-- out, sent to its onerror chain): its hold event streams are told it left.
+local function drop_hold_wait(uuid, now)
     local blocked = redis.call('HGET', jkey(uuid), 'blocked_on')
     if blocked then
+        hold_tell(uuid, {type = 'hold_left', resource = blocked}, now)
         redis.call('LREM', P .. 'hold:' .. blocked .. ':w', 0, uuid)
         redis.call('HDEL', P .. 'hold:' .. blocked .. ':cap', uuid)
         redis.call('HDEL', jkey(uuid), 'blocked_on')
@@ -89,7 +124,7 @@ local function release_all_holds(uuid, now)
         hold_release(uuid, res, now)
     end
     redis.call('HDEL', jkey(uuid), 'step_holds')
-    drop_hold_wait(uuid)
+    drop_hold_wait(uuid, now)
 end
 
 -- A job no runner holds is sent to its onerror or oncancel chain: it leaves its step
@@ -97,7 +132,7 @@ end
 -- it ends, as a job sent there by its runner does.
 local function leave_step_holds(uuid, now)
     release_step_holds(uuid, now)
-    drop_hold_wait(uuid)
+    drop_hold_wait(uuid, now)
 end
 
 -- Tries to take every job-level hold; on the first refusal parks the job (queued,
@@ -116,6 +151,7 @@ local function take_job_holds(uuid, runner, now)
             set_execution(uuid, 'queued')
             rearm_deadline(uuid)
             event(uuid, {type = 'hold_wait', resource = res}, now)
+            hold_tell(uuid, hold_wait_event(uuid, res, tonumber(cap)), now)
             return false
         end
     end
