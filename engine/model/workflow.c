@@ -862,7 +862,8 @@ static int parse_hold_events(parser_t *ps, const json_t *v, const step_scope_t *
 {
     json_t *arr;
     if (json_is_string(v)) {
-        arr = json_pack("[O]", v);
+        arr = json_array();
+        json_array_append_new(arr, json_deep_copy(v));
     } else if (json_is_array(v)) {
         size_t n = json_array_size(v);
         if (n == 0 || n > WORKFLOW_MAX_HOLD_EVENTS)

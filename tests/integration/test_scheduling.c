@@ -619,6 +619,29 @@ static void test_hold_events_tell_a_plugin_stream(void **state)
     assert_told(json_array_get(ev, 3), "hold_granted", third, "told:s2");
     json_decref(ev);
 
+    /* A step's ticket is told the same way; one stream may be given as a string. */
+    put(itest_fmt("{\"name\": \"told-step\", \"hold_events\": \"itest:stepwaits\", \"chain\": "
+                  "[{\"name\": \"work\", \"task\": \"itest.record\", \"holds\": "
+                  "[\"toldstep\"], \"args\": {\"file\": \"%s\", \"ms\": \"${params.ms}\"}}]}",
+                  W.side));
+    char s1[40], s2[40];
+    create("told-step", "{\"ms\": 400}", s1);
+    wait_event_time(s1, "running", NULL);
+    create("told-step", "{\"ms\": 10}", s2);
+    wait_event_time(s2, "hold_wait", NULL);
+    json_t *js1 = finished(s1), *js2 = finished(s2);
+    assert_string_equal(itest_execution(js2), "succeeded");
+    json_decref(js1);
+    json_decref(js2);
+    ev = stream_events("tern:p:itest:stepwaits");
+    assert_int_equal(json_array_size(ev), 2);
+    assert_string_equal(itest_str_of(json_array_get(ev, 0), "type"), "hold_wait");
+    assert_string_equal(itest_str_of(json_array_get(ev, 0), "job_uuid"), s2);
+    assert_string_equal(itest_str_of(json_array_get(ev, 0), "resource"), "toldstep");
+    assert_string_equal(itest_str_of(json_array_get(ev, 1), "type"), "hold_granted");
+    assert_string_equal(itest_str_of(json_array_get(ev, 1), "job_uuid"), s2);
+    json_decref(ev);
+
     /* Without hold_events the same wait writes no plugin stream. */
     long long streams = key_count("tern:p:*");
     char u1[40], u2[40];

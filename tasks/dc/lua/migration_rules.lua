@@ -415,19 +415,28 @@ local function mig_iso_of_ms(ms)
 end
 
 -- The newest engine hold event of each job among the newest entries of stream `key`
--- (in the plugin's namespace), newest first; only those still waiting for a slot.
+-- (in the plugin's namespace), newest first; only those still waiting for a slot. An
+-- entry's type and job are read from its text (the engine's cjson writes them as
+-- "type":"..." and "job_uuid":"..."): only a wait kept is decoded, so a list of many
+-- migrations reads each VM's stream without decoding it.
 local function mig_slot_waits_in(key)
   local seen, out = {}, {}
   for _, entry in ipairs(redis.call('XREVRANGE', P .. key, '+', '-', 'COUNT', MIG_WAIT_SCAN)) do
     local f = entry[2]
     for i = 1, #f - 1, 2 do
       if f[i] == 'e' then
-        local okd, ev = pcall(cjson.decode, f[i + 1])
-        if okd and type(ev) == 'table' and type(ev.job_uuid) == 'string' and
-          (ev.type == 'hold_wait' or ev.type == 'hold_granted' or ev.type == 'hold_left') and
-          not seen[ev.job_uuid] then
-          seen[ev.job_uuid] = true
-          if ev.type == 'hold_wait' and mig_slot_server(ev.resource) then out[#out + 1] = ev end
+        local text = f[i + 1]
+        local kind = string.match(text, '"type":"(hold_%a+)"')
+        local job = string.match(text, '"job_uuid":"([%x%-]+)"')
+        if job and (kind == 'hold_wait' or kind == 'hold_granted' or kind == 'hold_left') and
+          not seen[job] then
+          seen[job] = true
+          if kind == 'hold_wait' and string.find(text, '"resource":"migration-slot:', 1, true) then
+            local okd, ev = pcall(cjson.decode, text)
+            if okd and type(ev) == 'table' and ev.job_uuid == job and mig_slot_server(ev.resource) then
+              out[#out + 1] = ev
+            end
+          end
         end
       end
     end
