@@ -241,4 +241,46 @@ def test_a_begin_waits_for_the_slot():
     lab.check_inventory()
 
 
-ml.run([test_a_sync_waits_for_the_slot, test_a_begin_waits_for_the_slot], only=sys.argv[3:])
+def test_a_wait_that_ends_without_its_slot():
+    """A wait that ends otherwise than by a grant leaves no note behind: F's sync waits
+    while E's pass holds cn1's slot, and F's abort cancels it (the record is aborted and
+    no longer says it waits); G's begin waits and is canceled through the job API (no
+    migration of G is shown any more: 404 by its uuid, none in G's list)."""
+    e, f, g = (ml.provision(CN1, "idle") for _ in range(3))
+    ml.fill(CN1, e, 8)
+    for vm in (e, f):
+        ml.ok_action("begin", vm, target_server_uuid=CN2, send_mbps_limit=SLOW)
+        ml.wait_migration(vm, "paused")
+    status, sync_e = ml.action("sync", e)
+    assert status == 201, (status, sync_e)
+    ml.wait_pass_bytes(e)
+    status, sync_f = ml.action("sync", f)
+    assert status == 201, (status, sync_f)
+    status, begin_g = ml.action("begin", g, target_server_uuid=CN2)
+    assert status == 201, (status, begin_g)
+    wait_waiting(f, sync_f["uuid"])
+    m = wait_waiting(g, begin_g["uuid"])
+    assert m["waiting_for_slot"]["ahead"] == 1, m     # behind F's sync in cn1's line
+
+    ml.ok_action("abort", f)
+    m = ml.wait_migration(f, "aborted")
+    assert "waiting_for_slot" not in m and (m.get("progress") or {}).get("state") != "waiting", m
+    assert lab.job_of(sync_f["uuid"])["execution"] == "canceled"
+    assert WAIT_TEXT not in lab.tern("migration", "get", f).stdout
+
+    status, body = lab.http(f"/jobs/{begin_g['uuid']}/cancel", "POST", {})
+    assert status == 200, (status, body)
+    assert lab.wait_job(begin_g["uuid"], timeout=30)["execution"] == "canceled"
+    status, body = lab.http("/migrations/" + begin_g["uuid"])
+    assert (status, body.get("code")) == (404, "MigrationNotFound"), (status, body)
+    assert ml.migration(g) is None
+    assert lab.tern("migration", "get", g, check=False).returncode != 0
+
+    assert lab.wait_job(sync_e["uuid"], timeout=60)["execution"] == "succeeded"
+    ml.ok_action("abort", e)
+    ml.wait_migration(e, "aborted")
+    lab.check_inventory()
+
+
+ml.run([test_a_sync_waits_for_the_slot, test_a_begin_waits_for_the_slot,
+        test_a_wait_that_ends_without_its_slot], only=sys.argv[3:])
