@@ -5,6 +5,29 @@
 -- Resource tickets. tern:hold:<res>:h is the set of holders, :w the FIFO of waiters,
 -- :cap the capacity each waiter asked for. A waiter is granted in order when a holder
 -- releases, so tickets are first come first served.
+local function hold_try(uuid, res, cap)
+    local hk = P .. 'hold:' .. res
+    if redis.call('SISMEMBER', hk .. ':h', uuid) == 1 then
+        return true
+    end
+    local head = redis.call('LINDEX', hk .. ':w', 0)
+    if redis.call('SCARD', hk .. ':h') < cap and (not head or head == uuid) then
+        if head == uuid then
+            redis.call('LPOP', hk .. ':w')
+            redis.call('HDEL', hk .. ':cap', uuid)
+        end
+        redis.call('SADD', hk .. ':h', uuid)
+        redis.call('SADD', jkey(uuid) .. ':held', res)
+        redis.call('HSET', jkey(uuid), 'xk', '1', 'rf', '1')
+        return true
+    end
+    if not redis.call('LPOS', hk .. ':w', uuid) then
+        redis.call('RPUSH', hk .. ':w', uuid)
+    end
+    redis.call('HSET', hk .. ':cap', uuid, cap)
+    return false
+end
+
 -- Plugin streams told of waits for holds (the job's field hold_events: Redis keys, one
 -- a line, from the workflow's hold_events). Each gets one entry per event, field 'e'
 -- the JSON a streaming view sends as it is. Trimmed near HOLD_EVENTS_MAXLEN, above
@@ -35,29 +58,6 @@ local function hold_wait_event(uuid, res, cap)
     return {type = 'hold_wait', resource = res, capacity = cap,
             holders = redis.call('SCARD', hk .. ':h'),
             ahead = redis.call('LPOS', hk .. ':w', uuid) or 0}
-end
-
-local function hold_try(uuid, res, cap)
-    local hk = P .. 'hold:' .. res
-    if redis.call('SISMEMBER', hk .. ':h', uuid) == 1 then
-        return true
-    end
-    local head = redis.call('LINDEX', hk .. ':w', 0)
-    if redis.call('SCARD', hk .. ':h') < cap and (not head or head == uuid) then
-        if head == uuid then
-            redis.call('LPOP', hk .. ':w')
-            redis.call('HDEL', hk .. ':cap', uuid)
-        end
-        redis.call('SADD', hk .. ':h', uuid)
-        redis.call('SADD', jkey(uuid) .. ':held', res)
-        redis.call('HSET', jkey(uuid), 'xk', '1', 'rf', '1')
-        return true
-    end
-    if not redis.call('LPOS', hk .. ':w', uuid) then
-        redis.call('RPUSH', hk .. ':w', uuid)
-    end
-    redis.call('HSET', hk .. ':cap', uuid, cap)
-    return false
 end
 
 local function hold_release(uuid, res, now)
