@@ -29,16 +29,23 @@ local function hold_try(uuid, res, cap)
 end
 
 -- Plugin streams told of waits for holds (the job's field hold_events: Redis keys, one
--- a line, from the workflow's hold_events). Each gets one entry per event, field 'e'
--- the JSON a streaming view sends as it is. Trimmed near HOLD_EVENTS_MAXLEN, above
--- what a plugin keeps of a stream it writes too (its own trim then rules). Only a wait,
--- a grant or a job leaving the line reads the field: a job that takes its tickets at
--- once, and every job without holds, never does.
-local HOLD_EVENTS_MAXLEN = 10000
-local function hold_tell(uuid, ev, now)
-    local f = redis.call('HMGET', jkey(uuid), 'hold_events', 'name', 'target')
+-- a line, from the workflow's hold_events). Tells them, if the job (key k) has any, of
+-- event ev: one entry each, field 'e' the JSON a streaming view sends as it is; for a
+-- wait, hk is the resource's key, whose holders and the jobs in line ahead are told.
+-- Trimmed near 10000 entries, above what a plugin keeps of a stream it writes too (its
+-- own trim then rules). Only a wait, a grant or a job leaving the line reads the field:
+-- a job that takes its tickets at once, and every job without holds, never does. The
+-- function uses no local of the script (only its arguments and Redis's globals): every
+-- call of a script that includes this library makes it anew, and a closure that
+-- captures none is the cheapest to make.
+local function hold_tell(k, uuid, ev, now, hk)
+    local f = redis.call('HMGET', k, 'hold_events', 'name', 'target')
     if not f[1] or f[1] == '' then
         return
+    end
+    if hk then
+        ev.holders = redis.call('SCARD', hk .. ':h')
+        ev.ahead = redis.call('LPOS', hk .. ':w', uuid) or 0
     end
     ev.job_uuid = uuid
     ev.workflow = f[2]
@@ -48,16 +55,8 @@ local function hold_tell(uuid, ev, now)
     ev.timestamp = now
     local s = cjson.encode(ev)
     for key in string.gmatch(f[1], '[^\n]+') do
-        redis.call('XADD', key, 'MAXLEN', '~', HOLD_EVENTS_MAXLEN, '*', 'e', s)
+        redis.call('XADD', key, 'MAXLEN', '~', 10000, '*', 'e', s)
     end
-end
-
--- The event of a job that has just been put in line for resource res.
-local function hold_wait_event(uuid, res, cap)
-    local hk = P .. 'hold:' .. res
-    return {type = 'hold_wait', resource = res, capacity = cap,
-            holders = redis.call('SCARD', hk .. ':h'),
-            ahead = redis.call('LPOS', hk .. ':w', uuid) or 0}
 end
 
 local function hold_release(uuid, res, now)
@@ -84,7 +83,7 @@ local function hold_release(uuid, res, now)
             redis.call('HDEL', wk, 'blocked_on')
             push_front(w)
             event(w, {type = 'hold_granted', resource = res}, now)
-            hold_tell(w, {type = 'hold_granted', resource = res, capacity = cap}, now)
+            hold_tell(wk, w, {type = 'hold_granted', resource = res, capacity = cap}, now)
         else
             break
         end
@@ -111,7 +110,7 @@ end
 local function drop_hold_wait(uuid, now)
     local blocked = redis.call('HGET', jkey(uuid), 'blocked_on')
     if blocked then
-        hold_tell(uuid, {type = 'hold_left', resource = blocked}, now)
+        hold_tell(jkey(uuid), uuid, {type = 'hold_left', resource = blocked}, now)
         redis.call('LREM', P .. 'hold:' .. blocked .. ':w', 0, uuid)
         redis.call('HDEL', P .. 'hold:' .. blocked .. ':cap', uuid)
         redis.call('HDEL', jkey(uuid), 'blocked_on')
@@ -151,7 +150,8 @@ local function take_job_holds(uuid, runner, now)
             set_execution(uuid, 'queued')
             rearm_deadline(uuid)
             event(uuid, {type = 'hold_wait', resource = res}, now)
-            hold_tell(uuid, hold_wait_event(uuid, res, tonumber(cap)), now)
+            hold_tell(k, uuid, {type = 'hold_wait', resource = res, capacity = tonumber(cap)}, now,
+                      P .. 'hold:' .. res)
             return false
         end
     end
