@@ -421,6 +421,19 @@ static bool job_final(const json_t *job)
                           strcmp(ex, "canceled") == 0);
 }
 
+/* The text of a migration's wait for a slot (`waiting_for_slot` of a view), the
+ * server's uuid cut to `server_chars` (0: whole); NULL when it does not wait. */
+static const char *wait_text(const json_t *rec, size_t server_chars, char *buf, size_t n)
+{
+    const json_t *w = json_object_get(rec, "waiting_for_slot");
+    if (!json_is_object(w))
+        return NULL;
+    const json_t *ahead = json_object_get(w, "ahead");
+    return migration_view_wait_text(
+        json_string_value(json_object_get(w, "server_uuid")),
+        json_is_integer(ahead) ? (long long)json_integer_value(ahead) : 0, server_chars, buf, n);
+}
+
 /* Waits until job `job_uuid` runs its phase of migration `mig` (the record names the
  * job), or has ended: before that the watch would show the migration's previous stop.
  * A job that ended without the migration existing (refused at its claim) fails with
@@ -440,6 +453,16 @@ static cli_status_t wait_phase(cli_t *cli, const char *mig, const char *job_uuid
         memset(&cli->err, 0, sizeof cli->err);
         const char *running = json_string_value(json_object_get(rec, "job_uuid"));
         bool started = running != NULL && strcmp(running, job_uuid) == 0;
+        /* A begin waiting for its slot is answered without a record: not begun yet. */
+        exists = exists && json_object_get(rec, "created_timestamp") != NULL;
+        const json_t *w = json_object_get(rec, "waiting_for_slot");
+        const char *waiting = json_string_value(json_object_get(w, "job_uuid"));
+        if (!told && !cli->out.json && waiting != NULL && strcmp(waiting, job_uuid) == 0) {
+            char text[256];
+            printf("Job %s is %s...\n", job_uuid, wait_text(rec, 0, text, sizeof text));
+            fflush(stdout);
+            told = true;
+        }
         json_decref(rec);
         if (started)
             return CLI_OK;
@@ -733,9 +756,12 @@ static void cell_age(const json_t *row, char *buf, size_t n)
         units_eta_s(now > at ? (double)(now - at) / 1000.0 : 0, buf, n);
 }
 
-/* The latest progress of a running migration: "39%", else "-". */
+/* The latest progress of a running migration: "39%", "waiting for a migration slot on
+ * <server>" while a job of it waits for one, else "-". */
 static void cell_progress(const json_t *row, char *buf, size_t n)
 {
+    if (wait_text(row, 8, buf, n) != NULL)
+        return;
     const json_t *p = json_object_get(row, "progress");
     const char *state = json_string_value(json_object_get(row, "state"));
     json_t *cur = json_object_get(p, "current_progress"),
@@ -855,10 +881,23 @@ static json_t *summary_of(const json_t *rec)
     double last = num_of(rec, "last_sync_size");
     if (last >= 0)
         json_object_set_new(s, "last_sync_size", json_string(units_bytes(last, buf, sizeof buf)));
-    /* A running migration's latest progress, as the watch's live line says it. */
+    /* A running migration's latest progress, as the watch's live line says it; while a
+     * job of the migration waits for a slot, that wait (in any state). */
     const json_t *progress = json_object_get(rec, "progress");
     const char *state = json_string_value(json_object_get(rec, "state"));
-    if (json_is_object(progress) && state != NULL && strcmp(state, "running") == 0) {
+    char wait[256];
+    if (wait_text(rec, 0, wait, sizeof wait) != NULL) {
+        json_object_set_new(s, "progress", json_string(wait));
+        const json_t *w = json_object_get(rec, "waiting_for_slot");
+        const char *job = json_string_value(json_object_get(w, "job_uuid"));
+        const char *action = json_string_value(json_object_get(w, "action"));
+        const char *since = json_string_value(json_object_get(w, "since"));
+        json_object_set_new(s, "waiting_job", json_string(job != NULL ? job : "-"));
+        if (action != NULL)
+            json_object_set_new(s, "waiting_action", json_string(action));
+        if (since != NULL)
+            json_object_set_new(s, "waiting_since", json_string(since));
+    } else if (json_is_object(progress) && state != NULL && strcmp(state, "running") == 0) {
         const json_t *cur = json_object_get(progress, "current_progress");
         const json_t *tot = json_object_get(progress, "total_progress");
         double pct = json_is_number(cur) && json_is_number(tot) && json_number_value(tot) > 0

@@ -144,6 +144,18 @@ char *migration_view_live_text(const char *text, double pct, const json_t *ev, c
     return buf;
 }
 
+char *migration_view_wait_text(const char *server, long long ahead, size_t server_chars, char *buf,
+                               size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "waiting for a migration slot");
+    if (server != NULL && k < n)
+        k += (size_t)snprintf(buf + k, n - k, " on %.*s", server_chars > 0 ? (int)server_chars : 64,
+                              server);
+    if (ahead > 0 && k < n)
+        snprintf(buf + k, n - k, " (%lld ahead)", ahead);
+    return buf;
+}
+
 char *migration_view_final_line(const json_t *end, bool paused, char *buf, size_t n)
 {
     const char *state = str(end, "state"), *phase = str(end, "phase"), *msg = str(end, "message");
@@ -391,6 +403,37 @@ static void on_end(migration_view_t *v, const json_t *ev)
     v->ended = true;
 }
 
+#define SLOT_PREFIX "migration-slot:"
+
+/* An engine event of a wait for a ticket: a wait for a migration slot is the live line
+ * until it is granted or left. */
+static void on_hold(migration_view_t *v, const json_t *ev, const char *type, uint64_t now_ms)
+{
+    const char *res = str(ev, "resource");
+    if (res == NULL || strncmp(res, SLOT_PREFIX, strlen(SLOT_PREFIX)) != 0)
+        return;
+    if (strcmp(type, "hold_wait") != 0) {
+        if (v->live && strncmp(v->text, "waiting for a migration slot", 28) == 0)
+            end_live(v);
+        return;
+    }
+    const json_t *ahead = json_object_get(ev, "ahead");
+    char text[256];
+    migration_view_wait_text(res + strlen(SLOT_PREFIX),
+                             json_is_integer(ahead) ? (long long)json_integer_value(ahead) : 0, 8,
+                             text, sizeof text);
+    bool fresh = !v->live || strcmp(text, v->text) != 0;
+    if (fresh) {
+        end_live(v);
+        v->live = true;
+        snprintf(v->text, sizeof v->text, "%s", text);
+        v->phase[0] = '\0';
+        v->item[0] = '\0';
+    }
+    snprintf(v->line, sizeof v->line, "%s", text);
+    show_live(v, fresh, now_ms);
+}
+
 void migration_view_event(migration_view_t *v, const json_t *event, uint64_t now_ms)
 {
     if (v->ended || !json_is_object(event))
@@ -399,6 +442,8 @@ void migration_view_event(migration_view_t *v, const json_t *event, uint64_t now
     const char *state = str(event, "state");
     if (type != NULL && strcmp(type, "end") == 0) {
         on_end(v, event);
+    } else if (type != NULL && strncmp(type, "hold_", 5) == 0) {
+        on_hold(v, event, type, now_ms);
     } else if (type == NULL || strcmp(type, "progress") == 0) {
         if (state == NULL || strcmp(state, "running") == 0)
             on_running(v, event, now_ms);

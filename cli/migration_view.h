@@ -28,6 +28,11 @@
  * not drawn again (a reconnected watch replays the history). The end event ends the
  * view with RFD 34's final line (see migration_view_final_line).
  *
+ * The engine's events of a job of the migration waiting for a migration slot (type
+ * `hold_wait` on a resource "migration-slot:<server>") draw the live line "☐ waiting
+ * for a migration slot on <server> (N ahead)"; its grant or its leaving the line
+ * (`hold_granted`, `hold_left`) ends it. Waits for other resources are not drawn.
+ *
  * The view is pure: it is fed parsed events and the clock and writes to a FILE.
  * json_t arguments are borrowed.
  */
@@ -79,6 +84,12 @@ char *migration_view_final_line(const json_t *end, bool paused, char *buf, size_
  * percent to show (< 0: unknown): "synchronizing filesystems (39% 45.3 MiB/s ETA 41s)".
  * `text` is the item's text. Returns buf. */
 char *migration_view_live_text(const char *text, double pct, const json_t *ev, char *buf, size_t n);
+
+/* The text of a wait for a migration slot: "waiting for a migration slot on <server>"
+ * (the server's uuid cut to `server_chars`, 0 for all of it), then " (N ahead)" when
+ * `ahead` > 0. `server` may be NULL. Returns buf. */
+char *migration_view_wait_text(const char *server, long long ahead, size_t server_chars, char *buf,
+                               size_t n);
 
 /* The text of a step of `phase` whose events carry no message: "making a reservation"
  * (begin), "synchronizing filesystems" (sync), "re-synchronizing filesystems" (switch:

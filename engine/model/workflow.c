@@ -837,9 +837,90 @@ static int parse_admission(parser_t *ps, const json_t *arr, workflow_t *wf)
     return rc;
 }
 
-static const char *const workflow_keys[] = {
-    "name",  "version", "uuid",     "description", "timeout",   "queue",      "holds",
-    "chain", "onerror", "oncancel", "admission",   "schedules", "retry_from", NULL};
+static const char *const workflow_keys[] = {"name",      "version",    "uuid",     "description",
+                                            "timeout",   "queue",      "holds",    "hold_events",
+                                            "chain",     "onerror",    "oncancel", "admission",
+                                            "schedules", "retry_from", NULL};
+
+/* True when the `len` bytes at s are a plugin's name, as the plugin loader takes it: a
+ * lowercase letter, then lowercase letters, digits or '_'. */
+static bool plugin_name_valid(const char *s, size_t len)
+{
+    if (len == 0 || len > 64 || !(s[0] >= 'a' && s[0] <= 'z'))
+        return false;
+    for (size_t i = 1; i < len; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return false;
+    return true;
+}
+
+/* Checks "hold_events": one "<plugin>:<key template>" or an array of 1 to
+ * WORKFLOW_MAX_HOLD_EVENTS of them, whose templates name what the workflow's holds may.
+ * The plugin's name is literal (a stream is never put in another namespace by a
+ * param). Keeps the normalized array in the document. */
+static int parse_hold_events(parser_t *ps, const json_t *v, const step_scope_t *sc, workflow_t *wf)
+{
+    json_t *arr;
+    if (json_is_string(v)) {
+        arr = json_array();
+        json_array_append_new(arr, json_deep_copy(v));
+    } else if (json_is_array(v)) {
+        size_t n = json_array_size(v);
+        if (n == 0 || n > WORKFLOW_MAX_HOLD_EVENTS)
+            return fail(ps, TERN_EINVAL,
+                        "hold_events: expected 1 to %d streams \"<plugin>:<key>\", got %zu",
+                        WORKFLOW_MAX_HOLD_EVENTS, n);
+        arr = json_deep_copy(v);
+    } else {
+        return fail(ps, TERN_EINVAL,
+                    "hold_events: expected a stream \"<plugin>:<key>\" or an array of them, got %s",
+                    DESCRIBE(v));
+    }
+    size_t i;
+    json_t *item;
+    json_array_foreach(arr, i, item)
+    {
+        char path[48];
+        if (json_is_string(v))
+            snprintf(path, sizeof path, "hold_events");
+        else
+            snprintf(path, sizeof path, "hold_events[%zu]", i);
+        int rc = 0;
+        if (!json_is_string(item)) {
+            rc = fail(ps, TERN_EINVAL, "%s: expected a stream \"<plugin>:<key>\", got %s", path,
+                      DESCRIBE(item));
+            json_decref(arr);
+            return rc;
+        }
+        const char *text = json_string_value(item);
+        const char *colon = strchr(text, ':');
+        if (colon == NULL || !plugin_name_valid(text, (size_t)(colon - text)) || colon[1] == '\0') {
+            rc = fail(ps, TERN_EINVAL,
+                      "%s: expected \"<plugin>:<key>\" (a plugin's name, a lowercase letter "
+                      "then lowercase letters, digits or '_'; then a key of its namespace), "
+                      "got %s",
+                      path, DESCRIBE(item));
+            json_decref(arr);
+            return rc;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (json_equal(json_array_get(arr, j), item)) {
+                rc = fail(ps, TERN_EINVAL, "%s: duplicate stream %s (first at hold_events[%zu])",
+                          path, DESCRIBE(item), j);
+                json_decref(arr);
+                return rc;
+            }
+        template_names_t names = scope_names(sc, sc->roots);
+        rc = template_check_names(item, path, &names, ps->err, ps->errlen);
+        if (rc != 0) {
+            json_decref(arr);
+            return rc;
+        }
+    }
+    json_object_set_new(wf->doc, "hold_events", arr);
+    wf->hold_events = json_object_get(wf->doc, "hold_events");
+    return 0;
+}
 
 /* Checks the "schedules" the workflow declares (model/schedule.h) and keeps their
  * normalized copies, without "workflow" (implied), in the document. Names are unique:
@@ -905,8 +986,8 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
         return fail(ps, TERN_EINVAL, "workflow: expected an object, got %s", DESCRIBE(doc));
     if ((rc = check_keys(ps, doc, "", workflow_keys,
                          "a workflow has name, version, uuid, description, timeout, queue, "
-                         "holds, admission, chain, onerror, oncancel, schedules and retry_from")) !=
-        0)
+                         "holds, hold_events, admission, chain, onerror, oncancel, schedules "
+                         "and retry_from")) != 0)
         return rc;
 
     if ((rc = get_string(ps, doc, "", "name", &name)) != 0)
@@ -968,6 +1049,15 @@ static int parse_doc(parser_t *ps, const json_t *doc, workflow_t *wf)
         if ((rc = parse_holds(ps, holds, "holds", &sc, &nholds, &wf->holds, &wf->n_holds)) != 0)
             return rc;
         json_object_set_new(wf->doc, "holds", nholds);
+    }
+
+    const json_t *hold_events = json_object_get(doc, "hold_events");
+    if (hold_events != NULL) {
+        step_scope_t sc = {.roots = ROOTS_WORKFLOW_HOLDS,
+                           .admission = ps->admission,
+                           .n_admission = ps->n_admission};
+        if ((rc = parse_hold_events(ps, hold_events, &sc, wf)) != 0)
+            return rc;
     }
 
     const json_t *schedules = json_object_get(doc, "schedules");

@@ -76,6 +76,7 @@ typedef struct wf_hold {
 } wf_hold_t;
 
 #define WORKFLOW_HOLD_CAPACITY_MAX 1000000
+#define WORKFLOW_MAX_HOLD_EVENTS   4 /* streams in a workflow's hold_events */
 
 typedef struct wf_step {
     const char *name;    /* borrowed from doc; a fallback is named "<step>.fallback" */
@@ -113,6 +114,10 @@ typedef struct workflow {
     uint64_t timeout_ms; /* whole job; 0 = none */
     wf_hold_t *holds;    /* owned array; held for the whole job */
     size_t n_holds;
+    /* borrowed from doc, or NULL: an array of 1 to WORKFLOW_MAX_HOLD_EVENTS strings
+     * "<plugin>:<key template>", the plugin streams told of the job's waits for its
+     * holds (model/hold_events.h) */
+    const json_t *hold_events;
     wf_step_t *steps[WF_NPHASES]; /* owned arrays */
     size_t n_steps[WF_NPHASES];
     wf_admission_t *admission; /* owned array, in the order the checks run; NULL if none */

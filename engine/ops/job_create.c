@@ -18,6 +18,7 @@
 #include "base/ident.h"
 #include "base/iso8601.h"
 #include "base/json_text.h"
+#include "model/hold_events.h"
 #include "model/holds.h"
 #include "model/lock_pattern.h"
 #include "model/template.h"
@@ -368,6 +369,23 @@ static int create_holds(op_t *op, char **out, char *err, size_t errlen)
     return 0;
 }
 
+/* The streams the new job tells of its waits for holds (the workflow's hold_events,
+ * expanded as its holds are): 0 and *out the lines job_create.lua stores (malloc'd), or
+ * TERN_EINVAL with the message in err. Only for a workflow with hold_events. */
+static int create_hold_events(op_t *op, char **out, char *err, size_t errlen)
+{
+    const workflow_t *wf = op->wfr->version->wf;
+    json_t *scope_job =
+        json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
+    json_t *admission =
+        op->admission_results != NULL ? json_loads(op->admission_results, 0, NULL) : NULL;
+    template_scope_t sc = {.params = create_params(op), .job = scope_job, .admission = admission};
+    int rc = hold_events_expand(wf->hold_events, &sc, out, err, errlen);
+    json_decref(scope_job);
+    json_decref(admission);
+    return rc;
+}
+
 /* Pushes the "created" event of job `uuid` of workflow `name` (both borrowed), written
  * as its JSON text: {"type":"created","job":...,"workflow":...,"time":ms}. */
 static void push_created_event(store_args_t *a, const char *uuid, const char *name)
@@ -577,6 +595,14 @@ void create_write(op_t *op, const char *locks_version)
         store_op_done(&op->base, hrc, NULL, "%s", herr);
         return;
     }
+    char *hold_events = NULL;
+    if (wf->hold_events != NULL &&
+        (hrc = create_hold_events(op, &hold_events, herr, sizeof herr)) != 0) {
+        free(holds);
+        store_args_dispose(&a);
+        store_op_done(&op->base, hrc, NULL, "%s", herr);
+        return;
+    }
 
     char unique[33] = "";
     if (op->target != NULL)
@@ -633,6 +659,8 @@ void create_write(op_t *op, const char *locks_version)
     }
     if (holds != NULL)
         field_push(op, &a, "holds", holds);
+    if (hold_events != NULL)
+        field_push(op, &a, "hold_events", hold_events);
     if (wf->n_steps[WF_ONCANCEL] > 0)
         field_push(op, &a, "has_oncancel", "1");
     if (op->admission_results != NULL)
@@ -643,6 +671,7 @@ void create_write(op_t *op, const char *locks_version)
         free(urls);
     }
     free(holds);
+    free(hold_events);
     op_send(op, SCRIPT_JOB_CREATE, &a, on_job_create);
 }
 

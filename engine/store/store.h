@@ -74,7 +74,8 @@
  *
  *   field          type        written by                          read by
  *   uuid           text        none since layout 2 (in the key)    view (job_snapshot adds it)
- *   name           text        job_create (job_create.c)           lib/events, postback_claim, view
+ *   name           text        job_create (job_create.c)           lib/events, lib/holds,
+ *                                                                  postback_claim, view
  *   version        text        job_create (job_create.c)           view
  *   workflow_uuid  text        job_create (job_create.c)           lib/events, lib/snapshot,
  *                                                                  job_claim, job_create,
@@ -82,9 +83,9 @@
  *   params         JSON        job_create (job_create.c),          job_claim, job_create,
  *                              job_redrive                         job_create.c, job_list,
  *                                                                  postback_claim, runner, view
- *   target         text        job_create (job_create.c)           job_claim, job_create,
- *                                                                  job_create.c, job_redrive,
- *                                                                  runner, view
+ *   target         text        job_create (job_create.c)           lib/holds, job_claim,
+ *                                                                  job_create, job_create.c,
+ *                                                                  job_redrive, runner, view
  *   queue          text        job_create (absent: default)        lib/queues, job_cancel, tick,
  *                                                                  view
  *   execution      text        lib/finish, lib/queues, job_claim,  lib/events, lib/finish,
@@ -125,6 +126,7 @@
  *   failed_at      text        lib/finish, step_commit;            none by name (whole-hash reads)
  *                              job_redrive deletes
  *   holds          text lines  job_create (job_create.c)           lib/holds, job_claim
+ *   hold_events    text lines  job_create (job_create.c)           lib/holds
  *   step_holds     text lines  step_begin; lib/holds deletes       lib/holds, lib/layout,
  *                                                                  step_commit
  *   blocked_on     text        lib/holds, step_begin               lib/finish, lib/holds,
@@ -191,8 +193,10 @@
  *   job_create.c also reads workflow_uuid, params and target of a job whose uuid a create
  *   of a workflow with checks names, before running them (on_repeat_read).
  * - started_by: the runner of the first start. holds: job-level, "<capacity> <resource>"
- *   lines, expanded at creation. inflight, failed_at: "<phase>:<idx>" (inflight: an
- *   irreversible step in flight). resume: the outcome given to a waiting job.
+ *   lines, expanded at creation. hold_events: the plugin streams told of the job's waits
+ *   for tickets, one Redis key a line, expanded at creation. inflight, failed_at:
+ *   "<phase>:<idx>" (inflight: an irreversible step in flight). resume: the outcome
+ *   given to a waiting job.
  * - fence: claim counter: a runner's writes carry the fence it claimed with, so a runner
  *   that lost its lease cannot write; bumped also when a claim is revoked (the job
  *   re-queued or failed with StepInterrupted). idx: the cursor (the step to run next);

@@ -526,6 +526,171 @@ static void test_holds_released_on_failure_and_cancel(void **state)
         assert_int_equal(itest_redis_int(&W.redis, "EXISTS tern:job:%s:held", jobs[i]), 0);
 }
 
+/* ---- 3b. telling a plugin of waits for tickets ---------------------------------------- */
+
+/* The entries of stream `key` as a JSON array of their 'e' objects (new reference). */
+static json_t *stream_events(const char *key)
+{
+    char *text = itest_redis_str(&W.redis, "EVAL %s 1 %s",
+                                 "local out = {} for _, e in ipairs(redis.call('XRANGE', "
+                                 "KEYS[1], '-', '+')) do out[#out + 1] = cjson.decode(e[2][2]) "
+                                 "end return cjson.encode(out)",
+                                 key);
+    assert_non_null(text);
+    /* cjson encodes an empty table as {} */
+    json_t *arr = strcmp(text, "{}") == 0 ? json_array() : json_loads(text, 0, NULL);
+    free(text);
+    assert_true(json_is_array(arr));
+    return arr;
+}
+
+static void assert_told(const json_t *ev, const char *type, const char *job, const char *res)
+{
+    assert_string_equal(itest_str_of(ev, "type"), type);
+    assert_string_equal(itest_str_of(ev, "job_uuid"), job);
+    assert_string_equal(itest_str_of(ev, "resource"), res);
+    assert_string_equal(itest_str_of(ev, "workflow"), "told");
+    assert_true(json_integer_value(json_object_get(ev, "timestamp")) > 0);
+}
+
+/* A workflow's hold_events names plugin streams: a job's wait for a ticket, its grant
+ * and its leaving the line are appended there; a workflow without it writes nothing. */
+static void test_hold_events_tell_a_plugin_stream(void **state)
+{
+    (void)state;
+    put(itest_fmt("{\"name\": \"told\", \"holds\": [{\"resource\": \"told:${params.server}\", "
+                  "\"capacity\": 1}], \"hold_events\": [\"itest:waits:${params.server}\", "
+                  "\"itest:all\"], \"chain\": [{\"name\": \"work\", \"task\": \"itest.record\", "
+                  "\"args\": {\"file\": \"%s\", \"ms\": \"${params.ms}\"}}]}",
+                  W.side));
+    put(itest_fmt("{\"name\": \"untold\", \"holds\": [{\"resource\": \"told:${params.server}\", "
+                  "\"capacity\": 1}], \"chain\": [{\"name\": \"work\", \"task\": "
+                  "\"itest.record\", \"args\": {\"file\": \"%s\", \"ms\": 300}}]}",
+                  W.side));
+
+    /* One job holds, the next waits: one hold_wait while it waits, one hold_granted when
+     * the first ends, in both streams named. */
+    char first[40], second[40];
+    create("told", "{\"server\": \"s1\", \"ms\": 400}", first);
+    wait_event_time(first, "running", NULL);
+    create("told", "{\"server\": \"s1\", \"ms\": 10}", second);
+    wait_event_time(second, "hold_wait", NULL);
+    json_t *ev = stream_events("tern:p:itest:waits:s1");
+    assert_int_equal(json_array_size(ev), 1);
+    assert_told(json_array_get(ev, 0), "hold_wait", second, "told:s1");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(ev, 0), "capacity")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(ev, 0), "holders")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(ev, 0), "ahead")), 0);
+    json_decref(ev);
+    json_t *j1 = finished(first), *j2 = finished(second);
+    assert_string_equal(itest_execution(j2), "succeeded");
+    json_decref(j1);
+    json_decref(j2);
+    ev = stream_events("tern:p:itest:waits:s1");
+    assert_int_equal(json_array_size(ev), 2);
+    assert_told(json_array_get(ev, 1), "hold_granted", second, "told:s1");
+    json_t *all = stream_events("tern:p:itest:all");
+    assert_true(json_equal(ev, all));
+    json_decref(all);
+    json_decref(ev);
+
+    /* A job canceled while it waits: hold_wait, then hold_left; the third in line is
+     * told how many wait ahead of it. */
+    char holder[40], gone[40], third[40], msg[1024];
+    create("told", "{\"server\": \"s2\", \"ms\": 600}", holder);
+    wait_event_time(holder, "running", NULL);
+    create("told", "{\"server\": \"s2\", \"ms\": 10}", gone);
+    wait_event_time(gone, "hold_wait", NULL);
+    create("told", "{\"server\": \"s2\", \"ms\": 10}", third);
+    wait_event_time(third, "hold_wait", NULL);
+    assert_int_equal(itest_job_cancel(&W.client, gone, msg, sizeof msg), 0);
+    json_t *jg = finished(gone), *jh = finished(holder), *jt = finished(third);
+    assert_string_equal(itest_execution(jg), "canceled");
+    assert_string_equal(itest_execution(jt), "succeeded");
+    json_decref(jg);
+    json_decref(jh);
+    json_decref(jt);
+    ev = stream_events("tern:p:itest:waits:s2");
+    assert_int_equal(json_array_size(ev), 4);
+    assert_told(json_array_get(ev, 0), "hold_wait", gone, "told:s2");
+    assert_told(json_array_get(ev, 1), "hold_wait", third, "told:s2");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(ev, 1), "ahead")), 1);
+    assert_told(json_array_get(ev, 2), "hold_left", gone, "told:s2");
+    assert_told(json_array_get(ev, 3), "hold_granted", third, "told:s2");
+    json_decref(ev);
+
+    /* A step's ticket is told the same way; one stream may be given as a string. */
+    put(itest_fmt("{\"name\": \"told-step\", \"hold_events\": \"itest:stepwaits\", \"chain\": "
+                  "[{\"name\": \"work\", \"task\": \"itest.record\", \"holds\": "
+                  "[\"toldstep\"], \"args\": {\"file\": \"%s\", \"ms\": \"${params.ms}\"}}]}",
+                  W.side));
+    char s1[40], s2[40];
+    create("told-step", "{\"ms\": 400}", s1);
+    wait_event_time(s1, "running", NULL);
+    create("told-step", "{\"ms\": 10}", s2);
+    wait_event_time(s2, "hold_wait", NULL);
+    json_t *js1 = finished(s1), *js2 = finished(s2);
+    assert_string_equal(itest_execution(js2), "succeeded");
+    json_decref(js1);
+    json_decref(js2);
+    ev = stream_events("tern:p:itest:stepwaits");
+    assert_int_equal(json_array_size(ev), 2);
+    assert_string_equal(itest_str_of(json_array_get(ev, 0), "type"), "hold_wait");
+    assert_string_equal(itest_str_of(json_array_get(ev, 0), "job_uuid"), s2);
+    assert_string_equal(itest_str_of(json_array_get(ev, 0), "resource"), "toldstep");
+    assert_string_equal(itest_str_of(json_array_get(ev, 1), "type"), "hold_granted");
+    assert_string_equal(itest_str_of(json_array_get(ev, 1), "job_uuid"), s2);
+    json_decref(ev);
+
+    /* Without hold_events the same wait writes no plugin stream. */
+    long long streams = key_count("tern:p:*");
+    char u1[40], u2[40];
+    create("untold", "{\"server\": \"s3\"}", u1);
+    wait_event_time(u1, "running", NULL);
+    create("untold", "{\"server\": \"s3\"}", u2);
+    wait_event_time(u2, "hold_wait", NULL);
+    json_t *ju1 = finished(u1), *ju2 = finished(u2);
+    assert_string_equal(itest_execution(ju2), "succeeded");
+    json_decref(ju1);
+    json_decref(ju2);
+    assert_int_equal(key_count("tern:p:*"), streams);
+
+    /* Bad streams are refused with their path when the workflow is stored... */
+    static const struct {
+        const char *hold_events, *message;
+    } bad[] = {
+        {"\"itest:w:${params.x\"", "hold_events: ${params.x has no closing"},
+        {"\"Itest:w\"", "hold_events: expected \\\"<plugin>:<key>\\\""},
+        {"\"itest:\"", "hold_events: expected \\\"<plugin>:<key>\\\""},
+        {"[\"itest:a\", 5]", "hold_events[1]: expected a stream \\\"<plugin>:<key>\\\", got 5"},
+        {"[\"itest:a\", \"itest:a\"]", "hold_events[1]: duplicate stream \\\"itest:a\\\""},
+        {"[]", "hold_events: expected 1 to 4 streams"},
+        {"\"itest:${steps.work.result}\"", "hold_events"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[2048];
+        int status = http_post("/workflows",
+                               itest_fmt("{\"name\": \"told-bad\", \"hold_events\": %s, \"chain\": "
+                                         "[{\"name\": \"work\", \"task\": \"core.noop\"}]}",
+                                         bad[i].hold_events),
+                               body, sizeof body);
+        print_message("HTTP %d: %s\n", status, body);
+        assert_true(status == 400 || status == 409 || status == 422);
+        assert_non_null(strstr(body, bad[i].message));
+    }
+    assert_int_equal(itest_redis_int(&W.redis, "HEXISTS tern:wf:latest told-bad"), 0);
+
+    /* ... and a template the job cannot fill when the job is created: nothing stored. */
+    long long jobs = itest_jobs_indexed(&W.redis);
+    char uuid[40];
+    assert_int_equal(
+        itest_job_create(&W.client, "told", "{\"ms\": 1}", NULL, 0, NULL, uuid, msg, sizeof msg),
+        TERN_EINVAL);
+    print_message("refused: %s\n", msg);
+    assert_non_null(strstr(msg, "params.server"));
+    assert_int_equal(itest_jobs_indexed(&W.redis), jobs);
+}
+
 /* ---- 4. step-level tickets ------------------------------------------------------------ */
 
 /* A step's hold is released by the step's commit, which reads the job's rare fields
@@ -995,6 +1160,7 @@ int main(void)
         cmocka_unit_test_teardown(test_capacity_is_counted_and_fifo, test_teardown),
         cmocka_unit_test_teardown(test_templated_capacity_from_admission, test_teardown),
         cmocka_unit_test_teardown(test_holds_released_on_failure_and_cancel, test_teardown),
+        cmocka_unit_test_teardown(test_hold_events_tell_a_plugin_stream, test_teardown),
         cmocka_unit_test_teardown(test_step_hold_covers_only_its_step, test_teardown),
         cmocka_unit_test_teardown(test_named_queue_needs_its_runner, test_teardown),
         cmocka_unit_test_teardown(test_exec_after_on_time_without_heartbeat, test_teardown),

@@ -480,6 +480,44 @@ static void test_transfer_after_an_open_step(void **state)
     free(out);
 }
 
+/* A sync waiting for a migration slot: the engine's hold_wait is the live line until
+ * the grant, then the pass; a wait for another resource (the VM's ticket) is not drawn;
+ * a server's uuid cannot inject an escape either. */
+static void test_wait_for_a_slot(void **state)
+{
+    (void)state;
+#define HOLD(type, res, extra)                                                                     \
+    "{\"type\":\"" type "\",\"job_uuid\":\"" MIG "\",\"workflow\":\"migrate-sync\","               \
+    "\"resource\":\"" res "\",\"capacity\":1" extra "}\n"
+    static const char stream[] = HOLD("hold_wait", "vm:x", "") HOLD("hold_granted", "vm:x", "")
+        HOLD("hold_wait", "migration-slot:e1000000-0000-4000-8000-000000000001",
+             ",\"ahead\":2,\"holders\":1")
+            HOLD("hold_granted", "migration-slot:e1000000-0000-4000-8000-000000000001", "")
+                ENTRY("sync", "running", "synchronizing filesystems", "00:00.000", "")
+                    PROGRESS("sync", 524288, 1048576, 1048576, 500)
+                        ENTRY("sync", "successful", "synchronizing filesystems", "00:00.000",
+                              DONE(2000)) "{\"type\":\"end\",\"phase\":\"sync\",\"state\":"
+                                          "\"paused\"}\n";
+    char *out = draw(&piped, stream, 1000, NULL, NULL);
+    assert_text(out, "Migration progress (" MIG "):\n"
+                     "☐ waiting for a migration slot on e1000000 (2 ahead)\n"
+                     "☐ synchronizing filesystems\n"
+                     "✓ synchronizing filesystems (2.0s)\n"
+                     "Sync migration phase was successful.\n");
+    free(out);
+    char text[128];
+    assert_string_equal(
+        migration_view_wait_text("e1000000-0000-4000-8000-000000000001", 0, 0, text, sizeof text),
+        "waiting for a migration slot on e1000000-0000-4000-8000-000000000001");
+    assert_string_equal(migration_view_wait_text(NULL, 0, 8, text, sizeof text),
+                        "waiting for a migration slot");
+    static const char evil[] = HOLD("hold_wait", "migration-slot:\\u001b[2J", "");
+    out = draw(&tty, evil, 1000, NULL, NULL);
+    assert_null(strstr(out, "\033[2J"));
+    free(out);
+#undef HOLD
+}
+
 static void test_values_cannot_inject_escapes(void **state)
 {
     (void)state;
@@ -507,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_stream_cut_and_read_again),
         cmocka_unit_test(test_final_lines),
         cmocka_unit_test(test_transfer_after_an_open_step),
+        cmocka_unit_test(test_wait_for_a_slot),
         cmocka_unit_test(test_values_cannot_inject_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -522,9 +522,10 @@ static void test_schedules(void **state)
 static void test_unknown_keys(void **state)
 {
     (void)state;
-    refused("{\"name\": \"w\", \"chains\": [], \"chain\": []}",
-            "chains: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, admission, chain, onerror, oncancel, schedules and retry_from");
+    refused(
+        "{\"name\": \"w\", \"chains\": [], \"chain\": []}",
+        "chains: unknown key; a workflow has name, version, uuid, description, timeout, "
+        "queue, holds, hold_events, admission, chain, onerror, oncancel, schedules and retry_from");
     step_refused("{\"name\": \"a\", \"task\": \"core.noop\", \"retries\": 3}",
                  "chain[0].retries: unknown key; a step has name, task, args, timeout, retry, "
                  "fallback, idempotent, isolate, holds, queue and description");
@@ -552,9 +553,10 @@ static void test_body_refused(void **state)
                  "is an object {\"task\": \"family.entry\", \"args\": {...}, \"timeout\": "
                  "seconds}");
     /* "body" at the top of a workflow is just an unknown key. */
-    refused("{\"name\": \"w\", \"body\": 1, \"chain\": []}",
-            "body: unknown key; a workflow has name, version, uuid, description, timeout, "
-            "queue, holds, admission, chain, onerror, oncancel, schedules and retry_from");
+    refused(
+        "{\"name\": \"w\", \"body\": 1, \"chain\": []}",
+        "body: unknown key; a workflow has name, version, uuid, description, timeout, "
+        "queue, holds, hold_events, admission, chain, onerror, oncancel, schedules and retry_from");
 }
 
 /* ---- chains ---------------------------------------------------------------------- */

@@ -28,6 +28,8 @@ if ARGV[9] ~= '' then
             set_execution(uuid, 'queued')
             rearm_deadline(uuid)
             event(uuid, {type = 'hold_wait', resource = res}, now)
+            hold_tell(k, uuid, {type = 'hold_wait', resource = res, capacity = tonumber(cap)}, now,
+                      P .. 'hold:' .. res)
             if #names > 0 then
                 redis.call('HSET', k, 'step_holds', table.concat(names, '\n'), 'rf', '1')
             end

@@ -373,3 +373,172 @@ local function mig_find_viewed(uuid, owner)
   end
   return m
 end
+
+-- ---- Waiting for a migration slot (docs/MIGRATION.md "Waiting for a slot") -------
+
+-- The engine appends each wait of a migrate-* job for one of its tickets, its grant and
+-- its leaving the line (canceled, timed out) to the streams the workflows' hold_events
+-- name (docs/WORKFLOWS.md "Telling a plugin of waits for holds"): the migration's own
+-- stream, which its watchers follow, and the VM's `migration_waits:<vm>`, which only
+-- such events go to. A job writes at most four there (a wait and a grant for each of
+-- its two slots), so its newest MIG_WAIT_SCAN entries tell every job of the VM waiting
+-- now even with several queued behind one another.
+local MIG_WAIT_SCAN = 64
+-- The workflows whose job makes the record (its uuid is the job's): while they wait,
+-- no record exists yet.
+local MIG_BEGINNERS = {['migrate-begin'] = true, ['migrate-automatic'] = true,
+  ['migrate-schedule'] = true}
+local MIG_WAIT_MESSAGE = 'waiting for a migration slot'
+
+-- The server of a resource `migration-slot:<server>`, or nil for another resource.
+local function mig_slot_server(res)
+  return type(res) == 'string' and string.match(res, '^migration%-slot:(.+)$') or nil
+end
+
+-- Epoch milliseconds as a record's timestamp (ISO 8601, UTC, ms).
+local function mig_iso_of_ms(ms)
+  ms = math.floor(tonumber(ms) or 0)
+  local s = math.floor(ms / 1000)
+  local z = math.floor(s / 86400) + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) -
+    math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400 + (m <= 2 and 1 or 0)
+  local sod = s % 86400
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d, math.floor(sod / 3600),
+    math.floor(sod % 3600 / 60), sod % 60, ms % 1000)
+end
+
+-- The newest engine hold event of each job among the newest entries of stream `key`
+-- (in the plugin's namespace), newest first; only those still waiting for a slot. An
+-- entry's type and job are read from its text (the engine's cjson writes them as
+-- "type":"..." and "job_uuid":"..."): only a wait kept is decoded, so a list of many
+-- migrations reads each VM's stream without decoding it.
+local function mig_slot_waits_in(key)
+  local seen, out = {}, {}
+  for _, entry in ipairs(redis.call('XREVRANGE', P .. key, '+', '-', 'COUNT', MIG_WAIT_SCAN)) do
+    local f = entry[2]
+    for i = 1, #f - 1, 2 do
+      if f[i] == 'e' then
+        local text = f[i + 1]
+        local kind = string.match(text, '"type":"(hold_%a+)"')
+        local job = string.match(text, '"job_uuid":"([%x%-]+)"')
+        if job and (kind == 'hold_wait' or kind == 'hold_granted' or kind == 'hold_left') and
+          not seen[job] then
+          seen[job] = true
+          if kind == 'hold_wait' and string.find(text, '"resource":"migration-slot:', 1, true) then
+            local okd, ev = pcall(cjson.decode, text)
+            if okd and type(ev) == 'table' and ev.job_uuid == job and mig_slot_server(ev.resource) then
+              out[#out + 1] = ev
+            end
+          end
+        end
+      end
+    end
+  end
+  return out
+end
+
+-- The jobs of VM `vm_uuid` waiting for a migration slot now, newest first.
+local function mig_slot_waits(vm_uuid)
+  return mig_slot_waits_in('migration_waits:' .. vm_uuid)
+end
+
+-- What a view shows of a job's wait (its engine event `ev`).
+local function mig_wait_public(ev)
+  local action = string.gsub(type(ev.workflow) == 'string' and ev.workflow or '', '^migrate%-', '')
+  return {job_uuid = ev.job_uuid, action = action, server_uuid = mig_slot_server(ev.resource),
+    resource = ev.resource, capacity = ev.capacity, holders = ev.holders, ahead = ev.ahead,
+    since = mig_iso_of_ms(ev.timestamp), message = MIG_WAIT_MESSAGE}
+end
+
+-- The progress a view shows for a wait: RFD 34's progress event, its message saying
+-- that the job waits for a slot (state `waiting`: nothing of the phase runs yet).
+local function mig_wait_progress(w, phase)
+  return {type = 'progress', phase = phase, state = 'waiting', message = MIG_WAIT_MESSAGE,
+    server_uuid = w.server_uuid, job_uuid = w.job_uuid, started_timestamp = w.since}
+end
+
+local function mig_phase_of_action(action)
+  if action == 'sync' or action == 'switch' then return action end
+  return 'begin'
+end
+
+-- The wait of a job of migration `m` among `waits` (mig_slot_waits of its VM), or nil:
+-- its own begin's, or, while it is the VM's migration, a sync's or a switch's.
+local function mig_wait_of(m, waits)
+  if not MIG_ACTIVE[m.state] then return nil end
+  local active
+  for _, ev in ipairs(waits) do
+    if MIG_BEGINNERS[ev.workflow] then
+      if ev.job_uuid == m.uuid then return ev end
+    else
+      active = active or redis.call('GET', P .. 'migration_active:' .. m.vm_uuid) or false
+      if active == m.uuid then return ev end
+    end
+  end
+  return nil
+end
+
+-- mig_public(m) with, while a job of it waits for a slot, `waiting_for_slot` and the
+-- wait as its `progress`.
+local function mig_public_waiting(m, waits)
+  local o = mig_public(m)
+  local ev = mig_wait_of(m, waits or mig_slot_waits(m.vm_uuid))
+  if ev then
+    o.waiting_for_slot = mig_wait_public(ev)
+    o.progress = mig_wait_progress(o.waiting_for_slot,
+      mig_phase_of_action(o.waiting_for_slot.action))
+  end
+  return o
+end
+
+-- What a view shows for a begin (automatic, schedule) waiting for its slot, whose
+-- record its first step has not made yet: the migration as it will start, `running`
+-- in phase `begin` (RFD 34's begin is running from the request on), with
+-- `waiting_for_slot` and that progress. Its uuid is its job's, as its record's will be.
+local function mig_waiting_begin(ev, vm_uuid)
+  local vm = get_json('vm:' .. vm_uuid) or {}
+  local w = mig_wait_public(ev)
+  return {uuid = ev.job_uuid, vm_uuid = vm_uuid, action = w.action,
+    automatic = w.action == 'automatic', state = 'running', phase = 'begin', job_uuid = NULL,
+    source_server_uuid = vm.server_uuid or NULL, target_server_uuid = NULL,
+    progress_history = {}, progress = mig_wait_progress(w, 'begin'), waiting_for_slot = w}
+end
+
+-- The VM of a migrate-* job's target `/migrate-<action>-<vm uuid>`, or nil.
+local function mig_vm_of_target(target)
+  return type(target) == 'string' and
+    string.match(target, '^/migrate%-%a+%-(%x+%-%x+%-%x+%-%x+%-%x+)$') or nil
+end
+
+-- The waiting begins of VM `vm_uuid` that have no record yet, newest first, as views
+-- show them; `owner` given: none unless the VM is the owner's.
+local function mig_waiting_begins(vm_uuid, owner, waits)
+  local out = {}
+  if owner then
+    local vm = get_json('vm:' .. vm_uuid)
+    if not vm or vm.owner_uuid ~= owner then return out end
+  end
+  for _, ev in ipairs(waits or mig_slot_waits(vm_uuid)) do
+    if MIG_BEGINNERS[ev.workflow] and redis.call('EXISTS', P .. mig_key(ev.job_uuid)) == 0 then
+      out[#out + 1] = mig_waiting_begin(ev, vm_uuid)
+    end
+  end
+  return out
+end
+
+-- The waiting begin of uuid `uuid` (its job's), found in its own stream, or nil.
+local function mig_waiting_begin_by_uuid(uuid, owner)
+  if type(uuid) ~= 'string' or not uuid_ok(uuid) then return nil end
+  local ev = mig_slot_waits_in(mig_events_key(uuid))[1]
+  if not ev or ev.job_uuid ~= uuid or not MIG_BEGINNERS[ev.workflow] then return nil end
+  local vm_uuid = mig_vm_of_target(ev.target)
+  if not vm_uuid then return nil end
+  return mig_waiting_begins(vm_uuid, owner, {ev})[1]
+end

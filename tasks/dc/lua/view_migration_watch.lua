@@ -5,7 +5,28 @@
 -- running, else null, "after": the stream's last id read here}. The record and the
 -- stream's last id are read in this one script, so a watcher misses no event written
 -- after the history it got, and gets none twice.
-local m = mig_find_viewed(Q.uuid, Q.owner_uuid)
+--
+-- While a job of the migration waits for a migration slot, the lines end with the
+-- engine's `hold_wait` event of that wait and the stream is followed even when the
+-- migration is not running: its grant (`hold_granted`), then the phase's progress and
+-- its end follow there. A begin waiting for its slot, without a record yet, is
+-- followed the same way from its wait alone.
+local m = mig_get(Q.uuid)
+if m and Q.owner_uuid and not redis.call('ZSCORE', P .. 'migrations:owner:' .. Q.owner_uuid, m.uuid) then
+  m = nil
+elseif not m then
+  local w = mig_waiting_begin_by_uuid(Q.uuid, Q.owner_uuid)
+  if not w and type(Q.uuid) == 'string' and uuid_ok(Q.uuid) then
+    w = mig_waiting_begins(Q.uuid, Q.owner_uuid)[1]
+  end
+  if w then
+    local key = mig_events_key(w.uuid)
+    local last = redis.call('XREVRANGE', P .. key, '+', '-', 'COUNT', 1)
+    local ev = mig_slot_waits_in(key)[1]
+    return mig_enc({lines = {ev}, follow = key, after = (#last > 0) and last[1][1] or '0-0'})
+  end
+  m = mig_find_viewed(Q.uuid, Q.owner_uuid)
+end
 if not m then
   return redis.error_reply('REFUSED 404 MigrationNotFound no migration ' .. tostring(Q.uuid) ..
     ' (nor a migration of a vm of that uuid)')
@@ -16,7 +37,11 @@ local after = (#last > 0) and last[1][1] or '0-0'
 local lines = {}
 for _, e in ipairs(m.progress_history or {}) do lines[#lines + 1] = e end
 local follow = NULL
-if m.state == 'running' then
+local wait = mig_wait_of(m, mig_slot_waits(m.vm_uuid))
+if wait then
+  lines[#lines + 1] = wait
+  follow = key
+elseif m.state == 'running' then
   -- The live line of the phase running (a progress event of an earlier phase is stale).
   if mig_given(m.progress) and m.progress.type == 'progress' and m.progress.phase == m.phase then
     lines[#lines + 1] = m.progress

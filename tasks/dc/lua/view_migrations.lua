@@ -1,7 +1,10 @@
 -- GET /migrations[?owner_uuid&state&vm_uuid]: the migrations, newest first (by
 -- created_timestamp), paged as the other views (the marker is the last uuid of a
 -- page). state is one of the six or "active" (running, paused, scheduled, failed: a
--- migration still holding its VM). Never shows `secret`.
+-- migration still holding its VM). Never shows `secret`. A migration whose job waits
+-- for a migration slot carries `waiting_for_slot` (and that progress); filtered by
+-- vm_uuid, the first page starts with the VM's begins waiting for their slot, which
+-- have no record yet (mig_waiting_begin: state running, phase begin).
 if Q.state and not MIG_STATES[Q.state] and Q.state ~= 'active' then
   return redis.error_reply('REFUSED 409 InvalidArgument state: expected one of scheduled, ' ..
     'running, paused, aborted, failed, successful, active, got ' .. cjson.encode(Q.state))
@@ -54,6 +57,18 @@ elseif not filtered then
   at, skip = OFFSET, 0
 end
 local out, more, last = {}, false, nil
+local waits_of = {} -- vm uuid -> its jobs waiting for a slot, read once per view
+local function public(m)
+  if not MIG_ACTIVE[m.state] then return mig_public(m) end
+  waits_of[m.vm_uuid] = waits_of[m.vm_uuid] or mig_slot_waits(m.vm_uuid)
+  return mig_public_waiting(m, waits_of[m.vm_uuid])
+end
+if Q.vm_uuid and MARKER == '' and OFFSET == 0 and
+  (not Q.state or Q.state == 'running' or Q.state == 'active') then
+  for _, w in ipairs(mig_waiting_begins(Q.vm_uuid, Q.owner_uuid)) do
+    if #out < LIMIT then out[#out + 1] = w end
+  end
+end
 local batch = LIMIT + 1
 while not more do
   local ms = redis.call('ZREVRANGE', key, at, at + batch - 1)
@@ -66,7 +81,7 @@ while not more do
         more = true
         break
       else
-        out[#out + 1] = mig_public(m)
+        out[#out + 1] = public(m)
         last = u
       end
     end

@@ -28,6 +28,37 @@ local function hold_try(uuid, res, cap)
     return false
 end
 
+-- Plugin streams told of waits for holds (the job's field hold_events: Redis keys, one
+-- a line, from the workflow's hold_events). Tells them, if the job (key k) has any, of
+-- event ev: one entry each, field 'e' the JSON a streaming view sends as it is; for a
+-- wait, hk is the resource's key, whose holders and the jobs in line ahead are told.
+-- Trimmed near 10000 entries, above what a plugin keeps of a stream it writes too (its
+-- own trim then rules). Only a wait, a grant or a job leaving the line reads the field:
+-- a job that takes its tickets at once, and every job without holds, never does. The
+-- function uses no local of the script (only its arguments and Redis's globals): every
+-- call of a script that includes this library makes it anew, and a closure that
+-- captures none is the cheapest to make.
+local function hold_tell(k, uuid, ev, now, hk)
+    local f = redis.call('HMGET', k, 'hold_events', 'name', 'target')
+    if not f[1] or f[1] == '' then
+        return
+    end
+    if hk then
+        ev.holders = redis.call('SCARD', hk .. ':h')
+        ev.ahead = redis.call('LPOS', hk .. ':w', uuid) or 0
+    end
+    ev.job_uuid = uuid
+    ev.workflow = f[2]
+    if f[3] then
+        ev.target = f[3]
+    end
+    ev.timestamp = now
+    local s = cjson.encode(ev)
+    for key in string.gmatch(f[1], '[^\n]+') do
+        redis.call('XADD', key, 'MAXLEN', '~', 10000, '*', 'e', s)
+    end
+end
+
 local function hold_release(uuid, res, now)
     local hk = P .. 'hold:' .. res
     redis.call('SREM', hk .. ':h', uuid)
@@ -52,6 +83,7 @@ local function hold_release(uuid, res, now)
             redis.call('HDEL', wk, 'blocked_on')
             push_front(w)
             event(w, {type = 'hold_granted', resource = res}, now)
+            hold_tell(wk, w, {type = 'hold_granted', resource = res, capacity = cap}, now)
         else
             break
         end
@@ -73,10 +105,12 @@ local function release_step_holds(uuid, now)
     end
 end
 
--- Takes the job out of the line for the resource it waits for, if any.
-local function drop_hold_wait(uuid)
+-- Takes the job out of the line for the resource it waits for, if any (canceled, timed
+-- out, sent to its onerror chain): its hold event streams are told it left.
+local function drop_hold_wait(uuid, now)
     local blocked = redis.call('HGET', jkey(uuid), 'blocked_on')
     if blocked then
+        hold_tell(jkey(uuid), uuid, {type = 'hold_left', resource = blocked}, now)
         redis.call('LREM', P .. 'hold:' .. blocked .. ':w', 0, uuid)
         redis.call('HDEL', P .. 'hold:' .. blocked .. ':cap', uuid)
         redis.call('HDEL', jkey(uuid), 'blocked_on')
@@ -89,7 +123,7 @@ local function release_all_holds(uuid, now)
         hold_release(uuid, res, now)
     end
     redis.call('HDEL', jkey(uuid), 'step_holds')
-    drop_hold_wait(uuid)
+    drop_hold_wait(uuid, now)
 end
 
 -- A job no runner holds is sent to its onerror or oncancel chain: it leaves its step
@@ -97,7 +131,7 @@ end
 -- it ends, as a job sent there by its runner does.
 local function leave_step_holds(uuid, now)
     release_step_holds(uuid, now)
-    drop_hold_wait(uuid)
+    drop_hold_wait(uuid, now)
 end
 
 -- Tries to take every job-level hold; on the first refusal parks the job (queued,
@@ -116,6 +150,8 @@ local function take_job_holds(uuid, runner, now)
             set_execution(uuid, 'queued')
             rearm_deadline(uuid)
             event(uuid, {type = 'hold_wait', resource = res}, now)
+            hold_tell(k, uuid, {type = 'hold_wait', resource = res, capacity = tonumber(cap)}, now,
+                      P .. 'hold:' .. res)
             return false
         end
     end
