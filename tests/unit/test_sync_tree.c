@@ -5,8 +5,8 @@
  * symlinks as links); a later pass sends only the files whose content, size or mode
  * changed (a change that keeps the file's size and mtime included), removes what was
  * removed and turns a file into a directory; a pass with nothing changed sends no
- * file; the digest moves with any path, mode, content or link target; the paths a
- * peer may name.
+ * file; a fenced export (a final pass) is read under its own name; the digest moves with any path,
+ * mode, content or link target; the paths a peer may name.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -191,6 +191,42 @@ static void test_target_damage_repaired(void **state)
     sync_lab_close(&lab);
 }
 
+/* A storage instance's final pass reads its export fenced (renamed so consumers'
+ * mounts find nothing): listed and sent under its own name, the digests equal; the
+ * fence undone gives the export back. */
+static void test_fenced_source(void **state)
+{
+    (void)state;
+    sync_lab_t lab;
+    sync_lab_open(&lab, "sync_tree_fenced");
+    make_volume(&lab);
+    sync_pass_result_t r = sync_lab_pass(&lab);
+    char err[256], a[65], b[65];
+    assert_int_equal(sync_tree_fence(lab.src, true, err, sizeof err), 0);
+    assert_int_equal(sync_tree_fence(lab.src, true, err, sizeof err), 0); /* again: done */
+    assert_int_not_equal(access(at(lab.src, "export"), F_OK), 0);
+    assert_true(sync_tree_present(lab.src));
+    write_at(at(lab.src, SYNC_TREE_FENCED "/late"), 0, 4000, 8, 0644);
+    r = sync_lab_pass(&lab);
+    assert_int_equal(r.tree_files_sent, 1);
+    tree_digest(lab.src, a);
+    tree_digest(lab.dst, b);
+    assert_string_equal(a, b);
+    assert_string_equal(r.tree_digest, a);
+    char hs[65], hd[65];
+    sync_lab_sha256(at(lab.src, SYNC_TREE_FENCED "/late"), hs);
+    sync_lab_sha256(at(lab.dst, "export/late"), hd);
+    assert_string_equal(hs, hd);
+    assert_int_equal(sync_tree_fence(lab.src, false, err, sizeof err), 0);
+    assert_int_equal(access(at(lab.src, "export/late"), F_OK), 0);
+    /* Both names there (never made by a fence): refused, nothing moved. */
+    mkdir_mode(at(lab.src, SYNC_TREE_FENCED), 0755);
+    assert_int_equal(sync_tree_fence(lab.src, true, err, sizeof err), -EEXIST);
+    assert_non_null(strstr(err, "both"));
+    assert_int_equal(access(at(lab.src, "export/late"), F_OK), 0);
+    sync_lab_close(&lab);
+}
+
 static void test_digest_moves(void **state)
 {
     (void)state;
@@ -236,6 +272,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_then_incremental),
         cmocka_unit_test(test_target_damage_repaired),
+        cmocka_unit_test(test_fenced_source),
         cmocka_unit_test(test_digest_moves),
         cmocka_unit_test(test_paths),
     };

@@ -16,18 +16,44 @@
 
 #include "sync_digest.h"
 #include "sync_wire.h"
+#include "tree_copy.h"
 
 const char *const sync_tree_tops[2] = {"export", "snapshots"};
 
 /* A path a listing may hold: leaves room for the instance's directory before it. */
 #define REL_MAX (PATH_MAX - 256)
 
-bool sync_tree_present(const char *dir)
+static bool is_dir(const char *dir, const char *name)
 {
     char path[PATH_MAX];
     struct stat st;
-    snprintf(path, sizeof path, "%s/export", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool sync_tree_present(const char *dir)
+{
+    return is_dir(dir, "export") || is_dir(dir, SYNC_TREE_FENCED);
+}
+
+int sync_tree_fence(const char *dir, bool on, char *err, size_t errlen)
+{
+    const char *from = on ? "export" : SYNC_TREE_FENCED, *to = on ? SYNC_TREE_FENCED : "export";
+    bool have_from = is_dir(dir, from), have_to = is_dir(dir, to);
+    if (!have_from)
+        return 0;
+    if (have_to) {
+        snprintf(err, errlen, "%s: both export and " SYNC_TREE_FENCED " are there", dir);
+        return -EEXIST;
+    }
+    char a[PATH_MAX], b[PATH_MAX];
+    snprintf(a, sizeof a, "%s/%s", dir, from);
+    snprintf(b, sizeof b, "%s/%s", dir, to);
+    if (rename(a, b) < 0) {
+        snprintf(err, errlen, "%s -> %s: %s", a, b, strerror(errno));
+        return -errno;
+    }
+    return dc_tree_dir_sync(dir, err, errlen);
 }
 
 void sync_tree_add(sync_tree_t *t, const char *path, uint8_t kind, uint32_t mode, uint64_t size,
@@ -49,6 +75,19 @@ void sync_tree_add(sync_tree_t *t, const char *path, uint8_t kind, uint32_t mode
     e->mode = mode & 07777;
     e->size = size;
     snprintf(e->hash, sizeof e->hash, "%s", hash ? hash : "");
+}
+
+static bool under_export(const char *rel)
+{
+    return !strncmp(rel, "export", 6) && (rel[6] == '/' || rel[6] == '\0');
+}
+
+void sync_tree_file_path(const char *dir, const char *rel, char *out, size_t outlen)
+{
+    if (under_export(rel) && !is_dir(dir, "export") && is_dir(dir, SYNC_TREE_FENCED))
+        snprintf(out, outlen, "%s/" SYNC_TREE_FENCED "%s", dir, rel + 6);
+    else
+        snprintf(out, outlen, "%s/%s", dir, rel);
 }
 
 static int by_path(const void *a, const void *b)
@@ -76,6 +115,7 @@ typedef struct walk {
     const char *dir; /* the instance's directory */
     uint32_t bs;
     const atomic_bool *stop;
+    bool fenced; /* export/ is read from SYNC_TREE_FENCED */
     sync_tree_t *t;
     char *err;
     size_t errlen;
@@ -85,7 +125,11 @@ typedef struct walk {
 static int walk_path(walk_t *w, const char *rel)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", w->dir, rel);
+    /* export/ fenced: read from its fenced name, listed under its own. */
+    if (w->fenced && under_export(rel))
+        snprintf(path, sizeof path, "%s/" SYNC_TREE_FENCED "%s", w->dir, rel + 6);
+    else
+        snprintf(path, sizeof path, "%s/%s", w->dir, rel);
     struct stat st;
     if (lstat(path, &st) < 0) {
         /* Gone since its directory was read (a probe file the share removes). */
@@ -161,6 +205,7 @@ int sync_tree_list(const char *dir, uint32_t block_size, const atomic_bool *stop
 {
     sync_tree_free(out);
     walk_t w = {.dir = dir, .bs = block_size, .stop = stop, .t = out, .err = err, .errlen = errlen};
+    w.fenced = !is_dir(dir, "export") && is_dir(dir, SYNC_TREE_FENCED);
     for (size_t i = 0; i < sizeof sync_tree_tops / sizeof *sync_tree_tops; i++) {
         int rc = walk_path(&w, sync_tree_tops[i]);
         if (rc < 0) {

@@ -45,17 +45,32 @@ typedef struct sync_tree {
 /* The top directories a storage instance's transfer carries, under its directory. */
 extern const char *const sync_tree_tops[2];
 
-/* True when `dir` (an instance's directory) holds export/: a storage instance, whose
- * trees a pass carries. */
+/* The name export/ takes while it is fenced (sync_tree_fence): the storage instance's
+ * share is stopped for a switch and its consumers' mounts, links to export/, find
+ * nothing, as NFS clients of a stopped server do; listings read it as export/. */
+#define SYNC_TREE_FENCED "export.fenced"
+
+/* True when `dir` (an instance's directory) holds export/ (or its fenced name): a
+ * storage instance, whose trees a pass carries. */
 bool sync_tree_present(const char *dir);
 
-/* Lists export/ and snapshots/ under the instance directory `dir` (either may be
- * absent), hashing every regular file at block_size. A name that vanishes while the
- * tree is walked is skipped. *stop (may be NULL) is read before each file:
+/* Fences (on: export/ renamed SYNC_TREE_FENCED) or unfences (the other way) the
+ * storage instance's export in `dir`, the directory synced after. Already so, or no
+ * export at all: nothing to do. Both names present (never made by this code): -EEXIST,
+ * nothing changed. 0 or -errno with err. */
+int sync_tree_fence(const char *dir, bool on, char *err, size_t errlen);
+
+/* Lists export/ (read from its fenced name while fenced) and snapshots/ under the
+ * instance directory `dir` (either may be absent), hashing every regular file at block_size. A name
+ * that vanishes while the tree is walked is skipped. *stop (may be NULL) is read before each file:
  * -ECANCELED. 0, or -errno with err naming the path. out is emptied first; the caller
  * frees it with sync_tree_free. */
 int sync_tree_list(const char *dir, uint32_t block_size, const atomic_bool *stop, sync_tree_t *out,
                    char *err, size_t errlen);
+
+/* The file of listed path `rel` under `dir`: <dir>/<rel>, or under SYNC_TREE_FENCED
+ * while export/ is fenced. */
+void sync_tree_file_path(const char *dir, const char *rel, char *out, size_t outlen);
 
 /* Appends an entry (path and link copied). */
 void sync_tree_add(sync_tree_t *t, const char *path, uint8_t kind, uint32_t mode, uint64_t size,

@@ -123,7 +123,7 @@ static const sync_tree_entry_t *find(const sync_tree_t *theirs, const char *path
 static int send_file(tsend_t *t, const sync_tree_entry_t *e)
 {
     char path[PATH_MAX + 300];
-    snprintf(path, sizeof path, "%s/%s", t->dir, e->path);
+    sync_tree_file_path(t->dir, e->path, path, sizeof path);
     int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (f < 0 || fstat(f, &st) < 0) {
