@@ -688,8 +688,21 @@ def storage_and_core_instances(inv):
     vm = make_vm(inv, 1, internal_metadata={'sdc:system_role': 'nfsvolumestorage'})
     refused(inv, 'begin', vm['uuid'], 'NotAllowed', 'User migration on this VM not allowed', 403,
             owner_uuid=OWNER, settings={'allow_user_migrations': True})
-    refused(inv, 'begin', vm['uuid'], 'InvalidArgument', 'storage instances are not migrated yet',
-            409)
+    # The operator's: refused while its volume is missing, not ready or busy with a job.
+    refused(inv, 'begin', vm['uuid'], 'InvalidState', 'does not exist: nothing to migrate', 409)
+    vol = 'a7000000-0000-4000-8000-000000000001'
+    vm['volume_uuid'] = vol
+    inv.r.cmd('SET', NS + 'vm:' + vm['uuid'], json.dumps(vm))
+    volume = {'uuid': vol, 'name': 'shared', 'owner_uuid': vm['owner_uuid'], 'state': 'deleting',
+              'vm_uuid': vm['uuid'], 'job_uuid': None}
+    inv.r.cmd('SET', NS + 'volume:' + vol, json.dumps(volume))
+    refused(inv, 'begin', vm['uuid'], 'VolumeNotReady', 'is deleting', 409)
+    volume.update(state='ready', job_uuid='a7000000-0000-4000-8000-0000000000ff')
+    inv.r.cmd('SET', NS + 'volume:' + vol, json.dumps(volume))
+    refused(inv, 'begin', vm['uuid'], 'VolumeBusy', 'in flight', 409)
+    volume.update(job_uuid=None)
+    inv.r.cmd('SET', NS + 'volume:' + vol, json.dumps(volume))
+    assert check_ok(inv, 'begin', vm['uuid'])['source_server_uuid'] == S1
     core = make_vm(inv, 2)
     core['tags'] = {'smartdc_role': 'imgapi'}
     inv.r.cmd('SET', NS + 'vm:' + core['uuid'], json.dumps(core))

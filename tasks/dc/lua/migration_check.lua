@@ -141,8 +141,9 @@ if vm_system_role(vm) then
   if STARTS[act] or act == 'sync' or act == 'switch' then
     local v = type(vm.volume_uuid) == 'string' and volume_get(vm.volume_uuid) or nil
     if not v then
-      return refuse(409, 'InvalidState', 'vm ' .. vm_uuid .. ': storage instance of volume ' ..
-        tostring(vm.volume_uuid) .. ', which does not exist')
+      return refuse(409, 'InvalidState', 'vm ' .. vm_uuid .. ': a storage instance whose volume (' ..
+        (type(vm.volume_uuid) == 'string' and vm.volume_uuid or 'none named') .. ') does not ' ..
+        'exist: nothing to migrate it for')
     end
     if v.state ~= 'ready' and v.state ~= 'failed' then
       return refuse(409, 'VolumeNotReady', 'vm ' .. vm_uuid .. ': its volume ' .. v.uuid .. ' (' ..
