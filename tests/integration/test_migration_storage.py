@@ -17,7 +17,9 @@ servers:
 * guards: a user's migrate of the storage instance is 403, a delete of the volume and
   a snapshot during the migration are 409 VolumeMigrating;
 * an abort after a sync: the source's share runs again, its tree unchanged, the
-  consumers read and write as before.
+  consumers read and write as before;
+* a switch then a rollback: the volume, the share (its export unfenced) and the
+  consumers' mounts back on the server it left, with the data as the switch left it.
 
 Usage: test_migration_storage.py SOURCE_ROOT BUILD_ROOT [TEST...]; skipped (77) when
 the build has no migration tasks. TERN_TEST_KEEP_LAB=1 keeps a failed run's lab up.
@@ -278,7 +280,40 @@ def test_storage_migration_aborted():
     lab().check_inventory()
 
 
-TESTS = [test_storage_instance_migrates, test_storage_migration_aborted]
+def test_storage_migration_rolled_back():
+    """A switch, then a rollback: the volume, the share and the consumers back on the
+    server it left, what the consumers wrote on the target meanwhile included."""
+    vol, svm, here, there = STATE["vol"], STATE["svm"], STATE["server"], STATE["other"]
+    export = export_of(here, svm)
+    ml.ok_action("begin", svm, target_server_uuid=there)
+    ml.wait_migration(svm, "paused")
+    ml.run_action("switch", svm, timeout=120)
+    ml.wait_migration(svm, "successful")
+    wait_share_running(vol, there)
+    moved = export_of(there, svm)
+    for srv, c in STATE["consumers"]:
+        wait_mounted(srv, c, moved)
+        write(os.path.join(mount(srv, c), f"on-{there}-{c}"), b"x")
+    ml.run_action("rollback", svm, timeout=120)
+    ml.wait_migration(svm, "aborted")
+    assert not os.path.exists(ml.vm_dir(there, svm)), "the target copy is removed"
+    assert os.path.isdir(export) and not os.path.exists(
+        os.path.join(ml.vm_dir(here, svm), "export.fenced")), "the source unfenced"
+    wait_for("the share back on its server", lambda: share_pids(here, svm), 30)
+    v = wait_share_running(vol, here)
+    assert os.path.realpath(v["export_path"]) == os.path.realpath(export), v
+    for srv, c in STATE["consumers"]:
+        wait_mounted(srv, c, export)
+        with open(os.path.join(mount(srv, c), f"after-{c}"), "rb") as f:
+            assert f.read() == c.encode()
+        # A rollback returns to the source's copy as the switch left it (as for any
+        # instance's disks): what was written on the target since is not carried back.
+        assert not os.path.exists(os.path.join(mount(srv, c), f"on-{there}-{c}"))
+    lab().check_inventory()
+
+
+TESTS = [test_storage_instance_migrates, test_storage_migration_aborted,
+         test_storage_migration_rolled_back]
 
 ml.open_lab(SOURCE, BUILD, "tern-migration-storage-")
 ml.lab.datacenter["networks"].append(
