@@ -214,7 +214,9 @@ def test_storage_instance_migrates():
     ml.wait_migration(svm, "paused")
 
     # The switch.
+    t_switch = time.monotonic()
     ml.run_action("switch", svm, timeout=120)
+    t_switched = time.monotonic()
     m = ml.wait_migration(svm, "successful")
     dst_export = export_of(dst, svm)
     # The source keeps its copy, hidden and fenced (for a rollback), until finalize.
@@ -251,6 +253,10 @@ def test_storage_instance_migrates():
             assert f.read() == c.encode()
         assert ml.vm_json(srv, c)["volumes"][0]["export_path"] == v["export_path"]
     assert not os.path.exists(os.path.join(src_fenced, f"after-{c1}"))
+    # What a consumer notices: from the switch's start to its mount working again (the
+    # switch job's own time, then at most a tick of each consumer server's watch).
+    print(f"switch job {t_switched - t_switch:.1f} s; consumers without the volume at most "
+          f"{time.monotonic() - t_switch:.1f} s (checks included)", flush=True)
 
     ml.ok_action("finalize", svm)
     assert not os.path.exists(ml.vm_dir(src, svm)) or not ml.vm_json(src, svm)

@@ -23,8 +23,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "sync_addr.h"
+#include "sync_auth.h"
 #include "sync_lab.h"
 #include "sync_tree.h"
+#include "sync_wire.h"
 
 static const char *at(const char *dir, const char *rel)
 {
@@ -249,6 +256,83 @@ static void test_digest_moves(void **state)
     sync_lab_close(&lab);
 }
 
+/* A raw peer past the proof and the manifest, at the trees' part: its socket. */
+static int raw_peer_at_trees(const sync_lab_t *lab, sync_buf_t *in)
+{
+    struct sockaddr_in sa;
+    char err[256];
+    assert_int_equal(sync_addr_parse(lab->addr, &sa, err, sizeof err), 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    uint32_t type;
+    assert_int_equal(sync_frame_read(fd, &type, in, 1024, NULL), 0);
+    assert_int_equal(type, SYNC_HELLO);
+    uint8_t mac[SYNC_HASH_LEN];
+    assert_int_equal(sync_auth_mac(SYNC_LAB_SECRET, in->p, SYNC_LAB_MIGRATION, mac), 0);
+    sync_buf_t out = {0};
+    sync_buf_str(&out, SYNC_LAB_MIGRATION);
+    sync_buf_str(&out, SYNC_LAB_VM);
+    sync_buf_put(&out, mac, sizeof mac);
+    assert_int_equal(sync_frame_write(fd, SYNC_AUTH, out.p, out.len, NULL), 0);
+    assert_int_equal(sync_frame_read(fd, &type, in, 1024, NULL), 0);
+    assert_int_equal(type, SYNC_AUTH_OK);
+    sync_buf_reset(&out);
+    sync_buf_u32(&out, (uint32_t)MIB);
+    assert_int_equal(sync_frame_write(fd, SYNC_MANIFEST_REQ, out.p, out.len, NULL), 0);
+    do
+        assert_int_equal(sync_frame_read(fd, &type, in, SYNC_CONTROL_MAX, NULL), 0);
+    while (type != SYNC_MANIFEST_END);
+    assert_int_equal(sync_frame_write(fd, SYNC_TREE_REQ, out.p, out.len, NULL), 0);
+    do
+        assert_int_equal(sync_frame_read(fd, &type, in, SYNC_CONTROL_MAX, NULL), 0);
+    while (type != SYNC_TREE_LIST_END);
+    sync_buf_free(&out);
+    return fd;
+}
+
+/* What a peer names is checked before anything is written: a path leaving the trees,
+ * or one through a symlink on the target, ends the connection with an ERROR naming
+ * it, and nothing outside the trees is touched. */
+static void test_bad_paths_refused(void **state)
+{
+    (void)state;
+    sync_lab_t lab;
+    sync_lab_open(&lab, "sync_tree_refusals");
+    make_volume(&lab);
+    assert_int_equal(symlink(lab.dir, at(lab.src, "export/out")), 0);
+    sync_lab_pass(&lab); /* the target now has export/out -> the lab's directory */
+    static const char *const bad[] = {"export/../vm.json", "export/out/escaped", "vm.json",
+                                      "export/a/../../x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        sync_buf_t in = {0}, out = {0};
+        int fd = raw_peer_at_trees(&lab, &in);
+        sync_buf_str(&out, bad[i]);
+        sync_buf_u32(&out, 0644);
+        sync_buf_u64(&out, 10);
+        sync_buf_u64(&out, 0);
+        sync_buf_u32(&out, 0);
+        assert_int_equal(sync_frame_write(fd, SYNC_TREE_FILE, out.p, out.len, NULL), 0);
+        uint32_t type = 0;
+        assert_int_equal(sync_frame_read(fd, &type, &in, SYNC_CONTROL_MAX, NULL), 0);
+        assert_int_equal(type, SYNC_ERROR);
+        char msg[600];
+        snprintf(msg, sizeof msg, "%.*s", (int)in.len, (const char *)in.p);
+        if (!strstr(msg, bad[i]))
+            fail_msg("%s: %s", bad[i], msg);
+        close(fd);
+        sync_buf_free(&in);
+        sync_buf_free(&out);
+    }
+    assert_int_not_equal(access(at(lab.dir, "escaped"), F_OK), 0);
+    assert_int_not_equal(access(at(lab.dst_root, "x"), F_OK), 0);
+    /* The next pass still works. */
+    sync_pass_result_t r = sync_lab_pass(&lab);
+    assert_true(r.tree);
+    assert_trees_same(&lab);
+    sync_lab_close(&lab);
+}
+
 static void test_paths(void **state)
 {
     (void)state;
@@ -270,11 +354,9 @@ static void test_paths(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_then_incremental),
-        cmocka_unit_test(test_target_damage_repaired),
-        cmocka_unit_test(test_fenced_source),
-        cmocka_unit_test(test_digest_moves),
-        cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_full_then_incremental), cmocka_unit_test(test_target_damage_repaired),
+        cmocka_unit_test(test_fenced_source),         cmocka_unit_test(test_bad_paths_refused),
+        cmocka_unit_test(test_digest_moves),          cmocka_unit_test(test_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
