@@ -219,6 +219,12 @@ def test_storage_instance_migrates():
     t_switched = time.monotonic()
     m = ml.wait_migration(svm, "successful")
     dst_export = export_of(dst, svm)
+    # What a consumer notices: from the switch's start until its mount works again (the
+    # switch job, then at most one tick of its server's share watch).
+    for srv, c in ((CN1, c1), (CN2, c2)):
+        wait_mounted(srv, c, dst_export)
+    print(f"switch job {t_switched - t_switch:.1f} s; both consumers re-pointed "
+          f"{time.monotonic() - t_switch:.1f} s after the switch began", flush=True)
     # The source keeps its copy, hidden and fenced (for a rollback), until finalize.
     src_fenced = os.path.join(ml.vm_dir(src, svm), "export.fenced")
     assert os.path.isdir(src_fenced) and not os.path.exists(src_export)
@@ -253,10 +259,6 @@ def test_storage_instance_migrates():
             assert f.read() == c.encode()
         assert ml.vm_json(srv, c)["volumes"][0]["export_path"] == v["export_path"]
     assert not os.path.exists(os.path.join(src_fenced, f"after-{c1}"))
-    # What a consumer notices: from the switch's start to its mount working again (the
-    # switch job's own time, then at most a tick of each consumer server's watch).
-    print(f"switch job {t_switched - t_switch:.1f} s; consumers without the volume at most "
-          f"{time.monotonic() - t_switch:.1f} s (checks included)", flush=True)
 
     ml.ok_action("finalize", svm)
     assert not os.path.exists(ml.vm_dir(src, svm)) or not ml.vm_json(src, svm)
