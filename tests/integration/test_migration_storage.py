@@ -220,7 +220,8 @@ def test_storage_instance_migrates():
     m = ml.wait_migration(svm, "successful")
     dst_export = export_of(dst, svm)
     # What a consumer notices: from the switch's start until its mount works again (the
-    # switch job, then at most one tick of its server's share watch).
+    # switch job, then the target's watch seeing the share run and a tick of the
+    # consumer's server's watch: at most two ticks).
     for srv, c in ((CN1, c1), (CN2, c2)):
         wait_mounted(srv, c, dst_export)
     print(f"switch job {t_switched - t_switch:.1f} s; both consumers re-pointed "
