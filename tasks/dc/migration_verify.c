@@ -14,10 +14,11 @@
  *   dc.migration_estimate {vm_uuid, send_mbps_limit} -> {size_bytes, total_seconds,
  *     downtime_seconds}                                        (the source's agent)
  *     size_bytes: the bytes of the disks' data extents (SEEK_DATA) in 1 MiB blocks,
- *     all-zero blocks not counted (what a first pass sends); total_seconds = size /
- *     rate + 10 (the begin's and switch's own steps); downtime_seconds = 15: a final
- *     pass of what a running instance wrote meanwhile (5 s) and the stop and start
- *     (10 s). A rough figure for an operator, documented as such in docs/MIGRATION.md.
+ *     all-zero blocks not counted, and of a storage instance's trees' files (their
+ *     data extents: tree_copy.h's dc_tree_data_bytes), what a first pass sends; total_seconds =
+ * size / rate + 10 (the begin's and switch's own steps); downtime_seconds = 15: a final pass of
+ * what a running instance wrote meanwhile (5 s) and the stop and start (10 s). A rough figure for
+ * an operator, documented as such in docs/MIGRATION.md.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,6 +35,7 @@
 #include "migration_agent.h"
 #include "sync_digest.h"
 #include "sync_tree.h"
+#include "tree_copy.h"
 
 #define EST_BLOCK (1024u * 1024u)
 
@@ -298,6 +300,17 @@ static int estimate_work(void *arg, const atomic_bool *stop, char *err, size_t e
             rc = data_bytes(path, stop, &a->bytes, err, errlen);
     }
     json_decref(names);
+    /* A storage instance's trees: the data its files hold, what a first pass sends
+     * of them (sync_tree.h). */
+    for (size_t i = 0; rc == 0 && i < sizeof sync_tree_tops / sizeof *sync_tree_tops; i++) {
+        char top[PATH_MAX + 64];
+        sync_tree_file_path(a->p.dir, sync_tree_tops[i], top, sizeof top);
+        uint64_t bytes = 0;
+        if (access(top, F_OK) != 0)
+            continue;
+        rc = dc_tree_data_bytes(top, &bytes, err, errlen);
+        a->bytes += bytes;
+    }
     return rc;
 }
 

@@ -181,6 +181,12 @@ def test_storage_instance_migrates():
     nics_before = ml.nic_addrs(storage_vm(vol))
     assert nics_before, storage_vm(vol)
 
+    # The estimate counts the data of the volume's files, not their sizes: 12 MiB, 2 MiB
+    # and a few KiB, the sparse file's 40 MiB hole not counted.
+    r = ml.ok_action("estimate", svm)["chain_results"][-1]["result"]
+    assert 14 * MIB <= r["size_bytes"] <= 15 * MIB, r
+    assert ml.migration(svm) is None
+
     # A user may not migrate a storage instance; the operator may.
     ml.refused("begin", svm, 403, "NotAllowed", ["User migration"], owner_uuid=OWNER,
                target_server_uuid=dst)
