@@ -4,7 +4,8 @@ of three servers (migration_lab.py), with the volume mounted by two consumers on
 servers:
 
 * the volume holds a sparse file (data only at its end), a file with a hole in the
-  middle, a symlink, a nested directory with a private file, and a snapshot's tree;
+  middle, a symlink, a nested directory with a private file, and a snapshot taken by
+  volume-snapshot-create (its tree under snapshots/);
 * the begin makes a hidden, empty export/ on the target; a sync carries the trees
   while a consumer writes through its mount; the switch stops the share, carries the
   last changes with the export fenced, verifies the trees' digest, swaps the NIC (same
@@ -181,10 +182,19 @@ def test_storage_instance_migrates():
     nics_before = ml.nic_addrs(storage_vm(vol))
     assert nics_before, storage_vm(vol)
 
+    # A snapshot of the volume (tasks/dc/volume_snapshot.c): its tree travels too.
+    j = lab().run_job("volume-snapshot-create", "/volume-snapshot-create-" + vol,
+                      {"volume_uuid": vol, "owner_uuid": OWNER, "name": "before"}, timeout=60)
+    assert j["execution"] == "succeeded", j
+    snap = os.path.join(ml.vm_dir(src, svm), "snapshots", "before")
+    assert os.path.isdir(snap), snap
+    snapped = tree(snap)
+
     # The estimate counts the data of the volume's files, not their sizes: 12 MiB, 2 MiB
-    # and a few KiB, the sparse file's 40 MiB hole not counted.
+    # and a few KiB, twice (the export and its snapshot), the sparse file's 40 MiB hole
+    # not counted.
     r = ml.ok_action("estimate", svm)["chain_results"][-1]["result"]
-    assert 14 * MIB <= r["size_bytes"] <= 15 * MIB, r
+    assert 28 * MIB <= r["size_bytes"] <= 30 * MIB, r  # the export and its snapshot
     assert ml.migration(svm) is None
 
     # A user may not migrate a storage instance; the operator may.
@@ -243,6 +253,10 @@ def test_storage_instance_migrates():
     assert files["sparse.img"][4] * 512 < MIB, files["sparse.img"]  # still sparse
     with open(os.path.join(dst_export, "during.bin"), "rb") as f:
         assert f.read() == during
+    # The snapshot's tree, as it was taken.
+    dst_snap = os.path.join(ml.vm_dir(dst, svm), "snapshots", "before")
+    assert_same_trees(snap, dst_snap)
+    assert digest(tree(dst_snap)) == digest(snapped)
 
     # The share runs on the target, under its data root, and not on the source.
     pids = wait_for("the share on the target", lambda: share_pids(dst, svm), 30)
