@@ -12,7 +12,9 @@
  * ImageFileMissing naming the lab's file when it is gone. With missing_ok (a
  * migration's begin, which can get the image from the source server instead) neither
  * fails: the answer is present false, or present true when the server has its copy
- * already ("store" names why in both: "gone" or "unlisted").
+ * already ("store" names why in both: "gone" or "unlisted"). With missing_ok an
+ * image_uuid null (an instance without an image: a storage instance) is present
+ * true, store "none", path null.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -111,6 +113,15 @@ static void ensure_start(tern_ctx *ctx, const json_t *args)
         return;
     char msg[512];
     const char *uuid = NULL;
+    /* A migration's begin of an instance without an image (a storage instance, whose
+     * data is its export/ tree): nothing to make present. Only with missing_ok, so an
+     * image_uuid forgotten elsewhere is still refused. */
+    if (json_is_null(json_object_get(args, "image_uuid")) &&
+        json_is_true(json_object_get(args, "missing_ok"))) {
+        tern_task_done(ctx, json_pack("{s:n, s:I, s:b, s:b, s:s}", "path", "size", (json_int_t)0,
+                                      "copied", 0, "present", 1, "store", "none"));
+        return;
+    }
     const char *bad = task_args_string(args, "image_uuid", &uuid, NULL, msg, sizeof msg);
     const json_t *missing_ok = json_object_get(args, "missing_ok");
     if (bad == NULL && missing_ok != NULL && !json_is_boolean(missing_ok))
@@ -163,7 +174,7 @@ const tern_task_def dc_image_ensure_task = {
     .summary = "The server's sparse copy of an image (data_root/images/<uuid>.img), made "
                "from the lab's image file unless whole already.",
     .args_schema = "{\"required\": [\"image_uuid\"], \"properties\": {\"image_uuid\": "
-                   "{\"type\": \"string\"}, \"missing_ok\": {\"type\": \"boolean\"}}, "
+                   "{\"type\": \"any\"}, \"missing_ok\": {\"type\": \"boolean\"}}, "
                    "\"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = ensure_start,

@@ -11,7 +11,8 @@
  *   {migration_uuid, vm_uuid, image_uuid, addr, target_has: bool}
  *   -> {image_uuid, copied: bool, bytes, source_server_uuid}
  *
- * target_has true (the store had it, or the target had its copy): nothing to do,
+ * target_has true (the store had it, or the target had its copy, or the instance has
+ * no image: image_uuid null, a storage instance): nothing to do,
  * copied false. bytes: what this attempt sent (0 when an earlier attempt of the step
  * had sent it all). The source without its copy: ImageFileMissing naming the file (the
  * image is then nowhere the migration can take it from). Re-run: the target answers
@@ -180,6 +181,13 @@ static void image_send_start(tern_ctx *ctx, const json_t *args)
     char msg[PATH_MAX + 256];
     const char *mig = NULL, *vm = NULL, *image = NULL, *addr = NULL;
     const json_t *has = json_object_get(args, "target_has");
+    /* An instance without an image (a storage instance): image_ensure said present;
+     * nothing to send. */
+    if (json_is_null(json_object_get(args, "image_uuid")) && json_is_true(has)) {
+        tern_task_done(ctx, json_pack("{s:n, s:b, s:I, s:s}", "image_uuid", "copied", 0, "bytes",
+                                      (json_int_t)0, "source_server_uuid", s->server->uuid));
+        return;
+    }
     const char *bad = migration_arg_uuid(args, "migration_uuid", &mig, msg, sizeof msg);
     if (bad == NULL)
         bad = migration_arg_uuid(args, "vm_uuid", &vm, msg, sizeof msg);
@@ -236,7 +244,7 @@ const tern_task_def dc_migration_image_send_task = {
                "records a warning.",
     .args_schema = "{\"required\": [\"migration_uuid\", \"vm_uuid\", \"image_uuid\", \"addr\", "
                    "\"target_has\"], \"properties\": {\"migration_uuid\": {\"type\": \"string\"}, "
-                   "\"vm_uuid\": {\"type\": \"string\"}, \"image_uuid\": {\"type\": \"string\"}, "
+                   "\"vm_uuid\": {\"type\": \"string\"}, \"image_uuid\": {\"type\": \"any\"}, "
                    "\"addr\": {\"type\": \"string\"}, \"target_has\": {\"type\": \"boolean\"}}, "
                    "\"additional\": false}",
     .fatal_codes = dc_fatal_codes,

@@ -6,7 +6,9 @@
  *     -> {vm_uuid, do_not_inventory, autoboot, nics}
  *     rewrites vm.json's flags (and its nics when given: the target's promotion) as
  *     one file replaced by a rename. A target promoted (do_not_inventory false) gets
- *     its volume mounts made again from the vm.json the passes brought. A hidden
+ *     its volume mounts made again from the vm.json the passes brought. A storage
+ *     instance's export is fenced when hidden and unfenced when shown (sync_tree.h's
+ *     sync_tree_fence: consumers' mounts reach only the copy that serves). A hidden
  *     instance that is another migration's target is InvalidState; a visible one
  *     (a source, or a target promoted earlier, whose migration_target is history) is
  *     anybody's. A flip run again writes the same file.
@@ -33,6 +35,7 @@
 #include "instance_power.h"
 #include "lib/args.h"
 #include "migration_agent.h"
+#include "sync_tree.h"
 
 /* Reads the instance of args' vm_uuid for `task`: 0 with *vm (new reference) and p,
  * or -1 after failing the attempt; -ENOENT (not failed) when it has no vm.json. */
@@ -128,6 +131,11 @@ static void flip_start(tern_ctx *ctx, const json_t *args)
     const json_t *volumes = json_object_get(vm, "volumes");
     if (!hidden && json_array_size(volumes) > 0)
         rc = instance_mounts_make(&p, volumes, msg, sizeof msg);
+    /* A storage instance hidden has its export fenced, so no consumer's mount reaches
+     * a copy that no longer serves; shown again (the target promoted, the source back
+     * after an abort or a rollback), its export is served where the mounts look. */
+    if (rc == 0 && sync_tree_present(p.dir))
+        rc = sync_tree_fence(p.dir, hidden, msg, sizeof msg);
     if (rc == 0)
         rc = instance_json_write(p.vm_json, vm, msg, sizeof msg);
     if (rc != 0) {

@@ -53,6 +53,7 @@
 #include "send_pace.h"
 #include "sync_auth.h"
 #include "sync_digest.h"
+#include "sync_tree.h"
 #include "sync_send.h"
 
 #define TICK_MS      1000u
@@ -143,6 +144,8 @@ static json_t *disk_digests(const instance_paths_t *p, uint32_t block_size,
                             const sync_pass_result_t *r, char *err, size_t errlen)
 {
     DIR *d = opendir(p->disks);
+    if (d == NULL && errno == ENOENT && r->tree)
+        return json_array(); /* a storage instance: no disks, its trees digested below */
     if (d == NULL) {
         snprintf(err, errlen, "%s: %s", p->disks, strerror(errno));
         return NULL;
@@ -185,11 +188,28 @@ static int pass_work(void *arg, const atomic_bool *cancelled, char *err, size_t 
 {
     (void)cancelled; /* the cancel hook sets stop_req, which the pass watches */
     pass_job_t *j = arg;
+    /* A storage instance's final pass: its export fenced first, so a consumer's
+     * write can no longer land on the source after the pass read it (the share is
+     * stopped: its NFS clients would be waiting). The switch's hide_source keeps it
+     * fenced; showing the instance again (an abort, a rollback) unfences it. */
+    if (j->final && sync_tree_present(j->p.dir)) {
+        int frc = sync_tree_fence(j->p.dir, true, err, errlen);
+        if (frc < 0)
+            return frc;
+    }
     int rc = sync_send_pass(&j->o, &j->c, &j->stop_req, &j->r, err, errlen);
     if (rc == 0 && j->final && !j->r.stopped) {
         j->digests = disk_digests(&j->p, j->o.block_size, &j->r, err, errlen);
         if (j->digests == NULL)
             rc = -EIO;
+        else if (j->r.tree)
+            /* The trees' digest, as the final pass listed them with the share stopped
+             * and the export fenced: what the verify compares the target's with. */
+            json_array_append_new(j->digests,
+                                  json_pack("{s:s, s:b, s:I, s:s, s:I}", "disk", "export", "tree",
+                                            1, "size", (json_int_t)j->r.tree_entries, "digest",
+                                            j->r.tree_digest, "block_kib",
+                                            (json_int_t)(j->o.block_size / 1024u)));
     }
     return rc;
 }

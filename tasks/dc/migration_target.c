@@ -5,7 +5,9 @@
  *     makes <root>/<vm>/ hidden: vm.json is the record's configuration with
  *     do_not_inventory true, autoboot false, nics [] and migration_target the
  *     migration's uuid (the agents' scans list it as do_not_inventory, which the NIC
- *     reconcile leaves alone); disks/ empty (the passes make the files); the volume
+ *     reconcile leaves alone); disks/ empty (the passes make the files), and for a
+ *     storage instance (role nfsvolumestorage) an empty export/ and workload "share",
+ *     served by nothing until the switch starts it; the volume
  *     mounts the record's volumes name with their export (instance_mounts.h). Run
  *     again for the same migration it answers the same; a directory of anything else
  *     is InstanceExists, untouched, but for the hidden target an aborted migration of
@@ -55,11 +57,26 @@ static bool dir_empty(const char *path)
 }
 
 /* The target's vm.json from the record (borrowed): a new reference, or NULL with msg. */
+/* A storage instance's record (docs/VOLUMES.md "Storage instances": its
+ * internal_metadata's sdc:system_role, its vm.json's role). */
+static bool migration_is_storage(const json_t *rec)
+{
+    const char *role = json_string_value(json_object_get(rec, "role"));
+    const char *sys = json_string_value(
+        json_object_get(json_object_get(rec, "internal_metadata"), "sdc:system_role"));
+    return (role != NULL && strcmp(role, "nfsvolumestorage") == 0) ||
+           (sys != NULL && strcmp(sys, "nfsvolumestorage") == 0);
+}
+
 static json_t *target_vm_json(const json_t *rec, const instance_paths_t *p,
                               const char *migration_uuid, char *msg, size_t msglen)
 {
+    /* A storage instance's workload is its share (storage_create.c), whatever its
+     * metadata says. */
     const char *workload =
-        instance_workload_kind(json_object_get(rec, "customer_metadata"), msg, msglen);
+        migration_is_storage(rec)
+            ? "share"
+            : instance_workload_kind(json_object_get(rec, "customer_metadata"), msg, msglen);
     if (workload == NULL)
         return NULL;
     json_t *disks = json_array();
@@ -94,11 +111,14 @@ static json_t *target_vm_json(const json_t *rec, const instance_paths_t *p,
                                          "customer_metadata",
                                          "internal_metadata",
                                          "create_timestamp",
+                                         "volume_uuid",
                                          NULL};
     for (size_t k = 0; copied[k] != NULL; k++) {
         const json_t *v = json_object_get(rec, copied[k]);
         json_object_set_new(vm, copied[k], v != NULL ? json_deep_copy(v) : json_null());
     }
+    if (migration_is_storage(rec))
+        json_object_set_new(vm, "role", json_string("nfsvolumestorage"));
     return vm;
 }
 
@@ -125,6 +145,13 @@ static void target_make(tern_ctx *ctx, const instance_paths_t *p, const char *mi
     const char *failed = NULL;
     if ((mkdir(p->dir, 0755) != 0 && errno != EEXIST) ||
         (mkdir(p->disks, 0755) != 0 && errno != EEXIST))
+        failed = strerror(errno);
+    /* A storage instance's export/, empty and served by nothing until the switch: the
+     * passes fill it (sync_tree_xfer.h). */
+    char export_dir[PATH_MAX + 16];
+    snprintf(export_dir, sizeof export_dir, "%s/export", p->dir);
+    if (failed == NULL && migration_is_storage(rec) && mkdir(export_dir, 0755) != 0 &&
+        errno != EEXIST)
         failed = strerror(errno);
     int rc = failed == NULL ? instance_mounts_make(p, volumes, msg, sizeof msg) : -1;
     if (rc == 0)

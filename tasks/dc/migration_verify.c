@@ -8,14 +8,17 @@
  *     source used: block_kib, 1024 when absent) and compares them with the source's
  *     (dc.migration_send's final answer). A difference, a disk missing, or a disk
  *     the source does not have fails VerifyFailed naming the disk and both digests.
+ *     An entry {disk: "export", tree: true, size: entries, digest} (a storage
+ *     instance's final pass) is its trees' digest (sync_tree.h), compared the same way.
  *
  *   dc.migration_estimate {vm_uuid, send_mbps_limit} -> {size_bytes, total_seconds,
  *     downtime_seconds}                                        (the source's agent)
  *     size_bytes: the bytes of the disks' data extents (SEEK_DATA) in 1 MiB blocks,
- *     all-zero blocks not counted (what a first pass sends); total_seconds = size /
- *     rate + 10 (the begin's and switch's own steps); downtime_seconds = 15: a final
- *     pass of what a running instance wrote meanwhile (5 s) and the stop and start
- *     (10 s). A rough figure for an operator, documented as such in docs/MIGRATION.md.
+ *     all-zero blocks not counted, and of a storage instance's trees' files (their
+ *     data extents: tree_copy.h's dc_tree_data_bytes), what a first pass sends; total_seconds =
+ * size / rate + 10 (the begin's and switch's own steps); downtime_seconds = 15: a final pass of
+ * what a running instance wrote meanwhile (5 s) and the stop and start (10 s). A rough figure for
+ * an operator, documented as such in docs/MIGRATION.md.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +34,8 @@
 #include "lib/args.h"
 #include "migration_agent.h"
 #include "sync_digest.h"
+#include "sync_tree.h"
+#include "tree_copy.h"
 
 #define EST_BLOCK (1024u * 1024u)
 
@@ -54,6 +59,8 @@ static void look_arg_free(void *data)
 static json_t *disk_names(const instance_paths_t *p, char *err, size_t errlen)
 {
     DIR *d = opendir(p->disks);
+    if (d == NULL && errno == ENOENT)
+        return json_object(); /* a storage instance has none */
     if (d == NULL) {
         snprintf(err, errlen, "%s: %s", p->disks, strerror(errno));
         return NULL;
@@ -92,6 +99,29 @@ static int verify_work(void *arg, const atomic_bool *stop, char *err, size_t err
         json_int_t kib = json_is_integer(json_object_get(w, "block_kib"))
                              ? json_integer_value(json_object_get(w, "block_kib"))
                              : 1024;
+        if (json_is_true(json_object_get(w, "tree"))) {
+            /* A storage instance's export/ and snapshots/ (sync_tree.h): paths, kinds,
+             * modes, sizes, contents and link targets, listed here from the files. */
+            char hex[65], why[512];
+            uint64_t entries = 0;
+            if (sync_tree_dir_digest(a->p.dir, (uint32_t)kib * 1024u, hex, &entries, why,
+                                     sizeof why) != 0) {
+                a->code = "DigestFailed";
+                snprintf(err, errlen, "%s: %s", disk, why);
+                rc = -EIO;
+                break;
+            }
+            json_array_append_new(a->out, json_pack("{s:s, s:b, s:I, s:s}", "disk", disk, "tree", 1,
+                                                    "size", (json_int_t)entries, "digest", hex));
+            if ((json_int_t)entries != size || strcmp(hex, digest) != 0) {
+                snprintf(err, errlen,
+                         "%s differs: source %s (%lld entries), target %s (%llu entries)", disk,
+                         digest, (long long)size, hex, (unsigned long long)entries);
+                rc = -EIO;
+                break;
+            }
+            continue;
+        }
         if (json_object_get(have, disk) == NULL) {
             snprintf(err, errlen, "disk %s: missing on the target (source: %s, %lld bytes)", disk,
                      digest, (long long)size);
@@ -270,6 +300,17 @@ static int estimate_work(void *arg, const atomic_bool *stop, char *err, size_t e
             rc = data_bytes(path, stop, &a->bytes, err, errlen);
     }
     json_decref(names);
+    /* A storage instance's trees: the data its files hold, what a first pass sends
+     * of them (sync_tree.h). */
+    for (size_t i = 0; rc == 0 && i < sizeof sync_tree_tops / sizeof *sync_tree_tops; i++) {
+        char top[PATH_MAX + 64];
+        sync_tree_file_path(a->p.dir, sync_tree_tops[i], top, sizeof top);
+        uint64_t bytes = 0;
+        if (access(top, F_OK) != 0)
+            continue;
+        rc = dc_tree_data_bytes(top, &bytes, err, errlen);
+        a->bytes += bytes;
+    }
     return rc;
 }
 

@@ -10,17 +10,19 @@
  *       it); every other instance whose vm.json lists volumes, with whether each of
  *       its mount links resolves to a directory (instance_mounts.h)
  *
- *   dc.share_restart {"restart": [vm uuid], "remount": [vm uuid]}
+ *   dc.share_restart {"restart": [vm uuid], "remount": [vm uuid], "exports"?: {volume
+ *       uuid: export path} or null}
  *       -> {"started": [vm uuid], "remounted": [vm uuid], "skipped": [{"vm_uuid",
  *           "reason"}], "failed": [{"vm_uuid", "reason"}]}
  *       starts the share process of each storage instance listed (as dc.instance_start
  *       does; one already running is counted started), one after the other; re-makes
- *       the mount links of each consumer listed from its vm.json. A storage instance
- *       whose vm.json state is not running was stopped on purpose (a rollback, an
- *       operator) and is skipped; one that is not there, not a storage instance, or
- *       whose share refuses to start (its export/ gone) is listed failed. The step
- *       itself fails only on bad arguments: the control's settle records what did
- *       start.
+ *       the mount links of each consumer listed from its vm.json, whose volumes are
+ *       first pointed (and vm.json rewritten) at the export_path `exports` names for
+ *       them: a storage instance migrated serves from its new server's data root. A storage
+ * instance whose vm.json state is not running was stopped on purpose (a rollback, an operator) and
+ * is skipped; one that is not there, not a storage instance, or whose share refuses to start (its
+ * export/ gone) is listed failed. The step itself fails only on bad arguments: the control's settle
+ * records what did start.
  *
  * Both read and write only inside the data root (instance_dir.h).
  */
@@ -103,9 +105,10 @@ const tern_task_def dc_share_probe_task = {
 /* ---- restart ---------------------------------------------------------------------- */
 
 typedef struct restart_run {
-    json_t *restart;                                /* the uuids to start (owned) */
-    json_t *remount;                                /* the uuids to remount (owned) */
-    size_t next;                                    /* the index in restart of the next to start */
+    json_t *restart; /* the uuids to start (owned) */
+    json_t *remount; /* the uuids to remount (owned) */
+    json_t *exports; /* {volume uuid: export_path} where volumes are served now (owned) */
+    size_t next;     /* the index in restart of the next to start */
     json_t *started, *remounted, *skipped, *failed; /* the answer's lists (owned) */
 } restart_run_t;
 
@@ -114,6 +117,7 @@ static void restart_run_free(void *data)
     restart_run_t *r = data;
     json_decref(r->restart);
     json_decref(r->remount);
+    json_decref(r->exports);
     json_decref(r->started);
     json_decref(r->remounted);
     json_decref(r->skipped);
@@ -126,7 +130,27 @@ static void listed(json_t *list, const char *uuid, const char *reason)
     json_array_append_new(list, json_pack("{s:s, s:s}", "vm_uuid", uuid, "reason", reason));
 }
 
-/* The consumers' links made again from their vm.json. */
+/* vm.json's volumes pointed at where exports says each is served now (a storage
+ * instance migrated: its export moved with it). true when one changed. */
+static bool repoint(json_t *vm, const json_t *exports)
+{
+    bool changed = false;
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(vm, "volumes"), i, m)
+    {
+        const char *vol = json_string_value(json_object_get(m, "volume_uuid"));
+        const char *now = vol != NULL ? json_string_value(json_object_get(exports, vol)) : NULL;
+        const char *was = json_string_value(json_object_get(m, "export_path"));
+        if (now != NULL && (was == NULL || strcmp(was, now) != 0)) {
+            json_object_set_new(m, "export_path", json_string(now));
+            changed = true;
+        }
+    }
+    return changed;
+}
+
+/* The consumers' links made again from their vm.json, repointed first. */
 static void remount_all(const dc_state_t *s, restart_run_t *r)
 {
     size_t i;
@@ -139,6 +163,8 @@ static void remount_all(const dc_state_t *s, restart_run_t *r)
         json_t *vm = NULL;
         if (instance_paths(s->server->data_root, uuid, &p, err, sizeof err) == 0 &&
             instance_json_read(p.vm_json, &vm, err, sizeof err) == 0 &&
+            (!repoint(vm, r->exports) ||
+             instance_json_write(p.vm_json, vm, err, sizeof err) == 0) &&
             instance_mounts_make(&p, json_object_get(vm, "volumes"), err, sizeof err) == 0)
             json_array_append_new(r->remounted, json_string(uuid));
         else
@@ -235,6 +261,22 @@ static void restart_start(tern_ctx *ctx, const json_t *args)
     const char *bad = uuids_fault(args, "restart", msg, sizeof msg);
     if (bad == NULL)
         bad = uuids_fault(args, "remount", msg, sizeof msg);
+    const json_t *exports = json_object_get(args, "exports");
+    if (bad == NULL && exports != NULL && !json_is_null(exports) && !json_is_object(exports))
+        bad = "exports: expected {volume uuid: export path} or null";
+    if (bad == NULL && json_is_object(exports)) {
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)exports, k, v)
+        {
+            const char *path = json_string_value(v);
+            if (path == NULL || path[0] != '/') {
+                snprintf(msg, sizeof msg, "exports.%.64s: expected an absolute path", k);
+                bad = msg;
+                break;
+            }
+        }
+    }
     if (bad != NULL) {
         tern_task_fail(ctx, "InvalidArgument", "%s: %s", task, bad);
         return;
@@ -246,6 +288,7 @@ static void restart_start(tern_ctx *ctx, const json_t *args)
     const json_t *remount = json_object_get(args, "remount");
     r->restart = json_is_array(restart) ? json_deep_copy(restart) : json_array();
     r->remount = json_is_array(remount) ? json_deep_copy(remount) : json_array();
+    r->exports = json_is_object(exports) ? json_deep_copy(exports) : json_object();
     r->started = json_array();
     r->remounted = json_array();
     r->skipped = json_array();
@@ -270,7 +313,8 @@ const tern_task_def dc_share_restart_task = {
     .summary = "Starts the share process of the storage instances named and re-makes the "
                "mount links of the consumers named; answers what started and was remounted.",
     .args_schema = "{\"required\": [], \"properties\": {\"restart\": {\"type\": \"any\"}, "
-                   "\"remount\": {\"type\": \"any\"}}, \"additional\": false}",
+                   "\"remount\": {\"type\": \"any\"}, \"exports\": {\"type\": \"any\"}}, "
+                   "\"additional\": false}",
     .fatal_codes = dc_fatal_codes,
     .start = restart_start,
     .cancel = restart_cancel,

@@ -365,6 +365,49 @@ def a_paused_automatic_migration_resumed_by_sync_pauses_again(inv):
 
 
 @case
+def a_storage_instance_moves_its_volume(inv):
+    # The swap moves the volume's server and export with its storage instance, and the
+    # export every consumer's record names (asked to remount); the unswitch of a
+    # rollback moves them back. The address (filesystem_path, endpoint) stays.
+    vm = make_vm(inv, 1, internal_metadata={'sdc:system_role': 'nfsvolumestorage'})
+    u = vm['uuid']
+    vol = 'a7000000-0000-4000-8000-000000000002'
+    vm['volume_uuid'] = vol
+    inv.r.cmd('SET', NS + 'vm:' + u, json.dumps(vm))
+    c1, c2 = make_vm(inv, 2), make_vm(inv, 3, server=S3)
+    src_export = f'/lab/cn1/{u}/export'
+    for c in (c1, c2):
+        c['volumes'] = [{'name': 'shared', 'volume_uuid': vol, 'mountpoint': '/shared',
+                         'export_path': src_export}]
+        inv.r.cmd('SET', NS + 'vm:' + c['uuid'], json.dumps(c))
+    volume = {'uuid': vol, 'name': 'shared', 'owner_uuid': OWNER, 'state': 'ready',
+              'vm_uuid': u, 'job_uuid': None, 'server_uuid': S1, 'export_path': src_export,
+              'filesystem_path': '192.168.128.200:/exports/data', 'share_state': 'running',
+              'share_endpoint': 'nfs://192.168.128.200/shared', 'refs': [c1['uuid'], c2['uuid']],
+              'version': 1}
+    inv.r.cmd('SET', NS + 'volume:' + vol, json.dumps(volume))
+    m = begin(inv, u, target_server_uuid=S2)
+    switch(inv, m, u)
+    got = inv.get('volume:' + vol)
+    assert (got['server_uuid'], got['export_path'], got['share_state']) == \
+        (S2, f'/lab/cn2/{u}/export', 'starting'), got
+    assert got['filesystem_path'] == volume['filesystem_path'] and \
+        got['share_endpoint'] == volume['share_endpoint'], got
+    for c in (c1, c2):
+        rec = inv.vm(c['uuid'])
+        assert rec['volumes'][0]['export_path'] == f'/lab/cn2/{u}/export', rec
+        assert rec.get('remount_requested_at'), rec
+    rj = str(uuid.uuid4())
+    check_ok(inv, 'rollback', u)
+    phase(inv, m, rj, 'rollback', 'start')
+    inv.ok('migration_unswitch', {'migration_uuid': m})
+    phase(inv, m, rj, 'rollback', 'done')
+    got = inv.get('volume:' + vol)
+    assert (got['server_uuid'], got['export_path']) == (S1, src_export), got
+    assert inv.vm(c1['uuid'])['volumes'][0]['export_path'] == src_export
+
+
+@case
 def a_failed_rollback_may_be_run_again(inv):
     vm = make_vm(inv, 1)
     u = vm['uuid']
@@ -697,8 +740,21 @@ def storage_and_core_instances(inv):
     vm = make_vm(inv, 1, internal_metadata={'sdc:system_role': 'nfsvolumestorage'})
     refused(inv, 'begin', vm['uuid'], 'NotAllowed', 'User migration on this VM not allowed', 403,
             owner_uuid=OWNER, settings={'allow_user_migrations': True})
-    refused(inv, 'begin', vm['uuid'], 'InvalidArgument', 'storage instances are not migrated yet',
-            409)
+    # The operator's: refused while its volume is missing, not ready or busy with a job.
+    refused(inv, 'begin', vm['uuid'], 'InvalidState', 'does not exist: nothing to migrate', 409)
+    vol = 'a7000000-0000-4000-8000-000000000001'
+    vm['volume_uuid'] = vol
+    inv.r.cmd('SET', NS + 'vm:' + vm['uuid'], json.dumps(vm))
+    volume = {'uuid': vol, 'name': 'shared', 'owner_uuid': vm['owner_uuid'], 'state': 'deleting',
+              'vm_uuid': vm['uuid'], 'job_uuid': None}
+    inv.r.cmd('SET', NS + 'volume:' + vol, json.dumps(volume))
+    refused(inv, 'begin', vm['uuid'], 'VolumeNotReady', 'is deleting', 409)
+    volume.update(state='ready', job_uuid='a7000000-0000-4000-8000-0000000000ff')
+    inv.r.cmd('SET', NS + 'volume:' + vol, json.dumps(volume))
+    refused(inv, 'begin', vm['uuid'], 'VolumeBusy', 'in flight', 409)
+    volume.update(job_uuid=None)
+    inv.r.cmd('SET', NS + 'volume:' + vol, json.dumps(volume))
+    assert check_ok(inv, 'begin', vm['uuid'])['source_server_uuid'] == S1
     core = make_vm(inv, 2)
     core['tags'] = {'smartdc_role': 'imgapi'}
     inv.r.cmd('SET', NS + 'vm:' + core['uuid'], json.dumps(core))

@@ -158,7 +158,9 @@ def test_dead_then_restart(w):
     # volume it mounts runs; the other server's consumer is that server's watch's.
     out = w.apply(T3, [seen(4)], [{'vm_uuid': consumer_uuid(1), 'mounts_ok': True},
                                   {'vm_uuid': consumer_uuid(2), 'mounts_ok': True}])
-    assert out == {'restart': [], 'remount': [consumer_uuid(1)]}, out
+    # With where each of its volumes is served now (what the restart points it at).
+    assert out == {'restart': [], 'remount': [consumer_uuid(1)],
+                   'exports': {vol_uuid(4): f'/lab/cn1/{storage_uuid(4)}/export'}}, out
     out = w.settle(T3, remounted=[consumer_uuid(1), consumer_uuid(2)])
     assert out == {'running': [], 'remounted': [consumer_uuid(1)]}, out
     assert w.vm(consumer_uuid(1))['remounted_at'] == T3
@@ -170,7 +172,8 @@ def test_dead_then_restart(w):
     # A link broken while the volume runs: remade.
     out = w.apply('2026-11-26T12:00:25.000Z', [seen(4)],
                   [{'vm_uuid': consumer_uuid(1), 'mounts_ok': False}])
-    assert out == {'restart': [], 'remount': [consumer_uuid(1)]}, out
+    assert out == {'restart': [], 'remount': [consumer_uuid(1)],
+                   'exports': {vol_uuid(4): f'/lab/cn1/{storage_uuid(4)}/export'}}, out
 
 
 def test_remount_waits_for_every_volume(w):

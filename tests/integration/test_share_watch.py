@@ -149,7 +149,10 @@ def test_healthy_tick_and_links():
                                         "state": "running", "alive": True,
                                         "pid": share_pid()}], out["probe"]
     assert out["probe"]["consumers"] == [{"vm_uuid": CONSUMER, "mounts_ok": False}]
-    assert out["apply"] == {"restart": [], "remount": [CONSUMER]}, out["apply"]
+    # exports: where each remounted consumer's volumes are served (a storage instance
+    # migrated moves it); here where it always was.
+    assert out["apply"] == {"restart": [], "remount": [CONSUMER],
+                            "exports": {VOL: volume()["export_path"]}}, out["apply"]
     assert out["restart"]["remounted"] == [CONSUMER], out["restart"]
     assert states() == ("ready", "running")
     assert volume()["share_probed_at"] is not None
@@ -191,7 +194,8 @@ def test_export_gone_then_back():
     assert pid2 and pid2 != pid and pid_alive(pid2)
     remounted = record("vm:" + CONSUMER)["remounted_at"]
     out = tick()
-    assert out["apply"] == {"restart": [], "remount": [CONSUMER]}, out
+    assert out["apply"] == {"restart": [], "remount": [CONSUMER],
+                            "exports": {VOL: volume()["export_path"]}}, out
     assert record("vm:" + CONSUMER)["remounted_at"] > remounted
     with open(os.path.join(link(), "data.txt")) as f:
         assert f.read() == "written before\n"

@@ -136,11 +136,31 @@ end
 if owner and vm.owner_uuid ~= owner then
   return refuse(404, 'ResourceNotFound', 'vm ' .. vm_uuid .. ' does not exist')
 end
+-- A storage instance (RFD 26): the operator's alone (DOMAIN 5.2), and only while its
+-- volume is not being deleted, rolled back or changed by a snapshot job: such a job
+-- stops, starts or rewrites the share under the transfer's feet.
 if vm_system_role(vm) then
   if owner then
     return refuse(403, 'NotAllowed', 'User migration on this VM not allowed')
   end
-  return refuse(409, 'InvalidArgument', 'vm ' .. vm_uuid .. ': storage instances are not migrated yet')
+  if STARTS[act] or act == 'sync' or act == 'switch' then
+    local v = type(vm.volume_uuid) == 'string' and volume_get(vm.volume_uuid) or nil
+    if not v then
+      return refuse(409, 'InvalidState', 'vm ' .. vm_uuid .. ': a storage instance whose volume (' ..
+        (type(vm.volume_uuid) == 'string' and vm.volume_uuid or 'none named') .. ') does not ' ..
+        'exist: nothing to migrate it for')
+    end
+    if v.state ~= 'ready' and v.state ~= 'failed' then
+      return refuse(409, 'VolumeNotReady', 'vm ' .. vm_uuid .. ': its volume ' .. v.uuid .. ' (' ..
+        tostring(v.name) .. ') is ' .. tostring(v.state) .. ': a storage instance is migrated ' ..
+        'while its volume is ready or failed')
+    end
+    if mig_given(v.job_uuid) then
+      return refuse(409, 'VolumeBusy', 'vm ' .. vm_uuid .. ': its volume ' .. v.uuid .. ' (' ..
+        tostring(v.name) .. ') has job ' .. tostring(v.job_uuid) .. ' in flight (a snapshot, a ' ..
+        'rollback): migrate it once that is done')
+    end
+  end
 end
 local im = type(vm.internal_metadata) == 'table' and vm.internal_metadata or {}
 local tags = type(vm.tags) == 'table' and vm.tags or {}

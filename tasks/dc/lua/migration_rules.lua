@@ -298,6 +298,45 @@ local function mig_reroot(path, from_root, to_root, vm_uuid, pci_slot)
   return to_root .. '/' .. vm_uuid .. '/disks/disk' .. n .. '.img'
 end
 
+-- A storage instance's export path under the source's data root put under the
+-- target's, or the instance's layout there (<root>/<vm>/export) when it is not.
+local function mig_reroot_export(path, from_root, to_root, vm_uuid)
+  if type(path) == 'string' and type(from_root) == 'string' and
+    string.sub(path, 1, #from_root + 1) == from_root .. '/' then
+    return to_root .. string.sub(path, #from_root + 1)
+  end
+  return to_root .. '/' .. vm_uuid .. '/export'
+end
+
+-- A storage instance moving to server `to`: its volume's server_uuid and export_path
+-- move with it (filesystem_path and share_endpoint name its address, which the NICs
+-- keep), its share is `starting` until the watch sees it run there, and every
+-- consumer's record names the new export_path and is asked to remount: the share
+-- watch of each consumer's server re-points its links (docs/VOLUMES.md "Consumers'
+-- mounts"). Anything else: nothing.
+local function mig_move_volume(vm, to, froot, troot)
+  if not vm_system_role(vm) or type(vm.volume_uuid) ~= 'string' or not troot then return end
+  local v = volume_get(vm.volume_uuid)
+  if not v or v.vm_uuid ~= vm.uuid then return end
+  local before = v.state
+  local export = mig_reroot_export(v.export_path, froot, troot, vm.uuid)
+  local now = now_iso_ms()
+  v.server_uuid = to
+  v.export_path = export
+  v.share_state = 'starting'
+  for _, c in ipairs(v.refs or {}) do
+    local cvm = get_json('vm:' .. c)
+    if cvm then
+      for _, mnt in ipairs(cvm.volumes or {}) do
+        if type(mnt) == 'table' and mnt.volume_uuid == v.uuid then mnt.export_path = export end
+      end
+      cvm.remount_requested_at = now
+      redis.call('SET', P .. 'vm:' .. c, enc(cvm))
+    end
+  end
+  volume_put(v, before)
+end
+
 -- Moves a VM's record, disks, NICs and indexes from server `from` to `to`, its
 -- allocation becoming `alloc` (the committed counters are the caller's: a migration
 -- commits and releases them at its own points). The `ip:` records are not touched:
@@ -319,6 +358,7 @@ local function mig_move_vm(vm, from, to, alloc)
   for _, d in ipairs(vm.disks or {}) do
     if d.path ~= nil or troot then d.path = mig_reroot(d.path, froot, troot, vm.uuid, d.pci_slot) end
   end
+  mig_move_volume(vm, to, froot, troot)
   for _, nic in ipairs(vm.nics or {}) do
     nic.cn_uuid = to
     index_rem('nics:cn:' .. from, nic.mac)

@@ -139,7 +139,7 @@ if type(every_s) == 'number' then
   redis.call('HSET', P .. 'share_watch:' .. a.server_uuid, 'every_s', every_s, 'probed_at', now)
 end
 
-local restart, remount = {}, {}
+local restart, remount, exports = {}, {}, {}
 for _, s in ipairs(storage) do
   local vol = s.volume_uuid
   if vol == NULL then vol = nil end
@@ -206,8 +206,20 @@ for _, c in ipairs(consumers) do
         local v = volume_get(m.volume_uuid)
         if not v or v.share_state ~= 'running' then all_running = false end
       end
-      if all_running then remount[#remount + 1] = c.vm_uuid end
+      if all_running then
+        remount[#remount + 1] = c.vm_uuid
+        for _, m in ipairs(vm.volumes or {}) do
+          local v = volume_get(m.volume_uuid)
+          if v and type(v.export_path) == 'string' then exports[v.uuid] = v.export_path end
+        end
+      end
     end
   end
 end
-return ok_lists({restart = restart, remount = remount})
+-- exports: where each remounted consumer's volumes are served now (a storage instance
+-- migrated moves its export), which the restart writes into their vm.json first.
+local answer = ok_lists({restart = restart, remount = remount})
+if next(exports) then
+  answer = string.sub(answer, 1, -3) .. ',"exports":' .. cjson.encode(exports) .. '}}'
+end
+return answer

@@ -144,6 +144,8 @@ if a.action == 'delete' then
   if v.state ~= 'ready' and v.state ~= 'failed' then
     return volume_not_ready(v, 'it is deleted from ready or failed')
   end
+  local migrating = volume_storage_migration(v)
+  if migrating then return volume_migrating_refusal(v, migrating) end
   local users = volume_users(v)
   if #users > 0 and p.force ~= true then return volume_in_use_refusal(v, users) end
   return ok({volume_uuid = v.uuid, state = v.state, vm_uuid = v.vm_uuid, users = users})

@@ -19,6 +19,8 @@ if v.state == 'deleting' then return answer() end
 if v.state ~= 'ready' and v.state ~= 'failed' then
   return volume_not_ready(v, 'it is deleted from ready or failed')
 end
+local migrating = volume_storage_migration(v)
+if migrating then return volume_migrating_refusal(v, migrating) end
 local users = volume_users(v)
 if #users > 0 and a.force ~= true then return volume_in_use_refusal(v, users) end
 local before = v.state

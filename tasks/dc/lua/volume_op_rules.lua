@@ -128,6 +128,14 @@ local function volume_op_rules(action, params, max, retake_failed)
     return nil, refuse(409, 'VolumeNotReady', 'volume ' .. v.name .. ' (' .. v.uuid .. ') is ' ..
       tostring(v.state) .. ': ' .. VOLUME_OP_WORKFLOWS[action] .. ' needs it ready')
   end
+  -- Its storage instance migrating: a snapshot or a rollback would stop, start or
+  -- rewrite the share the migration moves, a network change its NICs.
+  local migrating = volume_storage_migration(v)
+  if migrating then
+    return nil, refuse(409, 'VolumeMigrating', 'volume ' .. v.name .. ' (' .. v.uuid .. '): its ' ..
+      'storage instance ' .. v.vm_uuid .. ' is being migrated (migration ' .. migrating .. '): ' ..
+      VOLUME_OP_WORKFLOWS[action] .. ' once the migration is aborted or finalized')
+  end
   local out = {}
   if action == 'snapshot_create' then
     local s = volume_snapshot_find(v, params.name)

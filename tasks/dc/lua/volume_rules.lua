@@ -182,6 +182,23 @@ local function volume_in_use_refusal(v, users)
     table.concat(users, ', '))
 end
 
+-- The migration of v's storage instance that is active (from its claim until it is
+-- aborted or finalized), or nil.
+local function volume_storage_migration(v)
+  if type(v.vm_uuid) ~= 'string' then return nil end
+  local m = redis.call('GET', P .. 'migration_active:' .. v.vm_uuid)
+  if m then return m end
+  return nil
+end
+
+-- The refusal of a delete while the storage instance migrates: the data may be on
+-- either server, and the hidden copy the migration keeps would be left behind.
+local function volume_migrating_refusal(v, m)
+  return refuse(409, 'VolumeMigrating', 'volume ' .. v.uuid .. ' (' .. tostring(v.name) .. '): ' ..
+    'its storage instance ' .. v.vm_uuid .. ' is being migrated (migration ' .. m .. '); ' ..
+    'delete it once the migration is aborted or finalized')
+end
+
 local function volume_not_ready(v, what)
   return refuse(409, 'VolumeNotReady', 'volume ' .. v.uuid .. ' (' .. v.name .. ') is ' ..
     v.state .. ': ' .. what)

@@ -13,6 +13,8 @@
  *   .migration/manifest   what the disks hold (sync_manifest.h)
  *   .migration/lock       flock'ed by the one pass of an instance at a time (a second
  *                         one is refused)
+ *   export/, snapshots/   a storage instance's trees (sync_tree_xfer.h), through
+ *                         .migration/tree.part and .migration/tree.link
  * and an image pass (sync_image.h) <data_root>/images/<image uuid>.img, nothing else
  * outside the instance.
  *

@@ -38,6 +38,7 @@
 #include "sync_block.h"
 #include "sync_image.h"
 #include "sync_manifest.h"
+#include "sync_tree_xfer.h"
 #include "sync_wire.h"
 
 /* A sender silent this long is gone (seconds). A pass at the lowest rate still sends a
@@ -629,6 +630,9 @@ static int run_frames(session_t *s)
             break;
         case SYNC_REMOVE:
             rc = on_remove(s);
+            break;
+        case SYNC_TREE_REQ:
+            rc = sync_tree_receive(s->fd, s->dir, s->mdir, &s->in, &s->out, s->err, sizeof s->err);
             break;
         case SYNC_VMJSON:
             free(s->vmjson);

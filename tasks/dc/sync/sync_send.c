@@ -33,6 +33,8 @@
 #include "sync_digest.h"
 #include "sync_manifest.h"
 #include "sync_rate.h"
+#include "sync_tree.h"
+#include "sync_tree_xfer.h"
 #include "sync_wire.h"
 
 #define IO_TIMEOUT_S     600
@@ -647,6 +649,19 @@ static int run_pass(pass_t *p, const atomic_bool *stop)
         }
         if (!stopped && o->digests)
             finish_digest(p, n, d);
+    }
+    if (!stopped && sync_tree_present(o->instance_dir)) {
+        sync_tree_result_t tr;
+        rc = sync_tree_send(p->fd, o->instance_dir, o->block_size, &rate, p->c, stop, &p->in,
+                            &p->out, p->block, &tr, p->err, p->errlen);
+        if (rc < 0)
+            return why_closed(p, rc);
+        stopped = tr.stopped;
+        p->r->tree = true;
+        p->r->tree_entries = tr.entries;
+        p->r->tree_files_sent = tr.files_sent;
+        p->r->tree_removed = tr.removed;
+        memcpy(p->r->tree_digest, tr.digest, sizeof tr.digest);
     }
     if (!stopped) {
         for (unsigned n = 0; n < SYNC_DISKS_MAX; n++) {

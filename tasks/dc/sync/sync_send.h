@@ -76,6 +76,12 @@ typedef struct sync_pass_result {
     bool digested[SYNC_DISKS_MAX];
     char digest[SYNC_DISKS_MAX][65];
     uint64_t digest_size[SYNC_DISKS_MAX];
+    /* A storage instance (its export/ present, sync_tree.h): its trees went after the
+     * disks. tree_digest is the source's listing's digest as this pass walked it:
+     * with the share stopped (a final pass), the digest the verify compares. */
+    bool tree;
+    uint64_t tree_entries, tree_files_sent, tree_removed;
+    char tree_digest[65];
 } sync_pass_result_t;
 
 /* Runs one pass. c (may be NULL) is zeroed first and updated as the pass goes; stop

@@ -18,6 +18,7 @@
  *        windows: WINDOW {u32 count, (u64 index, u8 kind)...} and one
  *        BLOCK {u64 index, hash[32], data} per data item, in order ({u64 index}
  *        alone: the block is all zero by now; a punch has no frame of its own)
+ *   S: (a storage instance, its export/ present) the trees' part: sync_tree_xfer.h
  *   S: REMOVE {str name} per disk the source no longer has
  *   S: VMJSON {text} (not on a stopped pass), PASS_END {u8 stopped}
  *   R: PASS_DONE {} once everything the pass wrote is durable, or ERROR {text}
@@ -70,6 +71,17 @@ enum sync_frame_type {
     SYNC_IMAGE_HAVE = 17,
     SYNC_IMAGE_DATA = 18,
     SYNC_IMAGE_END = 19,
+    /* A storage instance's trees, after its disks (sync_tree_xfer.h). */
+    SYNC_TREE_REQ = 20,
+    SYNC_TREE_ENTRIES = 21,
+    SYNC_TREE_LIST_END = 22,
+    SYNC_TREE_REMOVE = 23,
+    SYNC_TREE_DIR = 24,
+    SYNC_TREE_LINK = 25,
+    SYNC_TREE_FILE = 26,
+    SYNC_TREE_DATA = 27,
+    SYNC_TREE_FILE_END = 28,
+    SYNC_TREE_DONE = 29,
 };
 
 /* Kinds of a window's items. */
