@@ -336,6 +336,30 @@ static const json_t *create_params(op_t *op)
     return op->params;
 }
 
+/* The scope a new job's job-level templates (holds, hold_events) expand in: its params
+ * (borrowed from op), its job fields and its admission results (both owned here). */
+typedef struct create_scope {
+    template_scope_t sc;
+    json_t *job;
+    json_t *admission;
+} create_scope_t;
+
+static void create_scope_init(op_t *op, create_scope_t *cs)
+{
+    cs->job = json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow",
+                        op->wfr->version->wf->name);
+    cs->admission =
+        op->admission_results != NULL ? json_loads(op->admission_results, 0, NULL) : NULL;
+    cs->sc =
+        (template_scope_t){.params = create_params(op), .job = cs->job, .admission = cs->admission};
+}
+
+static void create_scope_free(create_scope_t *cs)
+{
+    json_decref(cs->job);
+    json_decref(cs->admission);
+}
+
 /* The workflow's holds for the new job, expanded against its params and job fields:
  * 0 and *out the lines job_create.lua stores (malloc'd; NULL when they are empty), or
  * TERN_EINVAL (a template names nothing) or TERN_EREFUSED (a templated capacity that
@@ -343,11 +367,8 @@ static const json_t *create_params(op_t *op)
 static int create_holds(op_t *op, char **out, char *err, size_t errlen)
 {
     const workflow_t *wf = op->wfr->version->wf;
-    json_t *scope_job =
-        json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
-    json_t *admission =
-        op->admission_results != NULL ? json_loads(op->admission_results, 0, NULL) : NULL;
-    template_scope_t sc = {.params = create_params(op), .job = scope_job, .admission = admission};
+    create_scope_t cs;
+    create_scope_init(op, &cs);
     size_t n = wf->n_holds;
     wf_hold_t *all = xcalloc(n + 1, sizeof *all);
     if (n > 0)
@@ -355,10 +376,9 @@ static int create_holds(op_t *op, char **out, char *err, size_t errlen)
     if (op->extra_hold != NULL)
         all[n++] = (wf_hold_t){.resource = op->extra_hold, .capacity = 1};
     char *holds = NULL;
-    int rc = holds_expand(all, n, &sc, &holds, err, errlen);
+    int rc = holds_expand(all, n, &cs.sc, &holds, err, errlen);
     free(all);
-    json_decref(scope_job);
-    json_decref(admission);
+    create_scope_free(&cs);
     if (rc != 0)
         return rc;
     if (holds[0] == '\0') {
@@ -374,15 +394,10 @@ static int create_holds(op_t *op, char **out, char *err, size_t errlen)
  * TERN_EINVAL with the message in err. Only for a workflow with hold_events. */
 static int create_hold_events(op_t *op, char **out, char *err, size_t errlen)
 {
-    const workflow_t *wf = op->wfr->version->wf;
-    json_t *scope_job =
-        json_pack("{s:s, s:s?, s:s}", "uuid", op->uuid, "target", op->target, "workflow", wf->name);
-    json_t *admission =
-        op->admission_results != NULL ? json_loads(op->admission_results, 0, NULL) : NULL;
-    template_scope_t sc = {.params = create_params(op), .job = scope_job, .admission = admission};
-    int rc = hold_events_expand(wf->hold_events, &sc, out, err, errlen);
-    json_decref(scope_job);
-    json_decref(admission);
+    create_scope_t cs;
+    create_scope_init(op, &cs);
+    int rc = hold_events_expand(op->wfr->version->wf->hold_events, &cs.sc, out, err, errlen);
+    create_scope_free(&cs);
     return rc;
 }
 

@@ -582,3 +582,21 @@ local function mig_waiting_begin_by_uuid(uuid, owner)
   if not vm_uuid then return nil end
   return mig_waiting_begins(vm_uuid, owner, {ev})[1]
 end
+
+-- What GET /migrations/:uuid and its watch show for `uuid` (a migration's or its VM's),
+-- as `owner` (nil: the operator) may see it: the record, or else a begin waiting for
+-- its slot with no record yet (answered from its wait), or neither. A record of
+-- another owner is answered as absent.
+local function mig_lookup_viewed(uuid, owner)
+  local m = mig_get(uuid)
+  if m and owner and not redis.call('ZSCORE', P .. 'migrations:owner:' .. owner, m.uuid) then
+    return nil, nil
+  end
+  if m then return m, nil end
+  local w = mig_waiting_begin_by_uuid(uuid, owner)
+  if not w and type(uuid) == 'string' and uuid_ok(uuid) then
+    w = mig_waiting_begins(uuid, owner)[1]
+  end
+  if w then return nil, w end
+  return mig_find_viewed(uuid, owner), nil
+end

@@ -4,17 +4,8 @@
 -- slot, `waiting_for_slot` says so (and its `progress`); a begin waiting for its slot
 -- has no record yet: it is answered from its wait (mig_waiting_begin), by its uuid or
 -- as the VM's newest migration.
-local m = mig_get(Q.uuid)
-if m and Q.owner_uuid and not redis.call('ZSCORE', P .. 'migrations:owner:' .. Q.owner_uuid, m.uuid) then
-  m = nil
-elseif not m then
-  local w = mig_waiting_begin_by_uuid(Q.uuid, Q.owner_uuid)
-  if not w and type(Q.uuid) == 'string' and uuid_ok(Q.uuid) then
-    w = mig_waiting_begins(Q.uuid, Q.owner_uuid)[1]
-  end
-  if w then return mig_enc(w) end
-  m = mig_find_viewed(Q.uuid, Q.owner_uuid)
-end
+local m, w = mig_lookup_viewed(Q.uuid, Q.owner_uuid)
+if w then return mig_enc(w) end
 if not m then
   return redis.error_reply('REFUSED 404 MigrationNotFound no migration ' .. tostring(Q.uuid) ..
     ' (nor a migration of a vm of that uuid)')

@@ -11,21 +11,12 @@
 -- migration is not running: its grant (`hold_granted`), then the phase's progress and
 -- its end follow there. A begin waiting for its slot, without a record yet, is
 -- followed the same way from its wait alone.
-local m = mig_get(Q.uuid)
-if m and Q.owner_uuid and not redis.call('ZSCORE', P .. 'migrations:owner:' .. Q.owner_uuid, m.uuid) then
-  m = nil
-elseif not m then
-  local w = mig_waiting_begin_by_uuid(Q.uuid, Q.owner_uuid)
-  if not w and type(Q.uuid) == 'string' and uuid_ok(Q.uuid) then
-    w = mig_waiting_begins(Q.uuid, Q.owner_uuid)[1]
-  end
-  if w then
-    local key = mig_events_key(w.uuid)
-    local last = redis.call('XREVRANGE', P .. key, '+', '-', 'COUNT', 1)
-    local ev = mig_slot_waits_in(key)[1]
-    return mig_enc({lines = {ev}, follow = key, after = (#last > 0) and last[1][1] or '0-0'})
-  end
-  m = mig_find_viewed(Q.uuid, Q.owner_uuid)
+local m, w = mig_lookup_viewed(Q.uuid, Q.owner_uuid)
+if w then
+  local key = mig_events_key(w.uuid)
+  local last = redis.call('XREVRANGE', P .. key, '+', '-', 'COUNT', 1)
+  local ev = mig_slot_waits_in(key)[1]
+  return mig_enc({lines = {ev}, follow = key, after = (#last > 0) and last[1][1] or '0-0'})
 end
 if not m then
   return redis.error_reply('REFUSED 404 MigrationNotFound no migration ' .. tostring(Q.uuid) ..
