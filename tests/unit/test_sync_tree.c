@@ -333,6 +333,49 @@ static void test_bad_paths_refused(void **state)
     sync_lab_close(&lab);
 }
 
+/* export/ and snapshots/ themselves are only ever directories: a peer naming either
+ * as a link (export -> /, which the share would then serve) or as a file is refused,
+ * and the target's directory stays. */
+static void test_tops_only_dirs(void **state)
+{
+    (void)state;
+    sync_lab_t lab;
+    sync_lab_open(&lab, "sync_tree_tops");
+    make_volume(&lab);
+    sync_lab_pass(&lab);
+    for (int i = 0; i < 3; i++) {
+        sync_buf_t in = {0}, out = {0};
+        int fd = raw_peer_at_trees(&lab, &in);
+        const char *top = i == 1 ? "snapshots" : "export";
+        uint32_t type = i == 2 ? SYNC_TREE_FILE : SYNC_TREE_LINK;
+        sync_buf_str(&out, top);
+        if (type == SYNC_TREE_LINK) {
+            sync_buf_str(&out, "/");
+        } else {
+            sync_buf_u32(&out, 0644);
+            sync_buf_u64(&out, 0);
+            sync_buf_u64(&out, 0);
+            sync_buf_u32(&out, 0);
+        }
+        assert_int_equal(sync_frame_write(fd, type, out.p, out.len, NULL), 0);
+        if (type == SYNC_TREE_FILE)
+            assert_int_equal(sync_frame_write(fd, SYNC_TREE_FILE_END, NULL, 0, NULL), 0);
+        uint32_t got = 0;
+        assert_int_equal(sync_frame_read(fd, &got, &in, SYNC_CONTROL_MAX, NULL), 0);
+        assert_int_equal(got, SYNC_ERROR);
+        close(fd);
+        sync_buf_free(&in);
+        sync_buf_free(&out);
+        struct stat st;
+        assert_int_equal(lstat(at(lab.dst, top), &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+    }
+    sync_pass_result_t r = sync_lab_pass(&lab);
+    assert_true(r.tree);
+    assert_trees_same(&lab);
+    sync_lab_close(&lab);
+}
+
 static void test_paths(void **state)
 {
     (void)state;
@@ -357,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_full_then_incremental), cmocka_unit_test(test_target_damage_repaired),
         cmocka_unit_test(test_fenced_source),         cmocka_unit_test(test_bad_paths_refused),
         cmocka_unit_test(test_digest_moves),          cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_tops_only_dirs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
