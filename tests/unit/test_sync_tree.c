@@ -32,6 +32,7 @@
 #include "sync_lab.h"
 #include "sync_tree.h"
 #include "sync_wire.h"
+#include "tree_copy.h"
 
 static const char *at(const char *dir, const char *rel)
 {
@@ -333,6 +334,83 @@ static void test_bad_paths_refused(void **state)
     sync_lab_close(&lab);
 }
 
+/* export/ and snapshots/ themselves are only ever directories: a peer naming either
+ * as a link (export -> /, which the share would then serve) or as a file is refused,
+ * and the target's directory stays. */
+static void test_tops_only_dirs(void **state)
+{
+    (void)state;
+    sync_lab_t lab;
+    sync_lab_open(&lab, "sync_tree_tops");
+    make_volume(&lab);
+    sync_lab_pass(&lab);
+    for (int i = 0; i < 3; i++) {
+        sync_buf_t in = {0}, out = {0};
+        int fd = raw_peer_at_trees(&lab, &in);
+        const char *top = i == 1 ? "snapshots" : "export";
+        uint32_t type = i == 2 ? SYNC_TREE_FILE : SYNC_TREE_LINK;
+        sync_buf_str(&out, top);
+        if (type == SYNC_TREE_LINK) {
+            sync_buf_str(&out, "/");
+        } else {
+            sync_buf_u32(&out, 0644);
+            sync_buf_u64(&out, 0);
+            sync_buf_u64(&out, 0);
+            sync_buf_u32(&out, 0);
+        }
+        assert_int_equal(sync_frame_write(fd, type, out.p, out.len, NULL), 0);
+        if (type == SYNC_TREE_FILE)
+            assert_int_equal(sync_frame_write(fd, SYNC_TREE_FILE_END, NULL, 0, NULL), 0);
+        uint32_t got = 0;
+        assert_int_equal(sync_frame_read(fd, &got, &in, SYNC_CONTROL_MAX, NULL), 0);
+        assert_int_equal(got, SYNC_ERROR);
+        close(fd);
+        sync_buf_free(&in);
+        sync_buf_free(&out);
+        struct stat st;
+        assert_int_equal(lstat(at(lab.dst, top), &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+    }
+    sync_pass_result_t r = sync_lab_pass(&lab);
+    assert_true(r.tree);
+    assert_trees_same(&lab);
+    sync_lab_close(&lab);
+}
+
+/* The source opens a listed file following no symlink on the way: a directory swapped
+ * for a link since the listing (a consumer racing the pass) is not read through. */
+static void test_open_no_links(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sync_tree_open.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    mkdir_mode(at(dir, "export"), 0755);
+    mkdir_mode(at(dir, "export/real"), 0755);
+    write_at(at(dir, "export/real/f"), 0, 10, 1, 0644);
+    mkdir_mode(at(dir, "outside"), 0755);
+    write_at(at(dir, "outside/f"), 0, 10, 2, 0600);
+    assert_int_equal(symlink("../outside", at(dir, "export/ln")), 0);
+    assert_int_equal(symlink("real/f", at(dir, "export/flink")), 0);
+    int fd = sync_tree_open_file(dir, "export/real/f");
+    assert_true(fd >= 0);
+    close(fd);
+    int rc = sync_tree_open_file(dir, "export/ln/f");
+    assert_true(rc == -ELOOP || rc == -ENOTDIR);
+    assert_int_equal(sync_tree_open_file(dir, "export/flink"), -ELOOP);
+    assert_int_equal(sync_tree_open_file(dir, "export/real/f/x"), -ENOTDIR);
+    assert_int_equal(sync_tree_open_file(dir, "export/nothing"), -ENOENT);
+    assert_int_equal(sync_tree_open_file(dir, "export/../outside/f"), -EINVAL);
+    /* Fenced: read from export.fenced/, links there refused alike. */
+    assert_int_equal(rename(at(dir, "export"), at(dir, SYNC_TREE_FENCED)), 0);
+    fd = sync_tree_open_file(dir, "export/real/f");
+    assert_true(fd >= 0);
+    close(fd);
+    rc = sync_tree_open_file(dir, "export/ln/f");
+    assert_true(rc == -ELOOP || rc == -ENOTDIR);
+    char err[256];
+    assert_int_equal(dc_tree_remove(dir, err, sizeof err), 0);
+}
+
 static void test_paths(void **state)
 {
     (void)state;
@@ -357,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_full_then_incremental), cmocka_unit_test(test_target_damage_repaired),
         cmocka_unit_test(test_fenced_source),         cmocka_unit_test(test_bad_paths_refused),
         cmocka_unit_test(test_digest_moves),          cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_tops_only_dirs),        cmocka_unit_test(test_open_no_links),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,41 @@ void sync_tree_file_path(const char *dir, const char *rel, char *out, size_t out
         snprintf(out, outlen, "%s/" SYNC_TREE_FENCED "%s", dir, rel + 6);
     else
         snprintf(out, outlen, "%s/%s", dir, rel);
+}
+
+int sync_tree_open_file(const char *dir, const char *rel)
+{
+    if (!sync_tree_path_ok(rel))
+        return -EINVAL;
+    int at = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (at < 0)
+        return -errno;
+    bool fenced = under_export(rel) && !is_dir(dir, "export") && is_dir(dir, SYNC_TREE_FENCED);
+    char comp[NAME_MAX + 1];
+    const char *p = rel;
+    bool first = true;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (len > NAME_MAX) {
+            close(at);
+            return -ENAMETOOLONG;
+        }
+        memcpy(comp, p, len);
+        comp[len] = '\0';
+        const char *name = first && fenced ? SYNC_TREE_FENCED : comp;
+        first = false;
+        int fd = openat(at, name,
+                        O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (slash ? O_DIRECTORY : O_NONBLOCK));
+        int e = errno;
+        close(at);
+        if (fd < 0)
+            return -e;
+        if (!slash)
+            return fd;
+        at = fd;
+        p = slash + 1;
+    }
 }
 
 static int by_path(const void *a, const void *b)

@@ -72,6 +72,13 @@ int sync_tree_list(const char *dir, uint32_t block_size, const atomic_bool *stop
  * while export/ is fenced. */
 void sync_tree_file_path(const char *dir, const char *rel, char *out, size_t outlen);
 
+/* Opens the file of listed path `rel` under `dir` (as sync_tree_file_path names it)
+ * read-only, following no symlink on the way: each directory is opened with
+ * O_NOFOLLOW from the one before, so a directory replaced by a link since the listing
+ * (a consumer's rename racing the pass) cannot lead the read outside the trees. An fd,
+ * or -errno: -ENOENT gone, -ELOOP or -ENOTDIR a link or a non-directory on the way. */
+int sync_tree_open_file(const char *dir, const char *rel);
+
 /* Appends an entry (path and link copied). */
 void sync_tree_add(sync_tree_t *t, const char *path, uint8_t kind, uint32_t mode, uint64_t size,
                    const char *hash, const char *link);

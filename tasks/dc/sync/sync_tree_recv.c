@@ -58,7 +58,9 @@ static int resolve(trecv_t *t, const char *rel, char *abs, char *parent)
 {
     if (!sync_tree_path_ok(rel))
         return rfail(t, -EINVAL, "a tree path that is not allowed: \"%.200s\"", rel);
-    snprintf(abs, PATH_MAX, "%s/%s", t->dir, rel);
+    int k = snprintf(abs, PATH_MAX, "%s/%s", t->dir, rel);
+    if (k < 0 || k >= PATH_MAX)
+        return rfail(t, -ENAMETOOLONG, "%s/%.200s: a path too long", t->dir, rel);
     snprintf(parent, PATH_MAX, "%s", abs);
     char *slash = strrchr(parent, '/');
     *slash = '\0';
@@ -90,6 +92,15 @@ static int remove_any(trecv_t *t, const char *abs)
         return dc_tree_remove(abs, t->err, t->errlen);
     if (unlink(abs) < 0 && errno != ENOENT)
         return rfail(t, -errno, "%s: %s", abs, strerror(errno));
+    return 0;
+}
+
+/* export/ and snapshots/ themselves are directories: a link or file in their place
+ * would make the instance's share (or its snapshots) whatever the peer named. */
+static int not_top(trecv_t *t, const char *rel)
+{
+    if (!strchr(rel, '/'))
+        return rfail(t, -EINVAL, "\"%s\" can only be a directory", rel);
     return 0;
 }
 
@@ -164,6 +175,8 @@ static int on_link(trecv_t *t, sync_cur_t *c)
     if (c->bad || !target[0])
         return rfail(t, -EPROTO, "a torn tree link");
     int rc = resolve(t, rel, abs, parent);
+    if (rc == 0)
+        rc = not_top(t, rel);
     if (rc < 0)
         return rc;
     char tmp[PATH_MAX + 16];
@@ -191,6 +204,8 @@ static int on_file(trecv_t *t, sync_cur_t *c)
     if (c->bad || t->cur_mtime.tv_nsec >= 1000000000L)
         return rfail(t, -EPROTO, "a torn tree file");
     int rc = resolve(t, t->cur, abs, parent);
+    if (rc == 0)
+        rc = not_top(t, t->cur);
     if (rc < 0)
         return rc;
     char tmp[PATH_MAX + 16];

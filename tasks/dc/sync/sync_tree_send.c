@@ -124,14 +124,20 @@ static int send_file(tsend_t *t, const sync_tree_entry_t *e)
 {
     char path[PATH_MAX + 300];
     sync_tree_file_path(t->dir, e->path, path, sizeof path);
-    int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* Opened with no symlink followed on the way: a directory a consumer replaced by a
+     * link since the listing must not make the pass read (and the target keep) a file
+     * outside the trees. */
+    int f = sync_tree_open_file(t->dir, e->path);
     struct stat st;
     if (f < 0 || fstat(f, &st) < 0) {
-        int e2 = errno;
+        int e2 = f < 0 ? -f : errno;
         if (f >= 0)
             close(f);
-        /* Removed since the listing: the next pass removes it on the target. */
-        return e2 == ENOENT || e2 == ELOOP ? 0 : tfail(t, -e2, "%s: %s", path, strerror(e2));
+        /* Removed since the listing, or replaced by a link or a file on the way: the
+         * next pass lists it as it is now and makes the target's copy so. */
+        return e2 == ENOENT || e2 == ELOOP || e2 == ENOTDIR
+                   ? 0
+                   : tfail(t, -e2, "%s: %s", path, strerror(e2));
     }
     if (!S_ISREG(st.st_mode)) {
         close(f);
