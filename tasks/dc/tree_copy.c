@@ -21,6 +21,11 @@
 
 #define CHUNK (1024 * 1024)
 
+/* The mode bits a copy keeps: rwx for all and the sticky bit. Setuid and setgid are
+ * dropped, as owners are: the agent's user owns the copy, and a consumer's setuid file
+ * put back by a rollback would be a setuid file of the agent's. */
+#define COPY_MODE_BITS 01777u
+
 static bool stopped(const atomic_bool *stop)
 {
     return stop != NULL && atomic_load(stop);
@@ -178,7 +183,7 @@ static int copy_file(const char *src, const char *dst, const atomic_bool *stop, 
         rc = dc_fail(err, errlen, -errno, "%s: FICLONE from %s: %s", dst, src, strerror(errno));
     }
     struct timespec times[2] = {st.st_atim, st.st_mtim};
-    if (rc == 0 && fchmod(out, st.st_mode & 07777) != 0)
+    if (rc == 0 && fchmod(out, st.st_mode & COPY_MODE_BITS) != 0)
         rc = dc_fail(err, errlen, -errno, "%s: chmod: %s", dst, strerror(errno));
     if (rc == 0 && futimens(out, times) != 0)
         rc = dc_fail(err, errlen, -errno, "%s: times: %s", dst, strerror(errno));
@@ -211,7 +216,7 @@ static int copy_link(const char *src, const char *dst, const struct stat *st, ch
 static int finish_dir(const char *dst, const struct stat *st, char *err, size_t errlen)
 {
     struct timespec times[2] = {st->st_atim, st->st_mtim};
-    if (chmod(dst, st->st_mode & 07777) != 0)
+    if (chmod(dst, st->st_mode & COPY_MODE_BITS) != 0)
         return dc_fail(err, errlen, -errno, "%s: chmod: %s", dst, strerror(errno));
     if (utimensat(AT_FDCWD, dst, times, AT_SYMLINK_NOFOLLOW) != 0)
         return dc_fail(err, errlen, -errno, "%s: times: %s", dst, strerror(errno));

@@ -8,9 +8,9 @@
  * a copy of its data extents only (SEEK_DATA/SEEK_HOLE), so a hole stays a hole.
  * Symlinks are copied as links, never followed; other kinds (sockets, fifos, devices)
  * are skipped, and a hard link becomes a file of its own. Owners are not copied (the
- * agent's user owns what it writes). A file that vanishes while the tree is walked
- * (a probe file the share process removes) is skipped. Everything written is synced
- * before the copy returns.
+ * agent's user owns what it writes), nor are setuid and setgid bits. A file that
+ * vanishes while the tree is walked (a probe file the share process removes) is
+ * skipped. Everything written is synced before the copy returns.
  *
  * Part of dc_model: the C library and nothing else. Errors are negative errno values
  * with a message naming the file in err.

@@ -210,6 +210,17 @@ static void test_create_and_delete(void **state)
     assert_int_equal(lstat(test_path("%s/sub/link", s1), &link), 0);
     assert_true(S_ISLNK(link.st_mode));
     assert_nothing_partial(dir1);
+    /* A setuid file in the export: its snapshot copy keeps the mode without setuid and
+     * setgid (the agent owns the copy). */
+    FILE *t = fopen(test_path("%s/tool", exp1), "w");
+    assert_non_null(t);
+    assert_int_equal(fclose(t), 0);
+    assert_int_equal(chmod(test_path("%s/tool", exp1), 06755), 0);
+    json_decref(task_harness_run_ok(h, "volume_snapshot", args_of("create", "setid", NULL), BOUND));
+    assert_int_equal(test_file_stat(test_path("%s/snapshots/setid/tool", dir1)).st_mode & 07777,
+                     0755);
+    json_decref(task_harness_run_ok(h, "volume_snapshot", args_of("delete", "setid", NULL), BOUND));
+    assert_int_equal(unlink(test_path("%s/tool", exp1)), 0);
 
     /* Again: done already, the copy kept as it is. */
     ino_t ino = test_file_stat(s1).st_ino;

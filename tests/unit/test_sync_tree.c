@@ -235,6 +235,36 @@ static void test_fenced_source(void **state)
     sync_lab_close(&lab);
 }
 
+/* A setuid or setgid file in the export arrives without those bits (the target's agent
+ * would own it); the sticky bit and the rest of the mode arrive; the digests agree. */
+static void test_setid_bits_dropped(void **state)
+{
+    (void)state;
+    sync_lab_t lab;
+    sync_lab_open(&lab, "sync_tree_setid");
+    mkdir_mode(at(lab.src, "export"), 0755);
+    mkdir_mode(at(lab.src, "export/tmp"), 0777);
+    assert_int_equal(chmod(at(lab.src, "export/tmp"), 01777), 0);
+    write_at(at(lab.src, "export/tool"), 0, 4000, 1, 0755);
+    assert_int_equal(chmod(at(lab.src, "export/tool"), 06755), 0);
+    sync_pass_result_t r = sync_lab_pass(&lab);
+    assert_int_equal(r.tree_files_sent, 1);
+    struct stat st;
+    assert_int_equal(lstat(at(lab.dst, "export/tool"), &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0755);
+    assert_int_equal(lstat(at(lab.dst, "export/tmp"), &st), 0);
+    assert_int_equal(st.st_mode & 07777, 01777);
+    char a[65], b[65];
+    tree_digest(lab.src, a);
+    tree_digest(lab.dst, b);
+    assert_string_equal(a, b);
+    assert_string_equal(r.tree_digest, a);
+    /* Nothing differs for the next pass. */
+    r = sync_lab_pass(&lab);
+    assert_int_equal(r.tree_files_sent, 0);
+    sync_lab_close(&lab);
+}
+
 static void test_digest_moves(void **state)
 {
     (void)state;
@@ -436,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_fenced_source),         cmocka_unit_test(test_bad_paths_refused),
         cmocka_unit_test(test_digest_moves),          cmocka_unit_test(test_paths),
         cmocka_unit_test(test_tops_only_dirs),        cmocka_unit_test(test_open_no_links),
+        cmocka_unit_test(test_setid_bits_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

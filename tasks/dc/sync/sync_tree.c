@@ -73,7 +73,7 @@ void sync_tree_add(sync_tree_t *t, const char *path, uint8_t kind, uint32_t mode
     if (!e->path || (link && !e->link))
         abort(); /* out of memory */
     e->kind = kind;
-    e->mode = mode & 07777;
+    e->mode = mode & SYNC_TREE_MODE_BITS;
     e->size = size;
     snprintf(e->hash, sizeof e->hash, "%s", hash ? hash : "");
 }

@@ -6,17 +6,23 @@
  *
  * An entry is a directory, a regular file or a symlink, named by its path relative to
  * the instance's directory ("export", "export/a/b"). What an entry carries, and so
- * what a transfer keeps and the digest covers: its kind, its permission bits (07777),
- * a file's size and content hash, a link's target. A file's hash is sync_disk_digest's
- * (sync_digest.h) at the pass's block size: equal for equal contents whatever the
- * holes. Not kept, not compared: owners, xattrs and ACLs, hard links (each name is a
- * file of its own), a directory's times; sockets, fifos and devices are skipped. A
- * file's mtime is carried by the transfer but is not part of the digest.
+ * what a transfer keeps and the digest covers: its kind, its permission bits and the
+ * sticky bit (SYNC_TREE_MODE_BITS), a file's size and content hash, a link's target. A file's hash
+ * is sync_disk_digest's (sync_digest.h) at the pass's block size: equal for equal contents whatever
+ * the holes. Not kept, not compared: owners, xattrs and ACLs, hard links (each name is a file of
+ * its own), a directory's times; sockets, fifos and devices are skipped. A file's mtime is carried
+ * by the transfer but is not part of the digest.
  *
  * Thread-safe: only the caller's listing and files.
  */
 #ifndef DC_SYNC_TREE_H
 #define DC_SYNC_TREE_H
+
+/* The mode bits a tree keeps: rwx for all and the sticky bit. Setuid and setgid are
+ * dropped on both sides (and so from the digest): the target's agent writes every file
+ * as its own user, so a consumer's setuid file would arrive as a setuid file of the
+ * agent's (root, on a real server). */
+#define SYNC_TREE_MODE_BITS 01777u
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -151,7 +151,7 @@ static int on_dir(trecv_t *t, sync_cur_t *c)
 {
     char rel[PATH_MAX], abs[PATH_MAX], parent[PATH_MAX];
     sync_cur_str(c, rel, sizeof rel);
-    uint32_t mode = sync_cur_u32(c) & 07777;
+    uint32_t mode = sync_cur_u32(c) & SYNC_TREE_MODE_BITS;
     if (c->bad)
         return rfail(t, -EPROTO, "a torn tree directory");
     int rc = resolve(t, rel, abs, parent);
@@ -197,7 +197,7 @@ static int on_file(trecv_t *t, sync_cur_t *c)
 {
     char abs[PATH_MAX], parent[PATH_MAX];
     sync_cur_str(c, t->cur, sizeof t->cur);
-    t->cur_mode = sync_cur_u32(c) & 07777;
+    t->cur_mode = sync_cur_u32(c) & SYNC_TREE_MODE_BITS;
     t->cur_size = sync_cur_u64(c);
     t->cur_mtime.tv_sec = (time_t)sync_cur_u64(c);
     t->cur_mtime.tv_nsec = sync_cur_u32(c);

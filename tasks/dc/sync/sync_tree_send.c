@@ -146,7 +146,7 @@ static int send_file(tsend_t *t, const sync_tree_entry_t *e)
     uint64_t size = (uint64_t)st.st_size;
     sync_buf_reset(t->out);
     sync_buf_str(t->out, e->path);
-    sync_buf_u32(t->out, (uint32_t)st.st_mode & 07777);
+    sync_buf_u32(t->out, (uint32_t)st.st_mode & SYNC_TREE_MODE_BITS);
     sync_buf_u64(t->out, size);
     sync_buf_u64(t->out, (uint64_t)st.st_mtim.tv_sec);
     sync_buf_u32(t->out, (uint32_t)st.st_mtim.tv_nsec);
