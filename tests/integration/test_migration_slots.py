@@ -263,7 +263,7 @@ def test_a_wait_that_ends_without_its_slot():
     assert m["waiting_for_slot"]["ahead"] == 1, m     # behind F's sync in cn1's line
 
     ml.ok_action("abort", f)
-    m = ml.wait_migration(f, "aborted")
+    m = m_f = ml.wait_migration(f, "aborted")
     assert "waiting_for_slot" not in m and (m.get("progress") or {}).get("state") != "waiting", m
     assert lab.job_of(sync_f["uuid"])["execution"] == "canceled"
     assert WAIT_TEXT not in lab.tern("migration", "get", f).stdout
@@ -275,6 +275,28 @@ def test_a_wait_that_ends_without_its_slot():
     assert (status, body.get("code")) == (404, "MigrationNotFound"), (status, body)
     assert ml.migration(g) is None
     assert lab.tern("migration", "get", g, check=False).returncode != 0
+
+    # F begun again while E still holds the slot: paged one by one, F's list gives the
+    # waiting begin and then the aborted record (the limit counts records, so the page
+    # of the waiting begin still has a marker to go on from).
+    status, again_f = ml.action("begin", f, target_server_uuid=CN2)
+    assert status == 201, (status, again_f)
+    wait_waiting(f, again_f["uuid"])
+    rows, marker = [], None
+    for _ in range(10):
+        q = f"/migrations?vm_uuid={f}&limit=1" + (f"&marker={marker}" if marker else "")
+        status, page, h = lab.http(q, headers=True)
+        assert status == 200, (status, page)
+        rows.extend(page)
+        marker = h.get("x-tern-next-marker")
+        if not marker:
+            break
+    assert [(r["uuid"], r["state"]) for r in rows] == \
+        [(again_f["uuid"], "running"), (m_f["uuid"], "aborted")], rows
+    assert "waiting_for_slot" in rows[0], rows[0]
+    status, body = lab.http(f"/jobs/{again_f['uuid']}/cancel", "POST", {})
+    assert status == 200, (status, body)
+    assert lab.wait_job(again_f["uuid"], timeout=30)["execution"] == "canceled"
 
     assert lab.wait_job(sync_e["uuid"], timeout=60)["execution"] == "succeeded"
     ml.ok_action("abort", e)

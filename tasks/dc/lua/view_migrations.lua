@@ -63,12 +63,15 @@ local function public(m)
   waits_of[m.vm_uuid] = waits_of[m.vm_uuid] or mig_slot_waits(m.vm_uuid)
   return mig_public_waiting(m, waits_of[m.vm_uuid])
 end
+-- A VM's begins waiting for a slot (no record yet) head its first page, on top of the
+-- limit: the limit counts records, so the marker of a page is always a record's (a
+-- page of waiting begins alone would have none to go on from). A VM has one such
+-- begin at most in practice: each begin holds the VM's own ticket while it waits.
 if Q.vm_uuid and MARKER == '' and OFFSET == 0 and
   (not Q.state or Q.state == 'running' or Q.state == 'active') then
-  for _, w in ipairs(mig_waiting_begins(Q.vm_uuid, Q.owner_uuid)) do
-    if #out < LIMIT then out[#out + 1] = w end
-  end
+  for _, w in ipairs(mig_waiting_begins(Q.vm_uuid, Q.owner_uuid)) do out[#out + 1] = w end
 end
+local records = 0
 local batch = LIMIT + 1
 while not more do
   local ms = redis.call('ZREVRANGE', key, at, at + batch - 1)
@@ -77,11 +80,12 @@ while not more do
     if m then
       if skip > 0 then
         skip = skip - 1
-      elseif #out == LIMIT then
+      elseif records == LIMIT then
         more = true
         break
       else
         out[#out + 1] = public(m)
+        records = records + 1
         last = u
       end
     end
