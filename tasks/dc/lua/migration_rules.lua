@@ -420,9 +420,10 @@ end
 -- its leaving the line (canceled, timed out) to the streams the workflows' hold_events
 -- name (docs/WORKFLOWS.md "Telling a plugin of waits for holds"): the migration's own
 -- stream, which its watchers follow, and the VM's `migration_waits:<vm>`, which only
--- such events go to. A job writes at most four there (a wait and a grant for each of
--- its two slots), so its newest MIG_WAIT_SCAN entries tell every job of the VM waiting
--- now even with several queued behind one another.
+-- such events go to. A job writes a wait and a grant (or a leave) there only for each
+-- ticket it had to wait for: its VM's, its two slots', and a step's own (a handful),
+-- so the stream's newest MIG_WAIT_SCAN entries tell every job of the VM waiting now
+-- even with several queued behind one another.
 local MIG_WAIT_SCAN = 64
 -- The workflows whose job makes the record (its uuid is the job's): while they wait,
 -- no record exists yet.

@@ -248,7 +248,10 @@ static int on_file_end(trecv_t *t)
     snprintf(tmp, sizeof tmp, "%s/tree.part", t->mdir);
     struct timespec times[2] = {t->cur_mtime, t->cur_mtime};
     int rc = 0;
-    if (fchmod(t->part, t->cur_mode) < 0 || fdatasync(t->part) < 0 || futimens(t->part, times) < 0)
+    /* Mode and mtime set before the sync, and fsync (not fdatasync) so that they are
+     * durable with the data: mtime is not compared, so one lost in a crash after the
+     * rename would never be put right by a later pass. */
+    if (fchmod(t->part, t->cur_mode) < 0 || futimens(t->part, times) < 0 || fsync(t->part) < 0)
         rc = rfail(t, -errno, "%s: %s", tmp, strerror(errno));
     close(t->part);
     t->part = -1;
