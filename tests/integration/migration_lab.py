@@ -18,6 +18,7 @@ migrations.
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -406,3 +407,22 @@ def wait_step(vm_uuid, at_least, timeout=60.0):
     return wait_for(f"vm {vm_uuid}'s switch step {at_least}",
                     lambda: (lambda m: m if m and (m.get("switch_step") or 0) >= at_least
                              else None)(migration(vm_uuid)), timeout=timeout, every=0.01)
+
+
+def lose_target_mid_sync(vm_uuid, mbps):
+    """Begins a migration of the VM to cn2, kills cn2's agent -9 during the sync's pass
+    (at `mbps`, slow enough to be caught moving bytes) and keeps it down; returns the
+    migration once it failed in phase sync with TransferFailed, the VM as it was on
+    cn1."""
+    ok_action("begin", vm_uuid, target_server_uuid=CN2)
+    status, job = action("sync", vm_uuid, send_mbps_limit=mbps)
+    assert status in (200, 201), (status, job)
+    wait_pass_bytes(vm_uuid)
+    agent = agent_pid(CN2)
+    os.kill(agent, signal.SIGKILL)
+    wait_for("cn2's agent to die", lambda: not pid_alive(agent), timeout=10)
+    end = lab.wait_job(job["uuid"], timeout=90)
+    assert end["execution"] == "failed", end["execution"]
+    m = wait_migration(vm_uuid, "failed", timeout=30)
+    assert m["phase"] == "sync" and "TransferFailed" in m["error"], m
+    return m

@@ -84,17 +84,7 @@ def test_26_target_lost_mid_sync():
     vm = ml.provision(CN1, "writer")
     ml.fill(CN1, vm, 24)
     before = lab.vm_of(vm)
-    ml.ok_action("begin", vm, target_server_uuid=CN2)
-    status, job = ml.action("sync", vm, send_mbps_limit=SLOW)
-    assert status in (200, 201), (status, job)
-    ml.wait_pass_bytes(vm)
-    agent = ml.agent_pid(CN2)
-    os.kill(agent, signal.SIGKILL)
-    wait_for("cn2's agent to die", lambda: not pid_alive(agent), timeout=10)
-    end = lab.wait_job(job["uuid"], timeout=90)
-    assert end["execution"] == "failed", end["execution"]
-    m = ml.wait_migration(vm, "failed", timeout=30)
-    assert m["phase"] == "sync" and m["error"], m
+    m = ml.lose_target_mid_sync(vm, SLOW)
     assert "TransferFailed" in m["error"], m["error"]
     assert m["finished_timestamp"] and m["job_uuid"] is None, m
     # The VM as it was: on cn1, visible there, running, its NICs and IPs unchanged.

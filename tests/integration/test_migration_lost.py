@@ -50,20 +50,7 @@ def committed(server):
 
 
 def lose_target_mid_sync(vm):
-    """Begins a migration of vm to cn2, kills cn2's agent -9 during the sync's pass and
-    waits for the migration to fail: the VM as it was on cn1."""
-    ml.ok_action("begin", vm, target_server_uuid=CN2)
-    status, job = ml.action("sync", vm, send_mbps_limit=SLOW)
-    assert status in (200, 201), (status, job)
-    ml.wait_pass_bytes(vm)
-    agent = ml.agent_pid(CN2)
-    os.kill(agent, signal.SIGKILL)
-    wait_for("cn2's agent to die", lambda: not pid_alive(agent), timeout=10)
-    end = lab.wait_job(job["uuid"], timeout=90)
-    assert end["execution"] == "failed", end["execution"]
-    m = ml.wait_migration(vm, "failed", timeout=30)
-    assert m["phase"] == "sync" and "TransferFailed" in m["error"], m
-    return m
+    return ml.lose_target_mid_sync(vm, SLOW)
 
 
 def abort_target_lost(vm, waiting=None):
